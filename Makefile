@@ -1,0 +1,28 @@
+# The two commands of the README: `make run` and `make test`. Both build .venv themselves.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+$(BIN)/agentrun: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(BIN)/agentrun
+
+.PHONY: install run test lint bench
+install: $(BIN)/agentrun
+
+run: install
+	$(BIN)/agentrun serve
+
+lint: install
+	$(BIN)/ruff check app tests bench
+	$(BIN)/ruff format --check app tests bench
+	$(BIN)/mypy --strict app/core
+	$(BIN)/lint-imports
+
+test: lint
+	$(BIN)/pytest
+
+bench: install
+	$(BIN)/python bench/core.py

@@ -1,0 +1,1 @@
+"""agentrun-service: durable agent runs around a sans-IO agent loop."""

@@ -72,6 +72,8 @@ from app.core.types import (
     Usage,
 )
 
+NO_IDENTITY = CompletionIdentity()
+
 PREPARING_REQUEST = "PreparingRequest"
 AWAITING_MODEL = "AwaitingModel"
 FAILED = "Failed"
@@ -461,7 +463,7 @@ class AgentRun:
     def record_streamed_completion_call(
         self,
         usage: Usage,
-        identity: CompletionIdentity = CompletionIdentity(),
+        identity: CompletionIdentity = NO_IDENTITY,
         finish_reason: FinishReason = None,
         raw: Any = None,
     ) -> CompletionCall:

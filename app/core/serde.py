@@ -411,8 +411,8 @@ def tool_choice_from(v: Any) -> ToolChoice | None:
 
 
 def finish_reason_from(v: Any) -> FinishReason:
-    if v is None or v in KNOWN_FINISH_REASONS:
-        return v  # type: ignore[no-any-return]
+    if v is None or (isinstance(v, str) and v in KNOWN_FINISH_REASONS):
+        return v
     if isinstance(v, Mapping) and isinstance(v.get("other"), str):
         return str(v["other"])
     raise StateDecodeError(f"unknown finish_reason {v!r}")

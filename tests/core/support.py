@@ -5,34 +5,43 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import pytest
+
 from app.core import (
     AgentRun,
     AssistantContent,
+    AssistantMessage,
     CallModel,
     CallTools,
     Continue,
     Done,
+    InvalidToolCallContext,
+    Message,
     ModelTurn,
+    NeedsResolution,
     PromptCancelled,
+    ProtocolViolation,
     Text,
     ToolCall,
     ToolResult,
     Usage,
+    UserMessage,
 )
 
 ADD = frozenset({"add"})
+PV_PREFIX = "agent run driver protocol violation: "
 
 
 def usage(input_tokens: int, output_tokens: int) -> Usage:
     return Usage(input_tokens, output_tokens, input_tokens + output_tokens)
 
 
-def C(id: str, name: str = "add", arguments: Any = None) -> ToolCall:  # noqa: N802
+def C(id: str, name: str = "add", arguments: Any = None) -> ToolCall:
     """A tool call made with the wire-id rule (non-empty id is also the provider id)."""
     return ToolCall.from_wire(id, name, {"x": 1} if arguments is None else arguments)
 
 
-def R(call_id: str, text: str = "2", name: str = "add") -> ToolResult:  # noqa: N802
+def R(call_id: str, text: str = "2", name: str = "add") -> ToolResult:
     return ToolResult(call_id, name, (Text(text),))
 
 
@@ -56,7 +65,7 @@ def turn(
     )
 
 
-def T(text: str, **kw: Any) -> ModelTurn:  # noqa: N802
+def T(text: str, **kw: Any) -> ModelTurn:
     return turn(Text(text), **kw)
 
 
@@ -88,3 +97,61 @@ def is_violation(err: BaseException, detail: str | None = None) -> bool:
     if not err.reason.startswith("agent run driver protocol violation: "):
         return False
     return detail is None or detail in err.reason
+
+
+def expect_needs_resolution(outcome: object) -> InvalidToolCallContext:
+    assert isinstance(outcome, NeedsResolution), outcome
+    return outcome.context
+
+
+def expect_violation(run: AgentRun, call: Any, detail: str) -> ProtocolViolation:
+    """Call `call()` and check it is refused with exactly `PV_PREFIX + detail`, carrying
+    `full_history()`, and that the run (its whole serialised state) is unchanged."""
+    before = run.to_json()
+    status = run.status
+    with pytest.raises(ProtocolViolation) as info:
+        call()
+    err = info.value
+    assert err.reason == PV_PREFIX + detail
+    assert str(err) == "PromptCancelled: " + PV_PREFIX + detail
+    assert err.chat_history == run.full_history()
+    assert run.status == status
+    assert run.to_json() == before
+    return err
+
+
+def result_text(result: object) -> str:
+    """The concatenated text items of a tool result."""
+    assert isinstance(result, ToolResult), result
+    return "".join(c.text for c in result.content if isinstance(c, Text))
+
+
+def tool_call_ids(messages: Iterable[Message]) -> list[str]:
+    return [
+        item.id
+        for m in messages
+        if isinstance(m, AssistantMessage)
+        for item in m.content
+        if isinstance(item, ToolCall)
+    ]
+
+
+def assert_no_orphan_tool_use(messages: Iterable[Message]) -> None:
+    """Every assistant tool call must be answered by a user tool result."""
+    messages = list(messages)
+    answered = {
+        item.call_id
+        for m in messages
+        if isinstance(m, UserMessage)
+        for item in m.content
+        if isinstance(item, ToolResult)
+    }
+    for call_id in tool_call_ids(messages):
+        assert call_id in answered, f"tool call {call_id!r} has no result in history"
+
+
+def run_to_pending_tools(run: AgentRun, model_turn: ModelTurn) -> CallTools:
+    """Emit the first CallModel, feed `model_turn` (must be accepted) and return CallTools."""
+    expect_call_model(run)
+    expect_continue(run.model_response(model_turn))
+    return expect_call_tools(run)

@@ -225,6 +225,11 @@ def missing_required_fields(schema: Any, arguments: Any) -> list[str]:
     return [n for n in names if n not in arguments]
 
 
+def _reject_constant(name: str) -> Any:
+    """NaN and Infinity are not JSON (upstream's parser refuses them too)."""
+    raise ValueError(f"{name} is not valid JSON")
+
+
 def _truncation_message(finish_reason: str) -> str:
     if finish_reason == "length":
         shown = "Length"
@@ -786,7 +791,7 @@ class AgentRun:
 
     def _meets_output_schema(self, text: str) -> bool:
         try:
-            value = json.loads(text)
+            value = json.loads(text, parse_constant=_reject_constant)
         except ValueError:
             return False
         return not missing_required_fields(self._output_schema, value)

@@ -301,6 +301,14 @@ def test_s30_skip_under_tool_choice_none_fails() -> None:
     assert run.status == "Failed"
     assert run.messages() == (UserMessage("call something"),)
 
+    # The check is on the configured tool choice (§6.4), not on the turn's allowed set.
+    run = AgentRun("call something", tool_choice=ToolChoice.none())
+    _parked(run, C("call_1", "unknown"), allowed={"add"})
+    with pytest.raises(UnknownToolCall) as info:
+        run.resolve_invalid_tool_call(Skip("nope"))
+    assert info.value.tool_name == "unknown"
+    assert run.status == "Failed"
+
 
 def test_s31_skip_under_specific_tool_choice_succeeds() -> None:
     run = AgentRun("call something", max_turns=2, tool_choice=ToolChoice.specific(["add"]))

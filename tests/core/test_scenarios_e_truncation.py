@@ -13,8 +13,8 @@ from app.core import (
     ProtocolViolation,
     Reasoning,
     Text,
-    UserMessage,
     Usage,
+    UserMessage,
 )
 from tests.core.support import (
     PV_PREFIX,

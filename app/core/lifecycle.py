@@ -1,0 +1,90 @@
+"""The run lifecycle as pure code: statuses, transitions and the winner of every race.
+
+The store applies each transition atomically as a compare-and-set on the run's `version`,
+so concurrent requests are ordered by commit; this table decides what each later request
+finds. Whoever commits first wins; the loser gets a `TransitionRefused` naming the
+status it lost to. Terminal statuses absorb everything.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class RunStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    REQUIRES_ACTION = "requires_action"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+
+TERMINAL = frozenset(
+    {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.EXPIRED}
+)
+
+
+class Transition(StrEnum):
+    CLAIM = "claim"  # a worker takes a due queued run
+    SUSPEND = "suspend"  # the model asked for tools (or an invalid call awaits `ask`)
+    COMPLETE = "complete"
+    FAIL = "fail"
+    BACKOFF = "backoff"  # retryable provider error: back to the queue, due later
+    RESUME = "resume"  # the last pending tool result arrived, or a resolution
+    CANCEL = "cancel"
+    EXPIRE = "expire"  # a suspended run waited past expires_at
+    LEASE_LOST = "lease_lost"  # the reaper re-queues a run whose worker stopped heartbeating
+    RETRY = "retry"  # an operator restarts a failed/expired run from its last durable state
+
+
+_S = RunStatus
+_T = Transition
+
+#: (from status, transition) -> to status. Anything absent is refused.
+TABLE: dict[tuple[RunStatus, Transition], RunStatus] = {
+    (_S.QUEUED, _T.CLAIM): _S.RUNNING,
+    (_S.QUEUED, _T.CANCEL): _S.CANCELLED,
+    (_S.RUNNING, _T.SUSPEND): _S.REQUIRES_ACTION,
+    (_S.RUNNING, _T.COMPLETE): _S.COMPLETED,
+    (_S.RUNNING, _T.FAIL): _S.FAILED,
+    (_S.RUNNING, _T.BACKOFF): _S.QUEUED,
+    (_S.RUNNING, _T.CANCEL): _S.CANCELLED,
+    (_S.RUNNING, _T.LEASE_LOST): _S.QUEUED,
+    (_S.REQUIRES_ACTION, _T.RESUME): _S.QUEUED,
+    (_S.REQUIRES_ACTION, _T.CANCEL): _S.CANCELLED,
+    (_S.REQUIRES_ACTION, _T.EXPIRE): _S.EXPIRED,
+    (_S.FAILED, _T.RETRY): _S.QUEUED,
+    (_S.EXPIRED, _T.RETRY): _S.QUEUED,
+}
+
+#: Transitions only the lease holder may make: they must carry its fencing token.
+WORKER_TRANSITIONS = frozenset({_T.SUSPEND, _T.COMPLETE, _T.FAIL, _T.BACKOFF})
+
+
+class TransitionRefused(Exception):
+    """`transition` is not possible from `current` (someone else's transition won)."""
+
+    def __init__(self, run_id: str, current: RunStatus, transition: Transition) -> None:
+        self.run_id = run_id
+        self.current = current
+        self.transition = transition
+        super().__init__(f"run {run_id} is {current.value}; cannot {transition.value} it")
+
+
+def allowed(current: RunStatus, transition: Transition) -> bool:
+    return (current, transition) in TABLE
+
+
+def apply(run_id: str, current: RunStatus, transition: Transition) -> RunStatus:
+    """The status after `transition`, or `TransitionRefused` naming the current status."""
+    try:
+        return TABLE[(current, transition)]
+    except KeyError:
+        raise TransitionRefused(run_id, current, transition) from None
+
+
+def sources(transition: Transition) -> frozenset[RunStatus]:
+    """The statuses `transition` may start from (the store's `WHERE status IN ...`)."""
+    return frozenset(s for (s, t) in TABLE if t == transition)

@@ -35,6 +35,8 @@ class ModelRequest:
     tools: tuple[ToolSpec, ...] = ()
     tool_choice: ToolChoice | None = None
     params: Mapping[str, Any] = field(default_factory=dict)  # temperature, max_tokens, ...
+    turn: int = 1  # the run's model-call number (CallModel.turn)
+    attempt: int = 1  # 1 for the first try of this model call, 2 after one retry, ...
 
 
 @dataclass(frozen=True, slots=True)

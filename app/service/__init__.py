@@ -1,0 +1,1 @@
+"""The operations the HTTP API, the dashboard and the tests call."""

@@ -1,0 +1,70 @@
+"""Typed refusals of the service layer. The API maps each `code` to an RFC 9457 problem."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ServiceError(Exception):
+    code = "service-error"
+    status = 400
+    title = "Request refused"
+
+    def __init__(self, detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.extra = extra
+
+
+class RunNotFound(ServiceError):
+    code = "run-not-found"
+    status = 404
+    title = "Run not found"
+
+
+class InvalidRequest(ServiceError):
+    code = "invalid-request"
+    status = 422
+    title = "Invalid request"
+
+
+class IdempotencyKeyReused(ServiceError):
+    code = "idempotency-key-reused"
+    status = 422
+    title = "Idempotency key reused with a different request"
+
+
+class IdempotencyInFlight(ServiceError):
+    code = "idempotency-in-flight"
+    status = 409
+    title = "A request with this idempotency key is still being processed"
+
+
+class RunStateConflict(ServiceError):
+    """The run is not in the state the operation needs; `current` names who won."""
+
+    code = "run-state-conflict"
+    status = 409
+    title = "Run is not in a state that allows this"
+
+    def __init__(self, detail: str, current: str) -> None:
+        super().__init__(detail, current_status=current)
+        self.current = current
+
+
+class ToolCallNotPending(ServiceError):
+    code = "tool-call-not-pending"
+    status = 422
+    title = "Tool call is not pending"
+
+
+class ToolResultConflict(ServiceError):
+    code = "tool-result-conflict"
+    status = 409
+    title = "A different result was already submitted for this tool call"
+
+
+class CallbackTokenInvalid(ServiceError):
+    code = "callback-token-invalid"
+    status = 404
+    title = "Callback token unknown or no longer valid"

@@ -1,0 +1,406 @@
+"""The run service: create, read, list, submit tool results, resolve, cancel.
+
+Every operation validates first and then applies one atomic store transition, so a
+refused request changes nothing. The state machine (`app.core.AgentRun`) decides what a
+run does with what arrives; the store decides who wins a race.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from app.core import (
+    AgentRun,
+    AgentRunError,
+    Continue,
+    Fail,
+    InvalidToolCallAction,
+    NeedsResolution,
+    Repair,
+    Retry,
+    Skip,
+    Stop,
+    TurnRetried,
+    mint_id,
+)
+from app.core.lifecycle import RunStatus, Transition, sources
+from app.core.serde import SCHEMA_VERSION, tool_result_from
+from app.service import convert
+from app.service.errors import (
+    CallbackTokenInvalid,
+    IdempotencyKeyReused,
+    InvalidRequest,
+    RunNotFound,
+    RunStateConflict,
+    ToolCallNotPending,
+    ToolResultConflict,
+)
+from app.service.schemas import ResolutionIn, RunCreate, ToolResultsIn
+from app.service.tokens import callback_token, new_key, token_hash
+from app.settings import Settings
+from app.store.records import NewEvent, RunRecord, ToolCallRecord
+from app.store.runs import (
+    Completion,
+    NotFoundError,
+    ResultConflictError,
+    RunStore,
+    StatusConflict,
+    SubmitOutcome,
+    SubmittedResult,
+    UnknownCallError,
+)
+
+Clock = Callable[[], datetime]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class RunView:
+    """A run as the API shows it: the record, its pending calls, its callback URL."""
+
+    record: RunRecord
+    pending: list[ToolCallRecord]
+    callback_url: str | None
+    resolution: dict[str, Any] | None
+
+
+def run_id() -> str:
+    return "run_" + mint_id()
+
+
+def encode_cursor(record: RunRecord) -> str:
+    raw = f"{record.created_at.isoformat()}|{record.id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        created, rid = raw.split("|", 1)
+        return datetime.fromisoformat(created), rid
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidRequest("cursor is malformed") from None
+
+
+def finished_values(run: AgentRun) -> dict[str, Any]:
+    """Columns that mirror the serialized run, written with every state change."""
+    return {
+        "state": run.to_json(),
+        "schema_version": SCHEMA_VERSION,
+        "turn": run.turn(),
+        "usage": usage_dict(run),
+    }
+
+
+def usage_dict(run: AgentRun) -> dict[str, int]:
+    u = run.usage()
+    return {
+        "input_tokens": u.input_tokens,
+        "output_tokens": u.output_tokens,
+        "total_tokens": u.total_tokens,
+        "cached_input_tokens": u.cached_input_tokens,
+        "reasoning_tokens": u.reasoning_tokens,
+    }
+
+
+def action_from(body: ResolutionIn) -> InvalidToolCallAction:
+    if body.action == "fail":
+        return Fail()
+    if body.action == "retry":
+        return Retry(body.feedback or "That tool call was invalid; try again.")
+    if body.action == "repair":
+        if not body.tool_name:
+            raise InvalidRequest("repair needs tool_name")
+        return Repair(body.tool_name)
+    if body.action == "skip":
+        return Skip(body.reason or "The tool call was skipped.")
+    return Stop(body.reason or "Stopped by an operator.")
+
+
+class RunService:
+    def __init__(self, store: RunStore, settings: Settings, clock: Clock = utcnow) -> None:
+        self.store = store
+        self.settings = settings
+        self.clock = clock
+        self._callback_key: str | None = None
+
+    async def callback_key(self) -> str:
+        if self._callback_key is None:
+            self._callback_key = await self.store.secret("callback_key", new_key)
+        return self._callback_key
+
+    # --- create -------------------------------------------------------------------------
+
+    async def create_run(
+        self, body: RunCreate, *, idempotency_key: str | None = None, actor: str | None = None
+    ) -> tuple[RunView, bool]:
+        names = [t.name for t in body.tools]
+        choice = convert.tool_choice(body.tool_choice)
+        if choice is not None and choice.kind == "specific":
+            unknown = [n for n in choice.function_names if n not in names]
+            if unknown:
+                raise InvalidRequest(f"tool_choice names a tool that is not defined: {unknown[0]}")
+        bad_repairs = [t for t in body.invalid_tool_call.repair_to.values() if t not in names]
+        if bad_repairs:
+            raise InvalidRequest(f"invalid_tool_call.repair_to names an undefined tool: {bad_repairs[0]}")
+        policy = body.invalid_tool_call
+        max_turns = body.max_turns or self.settings.default_max_turns
+        run = AgentRun(
+            body.prompt,
+            max_turns=max_turns,
+            history=[convert.history_message(m) for m in body.history] or None,
+            tool_choice=choice,
+            max_invalid_tool_call_retries=policy.max_retries if policy.action == "retry" else 0,
+        )
+        request = body.model_dump(mode="json")
+        now = self.clock()
+        config = {
+            "model": body.model.model_dump(mode="json"),
+            "preamble": body.preamble,
+            "tools": [t.model_dump(mode="json") for t in body.tools],
+            "tool_choice": request["tool_choice"],
+            "tool_concurrency": body.tool_concurrency,
+            "invalid_tool_call": policy.model_dump(mode="json"),
+            "webhook": request["webhook"],
+            "expires_in": body.expires_in or self.settings.default_expires_in,
+            "stream": body.stream,
+        }
+        values = {
+            "id": run_id(),
+            "status": RunStatus.QUEUED.value,
+            "state": run.to_json(),
+            "schema_version": SCHEMA_VERSION,
+            "version": 1,
+            "attempts": 0,
+            "model_attempts": 0,
+            "available_at": now,
+            "idempotency_key": idempotency_key,
+            "request_hash": convert.canonical_hash(request),
+            "config": config,
+            "metadata": body.metadata,
+            "waiting_reason": {"type": "queued"},
+            "turn": 0,
+            "max_turns": max_turns,
+        }
+        event = NewEvent(
+            "run.created", {"model": config["model"], "max_turns": max_turns}, actor
+        )
+        record, created = await self.store.create(values, [event], now)
+        if not created and record.request_hash != values["request_hash"]:
+            raise IdempotencyKeyReused(
+                "this Idempotency-Key was used for a different request body",
+                run_id=record.id,
+            )
+        return await self._view(record), created
+
+    # --- read ---------------------------------------------------------------------------
+
+    async def get_run(self, run_id: str) -> RunView:
+        record = await self.store.get(run_id)
+        if record is None:
+            raise RunNotFound(f"no run with id {run_id}")
+        return await self._view(record)
+
+    async def list_runs(
+        self, *, status: RunStatus | None, limit: int, cursor: str | None
+    ) -> tuple[list[RunView], str | None]:
+        before = decode_cursor(cursor) if cursor else None
+        records = await self.store.list(status=status, limit=limit + 1, before=before)
+        more = len(records) > limit
+        records = records[:limit]
+        views = [await self._view(r) for r in records]
+        return views, (encode_cursor(records[-1]) if more and records else None)
+
+    async def events(self, run_id: str, after: int = 0) -> list[Any]:
+        if await self.store.get(run_id) is None:
+            raise RunNotFound(f"no run with id {run_id}")
+        return await self.store.events(run_id, after=after)
+
+    async def _view(self, record: RunRecord) -> RunView:
+        reason = record.waiting_reason or {}
+        pending: list[ToolCallRecord] = []
+        callback_url = None
+        resolution = None
+        if record.status == RunStatus.REQUIRES_ACTION and reason.get("type") == "tool_results":
+            round = int(reason["round"])
+            pending = await self.store.tool_calls(record.id, round)
+            token = callback_token(await self.callback_key(), record.id, round)
+            callback_url = f"{self.settings.public_url.rstrip('/')}/v1/callbacks/{token}/tool-results"
+        elif record.status == RunStatus.REQUIRES_ACTION and reason.get("type") == "resolution":
+            resolution = reason
+        return RunView(record, pending, callback_url, resolution)
+
+    # --- tool results -------------------------------------------------------------------
+
+    async def submit_tool_results(
+        self,
+        body: ToolResultsIn,
+        *,
+        run_id: str | None = None,
+        token: str | None = None,
+        actor: str | None = None,
+    ) -> SubmitOutcome:
+        submitted = [
+            SubmittedResult(
+                r.tool_call_id,
+                {"output": r.output, "is_error": r.is_error},
+                convert.canonical_hash({"output": r.output, "is_error": r.is_error}),
+            )
+            for r in body.results
+        ]
+        now = self.clock()
+
+        async def complete(record: RunRecord, calls: list[ToolCallRecord]) -> Completion:
+            run = AgentRun.from_json(record.state)
+            pending = run.pending_tool_calls()
+            results = []
+            for p, row in zip(pending, calls, strict=True):
+                if p.preresolved_result is not None:
+                    results.append(p.preresolved_result)
+                elif row.preresolved:
+                    results.append(tool_result_from(row.result))
+                else:
+                    results.append(convert.submitted_result(p, row.result))
+            run.tool_results(results)
+            return Completion(
+                values={
+                    **finished_values(run),
+                    "status": RunStatus.QUEUED.value,
+                    "available_at": now,
+                    "waiting_reason": {"type": "queued"},
+                    "callback_token_hash": None,
+                },
+                events=[NewEvent("run.resumed", {"round": calls[0].round}, actor)],
+            )
+
+        try:
+            return await self.store.submit_results(
+                run_id=run_id,
+                token_hash=token_hash(token) if token is not None else None,
+                results=submitted,
+                now=now,
+                complete=complete,
+            )
+        except NotFoundError:
+            if token is not None:
+                raise CallbackTokenInvalid("this callback token is unknown or expired") from None
+            raise RunNotFound(f"no run with id {run_id}") from None
+        except StatusConflict as exc:
+            if token is not None and exc.record.status != RunStatus.REQUIRES_ACTION:
+                raise CallbackTokenInvalid("this callback token is unknown or expired") from None
+            raise RunStateConflict(
+                f"run {exc.record.id} is {exc.record.status.value}, not waiting for tool results",
+                exc.record.status.value,
+            ) from None
+        except UnknownCallError as exc:
+            raise ToolCallNotPending(
+                f"tool call {exc.call_id!r} is not pending on this run", tool_call_id=exc.call_id
+            ) from None
+        except ResultConflictError as exc:
+            raise ToolResultConflict(
+                f"tool call {exc.call_id!r} already has a different result",
+                tool_call_id=exc.call_id,
+            ) from None
+
+    # --- resolution ---------------------------------------------------------------------
+
+    async def resolve(self, run_id: str, body: ResolutionIn, *, actor: str | None = None) -> RunView:
+        record = await self.store.get(run_id)
+        if record is None:
+            raise RunNotFound(f"no run with id {run_id}")
+        reason = record.waiting_reason or {}
+        if record.status != RunStatus.REQUIRES_ACTION or reason.get("type") != "resolution":
+            raise RunStateConflict(
+                f"run {run_id} is {record.status.value}, not waiting for a resolution",
+                record.status.value,
+            )
+        action = action_from(body)
+        run = AgentRun.from_json(record.state)
+        now = self.clock()
+        events = [NewEvent("run.resolved", {"action": body.model_dump(mode="json")}, actor)]
+        values: dict[str, Any]
+        try:
+            outcome = run.resolve_invalid_tool_call(action)
+        except AgentRunError as err:
+            values = {
+                **finished_values(run),
+                "status": RunStatus.FAILED.value,
+                "waiting_reason": None,
+                "error": {"type": type(err).__name__, "message": str(err)},
+            }
+            events.append(NewEvent("run.failed", values["error"]))
+        else:
+            if isinstance(outcome, NeedsResolution):
+                ctx = outcome.context
+                values = {
+                    **finished_values(run),
+                    "waiting_reason": resolution_reason(ctx.tool_name, ctx.tool_call_id, ctx.args),
+                }
+            else:
+                assert isinstance(outcome, Continue | TurnRetried)
+                values = {
+                    **finished_values(run),
+                    "status": RunStatus.QUEUED.value,
+                    "available_at": now,
+                    "waiting_reason": {"type": "queued"},
+                }
+                events.append(NewEvent("run.resumed", {}, actor))
+        updated = await self.store.transition(
+            run_id,
+            from_statuses=[RunStatus.REQUIRES_ACTION],
+            expect_version=record.version,
+            values=values,
+            events=events,
+            now=now,
+            notify=values.get("status") == RunStatus.QUEUED.value,
+        )
+        if updated is None:
+            return await self._refused(run_id, "resolve")
+        return await self._view(updated)
+
+    # --- cancel -------------------------------------------------------------------------
+
+    async def cancel(self, run_id: str, *, actor: str | None = None) -> RunView:
+        now = self.clock()
+        updated = await self.store.transition(
+            run_id,
+            from_statuses=sources(Transition.CANCEL),
+            values={
+                "status": RunStatus.CANCELLED.value,
+                "lease_owner": None,
+                "lease_expires_at": None,
+                "waiting_reason": None,
+                "callback_token_hash": None,
+                "error": {"type": "cancelled", "message": "the run was cancelled"},
+            },
+            events=[NewEvent("run.cancelled", {}, actor)],
+            now=now,
+        )
+        if updated is None:
+            return await self._refused(run_id, "cancel")
+        return await self._view(updated)
+
+    async def _refused(self, run_id: str, verb: str) -> RunView:
+        current = await self.store.get(run_id)
+        if current is None:
+            raise RunNotFound(f"no run with id {run_id}")
+        raise RunStateConflict(
+            f"cannot {verb} run {run_id}: it is {current.status.value}", current.status.value
+        )
+
+
+def resolution_reason(tool_name: str, tool_call_id: str | None, args: str) -> dict[str, Any]:
+    return {
+        "type": "resolution",
+        "tool_name": tool_name,
+        "tool_call_id": tool_call_id,
+        "arguments": args,
+    }
+

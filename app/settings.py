@@ -1,0 +1,46 @@
+"""Configuration from the environment (12-factor), names per the service contract."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="AGENTRUN_", extra="ignore")
+
+    database_url: str = "sqlite:///./agentrun.db"
+    api_keys: str = ""  # comma-separated bearer keys; empty = open mode (loopback only)
+    webhook_secret: str | None = None
+    public_url: str = "http://127.0.0.1:8000"
+    lease_seconds: float = Field(default=30.0, gt=0)
+    webhook_allow_private: bool = False
+    default_max_turns: int = Field(default=8, ge=1)
+    default_expires_in: float = Field(default=7 * 24 * 3600, gt=0)
+    poll_interval: float = Field(default=0.2, gt=0)  # SQLite wake-up polling
+    reap_interval: float = Field(default=1.0, gt=0)
+    max_body_bytes: int = Field(default=1_000_000, gt=0)
+    provider_timeout: float = Field(default=120.0, gt=0)
+    provider_max_attempts: int = Field(default=5, ge=1)
+    provider_max_backoff_seconds: float = Field(default=300.0, gt=0)
+
+    # Provider credentials: read without the AGENTRUN_ prefix.
+    openai_api_key: str | None = Field(default=None, validation_alias="OPENAI_API_KEY")
+    openai_base_url: str = Field(
+        default="https://api.openai.com", validation_alias="OPENAI_BASE_URL"
+    )
+    anthropic_api_key: str | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
+    anthropic_base_url: str = Field(
+        default="https://api.anthropic.com", validation_alias="ANTHROPIC_BASE_URL"
+    )
+
+    @property
+    def api_key_list(self) -> list[str]:
+        return [k.strip() for k in self.api_keys.split(",") if k.strip()]
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,1 @@
+"""Persistence: tables, engines and the run repository (PostgreSQL or embedded SQLite)."""

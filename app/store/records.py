@@ -1,0 +1,142 @@
+"""Plain records the store hands out (no ORM objects leave the store)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from app.core.lifecycle import RunStatus
+
+
+def utc(value: datetime | None) -> datetime | None:
+    """SQLite hands timestamps back naive; everything we store is UTC."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    id: str
+    status: RunStatus
+    state: str
+    schema_version: int
+    version: int
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    attempts: int
+    model_attempts: int
+    available_at: datetime
+    expires_at: datetime | None
+    idempotency_key: str | None
+    request_hash: str | None
+    config: dict[str, Any]
+    metadata: dict[str, Any]
+    waiting_reason: dict[str, Any] | None
+    turn: int
+    max_turns: int
+    output: str | None
+    error: dict[str, Any] | None
+    usage: dict[str, Any] | None
+    last_event_seq: int
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Any) -> RunRecord:
+        m = row._mapping
+        return cls(
+            id=m["id"],
+            status=RunStatus(m["status"]),
+            state=m["state"],
+            schema_version=m["schema_version"],
+            version=m["version"],
+            lease_owner=m["lease_owner"],
+            lease_expires_at=utc(m["lease_expires_at"]),
+            attempts=m["attempts"],
+            model_attempts=m["model_attempts"],
+            available_at=utc(m["available_at"]),  # type: ignore[arg-type]
+            expires_at=utc(m["expires_at"]),
+            idempotency_key=m["idempotency_key"],
+            request_hash=m["request_hash"],
+            config=m["config"],
+            metadata=m["metadata"],
+            waiting_reason=m["waiting_reason"],
+            turn=m["turn"],
+            max_turns=m["max_turns"],
+            output=m["output"],
+            error=m["error"],
+            usage=m["usage"],
+            last_event_seq=m["last_event_seq"],
+            created_at=utc(m["created_at"]),  # type: ignore[arg-type]
+            updated_at=utc(m["updated_at"]),  # type: ignore[arg-type]
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRecord:
+    run_id: str
+    round: int
+    position: int
+    call_id: str
+    name: str
+    arguments: Any
+    preresolved: bool
+    result: Any
+    result_hash: str | None
+    submitted_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: Any) -> ToolCallRecord:
+        m = row._mapping
+        return cls(
+            run_id=m["run_id"],
+            round=m["round"],
+            position=m["position"],
+            call_id=m["call_id"],
+            name=m["name"],
+            arguments=m["arguments"],
+            preresolved=m["preresolved"],
+            result=m["result"],
+            result_hash=m["result_hash"],
+            submitted_at=utc(m["submitted_at"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    run_id: str
+    seq: int
+    type: str
+    data: dict[str, Any]
+    actor: str | None
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: Any) -> EventRecord:
+        m = row._mapping
+        return cls(
+            run_id=m["run_id"],
+            seq=m["seq"],
+            type=m["type"],
+            data=m["data"],
+            actor=m["actor"],
+            created_at=utc(m["created_at"]),  # type: ignore[arg-type]
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    type: str
+    data: dict[str, Any]
+    actor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewToolCall:
+    position: int
+    call_id: str
+    name: str
+    arguments: Any
+    preresolved_result: Any = None  # set for calls the run answered itself

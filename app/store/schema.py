@@ -1,0 +1,99 @@
+"""Tables. Every change here needs an Alembic revision (a test checks there is no drift)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+# JSON documents: JSONB on PostgreSQL, JSON text on SQLite.
+Json = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+Timestamp = sa.DateTime(timezone=True)
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),
+    sa.Column("status", sa.String(20), nullable=False),
+    # The serialized AgentRun (app.core), the run's last durable state.
+    sa.Column("state", sa.Text, nullable=False),
+    sa.Column("schema_version", sa.Integer, nullable=False),
+    # Fencing token and optimistic lock: every transition is a compare-and-set on it.
+    sa.Column("version", sa.Integer, nullable=False, server_default="1"),
+    sa.Column("lease_owner", sa.String(100)),
+    sa.Column("lease_expires_at", Timestamp),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("model_attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("available_at", Timestamp, nullable=False),
+    sa.Column("expires_at", Timestamp),
+    sa.Column("idempotency_key", sa.String(255)),
+    sa.Column("request_hash", sa.String(64)),
+    sa.Column("callback_token_hash", sa.String(64)),
+    sa.Column("config", Json, nullable=False),
+    sa.Column("metadata", Json, nullable=False),
+    sa.Column("waiting_reason", Json),
+    sa.Column("turn", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("max_turns", sa.Integer, nullable=False),
+    sa.Column("output", sa.Text),
+    sa.Column("error", Json),
+    sa.Column("usage", Json),
+    sa.Column("last_event_seq", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("updated_at", Timestamp, nullable=False),
+    sa.UniqueConstraint("idempotency_key"),
+    sa.UniqueConstraint("callback_token_hash"),
+)
+sa.Index("ix_runs_claim", runs.c.status, runs.c.available_at)
+sa.Index("ix_runs_created", runs.c.created_at, runs.c.id)
+sa.Index("ix_runs_lease", runs.c.status, runs.c.lease_expires_at)
+sa.Index("ix_runs_expiry", runs.c.status, runs.c.expires_at)
+
+# One row per pending tool call of a suspended run (rows of earlier rounds are kept).
+tool_calls = sa.Table(
+    "tool_calls",
+    metadata,
+    sa.Column("run_id", sa.String(40), sa.ForeignKey("runs.id", ondelete="CASCADE")),
+    sa.Column("round", sa.Integer),  # the run's turn when the calls were requested
+    sa.Column("position", sa.Integer),  # order within the round; ids may repeat
+    sa.Column("call_id", sa.String(255), nullable=False),
+    sa.Column("name", sa.String(255), nullable=False),
+    sa.Column("arguments", Json),
+    sa.Column("preresolved", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("result", Json),
+    sa.Column("result_hash", sa.String(64)),
+    sa.Column("submitted_at", Timestamp),
+    sa.PrimaryKeyConstraint("run_id", "round", "position"),
+)
+
+# The append-only event log; `seq` counts per run.
+run_events = sa.Table(
+    "run_events",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
+    sa.Column(
+        "run_id", sa.String(40), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("type", sa.String(60), nullable=False),
+    sa.Column("data", Json, nullable=False),
+    sa.Column("actor", sa.String(100)),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.UniqueConstraint("run_id", "seq"),
+)
+
+# Secrets every process must share, e.g. the key callback tokens are derived from.
+service_secrets = sa.Table(
+    "service_secrets",
+    metadata,
+    sa.Column("name", sa.String(100), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)

@@ -1,0 +1,1 @@
+"""Workers: claim due runs, drive `AgentRun` through providers, suspend and complete."""

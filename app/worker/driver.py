@@ -1,0 +1,407 @@
+"""Drives one claimed run: the IO around `AgentRun`.
+
+The driver asks the run what to do (`next_step`), does it (a model call through a
+provider, with lease heartbeats), feeds the answer back, and ends the claim with one
+fenced write: suspended (`requires_action`), completed, failed, or back to the queue
+after a retryable provider error. A write refused by the fencing token means someone
+else (cancel, the reaper) won; the driver then drops what it held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import structlog
+
+from app.core import (
+    AgentRun,
+    AgentRunError,
+    CallModel,
+    CallTools,
+    Done,
+    Fail,
+    InvalidToolCallAction,
+    InvalidToolCallContext,
+    ModelTurn,
+    NeedsResolution,
+    PromptResponse,
+    Repair,
+    Retry,
+    Skip,
+    Stop,
+)
+from app.core.lifecycle import RunStatus
+from app.core.serde import message_to_dict, tool_result_to_dict
+from app.providers.base import ModelRequest, Provider, ProviderError, ProviderTurn, ToolSpec
+from app.service import convert
+from app.service.runs import finished_values, resolution_reason
+from app.service.tokens import callback_token, token_hash
+from app.settings import Settings
+from app.store.records import NewEvent, NewToolCall, RunRecord
+from app.store.runs import RunStore
+
+log = structlog.get_logger("agentrun.worker")
+
+ProviderFactory = Callable[[Mapping[str, Any]], Provider]
+
+
+class LeaseLost(Exception):
+    """Our lease was taken over (cancelled, reaped); nothing we hold may be written."""
+
+
+def backoff_delay(attempt: int, retry_after: float | None, cap: float, rng: random.Random) -> float:
+    """Exponential backoff with full jitter; a server's Retry-After is a floor."""
+    delay = rng.uniform(0, min(cap, 0.5 * 2 ** (attempt - 1)))
+    if retry_after is not None:
+        delay = max(delay, min(retry_after, cap))
+    return delay
+
+
+def invalid_call_action(
+    policy: Mapping[str, Any], context: InvalidToolCallContext
+) -> InvalidToolCallAction | None:
+    """The run's policy for an invalid tool call; None means `ask` (suspend for a human)."""
+    action = policy.get("action", "fail")
+    if action == "ask":
+        return None
+    if action == "retry":
+        return Retry(
+            policy.get("feedback")
+            or f"Tool `{context.tool_name}` is not available. "
+            f"Available tools: {', '.join(context.allowed_tools) or 'none'}."
+        )
+    if action == "repair":
+        target = (policy.get("repair_to") or {}).get(context.tool_name)
+        return Repair(target) if target else Fail()
+    if action == "skip":
+        return Skip(policy.get("reason") or f"Tool `{context.tool_name}` is not available.")
+    if action == "stop":
+        return Stop(policy.get("reason") or f"invalid tool call `{context.tool_name}`")
+    return Fail()
+
+
+@dataclass(slots=True)
+class Claim:
+    record: RunRecord
+    version: int
+    events: list[NewEvent]
+
+
+class RunDriver:
+    def __init__(
+        self,
+        store: RunStore,
+        settings: Settings,
+        worker_id: str,
+        providers: ProviderFactory,
+        callback_key: str,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        rng: random.Random | None = None,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.worker_id = worker_id
+        self.providers = providers
+        self.callback_key = callback_key
+        self.clock = clock
+        self.rng = rng or random.Random()
+
+    async def drive(self, record: RunRecord) -> RunStatus | None:
+        """Advance a claimed run until it suspends or ends; the status it ended in, or
+        None when the lease was lost."""
+        claim = Claim(record, record.version, [])
+        config = record.config
+        run = AgentRun.from_json(record.state)
+        try:
+            while True:
+                try:
+                    step = run.next_step()
+                except AgentRunError as err:
+                    return await self._fail(claim, run, err)
+                if isinstance(step, CallModel):
+                    outcome = await self._call_model(claim, run, step)
+                    if outcome is not None:
+                        return outcome
+                    continue
+                if isinstance(step, CallTools):
+                    pre = [p.preresolved_result for p in step.calls]
+                    if all(r is not None for r in pre):
+                        run.tool_results(pre)  # type: ignore[arg-type]
+                        continue
+                    return await self._suspend_tools(claim, run, step)
+                assert isinstance(step, Done)
+                return await self._complete(claim, run, step.response)
+        except LeaseLost:
+            log.info("lease lost", run_id=record.id, worker=self.worker_id)
+            return None
+
+    # --- model calls --------------------------------------------------------------------
+
+    async def _call_model(self, claim: Claim, run: AgentRun, step: CallModel) -> RunStatus | None:
+        config = claim.record.config
+        tools = [ToolSpec(t["name"], t.get("description", ""), t["parameters"]) for t in config["tools"]]
+        choice = convert.tool_choice_from_config(config.get("tool_choice"))
+        spec = config["model"]
+        params = {k: v for k, v in spec.items() if k not in ("provider", "name")}
+        request = ModelRequest(
+            model=spec["name"],
+            prompt=step.prompt,
+            history=step.history,
+            preamble=config.get("preamble"),
+            tools=tuple(tools),
+            tool_choice=choice,
+            params=params,
+            turn=step.turn,
+            attempt=claim.record.model_attempts + 1,
+        )
+        provider = self.providers(spec)
+        started = time.perf_counter()
+        try:
+            answer = await self._with_heartbeat(claim, provider.complete(request))
+        except ProviderError as err:
+            err.provider = err.provider or spec["provider"]
+            return await self._provider_failed(claim, err)
+        latency_ms = round((time.perf_counter() - started) * 1000, 2)
+        names = [t.name for t in tools]
+        turn = model_turn(answer, frozenset(names), convert.allowed_tool_names(names, choice))
+        outcome = run.model_response(turn)
+        claim.events.append(
+            NewEvent(
+                "model.called",
+                {
+                    "turn": step.turn,
+                    "provider": spec["provider"],
+                    "model": spec["name"],
+                    "usage": usage_of(answer),
+                    "finish_reason": answer.finish_reason,
+                    "latency_ms": latency_ms,
+                    "message_id": answer.message_id,
+                },
+            )
+        )
+        while isinstance(outcome, NeedsResolution):
+            action = invalid_call_action(config.get("invalid_tool_call") or {}, outcome.context)
+            if action is None:
+                return await self._suspend_resolution(claim, run, outcome.context)
+            claim.events.append(
+                NewEvent(
+                    "tool_call.invalid",
+                    {"tool_name": outcome.context.tool_name, "action": type(action).__name__},
+                )
+            )
+            try:
+                outcome = run.resolve_invalid_tool_call(action)
+            except AgentRunError as err:
+                return await self._fail(claim, run, err)
+        return None
+
+    async def _with_heartbeat(self, claim: Claim, call: Any) -> ProviderTurn:
+        task: asyncio.Task[ProviderTurn] = asyncio.ensure_future(call)
+        interval = self.settings.lease_seconds / 3
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=interval)
+                if task in done:
+                    return task.result()
+                now = self.clock()
+                until = now + timedelta(seconds=self.settings.lease_seconds)
+                if not await self.store.heartbeat(
+                    claim.record.id, claim.version, self.worker_id, until, now
+                ):
+                    raise LeaseLost()
+        finally:
+            if not task.done():
+                task.cancel()
+
+    async def _provider_failed(self, claim: Claim, err: ProviderError) -> RunStatus | None:
+        attempt = claim.record.model_attempts + 1
+        error = err.to_dict()
+        now = self.clock()
+        if err.retryable and attempt < self.settings.provider_max_attempts:
+            delay = backoff_delay(
+                attempt, err.retry_after, self.settings.provider_max_backoff_seconds, self.rng
+            )
+            until = now + timedelta(seconds=delay)
+            claim.events.append(NewEvent("model.failed", {**error, "attempt": attempt}))
+            return await self._write(
+                claim,
+                RunStatus.QUEUED,
+                {
+                    "status": RunStatus.QUEUED.value,
+                    "available_at": until,
+                    "model_attempts": attempt,
+                    "waiting_reason": {
+                        "type": "backoff",
+                        "until": until.isoformat(),
+                        "attempt": attempt,
+                        "error": error,
+                    },
+                },
+                notify=False,
+            )
+        claim.events.append(NewEvent("model.failed", {**error, "attempt": attempt}))
+        return await self._end_failed(claim, {"type": "provider_error", **error})
+
+    # --- ends of a claim ----------------------------------------------------------------
+
+    async def _suspend_tools(self, claim: Claim, run: AgentRun, step: CallTools) -> RunStatus | None:
+        round = run.turn()
+        rows = [
+            NewToolCall(
+                position=i,
+                call_id=p.tool_call.id,
+                name=p.tool_call.name,
+                arguments=p.tool_call.arguments,
+                preresolved_result=None
+                if p.preresolved_result is None
+                else tool_result_to_dict(p.preresolved_result),
+            )
+            for i, p in enumerate(step.calls)
+        ]
+        open_ids = [p.tool_call.id for p in step.calls if p.preresolved_result is None]
+        token = callback_token(self.callback_key, claim.record.id, round)
+        claim.events.append(
+            NewEvent(
+                "run.requires_action",
+                {
+                    "round": round,
+                    "tool_calls": [
+                        {"id": p.tool_call.id, "name": p.tool_call.name, "arguments": p.tool_call.arguments}
+                        for p in step.calls
+                        if p.preresolved_result is None
+                    ],
+                },
+            )
+        )
+        return await self._write(
+            claim,
+            RunStatus.REQUIRES_ACTION,
+            {
+                **finished_values(run),
+                **self._suspended(),
+                "waiting_reason": {"type": "tool_results", "round": round, "call_ids": open_ids},
+                "callback_token_hash": token_hash(token),
+            },
+            new_tool_calls=rows,
+            round=round,
+        )
+
+    async def _suspend_resolution(
+        self, claim: Claim, run: AgentRun, ctx: InvalidToolCallContext
+    ) -> RunStatus | None:
+        reason = resolution_reason(ctx.tool_name, ctx.tool_call_id, ctx.args)
+        claim.events.append(NewEvent("run.requires_action", reason))
+        return await self._write(
+            claim,
+            RunStatus.REQUIRES_ACTION,
+            {**finished_values(run), **self._suspended(), "waiting_reason": reason},
+        )
+
+    def _suspended(self) -> dict[str, Any]:
+        expires_in = self.settings.default_expires_in
+        return {
+            "status": RunStatus.REQUIRES_ACTION.value,
+            "lease_owner": None,
+            "lease_expires_at": None,
+            "model_attempts": 0,
+            "expires_at": self.clock() + timedelta(seconds=expires_in),
+        }
+
+    async def _complete(
+        self, claim: Claim, run: AgentRun, response: PromptResponse
+    ) -> RunStatus | None:
+        claim.events.append(NewEvent("run.completed", {"output": response.output}))
+        return await self._write(
+            claim,
+            RunStatus.COMPLETED,
+            {
+                **finished_values(run),
+                "status": RunStatus.COMPLETED.value,
+                "output": response.output,
+                "lease_owner": None,
+                "lease_expires_at": None,
+                "waiting_reason": None,
+                "model_attempts": 0,
+            },
+        )
+
+    async def _fail(self, claim: Claim, run: AgentRun, err: AgentRunError) -> RunStatus | None:
+        error: dict[str, Any] = {"type": type(err).__name__, "message": str(err)}
+        history = getattr(err, "chat_history", None)
+        if history is not None:
+            error["history_length"] = len(history)
+            error["last_message"] = message_to_dict(history[-1]) if history else None
+        return await self._end_failed(claim, error)
+
+    async def _end_failed(self, claim: Claim, error: dict[str, Any]) -> RunStatus | None:
+        """The stored state stays the last durable one, so an operator can retry."""
+        claim.events.append(NewEvent("run.failed", error))
+        return await self._write(
+            claim,
+            RunStatus.FAILED,
+            {
+                "status": RunStatus.FAILED.value,
+                "error": error,
+                "lease_owner": None,
+                "lease_expires_at": None,
+                "waiting_reason": None,
+            },
+        )
+
+    async def _write(
+        self,
+        claim: Claim,
+        status: RunStatus,
+        values: dict[str, Any],
+        *,
+        new_tool_calls: list[NewToolCall] | None = None,
+        round: int | None = None,
+        notify: bool = False,
+    ) -> RunStatus | None:
+        if "status" in values and values.get("status") != status.value:
+            raise AssertionError("status mismatch")
+        record = await self.store.transition(
+            claim.record.id,
+            from_statuses=[RunStatus.RUNNING],
+            expect_version=claim.version,
+            values=values,
+            events=claim.events,
+            now=self.clock(),
+            new_tool_calls=new_tool_calls or (),
+            round=round,
+            notify=notify,
+        )
+        if record is None:
+            raise LeaseLost()
+        return status
+
+
+def usage_of(turn: ProviderTurn) -> dict[str, int]:
+    u = turn.usage
+    return {
+        "input_tokens": u.input_tokens,
+        "output_tokens": u.output_tokens,
+        "total_tokens": u.total_tokens,
+        "cached_input_tokens": u.cached_input_tokens,
+        "reasoning_tokens": u.reasoning_tokens,
+    }
+
+
+def model_turn(answer: ProviderTurn, executable: frozenset[str], allowed: frozenset[str]) -> ModelTurn:
+    return ModelTurn(
+        choice=answer.choice,
+        usage=answer.usage,
+        executable_tool_names=executable,
+        allowed_tool_names=allowed,
+        message_id=answer.message_id,
+        response_id=answer.response_id,
+        provider_request_id=answer.provider_request_id,
+        finish_reason=answer.finish_reason,
+        raw=answer.raw,
+    )

@@ -1,0 +1,182 @@
+"""The worker process: N claim loops, a reaper, wake-ups, and a clean SIGTERM.
+
+Wake-ups come from PostgreSQL LISTEN/NOTIFY (every commit that queues a run notifies);
+on SQLite the loops poll. SIGTERM stops claiming, lets held runs finish for a grace
+period, then releases what is still held back to the queue, and exits 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+import structlog
+from sqlalchemy.engine import make_url
+
+from app.core.lifecycle import RunStatus
+from app.service.tokens import new_key
+from app.settings import Settings
+from app.store.records import NewEvent
+from app.store.runs import NOTIFY_CHANNEL, RunStore
+from app.worker.driver import ProviderFactory, RunDriver
+from app.worker.providers import make_provider
+
+log = structlog.get_logger("agentrun.worker")
+
+
+def default_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class Worker:
+    def __init__(
+        self,
+        store: RunStore,
+        settings: Settings,
+        *,
+        concurrency: int = 1,
+        worker_id: str | None = None,
+        providers: ProviderFactory | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.concurrency = max(1, concurrency)
+        self.worker_id = worker_id or default_worker_id()
+        self.providers = providers or (lambda spec: make_provider(spec, settings))
+        self.clock = clock
+        self.stopping = asyncio.Event()
+        self._wakeup = asyncio.Event()
+        self._held: dict[str, int] = {}  # run id -> fencing token, while driving
+        self.driver: RunDriver | None = None
+
+    def wake(self) -> None:
+        self._wakeup.set()
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self._wakeup.set()
+
+    async def run(self, grace: float | None = None) -> None:
+        key = await self.store.secret("callback_key", new_key)
+        self.driver = RunDriver(
+            self.store, self.settings, self.worker_id, self.providers, key, self.clock
+        )
+        log.info("worker started", worker=self.worker_id, concurrency=self.concurrency)
+        background = [asyncio.create_task(self._reaper())]
+        if self.store.is_postgres:
+            background.append(asyncio.create_task(self._listen()))
+        slots = [asyncio.create_task(self._slot()) for _ in range(self.concurrency)]
+        await self.stopping.wait()
+        _, pending = await asyncio.wait(slots, timeout=grace or self.settings.lease_seconds)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        await self._release_held()
+        for task in background:
+            task.cancel()
+        await asyncio.gather(*background, return_exceptions=True)
+        log.info("worker stopped", worker=self.worker_id)
+
+    async def _slot(self) -> None:
+        assert self.driver is not None
+        while not self.stopping.is_set():
+            try:
+                now = self.clock()
+                until = now + timedelta(seconds=self.settings.lease_seconds)
+                record = await self.store.claim(self.worker_id, now, until)
+            except Exception:  # the database may blip; keep the worker alive
+                log.exception("claim failed")
+                await asyncio.sleep(self.settings.poll_interval)
+                continue
+            if record is None:
+                await self._idle()
+                continue
+            self._held[record.id] = record.version
+            try:
+                await self.driver.drive(record)
+            except Exception:
+                # Leave it to the lease: the reaper re-queues the run when it expires.
+                log.exception("drive failed", run_id=record.id)
+            finally:
+                self._held.pop(record.id, None)
+
+    async def _idle(self) -> None:
+        timeout = self.settings.poll_interval if not self.store.is_postgres else 1.0
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wakeup.wait(), timeout)
+        self._wakeup.clear()
+
+    async def _release_held(self) -> None:
+        """Give back runs still held at shutdown, so another worker takes them at once."""
+        for run_id, version in list(self._held.items()):
+            now = self.clock()
+            await self.store.transition(
+                run_id,
+                from_statuses=[RunStatus.RUNNING],
+                expect_version=version,
+                values={
+                    "status": RunStatus.QUEUED.value,
+                    "lease_owner": None,
+                    "lease_expires_at": None,
+                    "available_at": now,
+                    "waiting_reason": {"type": "queued"},
+                },
+                events=[NewEvent("run.released", {"worker": self.worker_id})],
+                now=now,
+                notify=True,
+            )
+
+    async def _reaper(self) -> None:
+        while True:
+            try:
+                now = self.clock()
+                requeued = await self.store.reap_expired_leases(now)
+                expired = await self.store.expire_suspended(now)
+                if requeued:
+                    log.info("re-queued runs with lost leases", runs=requeued)
+                    self.wake()
+                if expired:
+                    log.info("expired suspended runs", runs=expired)
+            except Exception:
+                log.exception("reaper failed")
+            await asyncio.sleep(self.settings.reap_interval)
+
+    async def _listen(self) -> None:
+        import psycopg
+
+        url = make_url(self.settings.database_url).set(drivername="postgresql")
+        conninfo = url.render_as_string(hide_password=False)
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(
+                    conninfo, autocommit=True
+                ) as conn:
+                    await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    self.wake()  # catch up on anything queued while we were not listening
+                    async for _ in conn.notifies():
+                        self.wake()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("LISTEN connection lost; reconnecting")
+                await asyncio.sleep(1.0)
+
+
+async def run_worker(settings: Settings, concurrency: int) -> None:
+    from app.store.db import create_engine
+
+    engine = create_engine(settings.database_url, pool_size=concurrency + 2)
+    worker = Worker(RunStore(engine), settings, concurrency=concurrency)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, worker.stop)
+    try:
+        await worker.run()
+    finally:
+        await engine.dispose()

@@ -1,0 +1,101 @@
+"""Databases for the tests: a fresh PostgreSQL database and a fresh SQLite file per run.
+
+PostgreSQL comes from AGENTRUN_TEST_DATABASE_URL (a server URL; a database is created
+for this run and dropped after), else from testcontainers where Docker works; else the
+tests that need it fail loudly: they are never skipped silently.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy.engine import make_url
+
+from app.settings import Settings
+from app.store.db import create_engine
+from app.store.migrate import upgrade_to_head
+from app.store.runs import RunStore
+
+BACKENDS = ["sqlite", "postgres"]
+
+
+def _postgres_server_url() -> Iterator[str]:
+    url = os.environ.get("AGENTRUN_TEST_DATABASE_URL")
+    if url:
+        yield url
+        return
+    try:
+        from testcontainers.postgres import PostgresContainer
+
+        with PostgresContainer("postgres:16-alpine") as pg:
+            yield pg.get_connection_url().replace("postgresql+psycopg2", "postgresql")
+    except Exception as exc:
+        pytest.fail(
+            "PostgreSQL is needed: set AGENTRUN_TEST_DATABASE_URL or make Docker available "
+            f"for testcontainers ({exc})",
+            pytrace=False,
+        )
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A fresh database on the test server, migrated to head, dropped at the end."""
+    for server in _postgres_server_url():
+        name = f"agentrun_test_{secrets.token_hex(4)}"
+        admin = make_url(server).set(drivername="postgresql")
+        admin_dsn = admin.render_as_string(hide_password=False)
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        url = admin.set(database=name).render_as_string(hide_password=False)
+        upgrade_to_head(url)
+        try:
+            yield url
+        finally:
+            with psycopg.connect(admin_dsn, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def sqlite_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path: Path = tmp_path_factory.mktemp("db") / "agentrun.db"
+    url = f"sqlite:///{path}"
+    upgrade_to_head(url)
+    return url
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request: pytest.FixtureRequest) -> str:
+    return str(request.getfixturevalue(f"{request.param}_url"))
+
+
+def make_settings(url: str, **overrides: object) -> Settings:
+    values: dict[str, object] = {
+        "database_url": url,
+        "lease_seconds": 5.0,
+        "poll_interval": 0.02,
+        "reap_interval": 0.1,
+        "public_url": "http://127.0.0.1:8000",
+    }
+    values.update(overrides)
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return make_settings(database_url)
+
+
+@pytest.fixture
+async def store(database_url: str) -> AsyncIterator[RunStore]:
+    engine = create_engine(database_url)
+    store = RunStore(engine)
+    async with engine.begin() as conn:
+        for table in ("run_events", "tool_calls", "runs"):
+            await conn.exec_driver_sql(f"DELETE FROM {table}")
+    yield store
+    await engine.dispose()

@@ -1,0 +1,94 @@
+"""Shared builders and waiters for store, service, worker and e2e tests."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+from app.core.lifecycle import RunStatus
+from app.service.runs import RunService, RunView
+from app.service.schemas import RunCreate, ToolResultsIn
+from app.settings import Settings
+from app.store.runs import RunStore
+from app.worker.worker import Worker
+
+T = TypeVar("T")
+
+ADD_TOOL = {
+    "name": "add",
+    "description": "Add two numbers",
+    "parameters": {
+        "type": "object",
+        "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+        "required": ["a", "b"],
+    },
+}
+
+
+def run_body(**overrides: Any) -> RunCreate:
+    """A scripted run: one parallel round of two `add` calls, then a final text."""
+    body: dict[str, Any] = {
+        "prompt": "add 1+2 and 3+4",
+        "model": {
+            "provider": "scripted",
+            "name": "demo",
+            "script": [
+                {
+                    "tool_calls": [
+                        {"name": "add", "arguments": {"a": 1, "b": 2}},
+                        {"name": "add", "arguments": {"a": 3, "b": 4}},
+                    ]
+                },
+                {"text": "the sums are 3 and 7"},
+            ],
+        },
+        "tools": [ADD_TOOL],
+        "max_turns": 4,
+    }
+    body.update(overrides)
+    return RunCreate.model_validate(body)
+
+
+def results_for(view: RunView, outputs: list[Any] | None = None) -> ToolResultsIn:
+    calls = view.pending
+    outputs = outputs or [str(sum(c.arguments.values())) for c in calls]
+    return ToolResultsIn.model_validate(
+        {"results": [{"tool_call_id": c.call_id, "output": o} for c, o in zip(calls, outputs)]}
+    )
+
+
+async def wait_for(
+    fn: Callable[[], Awaitable[T]], ok: Callable[[T], bool], timeout: float = 20.0
+) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await fn()
+        if ok(value):
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met in {timeout}s; last value: {value!r}")
+        await asyncio.sleep(0.02)
+
+
+async def wait_status(
+    service: RunService, run_id: str, *statuses: RunStatus, timeout: float = 20.0
+) -> RunView:
+    return await wait_for(
+        lambda: service.get_run(run_id), lambda v: v.record.status in statuses, timeout
+    )
+
+
+@asynccontextmanager
+async def running_worker(
+    store: RunStore, settings: Settings, **kw: Any
+) -> AsyncIterator[Worker]:
+    worker = Worker(store, settings, **kw)
+    task = asyncio.create_task(worker.run(grace=2.0))
+    try:
+        yield worker
+    finally:
+        worker.stop()
+        await task

@@ -55,8 +55,9 @@ def run_body(**overrides: Any) -> RunCreate:
 def results_for(view: RunView, outputs: list[Any] | None = None) -> ToolResultsIn:
     calls = view.pending
     outputs = outputs or [str(sum(c.arguments.values())) for c in calls]
+    pairs = zip(calls, outputs, strict=True)
     return ToolResultsIn.model_validate(
-        {"results": [{"tool_call_id": c.call_id, "output": o} for c, o in zip(calls, outputs)]}
+        {"results": [{"tool_call_id": c.call_id, "output": o} for c, o in pairs]}
     )
 
 
@@ -82,9 +83,7 @@ async def wait_status(
 
 
 @asynccontextmanager
-async def running_worker(
-    store: RunStore, settings: Settings, **kw: Any
-) -> AsyncIterator[Worker]:
+async def running_worker(store: RunStore, settings: Settings, **kw: Any) -> AsyncIterator[Worker]:
     worker = Worker(store, settings, **kw)
     task = asyncio.create_task(worker.run(grace=2.0))
     try:
@@ -92,3 +91,36 @@ async def running_worker(
     finally:
         worker.stop()
         await task
+
+
+async def drive_once(store: RunStore, settings: Settings, worker_id: str = "test-worker") -> Any:
+    """Claim the next due run and drive it until it suspends or ends (no background)."""
+    from datetime import UTC, datetime, timedelta
+
+    from app.service.tokens import new_key
+    from app.worker.driver import RunDriver
+    from app.worker.providers import make_provider
+
+    key = await store.secret("callback_key", new_key)
+    driver = RunDriver(store, settings, worker_id, lambda s: make_provider(s, settings), key)
+    now = datetime.now(UTC)
+    record = await store.claim(worker_id, now, now + timedelta(seconds=settings.lease_seconds))
+    assert record is not None, "no due run to claim"
+    return await driver.drive(record)
+
+
+async def suspended_run(service: RunService, **overrides: Any) -> RunView:
+    view, _ = await service.create_run(run_body(**overrides))
+    await drive_once(service.store, service.settings)
+    suspended = await service.get_run(view.record.id)
+    assert suspended.record.status == RunStatus.REQUIRES_ACTION, suspended.record
+    return suspended
+
+
+async def snapshot(store: RunStore, run_id: str) -> tuple[Any, ...]:
+    """Everything stored about a run, to prove a refused request changed nothing."""
+    return (
+        await store.get(run_id),
+        await store.tool_calls(run_id),
+        await store.events(run_id),
+    )

@@ -106,9 +106,7 @@ PV_RECORD_NO_CALL = (
     "record_streamed_completion_call called without a pending or rolled-back CallModel step"
 )
 PV_RECORD_TWICE = "record_streamed_completion_call called twice for the same model turn"
-PV_RESOLVE_STREAMED = (
-    "resolve_streamed_invalid_tool_call called without a pending CallModel step"
-)
+PV_RESOLVE_STREAMED = "resolve_streamed_invalid_tool_call called without a pending CallModel step"
 PV_STREAMED_TURN = "streamed_turn called without a pending CallModel step"
 
 
@@ -708,8 +706,7 @@ class AgentRun:
 
     def _can_reprompt(self) -> bool:
         return (
-            self._output_retries < self._max_output_retries
-            and self._current_turn < self._max_turns
+            self._output_retries < self._max_output_retries and self._current_turn < self._max_turns
         )
 
     def _advance(self, turn: Advancing) -> AgentRunStep:
@@ -751,9 +748,7 @@ class AgentRun:
 
         return self._finish(assistant_text_from_choice(items), items, 0)
 
-    def _finish_with_output_tool(
-        self, turn: Advancing, call: ToolCall, count: int
-    ) -> AgentRunStep:
+    def _finish_with_output_tool(self, turn: Advancing, call: ToolCall, count: int) -> AgentRunStep:
         output = compact_json(call.arguments)
         missing = missing_required_fields(self._output_schema, call.arguments)
         if missing and self._can_reprompt():

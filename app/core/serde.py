@@ -601,9 +601,7 @@ def _upgrade_v0_to_v1(doc: Doc) -> Doc:
         if tag == "ResolvingToolCalls":
             body = {
                 **body,
-                "original_choice": [
-                    _upgrade_assistant_item_v0(c) for c in body["original_choice"]
-                ],
+                "original_choice": [_upgrade_assistant_item_v0(c) for c in body["original_choice"]],
                 "items": [_upgrade_assistant_item_v0(c) for c in body["items"]],
             }
         elif tag == "AwaitingAdvance":

@@ -97,9 +97,7 @@ class ScriptedProvider:
         if self.delay:
             await asyncio.sleep(self.delay)
         if request.attempt <= self.fail_times:
-            raise ProviderError(
-                "scripted failure", status=503, retryable=True, provider=self.name
-            )
+            raise ProviderError("scripted failure", status=503, retryable=True, provider=self.name)
 
     async def complete(self, request: ModelRequest) -> ProviderTurn:
         await self._before(request)

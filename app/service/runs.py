@@ -149,7 +149,9 @@ class RunService:
                 raise InvalidRequest(f"tool_choice names a tool that is not defined: {unknown[0]}")
         bad_repairs = [t for t in body.invalid_tool_call.repair_to.values() if t not in names]
         if bad_repairs:
-            raise InvalidRequest(f"invalid_tool_call.repair_to names an undefined tool: {bad_repairs[0]}")
+            raise InvalidRequest(
+                f"invalid_tool_call.repair_to names an undefined tool: {bad_repairs[0]}"
+            )
         policy = body.invalid_tool_call
         max_turns = body.max_turns or self.settings.default_max_turns
         run = AgentRun(
@@ -189,9 +191,7 @@ class RunService:
             "turn": 0,
             "max_turns": max_turns,
         }
-        event = NewEvent(
-            "run.created", {"model": config["model"], "max_turns": max_turns}, actor
-        )
+        event = NewEvent("run.created", {"model": config["model"], "max_turns": max_turns}, actor)
         record, created = await self.store.create(values, [event], now)
         if not created and record.request_hash != values["request_hash"]:
             raise IdempotencyKeyReused(
@@ -232,7 +232,9 @@ class RunService:
             round = int(reason["round"])
             pending = await self.store.tool_calls(record.id, round)
             token = callback_token(await self.callback_key(), record.id, round)
-            callback_url = f"{self.settings.public_url.rstrip('/')}/v1/callbacks/{token}/tool-results"
+            callback_url = (
+                f"{self.settings.public_url.rstrip('/')}/v1/callbacks/{token}/tool-results"
+            )
         elif record.status == RunStatus.REQUIRES_ACTION and reason.get("type") == "resolution":
             resolution = reason
         return RunView(record, pending, callback_url, resolution)
@@ -311,7 +313,9 @@ class RunService:
 
     # --- resolution ---------------------------------------------------------------------
 
-    async def resolve(self, run_id: str, body: ResolutionIn, *, actor: str | None = None) -> RunView:
+    async def resolve(
+        self, run_id: str, body: ResolutionIn, *, actor: str | None = None
+    ) -> RunView:
         record = await self.store.get(run_id)
         if record is None:
             raise RunNotFound(f"no run with id {run_id}")
@@ -403,4 +407,3 @@ def resolution_reason(tool_name: str, tool_call_id: str | None, args: str) -> di
         "tool_call_id": tool_call_id,
         "arguments": args,
     }
-

@@ -47,7 +47,9 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         engine = create_async_engine(async_url(url))
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         # Let BEGIN take the write lock at once (BEGIN IMMEDIATE): no upgrade deadlocks.
-        event.listen(engine.sync_engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE"))
+        event.listen(
+            engine.sync_engine, "begin", lambda conn: conn.exec_driver_sql("BEGIN IMMEDIATE")
+        )
         event.listen(
             engine.sync_engine,
             "connect",

@@ -84,7 +84,11 @@ class RunStore:
     # --- helpers ------------------------------------------------------------------------
 
     async def _append_events(
-        self, conn: AsyncConnection, run_id: str, last_seq: int, events: Sequence[NewEvent],
+        self,
+        conn: AsyncConnection,
+        run_id: str,
+        last_seq: int,
+        events: Sequence[NewEvent],
         now: datetime,
     ) -> None:
         if not events:
@@ -220,9 +224,7 @@ class RunStore:
                 stmt = runs.insert().values(**values).returning(*runs.c)
                 row = (await conn.execute(stmt)).first()
             else:
-                insert = (
-                    postgresql.insert(runs) if self.is_postgres else sqlite.insert(runs)
-                )
+                insert = postgresql.insert(runs) if self.is_postgres else sqlite.insert(runs)
                 stmt = (
                     insert.values(**values)
                     .on_conflict_do_nothing(index_elements=["idempotency_key"])
@@ -241,9 +243,7 @@ class RunStore:
             await self._notify(conn, record.id)
         return record, True
 
-    async def claim(
-        self, worker_id: str, now: datetime, lease_until: datetime
-    ) -> RunRecord | None:
+    async def claim(self, worker_id: str, now: datetime, lease_until: datetime) -> RunRecord | None:
         """Take the oldest due queued run (SKIP LOCKED on PostgreSQL)."""
         due = (
             sa.select(runs.c.id)
@@ -359,8 +359,10 @@ class RunStore:
         """Answer pending calls; when the last one is answered, `complete` computes the
         resumed run (purely) and the run is queued in the same transaction. A refused
         request (unknown id, different result, wrong status) changes nothing."""
-        where = runs.c.id == run_id if run_id is not None else (
-            runs.c.callback_token_hash == token_hash
+        where = (
+            runs.c.id == run_id
+            if run_id is not None
+            else (runs.c.callback_token_hash == token_hash)
         )
         async with self.engine.begin() as conn:
             stmt = runs.select().where(where)
@@ -423,7 +425,12 @@ class RunStore:
             ]
             merged = [
                 ToolCallRecord(
-                    c.run_id, c.round, c.position, c.call_id, c.name, c.arguments,
+                    c.run_id,
+                    c.round,
+                    c.position,
+                    c.call_id,
+                    c.name,
+                    c.arguments,
                     c.preresolved,
                     answered[c.position].result if c.position in answered else c.result,
                     answered[c.position].result_hash if c.position in answered else c.result_hash,

@@ -116,7 +116,6 @@ class RunDriver:
         """Advance a claimed run until it suspends or ends; the status it ended in, or
         None when the lease was lost."""
         claim = Claim(record, record.version, [])
-        config = record.config
         run = AgentRun.from_json(record.state)
         try:
             while True:
@@ -145,7 +144,9 @@ class RunDriver:
 
     async def _call_model(self, claim: Claim, run: AgentRun, step: CallModel) -> RunStatus | None:
         config = claim.record.config
-        tools = [ToolSpec(t["name"], t.get("description", ""), t["parameters"]) for t in config["tools"]]
+        tools = [
+            ToolSpec(t["name"], t.get("description", ""), t["parameters"]) for t in config["tools"]
+        ]
         choice = convert.tool_choice_from_config(config.get("tool_choice"))
         spec = config["model"]
         params = {k: v for k, v in spec.items() if k not in ("provider", "name")}
@@ -250,7 +251,9 @@ class RunDriver:
 
     # --- ends of a claim ----------------------------------------------------------------
 
-    async def _suspend_tools(self, claim: Claim, run: AgentRun, step: CallTools) -> RunStatus | None:
+    async def _suspend_tools(
+        self, claim: Claim, run: AgentRun, step: CallTools
+    ) -> RunStatus | None:
         round = run.turn()
         rows = [
             NewToolCall(
@@ -272,7 +275,11 @@ class RunDriver:
                 {
                     "round": round,
                     "tool_calls": [
-                        {"id": p.tool_call.id, "name": p.tool_call.name, "arguments": p.tool_call.arguments}
+                        {
+                            "id": p.tool_call.id,
+                            "name": p.tool_call.name,
+                            "arguments": p.tool_call.arguments,
+                        }
                         for p in step.calls
                         if p.preresolved_result is None
                     ],
@@ -393,7 +400,9 @@ def usage_of(turn: ProviderTurn) -> dict[str, int]:
     }
 
 
-def model_turn(answer: ProviderTurn, executable: frozenset[str], allowed: frozenset[str]) -> ModelTurn:
+def model_turn(
+    answer: ProviderTurn, executable: frozenset[str], allowed: frozenset[str]
+) -> ModelTurn:
     return ModelTurn(
         choice=answer.choice,
         usage=answer.usage,

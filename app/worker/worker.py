@@ -154,9 +154,7 @@ class Worker:
         conninfo = url.render_as_string(hide_password=False)
         while True:
             try:
-                async with await psycopg.AsyncConnection.connect(
-                    conninfo, autocommit=True
-                ) as conn:
+                async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                     self.wake()  # catch up on anything queued while we were not listening
                     async for _ in conn.notifies():

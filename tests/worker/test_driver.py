@@ -27,9 +27,7 @@ async def test_run_suspends_on_tools_and_completes_after_results(
         assert suspended.callback_url and "/v1/callbacks/" in suspended.callback_url
         state = AgentRun.from_json(suspended.record.state)
         assert state.status == "ExecutingTools"
-        outcome = await service.submit_tool_results(
-            results_for(suspended), run_id=view.record.id
-        )
+        outcome = await service.submit_tool_results(results_for(suspended), run_id=view.record.id)
         assert outcome.resumed
         done = await wait_status(service, view.record.id, RunStatus.COMPLETED)
     assert done.record.output == "the sums are 3 and 7"

@@ -1,0 +1,144 @@
+"""Two real `agentrun worker` processes on PostgreSQL, results through the service layer;
+then the same while one worker is killed with SIGKILL in the middle of model calls."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from app.core.lifecycle import RunStatus
+from app.service.runs import RunService
+from app.store.db import create_engine
+from app.store.runs import RunStore
+from tests.conftest import make_settings
+from tests.e2e.checks import assert_all_completed_once
+from tests.e2e.processes import spawn, stop
+from tests.helpers import results_for, run_body
+
+RUNS = 200
+
+
+@pytest.fixture
+async def pg_service(postgres_url: str) -> AsyncIterator[RunService]:
+    engine = create_engine(postgres_url)
+    async with engine.begin() as conn:
+        for table in ("run_events", "tool_calls", "runs"):
+            await conn.exec_driver_sql(f"DELETE FROM {table}")
+    yield RunService(RunStore(engine), make_settings(postgres_url))
+    await engine.dispose()
+
+
+async def answer_until_done(
+    service: RunService, run_ids: list[str], timeout: float, on_progress: object = None
+) -> None:
+    """Act as the tool executor: answer every suspended run until all have completed."""
+    deadline = time.monotonic() + timeout
+    pending = set(run_ids)
+    while pending:
+        assert time.monotonic() < deadline, f"{len(pending)} runs not completed in time"
+        waiting, _ = await service.list_runs(
+            status=RunStatus.REQUIRES_ACTION, limit=500, cursor=None
+        )
+        for view in waiting:
+            await service.submit_tool_results(results_for(view), run_id=view.record.id)
+        done, _ = await service.list_runs(status=RunStatus.COMPLETED, limit=1000, cursor=None)
+        pending -= {v.record.id for v in done}
+        if on_progress is not None:
+            await on_progress(len(run_ids) - len(pending))  # type: ignore[operator]
+        await asyncio.sleep(0.05)
+
+
+async def test_two_worker_processes_complete_every_run_once(
+    pg_service: RunService, postgres_url: str, tmp_path: Path
+) -> None:
+    workers = [
+        spawn(["worker", "--concurrency", "8"], postgres_url, tmp_path / f"w{i}.log")
+        for i in range(2)
+    ]
+    try:
+        ids = [(await pg_service.create_run(run_body()))[0].record.id for _ in range(RUNS)]
+        await answer_until_done(pg_service, ids, timeout=120)
+    finally:
+        codes = [stop(w) for w in workers]
+    assert codes == [0, 0], "SIGTERM must end a worker cleanly"
+    await assert_all_completed_once(pg_service.store, ids, turns=2)
+    claimers = {
+        e.data["worker"]
+        for run_id in ids[:50]
+        for e in await pg_service.store.events(run_id)
+        if e.type == "run.claimed"
+    }
+    assert len(claimers) == 2, "both worker processes took part"
+
+
+async def test_a_worker_killed_mid_model_call_loses_nothing(
+    pg_service: RunService, postgres_url: str, tmp_path: Path
+) -> None:
+    slow = {"delay_ms": 150}
+    victim = spawn(["worker", "--concurrency", "8"], postgres_url, tmp_path / "victim.log")
+    survivor = spawn(["worker", "--concurrency", "8"], postgres_url, tmp_path / "survivor.log")
+    killed = False
+
+    async def kill_midway(completed: int) -> None:
+        nonlocal killed
+        if not killed and completed >= RUNS // 4:
+            running, _ = await pg_service.list_runs(
+                status=RunStatus.RUNNING, limit=100, cursor=None
+            )
+            if running:  # model calls are in flight right now
+                victim.send_signal(signal.SIGKILL)
+                victim.wait(10)
+                killed = True
+
+    try:
+        body = run_body()
+        model = {**body.model.model_dump(), **slow}
+        ids = [
+            (await pg_service.create_run(run_body(model=model)))[0].record.id for _ in range(RUNS)
+        ]
+        await answer_until_done(pg_service, ids, timeout=180, on_progress=kill_midway)
+    finally:
+        stop(victim, signal.SIGKILL)
+        code = stop(survivor)
+    assert killed, "the victim was never killed mid-run"
+    assert code == 0
+    await assert_all_completed_once(pg_service.store, ids, turns=2)
+    lost = [
+        run_id
+        for run_id in ids
+        if any(e.type == "run.lease_lost" for e in await pg_service.store.events(run_id))
+    ]
+    assert lost, "the kill should have stranded at least one run that the reaper re-queued"
+
+
+async def test_a_run_suspended_by_one_process_is_resumed_by_another(
+    pg_service: RunService, postgres_url: str, tmp_path: Path
+) -> None:
+    first = spawn(["worker", "--concurrency", "1"], postgres_url, tmp_path / "first.log")
+    try:
+        view, _ = await pg_service.create_run(run_body())
+        deadline = time.monotonic() + 30
+        while (await pg_service.get_run(view.record.id)).record.status != RunStatus.REQUIRES_ACTION:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+    finally:
+        assert stop(first) == 0
+    suspended = await pg_service.get_run(view.record.id)
+    await pg_service.submit_tool_results(results_for(suspended), run_id=view.record.id)
+    second = spawn(["worker", "--concurrency", "1"], postgres_url, tmp_path / "second.log")
+    try:
+        await answer_until_done(pg_service, [view.record.id], timeout=30)
+    finally:
+        assert stop(second) == 0
+    claimers = [
+        e.data["worker"]
+        for e in await pg_service.store.events(view.record.id)
+        if e.type == "run.claimed"
+    ]
+    assert len(claimers) == 2 and claimers[0] != claimers[1]
+    await assert_all_completed_once(pg_service.store, [view.record.id], turns=2)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.core import (  # noqa: E402
+from app.core import (
     AgentRun,
     AssistantMessage,
     ModelTurn,

@@ -215,7 +215,7 @@ class RunService:
         records = await self.store.list(status=status, limit=limit + 1, before=before)
         more = len(records) > limit
         records = records[:limit]
-        views = [await self._view(r) for r in records]
+        views = await self._views(records)
         return views, (encode_cursor(records[-1]) if more and records else None)
 
     async def events(self, run_id: str, after: int = 0) -> list[Any]:
@@ -224,20 +224,35 @@ class RunService:
         return await self.store.events(run_id, after=after)
 
     async def _view(self, record: RunRecord) -> RunView:
-        reason = record.waiting_reason or {}
-        pending: list[ToolCallRecord] = []
-        callback_url = None
-        resolution = None
-        if record.status == RunStatus.REQUIRES_ACTION and reason.get("type") == "tool_results":
-            round = int(reason["round"])
-            pending = await self.store.tool_calls(record.id, round)
-            token = callback_token(await self.callback_key(), record.id, round)
-            callback_url = (
-                f"{self.settings.public_url.rstrip('/')}/v1/callbacks/{token}/tool-results"
+        return (await self._views([record]))[0]
+
+    async def _views(self, records: list[RunRecord]) -> list[RunView]:
+        """Views of many runs; pending calls come in one query for the whole page."""
+        rounds = {
+            r.id: int(r.waiting_reason["round"])
+            for r in records
+            if r.status == RunStatus.REQUIRES_ACTION
+            and (r.waiting_reason or {}).get("type") == "tool_results"
+        }
+        pending = await self.store.pending_calls(rounds)
+        key = await self.callback_key() if rounds else ""
+        base = self.settings.public_url.rstrip("/")
+        views = []
+        for r in records:
+            reason = r.waiting_reason or {}
+            callback_url = None
+            if r.id in rounds:
+                token = callback_token(key, r.id, rounds[r.id])
+                callback_url = f"{base}/v1/callbacks/{token}/tool-results"
+            waiting_resolution = (
+                r.status == RunStatus.REQUIRES_ACTION and reason.get("type") == "resolution"
             )
-        elif record.status == RunStatus.REQUIRES_ACTION and reason.get("type") == "resolution":
-            resolution = reason
-        return RunView(record, pending, callback_url, resolution)
+            views.append(
+                RunView(
+                    r, pending.get(r.id, []), callback_url, reason if waiting_resolution else None
+                )
+            )
+        return views
 
     # --- tool results -------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -42,9 +43,16 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+def _json_dumps(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+JSON_OPTIONS: dict[str, Any] = {"json_serializer": _json_dumps, "json_deserializer": orjson.loads}
+
+
 def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     if is_sqlite(url):
-        engine = create_async_engine(async_url(url))
+        engine = create_async_engine(async_url(url), **JSON_OPTIONS)
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         # Let BEGIN take the write lock at once (BEGIN IMMEDIATE): no upgrade deadlocks.
         event.listen(
@@ -57,5 +65,9 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         )
         return engine
     return create_async_engine(
-        async_url(url), pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True
+        async_url(url),
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_recycle=1800,
+        **JSON_OPTIONS,
     )

@@ -80,6 +80,18 @@ class RunStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self.is_postgres = engine.dialect.name == "postgresql"
+        self._statements: dict[tuple[Any, ...], Any] = {}
+        # One-statement operations run in autocommit on PostgreSQL: the statement is the
+        # transaction, which saves the BEGIN and COMMIT round trips.
+        self._autocommit = (
+            engine.execution_options(isolation_level="AUTOCOMMIT") if self.is_postgres else None
+        )
+
+    def _one_statement(self) -> Any:
+        """A connection for an operation that is a single (atomic) statement."""
+        if self._autocommit is not None:
+            return self._autocommit.connect()
+        return self.engine.begin()
 
     # --- helpers ------------------------------------------------------------------------
 
@@ -109,32 +121,125 @@ class RunStore:
             ],
         )
 
-    async def _notify(self, conn: AsyncConnection, run_id: str) -> None:
-        if self.is_postgres:
-            await conn.execute(sa.select(sa.func.pg_notify(NOTIFY_CHANNEL, run_id)))
+    def _update_statement(
+        self, keys: tuple[str, ...], n_events: int, notify: bool, fenced: bool, claim: bool
+    ) -> Any:
+        """The compare-and-set UPDATE of one run, built once per shape and reused (building
+        SQLAlchemy statements per call costs more CPU than the database spends on them).
 
-    async def _update(
-        self,
-        conn: AsyncConnection,
-        run_id: str,
-        where: Iterable[sa.ColumnElement[bool]],
-        values: dict[str, Any],
-        n_events: int,
-        now: datetime,
-    ) -> RunRecord | None:
-        stmt = (
+        On PostgreSQL the change, its events and its NOTIFY are one statement (a CTE), so
+        a transition costs one round trip and one commit."""
+        shape = (keys, n_events, notify, fenced, claim)
+        cached = self._statements.get(shape)
+        if cached is not None:
+            return cached
+        if claim:
+            due = (
+                sa.select(runs.c.id)
+                .where(
+                    runs.c.status == RunStatus.QUEUED.value,
+                    runs.c.available_at <= sa.bindparam("p_now"),
+                )
+                .order_by(runs.c.available_at, runs.c.id)
+                .limit(1)
+            )
+            if self.is_postgres:
+                due = due.with_for_update(skip_locked=True)
+            target: Any = due.scalar_subquery()
+        else:
+            target = sa.bindparam("p_id")
+        where = [runs.c.id == target, runs.c.status.in_(sa.bindparam("p_statuses", expanding=True))]
+        if fenced:
+            where.append(runs.c.version == sa.bindparam("p_version"))
+        values: dict[str, Any] = {k: sa.bindparam(f"v_{k}", type_=runs.c[k].type) for k in keys}
+        if claim:
+            values["attempts"] = runs.c.attempts + 1
+        dml = (
             runs.update()
-            .where(runs.c.id == run_id, *where)
+            .where(*where)
             .values(
                 **values,
                 version=runs.c.version + 1,
                 last_event_seq=runs.c.last_event_seq + n_events,
-                updated_at=now,
+                updated_at=sa.bindparam("p_now"),
             )
-            .returning(*runs.c)
         )
-        row = (await conn.execute(stmt)).first()
-        return RunRecord.from_row(row) if row is not None else None
+        if self.is_postgres:
+            stmt = self._with_events(dml, n_events, notify)
+        else:
+            stmt = dml.returning(*runs.c)
+        self._statements[shape] = stmt
+        return stmt
+
+    def _with_events(self, dml: Any, n_events: int, notify: bool) -> Any:
+        changed = dml.returning(*runs.c).cte("changed")
+        stmt = sa.select(changed)
+        if n_events:
+            rows = [
+                sa.select(
+                    changed.c.id,
+                    changed.c.last_event_seq - (n_events - 1 - i),
+                    sa.bindparam(f"e{i}_type", type_=sa.String()),
+                    sa.bindparam(f"e{i}_data", type_=postgresql.JSONB()),
+                    sa.bindparam(f"e{i}_actor", type_=sa.String()),
+                    sa.bindparam("p_now", type_=sa.DateTime(timezone=True)),
+                )
+                for i in range(n_events)
+            ]
+            source = rows[0] if n_events == 1 else sa.union_all(*rows)
+            appended = (
+                run_events.insert()
+                .from_select(["run_id", "seq", "type", "data", "actor", "created_at"], source)
+                .cte("appended")
+            )
+            stmt = stmt.add_cte(appended)
+        if notify:
+            stmt = stmt.add_columns(
+                sa.func.pg_notify(NOTIFY_CHANNEL, changed.c.id).label("notified")
+            )
+        return stmt
+
+    async def _update(
+        self,
+        conn: AsyncConnection,
+        run_id: str | None,
+        statuses: Iterable[RunStatus],
+        values: dict[str, Any],
+        events: Sequence[NewEvent],
+        now: datetime,
+        *,
+        notify: bool = False,
+        expect_version: int | None = None,
+    ) -> RunRecord | None:
+        """Compare-and-set one run (`run_id` None: claim the oldest due queued run),
+        appending its events in the same transaction."""
+        keys = tuple(sorted(values))
+        stmt = self._update_statement(
+            keys,
+            len(events),
+            notify and self.is_postgres,
+            expect_version is not None,
+            run_id is None,
+        )
+        params: dict[str, Any] = {f"v_{k}": values[k] for k in keys}
+        params["p_statuses"] = [s.value for s in statuses]
+        params["p_now"] = now
+        if run_id is not None:
+            params["p_id"] = run_id
+        if expect_version is not None:
+            params["p_version"] = expect_version
+        if self.is_postgres:
+            for i, e in enumerate(events):
+                params[f"e{i}_type"] = e.type
+                params[f"e{i}_data"] = e.data
+                params[f"e{i}_actor"] = e.actor
+        row = (await conn.execute(stmt, params)).first()
+        if row is None:
+            return None
+        record = RunRecord.from_row(row)
+        if not self.is_postgres:
+            await self._append_events(conn, record.id, record.last_event_seq, events, now)
+        return record
 
     # --- reads --------------------------------------------------------------------------
 
@@ -181,6 +286,23 @@ class RunStore:
             rows = (await conn.execute(stmt)).all()
         return [ToolCallRecord.from_row(r) for r in rows]
 
+    async def pending_calls(self, rounds: dict[str, int]) -> dict[str, list[ToolCallRecord]]:
+        """The tool calls of each run's given round, for many runs in one query."""
+        if not rounds:
+            return {}
+        stmt = (
+            tool_calls.select()
+            .where(sa.tuple_(tool_calls.c.run_id, tool_calls.c.round).in_(list(rounds.items())))
+            .order_by(tool_calls.c.run_id, tool_calls.c.position)
+        )
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(stmt)).all()
+        out: dict[str, list[ToolCallRecord]] = {run_id: [] for run_id in rounds}
+        for row in rows:
+            record = ToolCallRecord.from_row(row)
+            out[record.run_id].append(record)
+        return out
+
     async def events(self, run_id: str, *, after: int = 0, limit: int = 1000) -> list[EventRecord]:
         stmt = (
             run_events.select()
@@ -219,63 +341,60 @@ class RunStore:
         """Insert a run; with an idempotency key already taken, return the stored run."""
         values = {**values, "last_event_seq": len(events), "created_at": now, "updated_at": now}
         key = values.get("idempotency_key")
-        async with self.engine.begin() as conn:
-            if key is None:
-                stmt = runs.insert().values(**values).returning(*runs.c)
-                row = (await conn.execute(stmt)).first()
-            else:
-                insert = postgresql.insert(runs) if self.is_postgres else sqlite.insert(runs)
-                stmt = (
-                    insert.values(**values)
-                    .on_conflict_do_nothing(index_elements=["idempotency_key"])
-                    .returning(*runs.c)
-                )
-                row = (await conn.execute(stmt)).first()
-                if row is None:
-                    existing = (
-                        await conn.execute(runs.select().where(runs.c.idempotency_key == key))
-                    ).first()
-                    assert existing is not None
-                    return RunRecord.from_row(existing), False
-            assert row is not None
-            record = RunRecord.from_row(row)
-            await self._append_events(conn, record.id, record.last_event_seq, events, now)
-            await self._notify(conn, record.id)
-        return record, True
+        keys = tuple(sorted(values))
+        stmt = self._insert_statement(keys, len(events), key is not None)
+        params: dict[str, Any] = {f"v_{k}": values[k] for k in keys}
+        params["p_now"] = now
+        for i, e in enumerate(events):
+            params[f"e{i}_type"], params[f"e{i}_data"] = e.type, e.data
+            params[f"e{i}_actor"] = e.actor
+        async with self._one_statement() as conn:
+            row = (await conn.execute(stmt, params)).first()
+            if row is not None and not self.is_postgres:
+                await self._append_events(conn, row.id, len(events), events, now)
+            if row is None:  # the idempotency key is taken: the stored run answers
+                stmt = runs.select().where(runs.c.idempotency_key == key)
+                existing = (await conn.execute(stmt)).first()
+                assert existing is not None
+                return RunRecord.from_row(existing), False
+        return RunRecord.from_row(row), True
+
+    def _insert_statement(self, keys: tuple[str, ...], n_events: int, idempotent: bool) -> Any:
+        shape = ("insert", keys, n_events, idempotent)
+        cached = self._statements.get(shape)
+        if cached is not None:
+            return cached
+        insert = postgresql.insert(runs) if self.is_postgres else sqlite.insert(runs)
+        dml = insert.values({k: sa.bindparam(f"v_{k}", type_=runs.c[k].type) for k in keys})
+        if idempotent:
+            dml = dml.on_conflict_do_nothing(index_elements=["idempotency_key"])
+        if self.is_postgres:
+            stmt = self._with_events(dml, n_events, notify=True)
+        else:
+            stmt = dml.returning(*runs.c)
+        self._statements[shape] = stmt
+        return stmt
 
     async def claim(self, worker_id: str, now: datetime, lease_until: datetime) -> RunRecord | None:
         """Take the oldest due queued run (SKIP LOCKED on PostgreSQL)."""
-        due = (
-            sa.select(runs.c.id)
-            .where(runs.c.status == RunStatus.QUEUED.value, runs.c.available_at <= now)
-            .order_by(runs.c.available_at, runs.c.id)
-            .limit(1)
-        )
-        if self.is_postgres:
-            due = due.with_for_update(skip_locked=True)
-        event = NewEvent("run.claimed", {"worker": worker_id})
-        async with self.engine.begin() as conn:
-            record = await self._update(
+        async with self._one_statement() as conn:
+            return await self._update(
                 conn,
-                due.scalar_subquery(),  # type: ignore[arg-type]
-                [runs.c.status == RunStatus.QUEUED.value],
+                None,
+                [RunStatus.QUEUED],
                 {
                     "status": RunStatus.RUNNING.value,
                     "lease_owner": worker_id,
                     "lease_expires_at": lease_until,
-                    "attempts": runs.c.attempts + 1,
                     "waiting_reason": {
                         "type": "model_call",
                         "worker": worker_id,
                         "lease_until": lease_until.isoformat(),
                     },
                 },
-                1,
+                [NewEvent("run.claimed", {"worker": worker_id})],
                 now,
             )
-            if record is not None:
-                await self._append_events(conn, record.id, record.last_event_seq, [event], now)
-        return record
 
     async def heartbeat(
         self, run_id: str, version: int, worker_id: str, lease_until: datetime, now: datetime
@@ -299,7 +418,7 @@ class RunStore:
                 },
             )
         )
-        async with self.engine.begin() as conn:
+        async with self._one_statement() as conn:
             result = await conn.execute(stmt)
         return result.rowcount == 1  # type: ignore[attr-defined,no-any-return]
 
@@ -317,14 +436,26 @@ class RunStore:
         notify: bool = False,
     ) -> RunRecord | None:
         """Compare-and-set transition; None when refused (status or fencing token moved)."""
-        where = [runs.c.status.in_([s.value for s in from_statuses])]
-        if expect_version is not None:
-            where.append(runs.c.version == expect_version)
-        async with self.engine.begin() as conn:
-            record = await self._update(conn, run_id, where, values, len(events), now)
+        single = not new_tool_calls
+        async with self._one_statement() if single else self.engine.begin() as conn:
+            record = await self._update(
+                conn,
+                run_id,
+                from_statuses,
+                values,
+                events,
+                now,
+                notify=notify,
+                expect_version=expect_version,
+            )
             if record is None:
                 return None
             if new_tool_calls:
+                await conn.execute(
+                    tool_calls.delete().where(
+                        tool_calls.c.run_id == run_id, tool_calls.c.round == round
+                    )
+                )
                 await conn.execute(
                     tool_calls.insert(),
                     [
@@ -342,9 +473,6 @@ class RunStore:
                         for c in new_tool_calls
                     ],
                 )
-            await self._append_events(conn, run_id, record.last_event_seq, events, now)
-            if notify:
-                await self._notify(conn, run_id)
         return record
 
     async def submit_results(
@@ -449,17 +577,16 @@ class RunStore:
                 values = completion.values
                 events.extend(completion.events)
                 resumed = True
-            updated = await self._update(conn, record.id, [], values, len(events), now)
+            updated = await self._update(
+                conn, record.id, [RunStatus.REQUIRES_ACTION], values, events, now, notify=resumed
+            )
             assert updated is not None
-            await self._append_events(conn, record.id, updated.last_event_seq, events, now)
-            if resumed:
-                await self._notify(conn, record.id)
         return SubmitOutcome(updated, [s.call_id for s in answered.values()], resumed)
 
     async def reap_expired_leases(self, now: datetime) -> list[str]:
         """Re-queue running runs whose worker stopped heartbeating (the lease is lost)."""
         return await self._sweep(
-            runs.c.status == RunStatus.RUNNING.value,
+            RunStatus.RUNNING,
             runs.c.lease_expires_at < now,
             values={
                 "status": RunStatus.QUEUED.value,
@@ -475,7 +602,7 @@ class RunStore:
 
     async def expire_suspended(self, now: datetime) -> list[str]:
         return await self._sweep(
-            runs.c.status == RunStatus.REQUIRES_ACTION.value,
+            RunStatus.REQUIRES_ACTION,
             runs.c.expires_at < now,
             values={
                 "status": RunStatus.EXPIRED.value,
@@ -490,21 +617,19 @@ class RunStore:
 
     async def _sweep(
         self,
-        *where: sa.ColumnElement[bool],
+        status: RunStatus,
+        due: sa.ColumnElement[bool],
         values: dict[str, Any],
         event: NewEvent,
         now: datetime,
         notify: bool,
     ) -> list[str]:
+        """Apply one transition to every run in `status` matching `due` (row-locked)."""
         async with self.engine.begin() as conn:
-            stmt = sa.select(runs.c.id).where(*where).limit(100)
+            stmt = sa.select(runs.c.id).where(runs.c.status == status.value, due).limit(100)
             if self.is_postgres:
                 stmt = stmt.with_for_update(skip_locked=True)
             ids = list((await conn.execute(stmt)).scalars())
             for run_id in ids:
-                record = await self._update(conn, run_id, list(where), values, 1, now)
-                if record is not None:
-                    await self._append_events(conn, run_id, record.last_event_seq, [event], now)
-                    if notify:
-                        await self._notify(conn, run_id)
+                await self._update(conn, run_id, [status], values, [event], now, notify=notify)
         return ids

@@ -51,16 +51,19 @@ class Worker:
         self.providers = providers or (lambda spec: make_provider(spec, settings))
         self.clock = clock
         self.stopping = asyncio.Event()
-        self._wakeup = asyncio.Event()
+        # One wake-up token per notification (bounded): wakes one idle slot, not all.
+        self._wakeup = asyncio.Semaphore(0)
         self._held: dict[str, int] = {}  # run id -> fencing token, while driving
         self.driver: RunDriver | None = None
 
-    def wake(self) -> None:
-        self._wakeup.set()
+    def wake(self, slots: int = 1) -> None:
+        for _ in range(slots):
+            if self._wakeup._value < self.concurrency:
+                self._wakeup.release()
 
     def stop(self) -> None:
         self.stopping.set()
-        self._wakeup.set()
+        self.wake(self.concurrency)
 
     async def run(self, grace: float | None = None) -> None:
         key = await self.store.secret("callback_key", new_key)
@@ -109,8 +112,7 @@ class Worker:
     async def _idle(self) -> None:
         timeout = self.settings.poll_interval if not self.store.is_postgres else 1.0
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wakeup.wait(), timeout)
-        self._wakeup.clear()
+            await asyncio.wait_for(self._wakeup.acquire(), timeout)
 
     async def _release_held(self) -> None:
         """Give back runs still held at shutdown, so another worker takes them at once."""
@@ -140,7 +142,7 @@ class Worker:
                 expired = await self.store.expire_suspended(now)
                 if requeued:
                     log.info("re-queued runs with lost leases", runs=requeued)
-                    self.wake()
+                    self.wake(len(requeued))
                 if expired:
                     log.info("expired suspended runs", runs=expired)
             except Exception:
@@ -156,7 +158,7 @@ class Worker:
             try:
                 async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-                    self.wake()  # catch up on anything queued while we were not listening
+                    self.wake(self.concurrency)  # catch up on what was queued meanwhile
                     async for _ in conn.notifies():
                         self.wake()
             except asyncio.CancelledError:

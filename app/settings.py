@@ -28,13 +28,9 @@ class Settings(BaseSettings):
 
     # Provider credentials: read without the AGENTRUN_ prefix.
     openai_api_key: str | None = Field(default=None, validation_alias="OPENAI_API_KEY")
-    openai_base_url: str = Field(
-        default="https://api.openai.com", validation_alias="OPENAI_BASE_URL"
-    )
+    openai_base_url: str | None = Field(default=None, validation_alias="OPENAI_BASE_URL")
     anthropic_api_key: str | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
-    anthropic_base_url: str = Field(
-        default="https://api.anthropic.com", validation_alias="ANTHROPIC_BASE_URL"
-    )
+    anthropic_base_url: str | None = Field(default=None, validation_alias="ANTHROPIC_BASE_URL")
 
     @property
     def api_key_list(self) -> list[str]:

@@ -88,9 +88,7 @@ def text_only_result(content: Iterable[ToolResultContent], wire: str) -> list[st
     out: list[str] = []
     for item in content:
         if isinstance(item, Image):
-            raise ProviderError(
-                f"{wire} does not accept images in tool results", provider=wire
-            )
+            raise ProviderError(f"{wire} does not accept images in tool results", provider=wire)
         out.append(result_text(item))
     return out
 

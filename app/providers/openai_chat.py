@@ -27,7 +27,6 @@ from app.core import (
     Image,
     Message,
     Reasoning,
-    SystemMessage,
     Text,
     ToolCall,
     ToolChoice,
@@ -103,9 +102,7 @@ def _user_part(item: Text | Image) -> dict[str, Any]:
 
 def _tool_message(result: ToolResult) -> dict[str, Any]:
     texts = text_only_result(result.content, PROVIDER)
-    content: Any = (
-        texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
-    )
+    content: Any = texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
     return {
         "role": "tool",
         "tool_call_id": result.provider_call_id or result.call_id,
@@ -147,7 +144,9 @@ def _encode_assistant(msg: AssistantMessage) -> dict[str, Any]:
                 }
             )
         elif isinstance(item, Image):
-            raise ProviderError("chat completions does not accept assistant images", provider=PROVIDER)
+            raise ProviderError(
+                "chat completions does not accept assistant images", provider=PROVIDER
+            )
         # Reasoning: no input form on this wire.
     out: dict[str, Any] = {"role": "assistant"}
     if not texts:
@@ -193,8 +192,7 @@ def encode_request(request: ModelRequest, *, stream: bool = False) -> dict[str, 
         body["tools"] = [_tool(t) for t in request.tools]
         if request.tool_choice is not None:
             body["tool_choice"] = encode_tool_choice(request.tool_choice)
-    elif request.tool_choice is not None and request.tool_choice.kind == "none":
-        pass  # nothing to forbid without tools; the API rejects tool_choice without tools
+    # Without tools, tool_choice is omitted: the API rejects tool_choice without tools.
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
@@ -323,9 +321,7 @@ class ChatStreamDecoder:
             return []
         if isinstance(chunk.get("error"), Mapping):
             err = chunk["error"]
-            raise ProviderError(
-                str(err.get("message") or err), provider=PROVIDER, retryable=True
-            )
+            raise ProviderError(str(err.get("message") or err), provider=PROVIDER, retryable=True)
         for key in ("id", "created", "model", "system_fingerprint", "service_tier"):
             if key in chunk and key not in self._meta:
                 self._meta[key] = chunk[key]

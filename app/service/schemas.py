@@ -17,7 +17,7 @@ class ModelSpec(BaseModel):
     """`{"provider": ..., "name": ..., ...provider params}`; extra keys are params."""
 
     model_config = ConfigDict(extra="allow")
-    provider: Literal["openai", "openai-responses", "anthropic", "scripted"]
+    provider: Literal["openai", "openai_responses", "anthropic", "scripted"]
     name: str = Field(min_length=1, max_length=200)
 
     @property

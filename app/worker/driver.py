@@ -38,6 +38,7 @@ from app.core import (
 )
 from app.core.lifecycle import RunStatus
 from app.core.serde import message_to_dict, tool_result_to_dict
+from app.providers.backoff import BackoffPolicy
 from app.providers.base import ModelRequest, Provider, ProviderError, ProviderTurn, ToolSpec
 from app.service import convert
 from app.service.runs import finished_values, resolution_reason
@@ -53,14 +54,6 @@ ProviderFactory = Callable[[Mapping[str, Any]], Provider]
 
 class LeaseLost(Exception):
     """Our lease was taken over (cancelled, reaped); nothing we hold may be written."""
-
-
-def backoff_delay(attempt: int, retry_after: float | None, cap: float, rng: random.Random) -> float:
-    """Exponential backoff with full jitter; a server's Retry-After is a floor."""
-    delay = rng.uniform(0, min(cap, 0.5 * 2 ** (attempt - 1)))
-    if retry_after is not None:
-        delay = max(delay, min(retry_after, cap))
-    return delay
 
 
 def invalid_call_action(
@@ -224,10 +217,13 @@ class RunDriver:
         attempt = claim.record.model_attempts + 1
         error = err.to_dict()
         now = self.clock()
-        if err.retryable and attempt < self.settings.provider_max_attempts:
-            delay = backoff_delay(
-                attempt, err.retry_after, self.settings.provider_max_backoff_seconds, self.rng
-            )
+        policy = BackoffPolicy(
+            max_attempts=self.settings.provider_max_attempts,
+            max_total_seconds=self.settings.provider_max_backoff_seconds,
+        )
+        elapsed = await self._retrying_for(claim.record.id, now) if attempt > 1 else 0.0
+        delay = policy.delay_for(err, attempt, elapsed, rand=self.rng.random)
+        if delay is not None:
             until = now + timedelta(seconds=delay)
             claim.events.append(NewEvent("model.failed", {**error, "attempt": attempt}))
             return await self._write(
@@ -248,6 +244,17 @@ class RunDriver:
             )
         claim.events.append(NewEvent("model.failed", {**error, "attempt": attempt}))
         return await self._end_failed(claim, {"type": "provider_error", **error})
+
+    async def _retrying_for(self, run_id: str, now: datetime) -> float:
+        """Seconds since the first failure of the model call being retried."""
+        events = await self.store.events(run_id)
+        since = None
+        for event in events:
+            if event.type == "model.called":
+                since = None
+            elif event.type == "model.failed" and since is None:
+                since = event.created_at
+        return (now - since).total_seconds() if since is not None else 0.0
 
     # --- ends of a claim ----------------------------------------------------------------
 

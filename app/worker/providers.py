@@ -16,7 +16,7 @@ def make_provider(spec: Mapping[str, Any], settings: Settings) -> Provider:
         return ScriptedProvider(spec)
     from app.providers.registry import provider_from_settings
 
-    return provider_from_settings(  # type: ignore[no-any-return]
+    return provider_from_settings(
         spec["provider"],
         openai_api_key=settings.openai_api_key,
         openai_base_url=settings.openai_base_url,

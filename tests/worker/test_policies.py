@@ -14,7 +14,7 @@ from app.service.runs import RunService
 from app.service.tokens import new_key
 from app.settings import Settings
 from app.store.runs import RunStore
-from app.worker.driver import RunDriver, backoff_delay
+from app.worker.driver import RunDriver
 from tests.helpers import drive_once, results_for, run_body, running_worker, wait_status
 
 
@@ -159,16 +159,6 @@ async def test_retryable_errors_fail_after_the_attempt_budget(
     async with running_worker(store, settings):
         failed = await wait_status(service, view.record.id, RunStatus.FAILED)
     assert failed.record.error is not None and failed.record.error["status"] == 503
-
-
-def test_backoff_is_bounded_jittered_and_honours_retry_after() -> None:
-    import random
-
-    rng = random.Random(1)
-    delays = [backoff_delay(n, None, 30.0, rng) for n in range(1, 12)]
-    assert all(0 <= d <= 30.0 for d in delays)
-    assert backoff_delay(1, 7.0, 30.0, rng) >= 7.0
-    assert backoff_delay(1, 900.0, 30.0, rng) == 30.0
 
 
 async def test_reaper_requeues_a_run_whose_worker_vanished(

@@ -1,0 +1,1 @@
+"""The HTTP API: a thin FastAPI layer over the service."""

@@ -1,0 +1,422 @@
+"""OpenAI Responses (`POST {base}/responses`): codec, stream decoder, transport.
+
+No server-side state is assumed: every call sends `store: false` and the full input, and
+asks for `reasoning.encrypted_content` so reasoning items can be replayed statelessly.
+
+Mapping notes:
+
+* `preamble` → `instructions`; `SystemMessage` → a `message` input item with role system.
+* `ToolCall` ↔ `function_call` item: `call_id` is `provider_call_id` (rig id as fallback),
+  the item `id` is `provider_item_id` (omitted when absent).
+* `ToolResult` → `function_call_output` with the call's `call_id`; text-only results are a
+  string (`Json` items as compact JSON), results with images an `input_*` content list.
+* `Reasoning` ↔ `reasoning` item: blocks of kind `summary` ↔ `summary[].summary_text`, kind
+  `text` ↔ `content[].reasoning_text`, kind `encrypted` ↔ `encrypted_content`; the item id
+  is `Reasoning.id`. Reasoning with neither an id nor encrypted content (e.g. another
+  provider's thinking) is not sent: this wire could not verify it.
+* Assistant text → one `message` output item per assistant message, carrying the message
+  id (`AssistantMessage.id`, the first output message's id of the decoded response).
+* finish reason: `completed` → `tool_calls` when the output has function calls, else
+  `stop`; `incomplete` → `length` (max_output_tokens) / `content_filter` / the reason.
+* Output item types other than message / function_call / reasoning are a clear
+  `ProviderError` (only function tools are ever requested).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from app.core import (
+    AssistantMessage,
+    Image,
+    Json,
+    Message,
+    Reasoning,
+    Text,
+    ToolCall,
+    ToolChoice,
+    ToolResult,
+    Usage,
+    UserMessage,
+)
+from app.core.content import AssistantContent, ReasoningBlock
+from app.providers.base import ModelRequest, ProviderError, ProviderTurn, TextDelta, ToolSpec
+from app.providers.common import (
+    as_int,
+    dump_arguments,
+    image_url,
+    malformed,
+    merge_params,
+    parse_arguments,
+    result_text,
+)
+from app.providers.sse import SSEEvent
+from app.providers.transport import HttpProvider
+
+PROVIDER = "openai_responses"
+PATH = "/responses"
+
+INCOMPLETE_REASONS = {"max_output_tokens": "length", "content_filter": "content_filter"}
+_RETRYABLE_CODES = frozenset({"server_error", "rate_limit_exceeded", "internal_error"})
+
+
+# --- encoding ------------------------------------------------------------------------------
+
+
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": spec.parameters,
+        "strict": False,
+    }
+
+
+def encode_tool_choice(choice: ToolChoice) -> Any:
+    if choice.kind != "specific":
+        return choice.kind
+    names = choice.function_names
+    if len(names) == 1:
+        return {"type": "function", "name": names[0]}
+    return {
+        "type": "allowed_tools",
+        "mode": "required",
+        "tools": [{"type": "function", "name": n} for n in names],
+    }
+
+
+def _input_image(item: Image) -> dict[str, Any]:
+    return {"type": "input_image", "image_url": image_url(item), "detail": item.detail or "auto"}
+
+
+def _function_call_output(result: ToolResult) -> dict[str, Any]:
+    output: Any
+    items = result.content
+    if len(items) == 1 and isinstance(items[0], Text | Json):
+        output = result_text(items[0])
+    elif not items:
+        output = ""
+    else:
+        output = [
+            _input_image(c)
+            if isinstance(c, Image)
+            else {"type": "input_text", "text": result_text(c)}
+            for c in items
+        ]
+    return {
+        "type": "function_call_output",
+        "call_id": result.provider_call_id or result.call_id,
+        "output": output,
+    }
+
+
+def _encode_user(msg: UserMessage, out: list[dict[str, Any]]) -> None:
+    parts: list[dict[str, Any]] = []
+    for item in msg.content:
+        if isinstance(item, ToolResult):
+            out.append(_function_call_output(item))
+        elif isinstance(item, Text):
+            parts.append({"type": "input_text", "text": item.text})
+        else:
+            parts.append(_input_image(item))
+    if parts:
+        out.append({"type": "message", "role": "user", "content": parts})
+
+
+def encode_reasoning(reasoning: Reasoning) -> dict[str, Any] | None:
+    summary: list[dict[str, Any]] = []
+    content: list[dict[str, Any]] = []
+    encrypted: str | None = None
+    for block in reasoning.content:
+        if block.kind == "summary":
+            summary.append({"type": "summary_text", "text": block.text})
+        elif block.kind == "text":
+            content.append({"type": "reasoning_text", "text": block.text})
+        elif block.kind == "encrypted" and encrypted is None:
+            encrypted = block.text
+    if reasoning.id is None and encrypted is None:
+        return None
+    item: dict[str, Any] = {"type": "reasoning"}
+    if reasoning.id is not None:
+        item["id"] = reasoning.id
+    item["summary"] = summary
+    if content:
+        item["content"] = content
+    if encrypted is not None:
+        item["encrypted_content"] = encrypted
+    return item
+
+
+def _output_text(item: Text) -> dict[str, Any]:
+    params = item.additional_params
+    if params is not None and params.get("type") == "refusal":
+        return {"type": "refusal", "refusal": item.text}
+    annotations = params.get("annotations", []) if params is not None else []
+    return {"type": "output_text", "text": item.text, "annotations": annotations}
+
+
+def _encode_assistant(msg: AssistantMessage, out: list[dict[str, Any]]) -> None:
+    message: dict[str, Any] | None = None
+    for item in msg.content:
+        if isinstance(item, Text):
+            if message is None:
+                message = {"type": "message", "role": "assistant"}
+                if msg.id:
+                    message["id"] = msg.id
+                message["status"] = "completed"
+                message["content"] = []
+                out.append(message)
+            message["content"].append(_output_text(item))
+        elif isinstance(item, ToolCall):
+            call: dict[str, Any] = {"type": "function_call"}
+            if item.provider_item_id:
+                call["id"] = item.provider_item_id
+            call["call_id"] = item.provider_call_id or item.id
+            call["name"] = item.name
+            call["arguments"] = dump_arguments(item.arguments)
+            call["status"] = "completed"
+            out.append(call)
+        elif isinstance(item, Reasoning):
+            encoded = encode_reasoning(item)
+            if encoded is not None:
+                out.append(encoded)
+        else:
+            raise ProviderError("responses does not accept assistant images", provider=PROVIDER)
+
+
+def _encode_message(msg: Message, out: list[dict[str, Any]]) -> None:
+    if isinstance(msg, UserMessage):
+        _encode_user(msg, out)
+    elif isinstance(msg, AssistantMessage):
+        _encode_assistant(msg, out)
+    else:
+        out.append({"type": "message", "role": "system", "content": msg.content})
+
+
+def encode_input(request: ModelRequest) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for msg in (*request.history, request.prompt):
+        _encode_message(msg, out)
+    return out
+
+
+def encode_request(request: ModelRequest, *, stream: bool = False) -> dict[str, Any]:
+    """The JSON body of a stateless Responses call."""
+    body: dict[str, Any] = {"model": request.model}
+    body["include"] = ["reasoning.encrypted_content"]
+    merge_params(body, request.params)
+    if request.preamble:
+        body["instructions"] = request.preamble
+    body["input"] = encode_input(request)
+    body["store"] = False
+    if request.tools:
+        body["tools"] = [_tool(t) for t in request.tools]
+        if request.tool_choice is not None:
+            body["tool_choice"] = encode_tool_choice(request.tool_choice)
+    if stream:
+        body["stream"] = True
+    return body
+
+
+# --- decoding ------------------------------------------------------------------------------
+
+
+def decode_usage(usage: Any) -> Usage:
+    if not isinstance(usage, Mapping):
+        return Usage()
+    inp = usage.get("input_tokens_details")
+    out = usage.get("output_tokens_details")
+    input_tokens = as_int(usage.get("input_tokens"))
+    output_tokens = as_int(usage.get("output_tokens"))
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=as_int(usage.get("total_tokens")) or input_tokens + output_tokens,
+        cached_input_tokens=as_int(inp.get("cached_tokens")) if isinstance(inp, Mapping) else 0,
+        reasoning_tokens=as_int(out.get("reasoning_tokens")) if isinstance(out, Mapping) else 0,
+    )
+
+
+def decode_reasoning(item: Mapping[str, Any]) -> Reasoning:
+    blocks: list[ReasoningBlock] = []
+    for part in item.get("summary") or ():
+        blocks.append(ReasoningBlock("summary", str(part.get("text", ""))))
+    for part in item.get("content") or ():
+        blocks.append(ReasoningBlock("text", str(part.get("text", ""))))
+    encrypted = item.get("encrypted_content")
+    if isinstance(encrypted, str) and encrypted:
+        blocks.append(ReasoningBlock("encrypted", encrypted))
+    return Reasoning(tuple(blocks), item.get("id"))
+
+
+def _decode_output(output: Any) -> tuple[list[AssistantContent], str | None, bool]:
+    choice: list[AssistantContent] = []
+    message_id: str | None = None
+    has_calls = False
+    for item in output or ():
+        kind = item.get("type")
+        if kind == "message":
+            if message_id is None:
+                message_id = item.get("id")
+            for part in item.get("content") or ():
+                ptype = part.get("type")
+                if ptype == "output_text":
+                    annotations = part.get("annotations")
+                    choice.append(
+                        Text(part["text"], {"annotations": annotations} if annotations else None)
+                    )
+                elif ptype == "refusal":
+                    choice.append(Text(part["refusal"], {"type": "refusal"}))
+                else:
+                    raise malformed(PROVIDER, f"response: unknown message content type {ptype!r}")
+        elif kind == "function_call":
+            has_calls = True
+            call_id = item.get("call_id") or ""
+            choice.append(
+                ToolCall(
+                    call_id,
+                    item["name"],
+                    parse_arguments(item.get("arguments")),
+                    provider_call_id=call_id or None,
+                    provider_item_id=item.get("id"),
+                )
+            )
+        elif kind == "reasoning":
+            choice.append(decode_reasoning(item))
+        else:
+            raise malformed(PROVIDER, f"response: unsupported output item type {kind!r}")
+    return choice, message_id, has_calls
+
+
+def _raise_failed(body: Mapping[str, Any]) -> None:
+    err = body.get("error")
+    message = "response failed"
+    code = None
+    if isinstance(err, Mapping):
+        message = str(err.get("message") or message)
+        code = err.get("code")
+    raise ProviderError(message, provider=PROVIDER, retryable=code in _RETRYABLE_CODES)
+
+
+def decode_response(body: dict[str, Any], *, request_id: str | None = None) -> ProviderTurn:
+    """A `response` object to a `ProviderTurn`."""
+    status = body.get("status")
+    if status == "failed" or (status is None and isinstance(body.get("error"), Mapping)):
+        _raise_failed(body)
+    try:
+        choice, message_id, has_calls = _decode_output(body.get("output"))
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise malformed(PROVIDER, "response", exc) from exc
+    finish: str | None
+    if status == "completed":
+        finish = "tool_calls" if has_calls else "stop"
+    elif status == "incomplete":
+        details = body.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, Mapping) else None
+        finish = INCOMPLETE_REASONS.get(str(reason), str(reason)) if reason else "incomplete"
+    else:
+        finish = str(status) if status is not None else None
+    return ProviderTurn(
+        choice=tuple(choice),
+        usage=decode_usage(body.get("usage")),
+        message_id=message_id,
+        response_id=body.get("id"),
+        provider_request_id=request_id,
+        finish_reason=finish,
+        raw=body,
+    )
+
+
+# --- streaming -----------------------------------------------------------------------------
+
+_TERMINAL = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+class ResponsesStreamDecoder:
+    """Incremental decoder for Responses streaming events.
+
+    Text deltas come from `response.output_text.delta`. The terminal event
+    (`response.completed` / `response.incomplete`) carries the full response object, which
+    is decoded with `decode_response`; if a server leaves its `output` empty, the items
+    collected from `response.output_item.done` are used instead.
+    """
+
+    def __init__(self, *, request_id: str | None = None) -> None:
+        self.request_id = request_id
+        self.done = False
+        self._items: dict[int, Any] = {}
+        self._response: dict[str, Any] | None = None
+
+    def feed(self, event: SSEEvent) -> list[TextDelta]:
+        data = event.data
+        if not data.strip() or data == "[DONE]":
+            return []
+        try:
+            payload = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise ProviderError(
+                f"malformed {PROVIDER} stream event: {data[:200]!r}",
+                provider=PROVIDER,
+                retryable=True,
+            ) from exc
+        if not isinstance(payload, dict):
+            return []
+        kind = payload.get("type") or event.event
+        if kind == "response.output_text.delta":
+            delta = payload.get("delta")
+            return [TextDelta(delta)] if delta else []
+        if kind == "response.output_item.done":
+            self._items[int(payload.get("output_index", len(self._items)))] = payload.get("item")
+        elif kind in _TERMINAL:
+            response = payload.get("response")
+            if not isinstance(response, dict):
+                raise malformed(PROVIDER, f"stream event {kind}")
+            self._response = response
+            self.done = True
+        elif kind == "error":
+            code = payload.get("code")
+            raise ProviderError(
+                str(payload.get("message") or "stream error"),
+                provider=PROVIDER,
+                retryable=code in _RETRYABLE_CODES or code is None,
+            )
+        return []
+
+    def finish(self) -> ProviderTurn:
+        if self._response is None:
+            raise ProviderError(
+                "openai_responses stream ended before the response completed",
+                provider=PROVIDER,
+                retryable=True,
+            )
+        body = self._response
+        if not body.get("output") and self._items:
+            body = {**body, "output": [self._items[i] for i in sorted(self._items)]}
+        return decode_response(body, request_id=self.request_id)
+
+
+# --- transport -----------------------------------------------------------------------------
+
+
+class OpenAIResponsesProvider(HttpProvider):
+    """Responses over HTTP; `base_url` includes the version (`.../v1`)."""
+
+    name = "openai_responses"
+    path = PATH
+    request_id_headers = ("x-request-id",)
+
+    def auth_headers(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    def encode(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        return encode_request(request, stream=stream)
+
+    def decode(self, body: dict[str, Any], *, request_id: str | None) -> ProviderTurn:
+        return decode_response(body, request_id=request_id)
+
+    def stream_decoder(self, *, request_id: str | None) -> ResponsesStreamDecoder:
+        return ResponsesStreamDecoder(request_id=request_id)

@@ -1,0 +1,172 @@
+"""The thin async HTTP transport shared by the wire adapters (httpx, JSON via orjson).
+
+A transport sends one request and maps failures to `ProviderError`; it never retries (the
+worker does, durably, with `app.providers.backoff`). Base URL and key come from the
+constructor (deployment configuration), never from a run's request body.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any, ClassVar, Protocol, Self
+
+import httpx
+import orjson
+
+from app.providers.base import (
+    ModelRequest,
+    ProviderError,
+    ProviderTurn,
+    StreamItem,
+    TextDelta,
+    TurnComplete,
+)
+from app.providers.common import error_from_response, first_header
+from app.providers.sse import SSEEvent, SSEParser
+
+
+class StreamDecoder(Protocol):
+    """The incremental decoder every wire module provides."""
+
+    done: bool
+
+    def feed(self, event: SSEEvent) -> list[TextDelta]: ...
+
+    def finish(self) -> ProviderTurn: ...
+
+
+class HttpProvider:
+    """Base class: subclasses give the path, auth headers and codec hooks."""
+
+    name: str = ""
+    path: ClassVar[str] = ""
+    request_id_headers: ClassVar[tuple[str, ...]] = ("x-request-id", "request-id")
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        client: httpx.AsyncClient | None = None,
+        headers: dict[str, str] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.timeout = timeout
+        self._owns_client = client is None
+        self._client = client or httpx.AsyncClient(timeout=httpx.Timeout(timeout))
+        self._extra_headers = dict(headers or {})
+        self._clock = clock
+
+    # --- hooks -------------------------------------------------------------------------
+
+    def auth_headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def encode(self, request: ModelRequest, *, stream: bool) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def decode(self, body: dict[str, Any], *, request_id: str | None) -> ProviderTurn:
+        raise NotImplementedError
+
+    def stream_decoder(self, *, request_id: str | None) -> StreamDecoder:
+        raise NotImplementedError
+
+    # --- plumbing ------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return self.base_url + self.path
+
+    def _headers(self, stream: bool) -> dict[str, str]:
+        headers = {
+            "content-type": "application/json",
+            "accept": "text/event-stream" if stream else "application/json",
+        }
+        headers.update(self._extra_headers)
+        headers.update(self.auth_headers())
+        return headers
+
+    def _request_id(self, response: httpx.Response) -> str | None:
+        return first_header(response.headers, *self.request_id_headers)
+
+    def _transport_error(self, exc: httpx.HTTPError) -> ProviderError:
+        if isinstance(exc, httpx.TimeoutException):
+            message = f"{self.name} request timed out ({type(exc).__name__})"
+        else:
+            message = f"{self.name} connection error: {type(exc).__name__}: {exc}"
+        return ProviderError(message, retryable=True, provider=self.name)
+
+    def _status_error(self, response: httpx.Response) -> ProviderError:
+        return error_from_response(
+            self.name, response.status_code, response.content, response.headers, self._clock()
+        )
+
+    async def complete(self, request: ModelRequest) -> ProviderTurn:
+        content = orjson.dumps(self.encode(request, stream=False))
+        try:
+            response = await self._client.post(
+                self.url, content=content, headers=self._headers(False)
+            )
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc) from exc
+        if response.status_code >= 400:
+            raise self._status_error(response)
+        try:
+            body = orjson.loads(response.content)
+        except orjson.JSONDecodeError as exc:
+            raise ProviderError(
+                f"{self.name} returned a body that is not JSON",
+                status=response.status_code,
+                retryable=True,
+                provider=self.name,
+            ) from exc
+        if not isinstance(body, dict):
+            raise ProviderError(
+                f"{self.name} returned a JSON body that is not an object",
+                status=response.status_code,
+                provider=self.name,
+            )
+        return self.decode(body, request_id=self._request_id(response))
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        content = orjson.dumps(self.encode(request, stream=True))
+        try:
+            async with self._client.stream(
+                "POST", self.url, content=content, headers=self._headers(True)
+            ) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise self._status_error(response)
+                decoder = self.stream_decoder(request_id=self._request_id(response))
+                parser = SSEParser()
+                async for line in response.aiter_lines():
+                    event = parser.feed_line(line)
+                    if event is None:
+                        continue
+                    for delta in decoder.feed(event):
+                        yield delta
+                    if decoder.done:
+                        break
+                if not decoder.done:
+                    tail = parser.close()
+                    if tail is not None:
+                        for delta in decoder.feed(tail):
+                            yield delta
+                turn = decoder.finish()
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc) from exc
+        yield TurnComplete(turn)
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,187 @@
+"""An in-process mock of the three provider wires, served by uvicorn on 127.0.0.1.
+
+One ASGI app serves `POST /v1/chat/completions`, `/v1/responses` and `/v1/messages`.
+Tests script it with a FIFO queue of `Reply`s (answers or faults); every received request
+is recorded (path, headers, JSON body). The server runs in a background thread with its
+own event loop, so it works with any test event loop.
+
+Fixtures: `mock_server` (session: starts the server once) and `mock` (per test: the same
+server with an empty script and no recorded requests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from tests.mocks.replies import (
+    CHAT_PATH,
+    MESSAGES_PATH,
+    RENDER_BODY,
+    RENDER_EVENTS,
+    RESPONSES_PATH,
+    Reply,
+    error_body,
+    sse_bytes,
+)
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class MockProviderServer:
+    """Scriptable state shared by the ASGI app (server thread) and the tests."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._script: deque[Reply] = deque()
+        self.requests: list[RecordedRequest] = []
+        self._seq = 0
+        self.host = "127.0.0.1"
+        self.port = 0
+        self.app = Starlette(
+            routes=[
+                Route(path, self._handle, methods=["POST"])
+                for path in (CHAT_PATH, RESPONSES_PATH, MESSAGES_PATH)
+            ]
+        )
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- scripting ----------------------------------------------------------------------
+
+    def script(self, *replies: Reply) -> None:
+        with self._lock:
+            self._script.extend(replies)
+
+    def reset(self) -> None:
+        with self._lock:
+            self._script.clear()
+            self.requests.clear()
+            self._seq = 0
+
+    @property
+    def remaining(self) -> int:
+        with self._lock:
+            return len(self._script)
+
+    @property
+    def origin(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.origin + "/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self.origin
+
+    # --- ASGI ---------------------------------------------------------------------------
+
+    async def _handle(self, request: Request) -> Response:
+        raw = await request.body()
+        try:
+            body = json.loads(raw)
+        except json.JSONDecodeError:
+            body = raw.decode("utf-8", "replace")
+        path = request.url.path
+        with self._lock:
+            self.requests.append(RecordedRequest(path, dict(request.headers), body))
+            self._seq += 1
+            seq = self._seq
+            reply = self._script.popleft() if self._script else None
+        if reply is None:
+            reply = Reply.fault(500, "mock script exhausted")
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        request_id = {"x-request-id": f"req_mock{seq}", "request-id": f"req_mock{seq}"}
+        headers = {**request_id, **reply.headers}
+        if reply.status >= 400:
+            return JSONResponse(error_body(path, reply), status_code=reply.status, headers=headers)
+        if reply.raw_body is not None:
+            return Response(reply.raw_body, media_type="application/json", headers=headers)
+        model = body.get("model", "mock-model") if isinstance(body, dict) else "mock-model"
+        if isinstance(body, dict) and body.get("stream"):
+            events = RENDER_EVENTS[path](reply, model, seq)
+            if reply.stop_after_events is not None:
+                events = events[: reply.stop_after_events]
+            return StreamingResponse(
+                self._stream(events, reply.chunk_delay),
+                media_type="text/event-stream",
+                headers=headers,
+            )
+        return JSONResponse(RENDER_BODY[path](reply, model, seq), headers=headers)
+
+    async def _stream(
+        self, events: list[tuple[str | None, str]], delay: float
+    ) -> AsyncIterator[bytes]:
+        for event, data in events:
+            if delay:
+                await asyncio.sleep(delay)
+            yield sse_bytes(event, data)
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, 0))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.app,
+            log_level="warning",
+            lifespan="off",
+            timeout_graceful_shutdown=1,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("mock provider server did not start")
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+
+@pytest.fixture(scope="session")
+def mock_server() -> Iterator[MockProviderServer]:
+    server = MockProviderServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def mock(mock_server: MockProviderServer) -> Iterator[MockProviderServer]:
+    mock_server.reset()
+    yield mock_server
+    mock_server.reset()

@@ -1,0 +1,126 @@
+"""Response bodies of the HTTP API (distinct from the core's types, mapped here)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from app.service.runs import RunView
+from app.store.records import EventRecord
+
+
+class ToolCallOut(BaseModel):
+    id: str
+    name: str
+    arguments: Any
+    answered: bool = False
+
+
+class SubmitToolResults(BaseModel):
+    type: Literal["submit_tool_results"] = "submit_tool_results"
+    tool_calls: list[ToolCallOut]
+    callback_url: str | None
+
+
+class ResolveInvalidToolCall(BaseModel):
+    type: Literal["resolve_invalid_tool_call"] = "resolve_invalid_tool_call"
+    tool_name: str
+    tool_call_id: str | None
+    arguments: str
+
+
+class RunOut(BaseModel):
+    id: str
+    status: Literal[
+        "queued", "running", "requires_action", "completed", "failed", "cancelled", "expired"
+    ]
+    turn: int
+    max_turns: int
+    required_action: SubmitToolResults | ResolveInvalidToolCall | None = Field(
+        default=None, discriminator="type"
+    )
+    waiting_reason: dict[str, Any] | None
+    output: str | None
+    usage: dict[str, Any] | None
+    error: dict[str, Any] | None
+    metadata: dict[str, Any]
+    model: dict[str, Any]
+    attempts: int
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None
+
+    @classmethod
+    def of(cls, view: RunView) -> RunOut:
+        r = view.record
+        action: SubmitToolResults | ResolveInvalidToolCall | None = None
+        if view.callback_url is not None:
+            action = SubmitToolResults(
+                tool_calls=[
+                    ToolCallOut(
+                        id=c.call_id,
+                        name=c.name,
+                        arguments=c.arguments,
+                        answered=c.result_hash is not None,
+                    )
+                    for c in view.pending
+                    if not c.preresolved
+                ],
+                callback_url=view.callback_url,
+            )
+        elif view.resolution is not None:
+            action = ResolveInvalidToolCall(
+                tool_name=view.resolution["tool_name"],
+                tool_call_id=view.resolution.get("tool_call_id"),
+                arguments=view.resolution.get("arguments", ""),
+            )
+        return cls(
+            id=r.id,
+            status=r.status.value,
+            turn=r.turn,
+            max_turns=r.max_turns,
+            required_action=action,
+            waiting_reason=r.waiting_reason,
+            output=r.output,
+            usage=r.usage,
+            error=r.error,
+            metadata=r.metadata,
+            model=r.config.get("model", {}),
+            attempts=r.attempts,
+            created_at=r.created_at,
+            updated_at=r.updated_at,
+            expires_at=r.expires_at if r.status.value == "requires_action" else None,
+        )
+
+
+class RunList(BaseModel):
+    data: list[RunOut]
+    next_cursor: str | None
+
+
+class ToolResultsOut(BaseModel):
+    run: RunOut
+    accepted: list[str] = Field(description="tool call ids newly answered by this request")
+    resumed: bool = Field(description="true when this request answered the last pending call")
+
+
+class EventOut(BaseModel):
+    seq: int
+    type: str
+    data: dict[str, Any]
+    actor: str | None
+    created_at: datetime
+
+    @classmethod
+    def of(cls, e: EventRecord) -> EventOut:
+        return cls(seq=e.seq, type=e.type, data=e.data, actor=e.actor, created_at=e.created_at)
+
+
+class EventList(BaseModel):
+    data: list[EventOut]
+
+
+class Health(BaseModel):
+    status: Literal["ok"]

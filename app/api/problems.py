@@ -1,0 +1,156 @@
+"""RFC 9457 problem details: every refusal is `application/problem+json` with a stable
+`type` (a URI under /problems/, each documented there) and a human `detail`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.service.errors import ServiceError
+
+MEDIA_TYPE = "application/problem+json"
+
+#: code -> (status, title, what it means). The `type` of each problem is /problems/<code>.
+CATALOGUE: dict[str, tuple[int, str, str]] = {
+    "malformed-json": (400, "Malformed JSON", "The request body is not valid JSON."),
+    "unauthorized": (
+        401,
+        "Unauthorized",
+        "A valid `Authorization: Bearer <key>` header is required.",
+    ),
+    "not-found": (404, "Not found", "No such resource."),
+    "method-not-allowed": (405, "Method not allowed", "The resource does not accept it."),
+    "run-not-found": (404, "Run not found", "No run has this id."),
+    "callback-token-invalid": (
+        404,
+        "Callback token unknown or no longer valid",
+        "Callback tokens work for one suspension of one run and stop working when the run "
+        "leaves requires_action.",
+    ),
+    "run-state-conflict": (
+        409,
+        "Run is not in a state that allows this",
+        "Another change won the race or the run is in the wrong status; `current_status` "
+        "names the status it is in.",
+    ),
+    "tool-result-conflict": (
+        409,
+        "A different result was already submitted for this tool call",
+        "Each pending call is answered exactly once; identical re-sends are accepted.",
+    ),
+    "idempotency-in-flight": (
+        409,
+        "A request with this idempotency key is still being processed",
+        "Retry after the first request has finished.",
+    ),
+    "payload-too-large": (
+        413,
+        "Request body too large",
+        "The body exceeds AGENTRUN_MAX_BODY_BYTES and was refused before parsing.",
+    ),
+    "unsupported-media-type": (
+        415,
+        "Unsupported media type",
+        "Send `Content-Type: application/json`.",
+    ),
+    "validation-error": (422, "Invalid request", "The body does not match the schema."),
+    "invalid-request": (422, "Invalid request", "The request is well-formed but refused."),
+    "idempotency-key-reused": (
+        422,
+        "Idempotency key reused with a different request",
+        "An Idempotency-Key identifies one request body.",
+    ),
+    "tool-call-not-pending": (
+        422,
+        "Tool call is not pending",
+        "The id names no pending tool call of this run.",
+    ),
+    "service-unavailable": (503, "Service unavailable", "The database is not reachable."),
+}
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details."""
+
+    model_config = ConfigDict(extra="allow")
+    type: str
+    title: str
+    status: int
+    detail: str
+    instance: str | None = None
+
+
+def problem(code: str, detail: str, *, instance: str | None = None, **extra: Any) -> JSONResponse:
+    status, title, _ = CATALOGUE[code]
+    body: dict[str, Any] = {
+        "type": f"/problems/{code}",
+        "title": title,
+        "status": status,
+        "detail": detail,
+    }
+    if instance:
+        body["instance"] = instance
+    body.update(extra)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(body, status_code=status, media_type=MEDIA_TYPE, headers=headers)
+
+
+def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI documentation of the problem responses a route can give."""
+    out: dict[int | str, dict[str, Any]] = {}
+    for status in statuses:
+        codes = [c for c, (s, _, _) in CATALOGUE.items() if s == status]
+        out[status] = {
+            "model": Problem,
+            "description": "; ".join(CATALOGUE[c][1] for c in codes) or "Problem",
+            "content": {MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+        }
+    return out
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(ServiceError)
+    async def service_error(request: Request, exc: ServiceError) -> JSONResponse:
+        return problem(exc.code, exc.detail, instance=request.url.path, **exc.extra)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        if any(e.get("type") == "json_invalid" for e in errors):
+            return problem("malformed-json", "the request body is not valid JSON")
+        clean = [
+            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+            for e in errors
+        ]
+        first = clean[0] if clean else {"loc": [], "msg": "invalid"}
+        where = ".".join(str(p) for p in first["loc"][1:]) or "body"
+        return problem(
+            "validation-error", f"{where}: {first['msg']}", instance=request.url.path, errors=clean
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {
+            401: "unauthorized",
+            404: "not-found",
+            405: "method-not-allowed",
+            413: "payload-too-large",
+            415: "unsupported-media-type",
+        }.get(exc.status_code)
+        if code is None:
+            return JSONResponse(
+                {
+                    "type": "about:blank",
+                    "title": str(exc.detail),
+                    "status": exc.status_code,
+                    "detail": str(exc.detail),
+                },
+                status_code=exc.status_code,
+                media_type=MEDIA_TYPE,
+            )
+        return problem(code, str(exc.detail), instance=request.url.path)

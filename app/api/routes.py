@@ -1,0 +1,165 @@
+"""The /v1 routes: a thin layer over `app.service.runs.RunService`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
+
+from app.api import models
+from app.api.problems import responses
+from app.api.security import require_api_key
+from app.core.lifecycle import RunStatus
+from app.service.errors import IdempotencyInFlight
+from app.service.runs import RunService
+from app.service.schemas import ResolutionIn, RunCreate, ToolResultsIn
+
+router = APIRouter(prefix="/v1", tags=["runs"])
+callbacks = APIRouter(prefix="/v1/callbacks", tags=["callbacks"])
+
+Actor = Annotated[str, Depends(require_api_key)]
+RunId = Annotated[str, Path(min_length=1, max_length=40)]
+AUTH = responses(401)
+
+
+def service_of(request: Request) -> RunService:
+    service: RunService = request.app.state.service
+    return service
+
+
+Service = Annotated[RunService, Depends(service_of)]
+
+
+@router.post(
+    "/runs",
+    status_code=201,
+    response_model=models.RunOut,
+    responses={
+        200: {"model": models.RunOut, "description": "Idempotent replay: the run already made"},
+        **AUTH,
+        **responses(400, 409, 413, 422),
+    },
+    summary="Create a run",
+)
+async def create_run(
+    body: RunCreate,
+    request: Request,
+    response: Response,
+    service: Service,
+    actor: Actor,
+    idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
+) -> models.RunOut:
+    in_flight: set[str] = request.app.state.idempotency_in_flight
+    if idempotency_key is not None:
+        if idempotency_key in in_flight:
+            raise IdempotencyInFlight("a request with this Idempotency-Key is being processed")
+        in_flight.add(idempotency_key)
+    try:
+        view, created = await service.create_run(body, idempotency_key=idempotency_key, actor=actor)
+    finally:
+        if idempotency_key is not None:
+            in_flight.discard(idempotency_key)
+    if not created:
+        response.status_code = 200
+        response.headers["Idempotent-Replayed"] = "true"
+    response.headers["Location"] = f"/v1/runs/{view.record.id}"
+    return models.RunOut.of(view)
+
+
+@router.get(
+    "/runs",
+    response_model=models.RunList,
+    responses={**AUTH, **responses(422)},
+    summary="List runs, newest first",
+)
+async def list_runs(
+    service: Service,
+    _: Actor,
+    status: RunStatus | None = None,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> models.RunList:
+    views, next_cursor = await service.list_runs(status=status, limit=limit, cursor=cursor)
+    return models.RunList(data=[models.RunOut.of(v) for v in views], next_cursor=next_cursor)
+
+
+@router.get(
+    "/runs/{run_id}",
+    response_model=models.RunOut,
+    responses={**AUTH, **responses(404)},
+    summary="Get a run",
+)
+async def get_run(run_id: RunId, service: Service, _: Actor) -> models.RunOut:
+    return models.RunOut.of(await service.get_run(run_id))
+
+
+@router.post(
+    "/runs/{run_id}/tool-results",
+    response_model=models.ToolResultsOut,
+    responses={**AUTH, **responses(400, 404, 409, 413, 422)},
+    summary="Submit tool results (partial and idempotent)",
+)
+async def submit_tool_results(
+    run_id: RunId, body: ToolResultsIn, service: Service, actor: Actor
+) -> models.ToolResultsOut:
+    outcome = await service.submit_tool_results(body, run_id=run_id, actor=actor)
+    view = await service.get_run(outcome.record.id)
+    return models.ToolResultsOut(
+        run=models.RunOut.of(view), accepted=outcome.accepted, resumed=outcome.resumed
+    )
+
+
+@callbacks.post(
+    "/{token}/tool-results",
+    response_model=models.ToolResultsOut,
+    responses=responses(400, 404, 409, 413, 422),
+    summary="Submit tool results with a run's callback token (no API key)",
+)
+async def callback_tool_results(
+    token: Annotated[str, Path(min_length=1, max_length=200)],
+    body: ToolResultsIn,
+    service: Service,
+) -> models.ToolResultsOut:
+    outcome = await service.submit_tool_results(body, token=token, actor="callback")
+    view = await service.get_run(outcome.record.id)
+    return models.ToolResultsOut(
+        run=models.RunOut.of(view), accepted=outcome.accepted, resumed=outcome.resumed
+    )
+
+
+@router.post(
+    "/runs/{run_id}/resolution",
+    response_model=models.RunOut,
+    responses={**AUTH, **responses(400, 404, 409, 413, 422)},
+    summary="Resolve a parked invalid tool call",
+)
+async def resolve(
+    run_id: RunId, body: ResolutionIn, service: Service, actor: Actor
+) -> models.RunOut:
+    return models.RunOut.of(await service.resolve(run_id, body, actor=actor))
+
+
+@router.post(
+    "/runs/{run_id}/cancel",
+    response_model=models.RunOut,
+    responses={**AUTH, **responses(404, 409)},
+    summary="Cancel a run that has not ended",
+)
+async def cancel(run_id: RunId, service: Service, actor: Actor) -> models.RunOut:
+    return models.RunOut.of(await service.cancel(run_id, actor=actor))
+
+
+@router.get(
+    "/runs/{run_id}/events",
+    response_model=models.EventList,
+    responses={**AUTH, **responses(404, 422)},
+    summary="The run's event log",
+)
+async def events(
+    run_id: RunId,
+    service: Service,
+    _: Actor,
+    after: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
+) -> models.EventList:
+    records = await service.events(run_id, after=after)
+    return models.EventList(data=[models.EventOut.of(e) for e in records])

@@ -1,0 +1,35 @@
+"""`agentrun serve` / `agentrun api`: uvicorn around the app, with the open-mode guard."""
+
+from __future__ import annotations
+
+import sys
+
+import uvicorn
+
+from app.api.app import create_app
+from app.api.security import is_loopback
+from app.settings import Settings
+
+
+def run_server(settings: Settings, *, host: str, port: int, workers: int) -> int:
+    if not settings.api_key_list:
+        if not is_loopback(host):
+            print(
+                f"refusing to start: no AGENTRUN_API_KEYS set and bound to {host}, which is "
+                "not a loopback address. Set AGENTRUN_API_KEYS or bind to 127.0.0.1.",
+                file=sys.stderr,
+            )
+            return 2
+        print(
+            f"OPEN MODE: no AGENTRUN_API_KEYS set; the API on {host}:{port} accepts "
+            "requests without a key (allowed only on loopback).",
+            file=sys.stderr,
+        )
+    if "public_url" not in settings.model_fields_set:
+        # Callback URLs point at this server unless the deployment says otherwise.
+        shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+        settings = settings.model_copy(update={"public_url": f"http://{shown}:{port}"})
+    app = create_app(settings, worker_slots=workers)
+    config = uvicorn.Config(app, host=host, port=port, log_level="info", access_log=False)
+    uvicorn.Server(config).run()
+    return 0

@@ -4,9 +4,25 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 TOOL_NAME = r"^[a-zA-Z0-9_-]{1,64}$"
+INT_MIN, INT_MAX = -(2**63), 2**64 - 1
+
+
+def check_json_numbers(value: Any, where: str = "body") -> None:
+    """Free-form JSON is stored and hashed as JSON: integers must fit in 64 bits."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if not INT_MIN <= value <= INT_MAX:
+            raise ValueError(f"{where}: integer out of the 64-bit range")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            check_json_numbers(v, f"{where}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            check_json_numbers(v, f"{where}[{i}]")
 
 
 class Strict(BaseModel):
@@ -71,6 +87,11 @@ class RunCreate(Strict):
     metadata: dict[str, Any] = Field(default_factory=dict)
     stream: bool = False
 
+    @model_validator(mode="after")
+    def json_numbers_fit(self) -> RunCreate:
+        check_json_numbers(self.model_dump(mode="python"))
+        return self
+
     @field_validator("tools")
     @classmethod
     def unique_tool_names(cls, tools: list[ToolDef]) -> list[ToolDef]:
@@ -88,6 +109,11 @@ class ToolResultIn(Strict):
 
 class ToolResultsIn(Strict):
     results: Annotated[list[ToolResultIn], Field(min_length=1, max_length=1000)]
+
+    @model_validator(mode="after")
+    def json_numbers_fit(self) -> ToolResultsIn:
+        check_json_numbers([r.output for r in self.results], "results")
+        return self
 
 
 class ResolutionIn(Strict):

@@ -633,3 +633,74 @@ class RunStore:
             for run_id in ids:
                 await self._update(conn, run_id, [status], values, [event], now, notify=notify)
         return ids
+
+    # --- events under a lease -----------------------------------------------------------
+
+    async def append_events(
+        self, run_id: str, version: int, events: Sequence[NewEvent], now: datetime
+    ) -> bool:
+        """Append events to a running run on behalf of its lease holder, without a state
+        change: fenced on `version` (and status running), bumps `last_event_seq` only, so the
+        fencing token stays what the holder's final transition expects. False when the
+        fence refused (the lease was lost). Used for streamed text deltas, so it is one
+        round trip on PostgreSQL (a CTE in autocommit). No events: nothing written, True."""
+        if not events:
+            return True
+        stmt = self._append_statement(len(events))
+        params: dict[str, Any] = {"p_id": run_id, "p_version": version, "p_now": now}
+        if self.is_postgres:
+            for i, e in enumerate(events):
+                params[f"e{i}_type"] = e.type
+                params[f"e{i}_data"] = e.data
+                params[f"e{i}_actor"] = e.actor
+            async with self._one_statement() as conn:
+                row = (await conn.execute(stmt, params)).first()
+            return row is not None
+        async with self.engine.begin() as conn:
+            row = (await conn.execute(stmt, params)).first()
+            if row is None:
+                return False
+            await self._append_events(conn, run_id, row.last_event_seq, events, now)
+        return True
+
+    def _append_statement(self, n_events: int) -> Any:
+        shape = ("append_events", n_events)
+        cached = self._statements.get(shape)
+        if cached is not None:
+            return cached
+        dml = (
+            runs.update()
+            .where(
+                runs.c.id == sa.bindparam("p_id"),
+                runs.c.version == sa.bindparam("p_version"),
+                runs.c.status == RunStatus.RUNNING.value,
+            )
+            .values(
+                last_event_seq=runs.c.last_event_seq + n_events,
+                updated_at=sa.bindparam("p_now"),
+            )
+            .returning(runs.c.id, runs.c.last_event_seq)
+        )
+        stmt: Any = dml
+        if self.is_postgres:
+            changed = dml.cte("changed")
+            rows = [
+                sa.select(
+                    changed.c.id,
+                    changed.c.last_event_seq - (n_events - 1 - i),
+                    sa.bindparam(f"e{i}_type", type_=sa.String()),
+                    sa.bindparam(f"e{i}_data", type_=postgresql.JSONB()),
+                    sa.bindparam(f"e{i}_actor", type_=sa.String()),
+                    sa.bindparam("p_now", type_=sa.DateTime(timezone=True)),
+                )
+                for i in range(n_events)
+            ]
+            source = rows[0] if n_events == 1 else sa.union_all(*rows)
+            appended = (
+                run_events.insert()
+                .from_select(["run_id", "seq", "type", "data", "actor", "created_at"], source)
+                .cte("appended")
+            )
+            stmt = sa.select(changed.c.id, changed.c.last_event_seq).add_cte(appended)
+        self._statements[shape] = stmt
+        return stmt

@@ -155,16 +155,22 @@ class RunDriver:
             attempt=claim.record.model_attempts + 1,
         )
         provider = self.providers(spec)
+        streamed = bool(config.get("stream"))
         started = time.perf_counter()
         try:
-            answer = await self._with_heartbeat(claim, provider.complete(request))
+            if streamed:  # text deltas become `model.delta` events (app.worker.streaming)
+                from app.worker import streaming
+
+                answer = await streaming.stream_answer(self, claim, provider, request)
+            else:
+                answer = await self._with_heartbeat(claim, provider.complete(request))
         except ProviderError as err:
             err.provider = err.provider or spec["provider"]
             return await self._provider_failed(claim, err)
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
         names = [t.name for t in tools]
         turn = model_turn(answer, frozenset(names), convert.allowed_tool_names(names, choice))
-        outcome = run.model_response(turn)
+        outcome = streaming.ingest_streamed(run, turn) if streamed else run.model_response(turn)
         claim.events.append(
             NewEvent(
                 "model.called",
@@ -176,6 +182,7 @@ class RunDriver:
                     "finish_reason": answer.finish_reason,
                     "latency_ms": latency_ms,
                     "message_id": answer.message_id,
+                    **({"stream": True} if streamed else {}),
                 },
             )
         )

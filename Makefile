@@ -18,7 +18,7 @@ run: install
 lint: install
 	$(BIN)/ruff check app tests bench
 	$(BIN)/ruff format --check app tests bench
-	$(BIN)/mypy --strict app/core
+	$(BIN)/mypy --strict app
 	$(BIN)/lint-imports
 
 test: lint

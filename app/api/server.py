@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from types import FrameType
 
 import uvicorn
 
@@ -31,5 +32,14 @@ def run_server(settings: Settings, *, host: str, port: int, workers: int) -> int
         settings = settings.model_copy(update={"public_url": f"http://{shown}:{port}"})
     app = create_app(settings, worker_slots=workers)
     config = uvicorn.Config(app, host=host, port=port, log_level="info", access_log=False)
-    uvicorn.Server(config).run()
+    _Server(config).run()
     return 0
+
+
+class _Server(uvicorn.Server):
+    """uvicorn re-raises SIGTERM/SIGINT after its graceful shutdown, which makes the
+    process exit by the signal; a clean, graceful stop should exit 0 instead."""
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        self._captured_signals.clear()

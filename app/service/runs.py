@@ -212,7 +212,7 @@ class RunService:
         self, *, status: RunStatus | None, limit: int, cursor: str | None
     ) -> tuple[list[RunView], str | None]:
         before = decode_cursor(cursor) if cursor else None
-        records = await self.store.list(status=status, limit=limit + 1, before=before)
+        records = await self.store.list_runs(status=status, limit=limit + 1, before=before)
         more = len(records) > limit
         records = records[:limit]
         views = await self._views(records)
@@ -232,7 +232,8 @@ class RunService:
             r.id: int(r.waiting_reason["round"])
             for r in records
             if r.status == RunStatus.REQUIRES_ACTION
-            and (r.waiting_reason or {}).get("type") == "tool_results"
+            and r.waiting_reason is not None
+            and r.waiting_reason.get("type") == "tool_results"
         }
         pending = await self.store.pending_calls(rounds)
         key = await self.callback_key() if rounds else ""

@@ -254,7 +254,7 @@ class RunStore:
             row = (await conn.execute(stmt)).first()
         return RunRecord.from_row(row) if row is not None else None
 
-    async def list(
+    async def list_runs(
         self,
         *,
         status: RunStatus | None,
@@ -420,7 +420,7 @@ class RunStore:
         )
         async with self._one_statement() as conn:
             result = await conn.execute(stmt)
-        return result.rowcount == 1  # type: ignore[attr-defined,no-any-return]
+        return bool(result.rowcount == 1)
 
     async def transition(
         self,

@@ -1,0 +1,124 @@
+"""`agentrun api` + two `agentrun worker` processes on PostgreSQL, driven over HTTP only,
+with one worker killed by SIGKILL while model calls are in flight."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.processes import spawn, stop, wait_until
+from tests.mocks.uvicorn_thread import free_port
+
+KEY = "e2e-key"
+RUNS = 60
+
+
+@pytest.fixture
+def clean_postgres(postgres_url: str) -> str:
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        for table in ("run_events", "tool_calls", "runs"):
+            conn.execute(f"DELETE FROM {table}")
+    return postgres_url
+
+
+def run_request(i: int) -> dict[str, Any]:
+    return {
+        "prompt": f"add for run {i}",
+        "model": {
+            "provider": "scripted",
+            "name": "demo",
+            "delay_ms": 100,
+            "script": [
+                {
+                    "tool_calls": [
+                        {"name": "add", "arguments": {"a": i, "b": 1}},
+                        {"name": "add", "arguments": {"a": i, "b": 2}},
+                    ]
+                },
+                {"text": f"done {i}"},
+            ],
+        },
+        "tools": [{"name": "add", "parameters": {"type": "object"}}],
+        "max_turns": 3,
+        "metadata": {"i": i},
+    }
+
+
+def test_http_only_lifecycle_survives_a_killed_worker(clean_postgres: str, tmp_path: Path) -> None:
+    port = free_port()
+    env = {"AGENTRUN_API_KEYS": KEY, "AGENTRUN_PUBLIC_URL": f"http://127.0.0.1:{port}"}
+    api = spawn(["api", "--port", str(port)], clean_postgres, tmp_path / "api.log", **env)
+    workers = [
+        spawn(["worker", "--concurrency", "4"], clean_postgres, tmp_path / f"w{i}.log", **env)
+        for i in range(2)
+    ]
+    client = httpx.Client(
+        base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {KEY}"}
+    )
+
+    def ready() -> bool:
+        try:
+            return client.get("/readyz").status_code == 200
+        except httpx.TransportError:
+            return False
+
+    killed = False
+    try:
+        wait_until(ready, 30, "the API to become ready")
+        ids = []
+        for i in range(RUNS):
+            response = client.post(
+                "/v1/runs", json=run_request(i), headers={"Idempotency-Key": f"r{i}"}
+            )
+            assert response.status_code == 201, response.text
+            ids.append(response.json()["id"])
+        deadline = time.monotonic() + 120
+        completed: set[str] = set()
+        while len(completed) < RUNS:
+            assert time.monotonic() < deadline, f"only {len(completed)} of {RUNS} completed"
+            if not killed and len(completed) >= RUNS // 4:
+                running = client.get("/v1/runs", params={"status": "running"}).json()["data"]
+                if running:
+                    workers[0].send_signal(signal.SIGKILL)
+                    workers[0].wait(10)
+                    killed = True
+            page = client.get(
+                "/v1/runs", params={"status": "requires_action", "limit": 100}
+            ).json()["data"]
+            for run in page:
+                calls = run["required_action"]["tool_calls"]
+                # the executor answers through the callback URL, with no API key
+                response = httpx.post(
+                    run["required_action"]["callback_url"],
+                    json={
+                        "results": [
+                            {"tool_call_id": c["id"], "output": str(sum(c["arguments"].values()))}
+                            for c in calls
+                        ]
+                    },
+                )
+                assert response.status_code in (200, 404, 409), response.text
+            done = client.get("/v1/runs", params={"status": "completed", "limit": 100}).json()
+            completed = {r["id"] for r in done["data"]}
+            time.sleep(0.05)
+        assert completed == set(ids)
+        for i, run_id in enumerate(ids):
+            run = client.get(f"/v1/runs/{run_id}").json()
+            assert run["output"] == f"done {i}" and run["turn"] == 2, run
+            types = [e["type"] for e in client.get(f"/v1/runs/{run_id}/events").json()["data"]]
+            assert types.count("run.completed") == 1
+            assert types.count("model.called") == 2, types  # no model turn twice
+    finally:
+        client.close()
+        stop(workers[0], signal.SIGKILL)
+        worker_code = stop(workers[1])
+        api_code = stop(api)
+    assert killed, "the worker was never killed mid-run"
+    assert worker_code == 0 and api_code == 0

@@ -11,9 +11,19 @@ from alembic import command
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
+def migrations_root() -> Path:
+    """The folder holding alembic.ini and alembic/: the source checkout, or the working
+    directory of an installed deployment (the Docker image's /app)."""
+    for candidate in (ROOT, Path.cwd()):
+        if (candidate / "alembic.ini").is_file() and (candidate / "alembic").is_dir():
+            return candidate
+    raise RuntimeError("alembic.ini and alembic/ not found next to the package or in the cwd")
+
+
 def alembic_config(database_url: str) -> Config:
-    cfg = Config(str(ROOT / "alembic.ini"))
-    cfg.set_main_option("script_location", str(ROOT / "alembic"))
+    root = migrations_root()
+    cfg = Config(str(root / "alembic.ini"))
+    cfg.set_main_option("script_location", str(root / "alembic"))
     cfg.set_main_option("sqlalchemy.url", database_url.replace("%", "%%"))
     return cfg
 

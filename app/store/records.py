@@ -27,6 +27,7 @@ class RunRecord:
     lease_expires_at: datetime | None
     attempts: int
     model_attempts: int
+    model_retry_since: datetime | None
     available_at: datetime
     expires_at: datetime | None
     idempotency_key: str | None
@@ -56,6 +57,7 @@ class RunRecord:
             lease_expires_at=utc(m["lease_expires_at"]),
             attempts=m["attempts"],
             model_attempts=m["model_attempts"],
+            model_retry_since=utc(m["model_retry_since"]),
             available_at=utc(m["available_at"]),  # type: ignore[arg-type]
             expires_at=utc(m["expires_at"]),
             idempotency_key=m["idempotency_key"],

@@ -33,6 +33,7 @@ runs = sa.Table(
     sa.Column("lease_expires_at", Timestamp),
     sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
     sa.Column("model_attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("model_retry_since", Timestamp),  # first failure of the model call retried
     sa.Column("available_at", Timestamp, nullable=False),
     sa.Column("expires_at", Timestamp),
     sa.Column("idempotency_key", sa.String(255)),
@@ -97,3 +98,75 @@ service_secrets = sa.Table(
     sa.Column("name", sa.String(100), primary_key=True),
     sa.Column("value", sa.Text, nullable=False),
 )
+
+# The webhook outbox: written in the same transaction as the state change it announces,
+# delivered (and retried) by the workers. `webhook_id` is stable across retries.
+webhook_outbox = sa.Table(
+    "webhook_outbox",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
+    sa.Column(
+        "run_id", sa.String(40), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("event_seq", sa.Integer, nullable=False),
+    sa.Column("event_type", sa.String(60), nullable=False),
+    sa.Column("webhook_id", sa.String(100), nullable=False),
+    sa.Column("url", sa.Text, nullable=False),
+    sa.Column("payload", Json, nullable=False),
+    sa.Column("status", sa.String(20), nullable=False),  # pending | delivered | failed
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("next_attempt_at", Timestamp, nullable=False),
+    sa.Column("last_status", sa.Integer),
+    sa.Column("last_error", sa.Text),
+    sa.Column("last_latency_ms", sa.Float),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("delivered_at", Timestamp),
+    sa.UniqueConstraint("webhook_id"),
+)
+sa.Index("ix_webhook_outbox_due", webhook_outbox.c.status, webhook_outbox.c.next_attempt_at)
+sa.Index("ix_webhook_outbox_run", webhook_outbox.c.run_id)
+
+# Every delivery attempt: status, latency, error.
+webhook_attempts = sa.Table(
+    "webhook_attempts",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
+    sa.Column(
+        "outbox_id",
+        sa.BigInteger().with_variant(sa.Integer, "sqlite"),
+        sa.ForeignKey("webhook_outbox.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("attempt", sa.Integer, nullable=False),
+    sa.Column("status_code", sa.Integer),
+    sa.Column("error", sa.Text),
+    sa.Column("latency_ms", sa.Float, nullable=False),
+    sa.Column("worker", sa.String(100)),
+    sa.Column("created_at", Timestamp, nullable=False),
+)
+sa.Index("ix_webhook_attempts_outbox", webhook_attempts.c.outbox_id)
+
+# The usage ledger: one row per model call attempt, successful or not.
+model_calls = sa.Table(
+    "model_calls",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
+    sa.Column(
+        "run_id", sa.String(40), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("turn", sa.Integer, nullable=False),
+    sa.Column("provider", sa.String(40), nullable=False),
+    sa.Column("model", sa.String(200), nullable=False),
+    sa.Column("outcome", sa.String(20), nullable=False),  # ok | error
+    sa.Column("input_tokens", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("output_tokens", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("cached_input_tokens", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("reasoning_tokens", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("total_tokens", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("cost_usd", sa.Float),
+    sa.Column("latency_ms", sa.Float),
+    sa.Column("error", sa.Text),
+    sa.Column("created_at", Timestamp, nullable=False),
+)
+sa.Index("ix_model_calls_created", model_calls.c.created_at)
+sa.Index("ix_model_calls_run", model_calls.c.run_id)

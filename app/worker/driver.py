@@ -228,7 +228,8 @@ class RunDriver:
             max_attempts=self.settings.provider_max_attempts,
             max_total_seconds=self.settings.provider_max_backoff_seconds,
         )
-        elapsed = await self._retrying_for(claim.record.id, now) if attempt > 1 else 0.0
+        since = claim.record.model_retry_since or now
+        elapsed = (now - since).total_seconds()
         delay = policy.delay_for(err, attempt, elapsed, rand=self.rng.random)
         if delay is not None:
             until = now + timedelta(seconds=delay)
@@ -240,6 +241,7 @@ class RunDriver:
                     "status": RunStatus.QUEUED.value,
                     "available_at": until,
                     "model_attempts": attempt,
+                    "model_retry_since": since,
                     "waiting_reason": {
                         "type": "backoff",
                         "until": until.isoformat(),
@@ -251,17 +253,6 @@ class RunDriver:
             )
         claim.events.append(NewEvent("model.failed", {**error, "attempt": attempt}))
         return await self._end_failed(claim, {"type": "provider_error", **error})
-
-    async def _retrying_for(self, run_id: str, now: datetime) -> float:
-        """Seconds since the first failure of the model call being retried."""
-        events = await self.store.events(run_id)
-        since = None
-        for event in events:
-            if event.type == "model.called":
-                since = None
-            elif event.type == "model.failed" and since is None:
-                since = event.created_at
-        return (now - since).total_seconds() if since is not None else 0.0
 
     # --- ends of a claim ----------------------------------------------------------------
 
@@ -331,6 +322,7 @@ class RunDriver:
             "lease_owner": None,
             "lease_expires_at": None,
             "model_attempts": 0,
+            "model_retry_since": None,
             "expires_at": self.clock() + timedelta(seconds=expires_in),
         }
 
@@ -349,6 +341,7 @@ class RunDriver:
                 "lease_expires_at": None,
                 "waiting_reason": None,
                 "model_attempts": 0,
+                "model_retry_since": None,
             },
         )
 

@@ -155,3 +155,47 @@ def run_to_pending_tools(run: AgentRun, model_turn: ModelTurn) -> CallTools:
     expect_call_model(run)
     expect_continue(run.model_response(model_turn))
     return expect_call_tools(run)
+
+
+# --- streamed path (group H) ---------------------------------------------------------------
+
+
+def streamed(
+    *items: AssistantContent,
+    executable: Iterable[str] = ADD,
+    allowed: Iterable[str] = ADD,
+    message_id: str | None = None,
+    internal_call_ids: Iterable[tuple[str, str]] = (),
+    finish_reason: str | None = None,
+) -> Any:
+    """A `StreamedTurn` as the streaming driver's assembler would finish it."""
+    from app.core import StreamedTurn
+
+    return StreamedTurn(
+        choice=items,
+        executable_tool_names=frozenset(executable),
+        allowed_tool_names=frozenset(allowed),
+        message_id=message_id,
+        internal_call_ids=tuple(internal_call_ids),
+        finish_reason=finish_reason,
+    )
+
+
+def invalid_call(
+    call: ToolCall,
+    internal_call_id: str | None = None,
+    *,
+    args: str | None = None,
+    executable: Iterable[str] = ADD,
+    allowed: Iterable[str] = ADD,
+) -> Any:
+    """A `StreamedInvalidToolCall` for `call` (internal id `internal_<id>` by default)."""
+    from app.core import StreamedInvalidToolCall
+
+    return StreamedInvalidToolCall(
+        tool_call=call,
+        internal_call_id=internal_call_id or f"internal_{call.id}",
+        args=args,
+        executable_tool_names=frozenset(executable),
+        allowed_tool_names=frozenset(allowed),
+    )

@@ -17,6 +17,12 @@ class Settings(BaseSettings):
     public_url: str = "http://127.0.0.1:8000"
     lease_seconds: float = Field(default=30.0, gt=0)
     webhook_allow_private: bool = False
+    webhook_url: str | None = None  # a global endpoint that receives every run's events
+    webhook_timeout: float = Field(default=10.0, gt=0)
+    webhook_max_attempts: int = Field(default=12, ge=1)
+    webhook_max_age_seconds: float = Field(default=24 * 3600, gt=0)
+    # {"provider:model": {"input": usd, "output": usd, "cached_input": usd}} per 1M tokens
+    prices: dict[str, dict[str, float]] = Field(default_factory=dict)
     default_max_turns: int = Field(default=8, ge=1)
     default_expires_in: float = Field(default=7 * 24 * 3600, gt=0)
     poll_interval: float = Field(default=0.2, gt=0)  # SQLite wake-up polling

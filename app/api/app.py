@@ -9,9 +9,13 @@ from contextlib import asynccontextmanager
 
 import sqlalchemy as sa
 from fastapi import FastAPI, Request
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
+from prometheus_client import CONTENT_TYPE_LATEST
 
+from app import dashboard
 from app.api import problems, routes
+from app.api.live import EventHub
+from app.api.metrics import render as render_metrics
 from app.api.models import Health
 from app.api.problems import CATALOGUE, problem
 from app.api.security import BodyLimit
@@ -29,9 +33,10 @@ def create_app(settings: Settings, *, worker_slots: int = 0) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         engine = create_engine(settings.database_url, pool_size=10 + worker_slots)
-        store = RunStore(engine)
+        store = RunStore(engine, webhook_url=settings.webhook_url)
         app.state.store = store
         app.state.service = RunService(store, settings)
+        app.state.event_hub = EventHub(store, settings.database_url, settings.poll_interval)
         worker_task = None
         if worker_slots:
             from app.worker.worker import Worker
@@ -44,6 +49,7 @@ def create_app(settings: Settings, *, worker_slots: int = 0) -> FastAPI:
             if worker_task is not None:
                 worker.stop()
                 await worker_task
+            await app.state.event_hub.close()
             await engine.dispose()
 
     app = FastAPI(
@@ -57,6 +63,7 @@ def create_app(settings: Settings, *, worker_slots: int = 0) -> FastAPI:
     problems.install(app)
     app.include_router(routes.router)
     app.include_router(routes.callbacks)
+    dashboard.install(app)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
 
     @app.get("/healthz", response_model=Health, tags=["health"])
@@ -76,6 +83,16 @@ def create_app(settings: Settings, *, worker_slots: int = 0) -> FastAPI:
         except Exception as exc:  # any failure to reach the database
             return problem("service-unavailable", f"database unreachable: {type(exc).__name__}")
         return Health(status="ok")
+
+    @app.get(
+        "/metrics",
+        tags=["health"],
+        response_class=PlainTextResponse,
+        responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+    )
+    async def metrics(request: Request) -> PlainTextResponse:
+        body = await render_metrics(request.app.state.store)
+        return PlainTextResponse(body, media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/problems/{code}", include_in_schema=False, response_class=HTMLResponse)
     async def problem_doc(code: str) -> HTMLResponse:

@@ -124,3 +124,22 @@ class EventList(BaseModel):
 
 class Health(BaseModel):
     status: Literal["ok"]
+
+
+class UsageTotals(BaseModel):
+    calls: int = Field(description="model call attempts, failed ones included")
+    failed_calls: int
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    reasoning_tokens: int
+    total_tokens: int
+    cost_usd: float | None = Field(description="null when no price is configured")
+
+
+class UsageOut(UsageTotals):
+    model_config = {"populate_by_name": True}
+    from_: datetime = Field(alias="from")
+    to: datetime
+    by_status: dict[str, UsageTotals] = Field(description="by the run's current status")
+    by_model: dict[str, UsageTotals] = Field(description="keyed by provider:model")

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
+from sse_starlette import EventSourceResponse
 
 from app.api import models
 from app.api.problems import responses
 from app.api.security import require_api_key
 from app.core.lifecycle import RunStatus
-from app.service.errors import IdempotencyInFlight
+from app.service.errors import IdempotencyInFlight, InvalidRequest
 from app.service.runs import RunService
 from app.service.schemas import ResolutionIn, RunCreate, ToolResultsIn
 
@@ -152,14 +154,55 @@ async def cancel(run_id: RunId, service: Service, actor: Actor) -> models.RunOut
 @router.get(
     "/runs/{run_id}/events",
     response_model=models.EventList,
-    responses={**AUTH, **responses(404, 422)},
-    summary="The run's event log",
+    responses={
+        200: {
+            "description": "The event log as JSON; with `Accept: text/event-stream`, "
+            "server-sent events from `Last-Event-ID` (or `after`), live until the run ends.",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+        **AUTH,
+        **responses(404, 422),
+    },
+    summary="The run's event log (JSON, or a live server-sent event stream)",
 )
 async def events(
     run_id: RunId,
+    request: Request,
     service: Service,
     _: Actor,
     after: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
-) -> models.EventList:
+    last_event_id: Annotated[str | None, Header(max_length=20)] = None,
+) -> models.EventList | EventSourceResponse:
+    if "text/event-stream" in request.headers.get("accept", ""):
+        await service.get_run(run_id)  # 404 before the stream starts
+        start = after
+        if last_event_id is not None:
+            if not last_event_id.isdigit():
+                raise InvalidRequest("Last-Event-ID must be an event sequence number")
+            start = int(last_event_id)
+        hub = request.app.state.event_hub
+        return EventSourceResponse(hub.stream(run_id, start), ping=15)
     records = await service.events(run_id, after=after)
     return models.EventList(data=[models.EventOut.of(e) for e in records])
+
+
+@router.get(
+    "/usage",
+    response_model=models.UsageOut,
+    responses={**AUTH, **responses(422)},
+    summary="Usage and cost of every model call (attempts included) in a time range",
+)
+async def usage(
+    service: Service,
+    _: Actor,
+    from_: Annotated[datetime | None, Query(alias="from")] = None,
+    to: datetime | None = None,
+) -> models.UsageOut:
+    end = to or datetime.now(UTC)
+    start = from_ or end - timedelta(days=1)
+    if start.tzinfo is None or end.tzinfo is None:
+        raise InvalidRequest("from and to need a time zone, e.g. 2026-11-30T00:00:00Z")
+    if start > end:
+        raise InvalidRequest("from must not be after to")
+    totals = await service.store.usage_totals(start, end)
+    return models.UsageOut.model_validate({"from": start, "to": end, **totals})

@@ -142,3 +142,43 @@ class NewToolCall:
     name: str
     arguments: Any
     preresolved_result: Any = None  # set for calls the run answered itself
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookRecord:
+    id: int
+    run_id: str
+    event_seq: int
+    event_type: str
+    webhook_id: str
+    url: str
+    payload: dict[str, Any]
+    status: str
+    attempts: int
+    next_attempt_at: datetime
+    last_status: int | None
+    last_error: str | None
+    last_latency_ms: float | None
+    created_at: datetime
+    delivered_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: Any) -> WebhookRecord:
+        m = row._mapping
+        return cls(
+            id=m["id"],
+            run_id=m["run_id"],
+            event_seq=m["event_seq"],
+            event_type=m["event_type"],
+            webhook_id=m["webhook_id"],
+            url=m["url"],
+            payload=m["payload"],
+            status=m["status"],
+            attempts=m["attempts"],
+            next_attempt_at=utc(m["next_attempt_at"]),  # type: ignore[arg-type]
+            last_status=m["last_status"],
+            last_error=m["last_error"],
+            last_latency_ms=m["last_latency_ms"],
+            created_at=utc(m["created_at"]),  # type: ignore[arg-type]
+            delivered_at=utc(m["delivered_at"]),
+        )

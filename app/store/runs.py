@@ -24,8 +24,17 @@ from app.store.records import (
     NewToolCall,
     RunRecord,
     ToolCallRecord,
+    WebhookRecord,
 )
-from app.store.schema import run_events, runs, service_secrets, tool_calls
+from app.store.schema import (
+    model_calls,
+    run_events,
+    runs,
+    service_secrets,
+    tool_calls,
+    webhook_attempts,
+    webhook_outbox,
+)
 
 NOTIFY_CHANNEL = "agentrun_runs"
 
@@ -76,10 +85,89 @@ class SubmitOutcome:
     resumed: bool
 
 
+#: Events that are also announced by outbound webhooks (written to the outbox).
+WEBHOOK_EVENTS = frozenset(
+    {"run.requires_action", "run.completed", "run.failed", "run.cancelled", "run.expired"}
+)
+#: Events that are also rows of the usage ledger.
+LEDGER_EVENTS = frozenset({"model.called", "model.failed"})
+EVENTS_CHANNEL = "agentrun_events"
+WEBHOOKS_CHANNEL = "agentrun_webhooks"
+LEDGER_COLUMNS = (
+    "turn",
+    "provider",
+    "model",
+    "outcome",
+    "input_tokens",
+    "output_tokens",
+    "cached_input_tokens",
+    "reasoning_tokens",
+    "total_tokens",
+    "cost_usd",
+    "latency_ms",
+    "error",
+)
+
+
+def ledger_row(event: NewEvent) -> dict[str, Any]:
+    """The usage-ledger row a model.called / model.failed event stands for."""
+    d = event.data
+    usage = d.get("usage") or {}
+    ok = event.type == "model.called"
+    return {
+        "turn": int(d.get("turn") or 0),
+        "provider": str(d.get("provider") or ""),
+        "model": str(d.get("model") or ""),
+        "outcome": "ok" if ok else "error",
+        "input_tokens": int(usage.get("input_tokens", 0)),
+        "output_tokens": int(usage.get("output_tokens", 0)),
+        "cached_input_tokens": int(usage.get("cached_input_tokens", 0)),
+        "reasoning_tokens": int(usage.get("reasoning_tokens", 0)),
+        "total_tokens": int(usage.get("total_tokens", 0)),
+        "cost_usd": d.get("cost_usd"),
+        "latency_ms": d.get("latency_ms"),
+        "error": None if ok else str(d.get("message") or ""),
+    }
+
+
+def webhook_payload(event: NewEvent, run_id: str, status: str, now: datetime) -> dict[str, Any]:
+    return {
+        "type": event.type,
+        "timestamp": now.isoformat(),
+        "data": {"run_id": run_id, "status": status, **event.data},
+    }
+
+
+def _typed(param: Any, t: Any) -> Any:
+    """An explicitly typed parameter: psycopg sends a NULL untyped, and SQLAlchemy elides
+    a plain cast of a float parameter, so floats go through text."""
+    if isinstance(t, sa.Float):
+        return sa.cast(sa.cast(param, sa.String), postgresql.DOUBLE_PRECISION)
+    return sa.cast(param, t)
+
+
+@dataclass(frozen=True, slots=True)
+class EventPlan:
+    """What a batch of events writes besides the event rows themselves."""
+
+    n: int
+    ledger: tuple[int, ...]  # positions of usage-ledger events
+    webhooks: tuple[int, ...]  # positions of webhook events
+
+    @classmethod
+    def of(cls, events: Sequence[NewEvent]) -> EventPlan:
+        return cls(
+            len(events),
+            tuple(i for i, e in enumerate(events) if e.type in LEDGER_EVENTS),
+            tuple(i for i, e in enumerate(events) if e.type in WEBHOOK_EVENTS),
+        )
+
+
 class RunStore:
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, *, webhook_url: str | None = None) -> None:
         self.engine = engine
         self.is_postgres = engine.dialect.name == "postgresql"
+        self.webhook_url = webhook_url  # the deployment's global endpoint, if any
         self._statements: dict[tuple[Any, ...], Any] = {}
         # One-statement operations run in autocommit on PostgreSQL: the statement is the
         # transaction, which saves the BEGIN and COMMIT round trips.
@@ -98,11 +186,15 @@ class RunStore:
     async def _append_events(
         self,
         conn: AsyncConnection,
-        run_id: str,
+        record_id: str,
         last_seq: int,
         events: Sequence[NewEvent],
         now: datetime,
+        *,
+        status: str | None = None,
+        config: dict[str, Any] | None = None,
     ) -> None:
+        """SQLite: the event rows, their ledger rows and their outbox rows."""
         if not events:
             return
         first = last_seq - len(events) + 1
@@ -110,7 +202,7 @@ class RunStore:
             run_events.insert(),
             [
                 {
-                    "run_id": run_id,
+                    "run_id": record_id,
                     "seq": first + i,
                     "type": e.type,
                     "data": e.data,
@@ -120,16 +212,69 @@ class RunStore:
                 for i, e in enumerate(events)
             ],
         )
+        plan = EventPlan.of(events)
+        if plan.ledger:
+            await conn.execute(
+                model_calls.insert(),
+                [
+                    {"run_id": record_id, "created_at": now, **ledger_row(events[i])}
+                    for i in plan.ledger
+                ],
+            )
+        if plan.webhooks and status is not None:
+            rows = []
+            for i in plan.webhooks:
+                payload = webhook_payload(events[i], record_id, status, now)
+                for suffix, url in self._webhook_targets(config or {}):
+                    rows.append(
+                        {
+                            "run_id": record_id,
+                            "event_seq": first + i,
+                            "event_type": events[i].type,
+                            "webhook_id": f"msg_{record_id}_{first + i}{suffix}",
+                            "url": url,
+                            "payload": payload,
+                            "status": "pending",
+                            "attempts": 0,
+                            "next_attempt_at": now,
+                            "created_at": now,
+                        }
+                    )
+            if rows:
+                await conn.execute(webhook_outbox.insert(), rows)
+
+    def _webhook_targets(self, config: dict[str, Any]) -> list[tuple[str, str]]:
+        targets = []
+        url = (config.get("webhook") or {}).get("url")
+        if url:
+            targets.append(("", str(url)))
+        if self.webhook_url:
+            targets.append(("_g", self.webhook_url))
+        return targets
+
+    def _event_params(self, events: Sequence[NewEvent], now: datetime) -> dict[str, Any]:
+        params: dict[str, Any] = {"p_now": now, "p_now_iso": now.isoformat()}
+        if self.webhook_url:
+            params["p_global_url"] = self.webhook_url
+        for i, e in enumerate(events):
+            params[f"e{i}_type"] = e.type
+            params[f"e{i}_data"] = e.data
+            params[f"e{i}_actor"] = e.actor
+            if e.type in LEDGER_EVENTS:
+                for column, value in ledger_row(e).items():
+                    params[f"l{i}_{column}"] = value
+        return params
 
     def _update_statement(
-        self, keys: tuple[str, ...], n_events: int, notify: bool, fenced: bool, claim: bool
+        self, keys: tuple[str, ...], plan: EventPlan, notify: bool, fenced: bool, claim: bool
     ) -> Any:
         """The compare-and-set UPDATE of one run, built once per shape and reused (building
         SQLAlchemy statements per call costs more CPU than the database spends on them).
 
         On PostgreSQL the change, its events and its NOTIFY are one statement (a CTE), so
         a transition costs one round trip and one commit."""
-        shape = (keys, n_events, notify, fenced, claim)
+        shape = (keys, plan, notify, fenced, claim)
+        n_events = plan.n
         cached = self._statements.get(shape)
         if cached is not None:
             return cached
@@ -164,38 +309,130 @@ class RunStore:
                 updated_at=sa.bindparam("p_now"),
             )
         )
-        if self.is_postgres:
-            stmt = self._with_events(dml, n_events, notify)
-        else:
-            stmt = dml.returning(*runs.c)
+        pg = self.is_postgres
+        stmt = self._with_events(dml, plan, notify) if pg else dml.returning(*runs.c)
         self._statements[shape] = stmt
         return stmt
 
-    def _with_events(self, dml: Any, n_events: int, notify: bool) -> Any:
+    def _with_events(self, dml: Any, plan: EventPlan, notify: bool) -> Any:
+        """PostgreSQL: the change, its events, ledger and outbox rows and its NOTIFYs as
+        one statement (data-modifying CTEs)."""
         changed = dml.returning(*runs.c).cte("changed")
-        stmt = sa.select(changed)
-        if n_events:
-            rows = [
-                sa.select(
-                    changed.c.id,
-                    changed.c.last_event_seq - (n_events - 1 - i),
-                    sa.bindparam(f"e{i}_type", type_=sa.String()),
-                    sa.bindparam(f"e{i}_data", type_=postgresql.JSONB()),
-                    sa.bindparam(f"e{i}_actor", type_=sa.String()),
-                    sa.bindparam("p_now", type_=sa.DateTime(timezone=True)),
-                )
-                for i in range(n_events)
-            ]
-            source = rows[0] if n_events == 1 else sa.union_all(*rows)
-            appended = (
-                run_events.insert()
-                .from_select(["run_id", "seq", "type", "data", "actor", "created_at"], source)
-                .cte("appended")
-            )
-            stmt = stmt.add_cte(appended)
+        stmt = self._side_ctes(sa.select(changed), changed, plan)
         if notify:
             stmt = stmt.add_columns(
                 sa.func.pg_notify(NOTIFY_CHANNEL, changed.c.id).label("notified")
+            )
+        return stmt
+
+    def _side_ctes(self, stmt: Any, changed: Any, plan: EventPlan) -> Any:
+        n = plan.n
+        if not n:
+            return stmt
+        now = sa.bindparam("p_now", type_=sa.DateTime(timezone=True))
+
+        def seq(i: int) -> Any:
+            return changed.c.last_event_seq - (n - 1 - i)
+
+        def data(i: int) -> Any:
+            return sa.bindparam(f"e{i}_data", type_=postgresql.JSONB())
+
+        rows = [
+            sa.select(
+                changed.c.id,
+                seq(i),
+                sa.bindparam(f"e{i}_type", type_=sa.String()),
+                data(i),
+                sa.bindparam(f"e{i}_actor", type_=sa.String()),
+                now,
+            )
+            for i in range(n)
+        ]
+        appended = (
+            run_events.insert()
+            .from_select(
+                ["run_id", "seq", "type", "data", "actor", "created_at"],
+                rows[0] if n == 1 else sa.union_all(*rows),
+            )
+            .cte("appended")
+        )
+        stmt = stmt.add_cte(appended).add_columns(
+            sa.func.pg_notify(EVENTS_CHANNEL, changed.c.id).label("events_notified")
+        )
+        if plan.ledger:
+            ledger = [
+                sa.select(
+                    changed.c.id,
+                    *[
+                        _typed(sa.bindparam(f"l{i}_{c}"), model_calls.c[c].type)
+                        for c in LEDGER_COLUMNS
+                    ],
+                    now,
+                )
+                for i in plan.ledger
+            ]
+            stmt = stmt.add_cte(
+                model_calls.insert()
+                .from_select(
+                    ["run_id", *LEDGER_COLUMNS, "created_at"],
+                    ledger[0] if len(ledger) == 1 else sa.union_all(*ledger),
+                )
+                .cte("ledgered")
+            )
+        if plan.webhooks:
+            run_url: Any = sa.literal_column("changed.config -> 'webhook' ->> 'url'")
+            targets: list[tuple[str, Any, Any]] = [("", run_url, run_url.is_not(None))]
+            if self.webhook_url:
+                global_url = sa.bindparam("p_global_url", type_=sa.Text())
+                targets.append(("_g", global_url, sa.true()))
+            outbox = []
+            for i in plan.webhooks:
+                payload = sa.func.jsonb_build_object(
+                    "type",
+                    sa.bindparam(f"e{i}_type", type_=sa.String()),
+                    "timestamp",
+                    sa.bindparam("p_now_iso", type_=sa.String()),
+                    "data",
+                    sa.func.jsonb_build_object(
+                        "run_id", changed.c.id, "status", changed.c.status
+                    ).op("||")(data(i)),
+                )
+                for suffix, url, present in targets:
+                    webhook_id = sa.func.concat("msg_", changed.c.id, "_", seq(i), suffix)
+                    outbox.append(
+                        sa.select(
+                            changed.c.id,
+                            seq(i),
+                            sa.bindparam(f"e{i}_type", type_=sa.String()),
+                            webhook_id,
+                            url,
+                            payload,
+                            sa.literal("pending"),
+                            sa.literal(0),
+                            now,
+                            now,
+                        ).where(present)
+                    )
+            stmt = stmt.add_cte(
+                webhook_outbox.insert()
+                .from_select(
+                    [
+                        "run_id",
+                        "event_seq",
+                        "event_type",
+                        "webhook_id",
+                        "url",
+                        "payload",
+                        "status",
+                        "attempts",
+                        "next_attempt_at",
+                        "created_at",
+                    ],
+                    outbox[0] if len(outbox) == 1 else sa.union_all(*outbox),
+                )
+                .cte("announced")
+            ).add_columns(
+                sa.func.pg_notify(WEBHOOKS_CHANNEL, changed.c.id).label("webhooks_notified")
             )
         return stmt
 
@@ -216,29 +453,32 @@ class RunStore:
         keys = tuple(sorted(values))
         stmt = self._update_statement(
             keys,
-            len(events),
+            EventPlan.of(events),
             notify and self.is_postgres,
             expect_version is not None,
             run_id is None,
         )
         params: dict[str, Any] = {f"v_{k}": values[k] for k in keys}
+        params.update(self._event_params(events, now))
         params["p_statuses"] = [s.value for s in statuses]
-        params["p_now"] = now
         if run_id is not None:
             params["p_id"] = run_id
         if expect_version is not None:
             params["p_version"] = expect_version
-        if self.is_postgres:
-            for i, e in enumerate(events):
-                params[f"e{i}_type"] = e.type
-                params[f"e{i}_data"] = e.data
-                params[f"e{i}_actor"] = e.actor
         row = (await conn.execute(stmt, params)).first()
         if row is None:
             return None
         record = RunRecord.from_row(row)
         if not self.is_postgres:
-            await self._append_events(conn, record.id, record.last_event_seq, events, now)
+            await self._append_events(
+                conn,
+                record.id,
+                record.last_event_seq,
+                events,
+                now,
+                status=record.status.value,
+                config=record.config,
+            )
         return record
 
     # --- reads --------------------------------------------------------------------------
@@ -342,12 +582,9 @@ class RunStore:
         values = {**values, "last_event_seq": len(events), "created_at": now, "updated_at": now}
         key = values.get("idempotency_key")
         keys = tuple(sorted(values))
-        stmt = self._insert_statement(keys, len(events), key is not None)
+        stmt = self._insert_statement(keys, EventPlan.of(events), key is not None)
         params: dict[str, Any] = {f"v_{k}": values[k] for k in keys}
-        params["p_now"] = now
-        for i, e in enumerate(events):
-            params[f"e{i}_type"], params[f"e{i}_data"] = e.type, e.data
-            params[f"e{i}_actor"] = e.actor
+        params.update(self._event_params(events, now))
         async with self._one_statement() as conn:
             row = (await conn.execute(stmt, params)).first()
             if row is not None and not self.is_postgres:
@@ -359,8 +596,8 @@ class RunStore:
                 return RunRecord.from_row(existing), False
         return RunRecord.from_row(row), True
 
-    def _insert_statement(self, keys: tuple[str, ...], n_events: int, idempotent: bool) -> Any:
-        shape = ("insert", keys, n_events, idempotent)
+    def _insert_statement(self, keys: tuple[str, ...], plan: EventPlan, idempotent: bool) -> Any:
+        shape = ("insert", keys, plan, idempotent)
         cached = self._statements.get(shape)
         if cached is not None:
             return cached
@@ -369,7 +606,7 @@ class RunStore:
         if idempotent:
             dml = dml.on_conflict_do_nothing(index_elements=["idempotency_key"])
         if self.is_postgres:
-            stmt = self._with_events(dml, n_events, notify=True)
+            stmt = self._with_events(dml, plan, notify=True)
         else:
             stmt = dml.returning(*runs.c)
         self._statements[shape] = stmt
@@ -636,6 +873,165 @@ class RunStore:
 
     # --- events under a lease -----------------------------------------------------------
 
+    async def usage_totals(self, start: datetime, end: datetime) -> dict[str, Any]:
+        """Sums of the usage ledger in [start, end): overall, by run status, by model."""
+        sums = [
+            sa.func.count().label("calls"),
+            sa.func.count().filter(model_calls.c.outcome == "error").label("failed_calls"),
+            *[
+                sa.func.coalesce(sa.func.sum(model_calls.c[c]), 0).label(c)
+                for c in (
+                    "input_tokens",
+                    "output_tokens",
+                    "cached_input_tokens",
+                    "reasoning_tokens",
+                    "total_tokens",
+                )
+            ],
+            sa.func.sum(model_calls.c.cost_usd).label("cost_usd"),
+        ]
+        in_range = sa.and_(model_calls.c.created_at >= start, model_calls.c.created_at < end)
+        joined = model_calls.join(runs, runs.c.id == model_calls.c.run_id)
+        model_key = model_calls.c.provider + ":" + model_calls.c.model
+        async with self.engine.connect() as conn:
+            total = (await conn.execute(sa.select(*sums).where(in_range))).one()
+            by_status = (
+                await conn.execute(
+                    sa.select(runs.c.status, *sums)
+                    .select_from(joined)
+                    .where(in_range)
+                    .group_by(runs.c.status)
+                )
+            ).all()
+            by_model = (
+                await conn.execute(
+                    sa.select(model_key.label("key"), *sums).where(in_range).group_by(model_key)
+                )
+            ).all()
+
+        def clean(row: Any) -> dict[str, Any]:
+            m = dict(row._mapping)
+            m.pop("status", None)
+            m.pop("key", None)
+            for k, v in m.items():
+                if k != "cost_usd":
+                    m[k] = int(v or 0)
+            m["cost_usd"] = None if m["cost_usd"] is None else float(m["cost_usd"])
+            return m
+
+        return {
+            **clean(total),
+            "by_status": {r.status: clean(r) for r in by_status},
+            "by_model": {r.key: clean(r) for r in by_model},
+        }
+
+    # --- webhooks -----------------------------------------------------------------------
+
+    async def claim_webhooks(
+        self, now: datetime, lease_until: datetime, limit: int = 20
+    ) -> list[WebhookRecord]:
+        """Take due deliveries; pushing `next_attempt_at` to the lease end keeps another
+        worker off them while they are in flight (a crashed sender's rows come back)."""
+        due = (
+            sa.select(webhook_outbox.c.id)
+            .where(webhook_outbox.c.status == "pending", webhook_outbox.c.next_attempt_at <= now)
+            .order_by(webhook_outbox.c.next_attempt_at, webhook_outbox.c.id)
+            .limit(limit)
+        )
+        if self.is_postgres:
+            due = due.with_for_update(skip_locked=True)
+        stmt = (
+            webhook_outbox.update()
+            .where(webhook_outbox.c.id.in_(due.scalar_subquery()))
+            .values(attempts=webhook_outbox.c.attempts + 1, next_attempt_at=lease_until)
+            .returning(*webhook_outbox.c)
+        )
+        async with self._one_statement() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return [WebhookRecord.from_row(r) for r in rows]
+
+    async def finish_webhook(
+        self,
+        delivery: WebhookRecord,
+        *,
+        status_code: int | None,
+        error: str | None,
+        latency_ms: float,
+        next_attempt_at: datetime | None,
+        worker: str,
+        now: datetime,
+    ) -> None:
+        """Log the attempt; the delivery is delivered (2xx), retried later, or failed."""
+        delivered = status_code is not None and 200 <= status_code < 300
+        if delivered:
+            state, due = "delivered", delivery.next_attempt_at
+        elif next_attempt_at is not None:
+            state, due = "pending", next_attempt_at
+        else:
+            state, due = "failed", delivery.next_attempt_at
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                webhook_attempts.insert().values(
+                    outbox_id=delivery.id,
+                    attempt=delivery.attempts,
+                    status_code=status_code,
+                    error=error,
+                    latency_ms=latency_ms,
+                    worker=worker,
+                    created_at=now,
+                )
+            )
+            await conn.execute(
+                webhook_outbox.update()
+                .where(webhook_outbox.c.id == delivery.id)
+                .values(
+                    status=state,
+                    next_attempt_at=due,
+                    last_status=status_code,
+                    last_error=error,
+                    last_latency_ms=latency_ms,
+                    delivered_at=now if delivered else None,
+                )
+            )
+
+    async def webhook_deliveries(self, run_id: str) -> list[dict[str, Any]]:
+        """A run's deliveries with their latest outcome (for the dashboard and the API)."""
+        stmt = (
+            webhook_outbox.select()
+            .where(webhook_outbox.c.run_id == run_id)
+            .order_by(webhook_outbox.c.id)
+        )
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(stmt)).all()
+        keys = (
+            "event_type",
+            "webhook_id",
+            "url",
+            "status",
+            "attempts",
+            "last_status",
+            "last_error",
+            "last_latency_ms",
+            "created_at",
+            "delivered_at",
+        )
+        out = []
+        for row in rows:
+            record = WebhookRecord.from_row(row)
+            out.append({k: getattr(record, k) for k in keys})
+        return out
+
+    async def webhook_attempts(self, webhook_id: str) -> list[dict[str, Any]]:
+        stmt = (
+            sa.select(webhook_attempts)
+            .join(webhook_outbox, webhook_outbox.c.id == webhook_attempts.c.outbox_id)
+            .where(webhook_outbox.c.webhook_id == webhook_id)
+            .order_by(webhook_attempts.c.attempt)
+        )
+        async with self.engine.connect() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return [dict(r._mapping) for r in rows]
+
     async def append_events(
         self, run_id: str, version: int, events: Sequence[NewEvent], now: datetime
     ) -> bool:
@@ -646,13 +1042,9 @@ class RunStore:
         round trip on PostgreSQL (a CTE in autocommit). No events: nothing written, True."""
         if not events:
             return True
-        stmt = self._append_statement(len(events))
-        params: dict[str, Any] = {"p_id": run_id, "p_version": version, "p_now": now}
+        stmt = self._append_statement(EventPlan.of(events))
+        params = {"p_id": run_id, "p_version": version, **self._event_params(events, now)}
         if self.is_postgres:
-            for i, e in enumerate(events):
-                params[f"e{i}_type"] = e.type
-                params[f"e{i}_data"] = e.data
-                params[f"e{i}_actor"] = e.actor
             async with self._one_statement() as conn:
                 row = (await conn.execute(stmt, params)).first()
             return row is not None
@@ -663,8 +1055,8 @@ class RunStore:
             await self._append_events(conn, run_id, row.last_event_seq, events, now)
         return True
 
-    def _append_statement(self, n_events: int) -> Any:
-        shape = ("append_events", n_events)
+    def _append_statement(self, plan: EventPlan) -> Any:
+        shape = ("append_events", plan)
         cached = self._statements.get(shape)
         if cached is not None:
             return cached
@@ -676,31 +1068,14 @@ class RunStore:
                 runs.c.status == RunStatus.RUNNING.value,
             )
             .values(
-                last_event_seq=runs.c.last_event_seq + n_events,
+                last_event_seq=runs.c.last_event_seq + plan.n,
                 updated_at=sa.bindparam("p_now"),
             )
-            .returning(runs.c.id, runs.c.last_event_seq)
         )
-        stmt: Any = dml
+        stmt: Any = dml.returning(runs.c.id, runs.c.last_event_seq)
         if self.is_postgres:
-            changed = dml.cte("changed")
-            rows = [
-                sa.select(
-                    changed.c.id,
-                    changed.c.last_event_seq - (n_events - 1 - i),
-                    sa.bindparam(f"e{i}_type", type_=sa.String()),
-                    sa.bindparam(f"e{i}_data", type_=postgresql.JSONB()),
-                    sa.bindparam(f"e{i}_actor", type_=sa.String()),
-                    sa.bindparam("p_now", type_=sa.DateTime(timezone=True)),
-                )
-                for i in range(n_events)
-            ]
-            source = rows[0] if n_events == 1 else sa.union_all(*rows)
-            appended = (
-                run_events.insert()
-                .from_select(["run_id", "seq", "type", "data", "actor", "created_at"], source)
-                .cte("appended")
-            )
-            stmt = sa.select(changed.c.id, changed.c.last_event_seq).add_cte(appended)
+            changed = dml.returning(*runs.c).cte("changed")
+            select = sa.select(changed.c.id, changed.c.last_event_seq)
+            stmt = self._side_ctes(select, changed, plan)
         self._statements[shape] = stmt
         return stmt

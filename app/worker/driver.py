@@ -179,6 +179,7 @@ class RunDriver:
                     "provider": spec["provider"],
                     "model": spec["name"],
                     "usage": usage_of(answer),
+                    "cost_usd": cost_of(self.settings.prices, spec, answer),
                     "finish_reason": answer.finish_reason,
                     "latency_ms": latency_ms,
                     "message_id": answer.message_id,
@@ -233,7 +234,7 @@ class RunDriver:
         delay = policy.delay_for(err, attempt, elapsed, rand=self.rng.random)
         if delay is not None:
             until = now + timedelta(seconds=delay)
-            claim.events.append(NewEvent("model.failed", {**error, "attempt": attempt}))
+            claim.events.append(self._failed_event(claim, error, attempt))
             return await self._write(
                 claim,
                 RunStatus.QUEUED,
@@ -251,8 +252,15 @@ class RunDriver:
                 },
                 notify=False,
             )
-        claim.events.append(NewEvent("model.failed", {**error, "attempt": attempt}))
+        claim.events.append(self._failed_event(claim, error, attempt))
         return await self._end_failed(claim, {"type": "provider_error", **error})
+
+    def _failed_event(self, claim: Claim, error: dict[str, Any], attempt: int) -> NewEvent:
+        spec = claim.record.config["model"]
+        return NewEvent(
+            "model.failed",
+            {**error, "attempt": attempt, "turn": claim.record.turn + 1, "model": spec["name"]},
+        )
 
     # --- ends of a claim ----------------------------------------------------------------
 
@@ -288,6 +296,8 @@ class RunDriver:
                         for p in step.calls
                         if p.preresolved_result is None
                     ],
+                    "callback_url": f"{self.settings.public_url.rstrip('/')}"
+                    f"/v1/callbacks/{token}/tool-results",
                 },
             )
         )
@@ -394,6 +404,24 @@ class RunDriver:
         if record is None:
             raise LeaseLost()
         return status
+
+
+def cost_of(
+    prices: Mapping[str, Mapping[str, float]], spec: Mapping[str, Any], turn: ProviderTurn
+) -> float | None:
+    """USD for one call from the deployment's price table (per 1M tokens), if priced.
+    Cached input tokens are part of the input and billed at the cached rate when given."""
+    price = prices.get(f"{spec['provider']}:{spec['name']}")
+    if price is None:
+        return None
+    u = turn.usage
+    cached = u.cached_input_tokens
+    cost = (
+        (u.input_tokens - cached) * price.get("input", 0.0)
+        + cached * price.get("cached_input", price.get("input", 0.0))
+        + u.output_tokens * price.get("output", 0.0)
+    )
+    return round(cost / 1_000_000, 8)
 
 
 def usage_of(turn: ProviderTurn) -> dict[str, int]:

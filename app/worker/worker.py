@@ -22,9 +22,10 @@ from app.core.lifecycle import RunStatus
 from app.service.tokens import new_key
 from app.settings import Settings
 from app.store.records import NewEvent
-from app.store.runs import NOTIFY_CHANNEL, RunStore
+from app.store.runs import NOTIFY_CHANNEL, WEBHOOKS_CHANNEL, RunStore
 from app.worker.driver import ProviderFactory, RunDriver
 from app.worker.providers import make_provider
+from app.worker.webhooks import WebhookSender, new_secret
 
 log = structlog.get_logger("agentrun.worker")
 
@@ -54,7 +55,9 @@ class Worker:
         # One wake-up token per notification (bounded): wakes one idle slot, not all.
         self._wakeup = asyncio.Semaphore(0)
         self._held: dict[str, int] = {}  # run id -> fencing token, while driving
+        self._webhooks_due = asyncio.Event()
         self.driver: RunDriver | None = None
+        self.sender: WebhookSender | None = None
 
     def wake(self, slots: int = 1) -> None:
         for _ in range(slots):
@@ -70,8 +73,15 @@ class Worker:
         self.driver = RunDriver(
             self.store, self.settings, self.worker_id, self.providers, key, self.clock
         )
+        secret = self.settings.webhook_secret or await self.store.secret(
+            "webhook_secret", new_secret
+        )
+        self.sender = WebhookSender(self.store, self.settings, self.worker_id, secret)
         log.info("worker started", worker=self.worker_id, concurrency=self.concurrency)
-        background = [asyncio.create_task(self._reaper())]
+        background = [
+            asyncio.create_task(self._reaper()),
+            asyncio.create_task(self._deliver_webhooks()),
+        ]
         if self.store.is_postgres:
             background.append(asyncio.create_task(self._listen()))
         slots = [asyncio.create_task(self._slot()) for _ in range(self.concurrency)]
@@ -84,6 +94,7 @@ class Worker:
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
+        await self.sender.aclose()
         log.info("worker stopped", worker=self.worker_id)
 
     async def _slot(self) -> None:
@@ -134,6 +145,18 @@ class Worker:
                 notify=True,
             )
 
+    async def _deliver_webhooks(self) -> None:
+        assert self.sender is not None
+        timeout = self.settings.poll_interval if not self.store.is_postgres else 1.0
+        while True:
+            try:
+                await self.sender.deliver_due()
+            except Exception:
+                log.exception("webhook delivery loop failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._webhooks_due.wait(), timeout)
+            self._webhooks_due.clear()
+
     async def _reaper(self) -> None:
         while True:
             try:
@@ -158,9 +181,14 @@ class Worker:
             try:
                 async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                    await conn.execute(f"LISTEN {WEBHOOKS_CHANNEL}")
                     self.wake(self.concurrency)  # catch up on what was queued meanwhile
-                    async for _ in conn.notifies():
-                        self.wake()
+                    self._webhooks_due.set()
+                    async for notification in conn.notifies():
+                        if notification.channel == WEBHOOKS_CHANNEL:
+                            self._webhooks_due.set()
+                        else:
+                            self.wake()
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -172,7 +200,8 @@ async def run_worker(settings: Settings, concurrency: int) -> None:
     from app.store.db import create_engine
 
     engine = create_engine(settings.database_url, pool_size=concurrency + 2)
-    worker = Worker(RunStore(engine), settings, concurrency=concurrency)
+    store = RunStore(engine, webhook_url=settings.webhook_url)
+    worker = Worker(store, settings, concurrency=concurrency)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, worker.stop)

@@ -9,23 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from tests.e2e.processes import spawn, stop, wait_until
 from tests.mocks.uvicorn_thread import free_port
 
 KEY = "e2e-key"
 RUNS = 60
-
-
-@pytest.fixture
-def clean_postgres(postgres_url: str) -> str:
-    import psycopg
-
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        for table in ("run_events", "tool_calls", "runs"):
-            conn.execute(f"DELETE FROM {table}")
-    return postgres_url
 
 
 def run_request(i: int) -> dict[str, Any]:

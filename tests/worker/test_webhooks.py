@@ -1,0 +1,308 @@
+"""Signed, retried, deduplicable webhooks from the outbox; usage ledger totals."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+from standardwebhooks import Webhook, WebhookVerificationError
+
+from app.core.lifecycle import RunStatus
+from app.service.runs import RunService
+from app.service.schemas import ToolResultsIn
+from app.settings import Settings
+from app.store.runs import RunStore
+from app.worker.webhooks import WebhookSender, refused_destination
+from tests.conftest import make_settings
+from tests.helpers import drive_once, results_for, run_body, running_worker, wait_for, wait_status
+from tests.mocks.receiver import SECRET, Receiver, webhook_receiver
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    with webhook_receiver() as r:
+        yield r
+
+
+@pytest.fixture
+def hook_settings(database_url: str) -> Settings:
+    return make_settings(
+        database_url, webhook_secret=SECRET, webhook_allow_private=True, webhook_max_attempts=5
+    )
+
+
+async def test_signatures_verify_and_tampering_is_detected(
+    store: RunStore, hook_settings: Settings, receiver: Receiver
+) -> None:
+    service = RunService(store, hook_settings)
+    view, _ = await service.create_run(run_body(webhook={"url": receiver.url}))
+    async with running_worker(store, hook_settings):
+        await wait_for(lambda: asyncio.sleep(0, receiver.of_type("run.requires_action")), bool)
+    got = receiver.of_type("run.requires_action")[0]
+    data = got.payload["data"]
+    assert data["run_id"] == view.record.id and data["status"] == "requires_action"
+    assert [c["name"] for c in data["tool_calls"]] == ["add", "add"]
+    assert "/v1/callbacks/" in data["callback_url"]
+    verifier = Webhook(SECRET)
+    assert verifier.verify(got.body, got.headers)["type"] == "run.requires_action"
+    with pytest.raises(WebhookVerificationError):
+        verifier.verify(got.body.replace(b"add", b"sub"), got.headers)
+    stale = {**got.headers, "webhook-timestamp": str(int(time.time()) - 3600)}
+    with pytest.raises(WebhookVerificationError):
+        verifier.verify(got.body, stale)
+    with pytest.raises(WebhookVerificationError):
+        Webhook("whsec_" + "A" * 32).verify(got.body, got.headers)
+
+
+async def test_executor_answers_through_the_callback_url_and_gets_completed(
+    store: RunStore, hook_settings: Settings, receiver: Receiver
+) -> None:
+    service = RunService(store, hook_settings)
+    view, _ = await service.create_run(run_body(webhook={"url": receiver.url}))
+    async with running_worker(store, hook_settings):
+        await wait_for(lambda: asyncio.sleep(0, receiver.of_type("run.requires_action")), bool)
+        data = receiver.of_type("run.requires_action")[0].payload["data"]
+        token = data["callback_url"].split("/v1/callbacks/")[1].split("/")[0]
+        body = ToolResultsIn.model_validate(
+            {
+                "results": [
+                    {"tool_call_id": c["id"], "output": str(sum(c["arguments"].values()))}
+                    for c in data["tool_calls"]
+                ]
+            }
+        )
+        await service.submit_tool_results(body, token=token)
+        await wait_for(lambda: asyncio.sleep(0, receiver.of_type("run.completed")), bool)
+    done = receiver.of_type("run.completed")[0].payload["data"]
+    assert done["run_id"] == view.record.id and done["output"] == "the sums are 3 and 7"
+
+
+async def test_receiver_down_then_up_gets_each_event_once_with_a_stable_id(
+    store: RunStore, hook_settings: Settings, receiver: Receiver
+) -> None:
+    receiver.fail_next = 3
+    service = RunService(store, hook_settings)
+    view, _ = await service.create_run(run_body(webhook={"url": receiver.url}))
+    await drive_once(store, hook_settings)  # suspended; the delivery waits in the outbox
+    sender = WebhookSender(store, hook_settings, "w", SECRET)
+    deadline = time.monotonic() + 30
+    try:
+        while not receiver.of_type("run.requires_action"):
+            assert time.monotonic() < deadline
+            # Pretend time has passed so the backoff elapses at once.
+            sender.clock = lambda: datetime.now(UTC) + timedelta(hours=2)
+            await sender.deliver_due()
+            await asyncio.sleep(0.01)
+    finally:
+        await sender.aclose()
+    assert len(receiver.attempts) == 4
+    assert len(set(receiver.attempts)) == 1, "webhook-id must be stable across retries"
+    assert len(receiver.of_type("run.requires_action")) == 1
+    deliveries = await store.webhook_deliveries(view.record.id)
+    assert deliveries[0]["status"] == "delivered" and deliveries[0]["attempts"] == 4
+    attempts = await store.webhook_attempts(deliveries[0]["webhook_id"])
+    assert [a["status_code"] for a in attempts] == [500, 500, 500, 200]
+    assert all(a["latency_ms"] >= 0 for a in attempts)
+    assert attempts[0]["error"] == "HTTP 500"
+
+
+async def test_a_delivery_written_before_a_crash_is_sent_after_restart(
+    store: RunStore, hook_settings: Settings, receiver: Receiver
+) -> None:
+    service = RunService(store, hook_settings)
+    view, _ = await service.create_run(run_body(webhook={"url": receiver.url}))
+    await drive_once(store, hook_settings)  # the state change commits; nobody delivers
+    assert receiver.attempts == []
+    pending = await store.webhook_deliveries(view.record.id)
+    assert [d["status"] for d in pending] == ["pending"]
+    async with running_worker(store, hook_settings):  # "the restarted worker"
+        await wait_for(lambda: asyncio.sleep(0, receiver.of_type("run.requires_action")), bool)
+    assert len(receiver.of_type("run.requires_action")) == 1
+
+
+async def test_failing_receiver_gives_up_after_the_attempt_budget(
+    store: RunStore, hook_settings: Settings, receiver: Receiver
+) -> None:
+    receiver.fail_next = 100
+    settings = hook_settings.model_copy(update={"webhook_max_age_seconds": 10**9})
+    service = RunService(store, settings)
+    view, _ = await service.create_run(run_body(webhook={"url": receiver.url}))
+    await drive_once(store, settings)
+    sender = WebhookSender(store, settings, "w", SECRET)
+    ticks = itertools.count()
+    sender.clock = lambda: datetime.now(UTC) + timedelta(hours=2 * next(ticks))
+    try:
+        for _ in range(10):
+            await sender.deliver_due()
+    finally:
+        await sender.aclose()
+    deliveries = await store.webhook_deliveries(view.record.id)
+    assert deliveries[0]["status"] == "failed" and deliveries[0]["attempts"] == 5
+
+
+async def test_redirects_are_not_followed(
+    store: RunStore, hook_settings: Settings, receiver: Receiver
+) -> None:
+    service = RunService(store, hook_settings)
+    moved = receiver.url.replace("/hook", "/moved")
+    view, _ = await service.create_run(run_body(webhook={"url": moved}))
+    await drive_once(store, hook_settings)
+    sender = WebhookSender(store, hook_settings, "w", SECRET)
+    try:
+        await sender.deliver_due()
+    finally:
+        await sender.aclose()
+    delivery = (await store.webhook_deliveries(view.record.id))[0]
+    assert delivery["last_status"] == 302 and delivery["status"] == "pending"
+    assert "redirects are not followed" in delivery["last_error"]
+    assert receiver.delivered == []
+
+
+async def test_private_destinations_are_refused_unless_allowed(
+    store: RunStore, database_url: str, receiver: Receiver
+) -> None:
+    assert await refused_destination("http://127.0.0.1:9/x", allow_private=False)
+    assert await refused_destination("http://10.0.0.1/x", allow_private=False)
+    assert await refused_destination("http://169.254.169.254/latest", allow_private=False)
+    assert await refused_destination("file:///etc/passwd", allow_private=True)
+    assert await refused_destination("http://127.0.0.1:9/x", allow_private=True) is None
+    strict = make_settings(database_url, webhook_secret=SECRET, webhook_allow_private=False)
+    service = RunService(store, strict)
+    view, _ = await service.create_run(run_body(webhook={"url": receiver.url}))
+    await drive_once(store, strict)
+    sender = WebhookSender(store, strict, "w", SECRET)
+    try:
+        await sender.deliver_due()
+    finally:
+        await sender.aclose()
+    delivery = (await store.webhook_deliveries(view.record.id))[0]
+    assert "refused destination" in delivery["last_error"]
+    assert receiver.attempts == [], "the loopback receiver must not have been called"
+
+
+async def test_global_endpoint_gets_every_run_and_runs_without_hooks_write_nothing(
+    database_url: str, store: RunStore, receiver: Receiver
+) -> None:
+    settings = make_settings(
+        database_url, webhook_secret=SECRET, webhook_allow_private=True, webhook_url=receiver.url
+    )
+    scoped = RunStore(store.engine, webhook_url=receiver.url)
+    service = RunService(scoped, settings)
+    view, _ = await service.create_run(run_body())
+    await service.cancel(view.record.id)
+    assert [d["event_type"] for d in await scoped.webhook_deliveries(view.record.id)] == [
+        "run.cancelled"
+    ]
+    plain = RunService(store, make_settings(database_url))
+    other, _ = await plain.create_run(run_body())
+    await plain.cancel(other.record.id)
+    assert await store.webhook_deliveries(other.record.id) == []
+
+
+async def test_an_executor_driven_only_by_webhooks_completes_100_runs(
+    store: RunStore, hook_settings: Settings, receiver: Receiver
+) -> None:
+    service = RunService(store, hook_settings)
+    loop = asyncio.get_running_loop()
+    answered: set[str] = set()
+
+    def on_event(payload: dict[str, object]) -> None:
+        if payload["type"] != "run.requires_action":
+            return
+        data = payload["data"]
+        assert isinstance(data, dict)
+        answered.add(str(data["run_id"]))
+        results = [
+            {"tool_call_id": c["id"], "output": str(sum(c["arguments"].values()))}
+            for c in data["tool_calls"]
+        ]
+        # the executor posts to the callback URL it was given, from its own thread
+        asyncio.run_coroutine_threadsafe(
+            service.submit_tool_results(
+                ToolResultsIn.model_validate({"results": results}),
+                token=str(data["callback_url"]).split("/v1/callbacks/")[1].split("/")[0],
+            ),
+            loop,
+        )
+
+    receiver.on_event = on_event
+    ids = [
+        (await service.create_run(run_body(webhook={"url": receiver.url})))[0].record.id
+        for _ in range(100)
+    ]
+    async with running_worker(store, hook_settings, concurrency=8):
+        await wait_for(
+            lambda: asyncio.sleep(0, len(receiver.of_type("run.completed"))),
+            lambda n: n == 100,
+            timeout=120,
+        )
+    assert answered == set(ids)
+    completed = {r.payload["data"]["run_id"] for r in receiver.of_type("run.completed")}
+    assert completed == set(ids)
+
+
+async def test_usage_totals_equal_provider_reported_usage_including_a_retried_call(
+    store: RunStore, database_url: str
+) -> None:
+    settings = make_settings(database_url, prices={"scripted:demo": {"input": 1.0, "output": 2.0}})
+    service = RunService(store, settings)
+    start = datetime.now(UTC) - timedelta(seconds=1)
+    script = [
+        {
+            "tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}],
+            "usage": {"input_tokens": 100, "output_tokens": 10},
+        },
+        {"text": "3", "usage": {"input_tokens": 200, "output_tokens": 20}},
+    ]
+    model = {"provider": "scripted", "name": "demo", "script": script, "fail_times": 1}
+    view, _ = await service.create_run(run_body(model=model))
+    async with running_worker(store, settings):
+        suspended = await wait_status(service, view.record.id, RunStatus.REQUIRES_ACTION)
+        await service.submit_tool_results(results_for(suspended), run_id=view.record.id)
+        done = await wait_status(service, view.record.id, RunStatus.COMPLETED)
+    totals = await store.usage_totals(start, datetime.now(UTC) + timedelta(seconds=1))
+    assert totals["calls"] == 4 and totals["failed_calls"] == 2  # each call failed once first
+    assert totals["input_tokens"] == 300 and totals["output_tokens"] == 30
+    assert done.record.usage is not None and done.record.usage["input_tokens"] == 300
+    assert totals["cost_usd"] == pytest.approx((300 * 1.0 + 30 * 2.0) / 1_000_000)
+    assert totals["by_status"]["completed"]["input_tokens"] == 300
+    assert totals["by_model"]["scripted:demo"]["calls"] == 4
+
+
+async def test_usage_endpoint_and_metrics(store: RunStore, database_url: str) -> None:
+    from app.api.app import create_app
+
+    settings = make_settings(database_url, api_keys="k")
+    service = RunService(store, settings)
+    view, _ = await service.create_run(run_body())
+    await drive_once(store, settings)
+    app = create_app(settings)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app),
+            base_url="http://t",
+            headers={"Authorization": "Bearer k"},
+        ) as client,
+    ):
+        usage = (await client.get("/v1/usage")).json()
+        assert usage["calls"] == 1 and usage["input_tokens"] == 10
+        assert usage["by_status"]["requires_action"]["calls"] == 1
+        bad = await client.get(
+            "/v1/usage", params={"from": "2026-01-02T00:00:00Z", "to": "2026-01-01T00:00:00Z"}
+        )
+        assert bad.status_code == 422
+        naive = await client.get("/v1/usage", params={"from": "2026-01-01T00:00:00"})
+        assert naive.status_code == 422
+        text = (await client.get("/metrics")).text
+    assert 'agentrun_runs{status="requires_action"} 1.0' in text
+    assert "agentrun_suspended_run_age_seconds_count 1.0" in text
+    assert 'agentrun_model_calls_total{outcome="ok",provider="scripted"} 1.0' in text
+    assert "agentrun_claim_latency_seconds_count 1.0" in text
+    assert "agentrun_queue_depth 0.0" in text
+    _ = view

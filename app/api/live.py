@@ -9,8 +9,8 @@ with no gap and no duplicate.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
-from collections import defaultdict
 from collections.abc import AsyncIterator
 
 import orjson
@@ -19,9 +19,61 @@ from sqlalchemy.engine import make_url
 from sse_starlette.event import ServerSentEvent
 
 from app.core.lifecycle import TERMINAL
+from app.store.records import EventRecord
 from app.store.runs import EVENTS_CHANNEL, RunStore
 
 log = structlog.get_logger("agentrun.api")
+
+
+class RunFeed:
+    """One run's events as seen by this API process: fetched from the log once per
+    notification and shared by every subscriber, so 100 subscribers cost one query."""
+
+    def __init__(self, store: RunStore, run_id: str) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.events: list[EventRecord] = []
+        self.fetched = 0  # highest sequence number fetched
+        self.ended = False
+        self.generation = 0  # bumped by every notification
+        self.refreshed_generation = -1
+        self.subscribers = 0
+        self.lock = asyncio.Lock()
+        self.changed = asyncio.Condition()
+
+    async def notify(self) -> None:
+        async with self.changed:
+            self.generation += 1
+            self.changed.notify_all()
+
+    async def refresh(self) -> None:
+        async with self.lock:
+            if self.refreshed_generation == self.generation:
+                return
+            generation = self.generation
+            while True:
+                new = await self.store.events(self.run_id, after=self.fetched, limit=1000)
+                self.events.extend(new)
+                if new:
+                    self.fetched = new[-1].seq
+                if len(new) < 1000:
+                    break
+            record = await self.store.get(self.run_id)
+            self.ended = record is None or (
+                record.status in TERMINAL and record.last_event_seq <= self.fetched
+            )
+            self.refreshed_generation = generation
+
+    def after(self, seq: int) -> list[EventRecord]:
+        start = bisect.bisect_right([e.seq for e in self.events], seq)
+        return self.events[start:]
+
+    async def wait(self, seen_generation: int, timeout: float) -> None:
+        async with self.changed:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(
+                    self.changed.wait_for(lambda: self.generation > seen_generation), timeout
+                )
 
 
 class EventHub:
@@ -29,7 +81,7 @@ class EventHub:
         self.store = store
         self.database_url = database_url
         self.poll_interval = poll_interval
-        self._waiters: dict[str, set[asyncio.Event]] = defaultdict(set)
+        self._feeds: dict[str, RunFeed] = {}
         self._listener: asyncio.Task[None] | None = None
 
     def _ensure_listening(self) -> None:
@@ -51,52 +103,56 @@ class EventHub:
             try:
                 async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {EVENTS_CHANNEL}")
-                    self._wake_all()  # catch up after (re)connecting
+                    for feed in list(self._feeds.values()):  # catch up after (re)connecting
+                        await feed.notify()
                     async for notification in conn.notifies():
-                        for event in self._waiters.get(notification.payload, ()):
-                            event.set()
+                        target = self._feeds.get(notification.payload)
+                        if target is not None:
+                            await target.notify()
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("event LISTEN connection lost; reconnecting")
                 await asyncio.sleep(1.0)
 
-    def _wake_all(self) -> None:
-        for events in self._waiters.values():
-            for event in events:
-                event.set()
-
     async def stream(self, run_id: str, after: int) -> AsyncIterator[ServerSentEvent]:
         """The run's events after `after`, then live ones until the run has ended."""
         self._ensure_listening()
-        wakeup = asyncio.Event()
-        self._waiters[run_id].add(wakeup)
+        feed = self._feeds.get(run_id)
+        if feed is None:
+            feed = self._feeds[run_id] = RunFeed(self.store, run_id)
+        feed.subscribers += 1
+        # Without LISTEN (SQLite) each wait times out into a poll.
         timeout = 5.0 if self.store.is_postgres else self.poll_interval
         try:
             last = after
             while True:
-                wakeup.clear()
-                events = await self.store.events(run_id, after=last, limit=500)
+                seen = feed.generation
+                await feed.refresh()
+                events = feed.after(last)
                 for e in events:
                     last = e.seq
-                    payload = {
-                        "seq": e.seq,
-                        "type": e.type,
-                        "data": e.data,
-                        "actor": e.actor,
-                        "created_at": e.created_at.isoformat(),
-                    }
-                    yield ServerSentEvent(
-                        data=orjson.dumps(payload).decode(), event=e.type, id=str(e.seq)
-                    )
+                    yield ServerSentEvent(data=_payload(e), event=e.type, id=str(e.seq))
                 if events:
                     continue
-                record = await self.store.get(run_id)
-                if record is None or (record.status in TERMINAL and record.last_event_seq <= last):
+                if feed.ended:
                     return
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wakeup.wait(), timeout)
+                await feed.wait(seen, timeout)
+                if not self.store.is_postgres:
+                    await feed.notify()
         finally:
-            self._waiters[run_id].discard(wakeup)
-            if not self._waiters[run_id]:
-                del self._waiters[run_id]
+            feed.subscribers -= 1
+            if feed.subscribers == 0:
+                self._feeds.pop(run_id, None)
+
+
+def _payload(e: EventRecord) -> str:
+    return orjson.dumps(
+        {
+            "seq": e.seq,
+            "type": e.type,
+            "data": e.data,
+            "actor": e.actor,
+            "created_at": e.created_at.isoformat(),
+        }
+    ).decode()

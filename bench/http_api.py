@@ -1,0 +1,179 @@
+"""HTTP benchmark: the same lifecycle as bench/lifecycle.py, driven over HTTP only.
+
+`agentrun api` (one process) and 2 `agentrun worker` processes on PostgreSQL; a bounded
+concurrent client on 127.0.0.1 creates runs, polls for suspended ones and posts their
+results. Reports lifecycles/s and p50/p99 latency of `POST /v1/runs` and of
+`POST .../tool-results`, beside the service-layer throughput measured in the same run.
+
+Run: `.venv/bin/python bench/http_api.py [--runs 1000]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from app.store.migrate import upgrade_to_head  # noqa: E402
+from bench.lifecycle import (  # noqa: E402
+    AGENTRUN,
+    SEEDED,
+    drop_database,
+    fresh_database,
+    seed,
+    service_run,
+)
+from tests.helpers import run_body  # noqa: E402
+from tests.mocks.uvicorn_thread import free_port  # noqa: E402
+
+KEY = "bench-key"
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def http_run(url: str, lifecycles: int, logdir: Path, concurrency: int) -> dict[str, float]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "AGENTRUN_DATABASE_URL": url,
+        "AGENTRUN_API_KEYS": KEY,
+        "AGENTRUN_PUBLIC_URL": f"http://127.0.0.1:{port}",
+    }
+    procs = [
+        subprocess.Popen(
+            [AGENTRUN, "api", "--port", str(port)],
+            env=env,
+            stdout=(logdir / "http_api.log").open("wb"),
+            stderr=subprocess.STDOUT,
+        )
+    ] + [
+        subprocess.Popen(
+            [AGENTRUN, "worker", "--concurrency", "8"],
+            env=env,
+            stdout=(logdir / f"http_w{i}.log").open("wb"),
+            stderr=subprocess.STDOUT,
+        )
+        for i in range(2)
+    ]
+    body = run_body().model_dump(mode="json", exclude_none=True)
+    limits = httpx.Limits(max_connections=concurrency)
+    async with httpx.AsyncClient(
+        base_url=f"http://127.0.0.1:{port}",
+        headers={"Authorization": f"Bearer {KEY}"},
+        limits=limits,
+        timeout=30,
+    ) as client:
+        for _ in range(300):
+            try:
+                if (await client.get("/readyz")).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(1.0)
+        create_ms: list[float] = []
+        submit_ms: list[float] = []
+        created = 0
+        completed: set[str] = set()
+        started = time.perf_counter()
+
+        async def creator() -> None:
+            nonlocal created
+            while created < lifecycles:
+                created += 1
+                t0 = time.perf_counter()
+                response = await client.post("/v1/runs", json=body)
+                create_ms.append((time.perf_counter() - t0) * 1000)
+                assert response.status_code == 201, response.text
+
+        async def submit(run: dict[str, object]) -> None:
+            action = run["required_action"]
+            assert isinstance(action, dict)
+            results = [
+                {"tool_call_id": c["id"], "output": str(sum(c["arguments"].values()))}
+                for c in action["tool_calls"]
+            ]
+            t0 = time.perf_counter()
+            response = await client.post(
+                f"/v1/runs/{run['id']}/tool-results", json={"results": results}
+            )
+            submit_ms.append((time.perf_counter() - t0) * 1000)
+            assert response.status_code in (200, 409), response.text
+
+        async def executor() -> None:
+            while len(completed) < lifecycles:
+                page = await client.get(
+                    "/v1/runs", params={"status": "requires_action", "limit": 100}
+                )
+                waiting = page.json()["data"]
+                await asyncio.gather(*[submit(r) for r in waiting])
+                done = await client.get("/v1/runs", params={"status": "completed", "limit": 100})
+                completed.update(r["id"] for r in done.json()["data"])
+                if not waiting:
+                    await asyncio.sleep(0.01)
+
+        await asyncio.gather(*[creator() for _ in range(concurrency // 2)], executor())
+        elapsed = time.perf_counter() - started
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.wait(30)
+    return {
+        "per_second": lifecycles / elapsed,
+        "create_p50": statistics.median(create_ms),
+        "create_p99": pct(create_ms, 0.99),
+        "submit_p50": statistics.median(submit_ms),
+        "submit_p99": pct(submit_ms, 0.99),
+    }
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument(
+        "--server",
+        default=os.environ.get(
+            "AGENTRUN_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+        ),
+    )
+    args = parser.parse_args()
+    admin, url = fresh_database(args.server)
+    logdir = Path(os.environ.get("TMPDIR", "/tmp")) / "agentrun-bench"
+    logdir.mkdir(exist_ok=True)
+    try:
+        upgrade_to_head(url)
+        seed(url, SEEDED)
+        layer = await service_run(url, args.runs, 2, logdir)
+        http = await http_run(url, args.runs, logdir, args.concurrency)
+        print(
+            "| path (2 worker processes) | lifecycles/s | POST /v1/runs p50 / p99 | "
+            "POST tool-results p50 / p99 |"
+        )
+        print("|---|---|---|---|")
+        print(f"| service layer (in-process client) | {layer['per_second']:.0f} | | |")
+        print(
+            f"| HTTP, 1 API process, {args.concurrency} connections | {http['per_second']:.0f} "
+            f"({100 * http['per_second'] / layer['per_second']:.0f} % of the service layer) | "
+            f"{http['create_p50']:.1f} / {http['create_p99']:.1f} ms | "
+            f"{http['submit_p50']:.1f} / {http['submit_p99']:.1f} ms |"
+        )
+    finally:
+        drop_database(admin, url)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,48 @@
+"""The admin dashboard at /admin: server-rendered pages (Jinja2) with htmx, vendored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from app.dashboard import auth
+from app.dashboard.views import router, templates
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+
+__all__ = ["STATIC_DIR", "install", "router"]
+
+
+def install(app: FastAPI) -> None:
+    """Mount the dashboard: its routes, its static files, and the answers to a missing
+    login (303 to the login page) and a refused CSRF token (403)."""
+    app.include_router(router)
+    app.mount("/admin/static", StaticFiles(directory=STATIC_DIR), name="admin-static")
+
+    @app.exception_handler(auth.LoginRequired)
+    async def login_required(request: Request, exc: auth.LoginRequired) -> Response:
+        from urllib.parse import urlencode
+
+        location = "/admin/login"
+        if exc.next_path not in ("/admin", "/admin/login") and request.method == "GET":
+            location += "?" + urlencode({"next": exc.next_path})
+        if request.headers.get("hx-request") == "true":
+            # htmx follows a 303 inside the XHR; tell it to navigate instead.
+            return Response(status_code=401, headers={"HX-Redirect": location})
+        return RedirectResponse(location, status_code=303)
+
+    @app.exception_handler(auth.CsrfRefused)
+    async def csrf_refused(request: Request, exc: auth.CsrfRefused) -> HTMLResponse:
+        return templates.TemplateResponse(
+            request,
+            "error.html",
+            {
+                "error": "The form's security token is missing or wrong (CSRF). "
+                "Nothing was changed. Reload the page and try again.",
+                "session": None,
+            },
+            status_code=403,
+        )

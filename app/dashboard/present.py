@@ -1,0 +1,247 @@
+"""Presentation helpers: durations, previews, the conversation as plain dicts for the
+templates, the event timeline with latencies, and the SVG bar charts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from app.core import (
+    AgentRun,
+    AssistantMessage,
+    Image,
+    Json,
+    Message,
+    Reasoning,
+    SystemMessage,
+    Text,
+    ToolCall,
+    ToolResult,
+)
+from app.core.jsonvalue import thaw
+from app.store.records import EventRecord, RunRecord, ToolCallRecord
+
+
+def duration(seconds: float | None) -> str:
+    """`2h 05m`, `3m 07s`, `12s`, `850 ms`."""
+    if seconds is None:
+        return "—"
+    sign = "-" if seconds < 0 else ""
+    s = abs(seconds)
+    if s < 1:
+        return f"{sign}{s * 1000:.0f} ms"
+    whole = int(s)
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{sign}{days}d {hours:02d}h"
+    if hours:
+        return f"{sign}{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{sign}{minutes}m {secs:02d}s"
+    return f"{sign}{secs}s"
+
+
+def timestamp(value: datetime | None) -> str:
+    if value is None:
+        return "—"
+    return value.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
+
+
+def to_json(value: Any, *, indent: bool = False) -> str:
+    option = orjson.OPT_INDENT_2 if indent else 0
+    try:
+        return orjson.dumps(thaw(value), option=option | orjson.OPT_NON_STR_KEYS).decode()
+    except TypeError:
+        return repr(value)
+
+
+def preview(value: Any, limit: int = 80) -> str:
+    text = value if isinstance(value, str) else to_json(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- the runs table --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    record: RunRecord
+    pending: list[ToolCallRecord]
+    waiting_for: float | None  # seconds since it suspended
+    expires_in: float | None  # seconds left; negative: overdue
+
+    @property
+    def model(self) -> str:
+        spec = self.record.config.get("model") or {}
+        return f"{spec.get('provider', '?')}/{spec.get('name', '?')}"
+
+    @property
+    def age(self) -> float:
+        return self.waiting_for if self.waiting_for is not None else 0.0
+
+    @property
+    def reason(self) -> str:
+        return waiting_reason_text(self.record.waiting_reason)
+
+    @property
+    def open_calls(self) -> list[ToolCallRecord]:
+        return [c for c in self.pending if c.result_hash is None and not c.preresolved]
+
+
+def waiting_reason_text(reason: dict[str, Any] | None) -> str:
+    if not reason:
+        return "—"
+    kind = str(reason.get("type", "?"))
+    if kind == "tool_results":
+        n = len(reason.get("call_ids") or [])
+        return f"tool results ({n} open)"
+    if kind == "resolution":
+        return f"resolve invalid call to `{reason.get('tool_name')}`"
+    if kind == "backoff":
+        return f"backoff until {reason.get('until')} (attempt {reason.get('attempt')})"
+    if kind == "model_call":
+        return f"model call on {reason.get('worker')}"
+    return kind.replace("_", " ")
+
+
+# --- the conversation ------------------------------------------------------------------
+
+
+def conversation(record: RunRecord) -> tuple[list[dict[str, Any]], str | None]:
+    """The run's messages (history first) as dicts, or an error when the stored state
+    cannot be decoded."""
+    try:
+        run = AgentRun.from_json(record.state)
+    except Exception as exc:  # a state this version cannot read is shown, not fatal
+        return [], f"{type(exc).__name__}: {exc}"
+    new = run.messages()
+    history = run.full_history()[: len(run.full_history()) - len(new)]
+    out: list[dict[str, Any]] = []
+    preamble = record.config.get("preamble")
+    if preamble:
+        out.append({"role": "preamble", "from_history": False, "items": [_text(preamble)]})
+    out.extend(_message(m, True) for m in history)
+    out.extend(_message(m, False) for m in new)
+    return out, None
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"kind": "text", "text": text}
+
+
+def _message(message: Message, from_history: bool) -> dict[str, Any]:
+    if isinstance(message, SystemMessage):
+        return {"role": "system", "from_history": from_history, "items": [_text(message.content)]}
+    role = "assistant" if isinstance(message, AssistantMessage) else "user"
+    return {
+        "role": role,
+        "from_history": from_history,
+        "items": [_item(i) for i in message.content],
+    }
+
+
+def _item(item: Any) -> dict[str, Any]:
+    if isinstance(item, Text):
+        return _text(item.text)
+    if isinstance(item, ToolCall):
+        return {
+            "kind": "tool_call",
+            "id": item.id,
+            "name": item.name,
+            "arguments": to_json(item.arguments, indent=True),
+        }
+    if isinstance(item, ToolResult):
+        return {
+            "kind": "tool_result",
+            "id": item.call_id,
+            "name": item.name,
+            "content": "\n".join(_result_text(c) for c in item.content),
+        }
+    if isinstance(item, Reasoning):
+        blocks = []
+        for b in item.content:
+            if b.kind in ("encrypted", "redacted"):
+                blocks.append(f"[{b.kind}, {len(b.text)} characters]")
+            else:
+                blocks.append(b.text)
+        return {"kind": "reasoning", "text": "\n\n".join(blocks)}
+    if isinstance(item, Image):
+        return {"kind": "image", "text": f"[image {item.media_type or ''}]"}
+    return _text(repr(item))
+
+
+def _result_text(content: Any) -> str:
+    if isinstance(content, Text):
+        return content.text
+    if isinstance(content, Json):
+        return to_json(content.value, indent=True)
+    if isinstance(content, Image):
+        return f"[image {content.media_type or ''}]"
+    return repr(content)
+
+
+# --- the event timeline ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineEntry:
+    event: EventRecord
+    since_previous: float | None
+    since_start: float
+    data: str
+    latency_ms: float | None  # reported by the event itself (model calls)
+
+
+def timeline(events: Sequence[EventRecord]) -> list[TimelineEntry]:
+    out: list[TimelineEntry] = []
+    start = events[0].created_at if events else None
+    previous: datetime | None = None
+    for e in events:
+        assert start is not None
+        latency = e.data.get("latency_ms") if isinstance(e.data, dict) else None
+        out.append(
+            TimelineEntry(
+                e,
+                (e.created_at - previous).total_seconds() if previous is not None else None,
+                (e.created_at - start).total_seconds(),
+                to_json(e.data) if e.data else "",
+                float(latency) if isinstance(latency, int | float) else None,
+            )
+        )
+        previous = e.created_at
+    return out
+
+
+# --- charts ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Bar:
+    label: str
+    value: int
+    x: float
+    y: float
+    width: float
+    height: float
+
+
+def bars(
+    series: Sequence[tuple[str, int]], *, width: float = 420, height: float = 140
+) -> list[Bar]:
+    """Geometry of a bar chart (the template draws it as SVG rects)."""
+    if not series:
+        return []
+    top = max(v for _, v in series) or 1
+    slot = width / len(series)
+    plot = height - 20  # room for the labels underneath
+    out = []
+    for i, (label, value) in enumerate(series):
+        h = plot * value / top
+        out.append(Bar(label, value, i * slot + slot * 0.15, plot - h, slot * 0.7, h))
+    return out

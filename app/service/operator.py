@@ -1,0 +1,126 @@
+"""Operator actions beyond the public API: extend a suspended run's expiry, and retry a
+failed or expired run from its last durable state.
+
+Both are one compare-and-set `store.transition` with their event (naming the actor) in the
+same transaction, so a refused request changes nothing and a race has one winner.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, NoReturn
+
+from app.core.lifecycle import RunStatus, Transition, sources
+from app.service.errors import InvalidRequest, RunNotFound, RunStateConflict
+from app.service.runs import RunService
+from app.store.records import NewEvent, RunRecord
+
+#: The longest an operator may extend a suspended run by, in one step.
+MAX_EXTENSION_SECONDS = 365 * 24 * 3600
+
+
+async def extend_expiry(service: RunService, run_id: str, seconds: float, actor: str) -> RunRecord:
+    """Give a suspended run `seconds` more to wait, counted from its current expiry (or from
+    now, when that is already past or unset)."""
+    if not 0 < seconds <= MAX_EXTENSION_SECONDS:
+        raise InvalidRequest(f"seconds must be in (0, {MAX_EXTENSION_SECONDS}]")
+    record = await _existing(service, run_id)
+    if record.status != RunStatus.REQUIRES_ACTION:
+        raise RunStateConflict(
+            f"cannot extend the expiry of run {run_id}: it is {record.status.value}, "
+            "not requires_action",
+            record.status.value,
+        )
+    now = service.clock()
+    base = record.expires_at if record.expires_at is not None and record.expires_at > now else now
+    new_expiry = base + timedelta(seconds=seconds)
+    event = NewEvent(
+        "run.expiry_extended",
+        {
+            "seconds": seconds,
+            "previous_expires_at": record.expires_at.isoformat() if record.expires_at else None,
+            "expires_at": new_expiry.isoformat(),
+        },
+        actor,
+    )
+    updated = await service.store.transition(
+        run_id,
+        from_statuses=[RunStatus.REQUIRES_ACTION],
+        expect_version=record.version,
+        values={"expires_at": new_expiry},
+        events=[event],
+        now=now,
+    )
+    if updated is None:
+        await _refused(service, run_id, "extend the expiry of")
+    return updated
+
+
+async def retry_run(service: RunService, run_id: str, actor: str) -> RunRecord:
+    """Put a failed or expired run back in the queue; a worker resumes it from the stored
+    state (the last durable one: a failed model call never overwrote it)."""
+    record = await _existing(service, run_id)
+    allowed = sources(Transition.RETRY)
+    if record.status not in allowed:
+        raise RunStateConflict(
+            f"cannot retry run {run_id}: it is {record.status.value}, not failed or expired",
+            record.status.value,
+        )
+    now = service.clock()
+    event = NewEvent(
+        "run.retried",
+        {"from_status": record.status.value, "previous_error": record.error},
+        actor,
+    )
+    updated = await service.store.transition(
+        run_id,
+        from_statuses=allowed,
+        expect_version=record.version,
+        values={
+            "status": RunStatus.QUEUED.value,
+            "available_at": now,
+            "waiting_reason": {"type": "queued"},
+            "error": None,
+            "model_attempts": 0,
+            "lease_owner": None,
+            "lease_expires_at": None,
+        },
+        events=[event],
+        now=now,
+        notify=True,
+    )
+    if updated is None:
+        await _refused(service, run_id, "retry")
+    return updated
+
+
+async def _existing(service: RunService, run_id: str) -> RunRecord:
+    record = await service.store.get(run_id)
+    if record is None:
+        raise RunNotFound(f"no run with id {run_id}")
+    return record
+
+
+async def _refused(service: RunService, run_id: str, verb: str) -> NoReturn:
+    """Another change won the race between our read and our write."""
+    current = await _existing(service, run_id)
+    raise RunStateConflict(
+        f"cannot {verb} run {run_id}: it is {current.status.value}", current.status.value
+    )
+
+
+async def note(
+    service: RunService, run_id: str, event_type: str, data: dict[str, Any], actor: str
+) -> RunRecord:
+    """Record who did something to a suspended run that has no event of its own naming
+    them (e.g. a partial tool-result submission): an event-only compare-and-set."""
+    updated = await service.store.transition(
+        run_id,
+        from_statuses=[RunStatus.REQUIRES_ACTION],
+        values={},
+        events=[NewEvent(event_type, data, actor)],
+        now=service.clock(),
+    )
+    if updated is None:
+        await _refused(service, run_id, "annotate")
+    return updated

@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.lifecycle import RunStatus
 from app.store.records import RunRecord, utc
-from app.store.schema import run_events, runs
+from app.store.schema import model_calls, run_events, runs
 
 #: Statuses listed oldest first (they are waiting for something); the rest newest first.
 WAITING = frozenset({RunStatus.REQUIRES_ACTION, RunStatus.QUEUED, RunStatus.RUNNING})
@@ -245,3 +245,19 @@ def _as_datetime(value: Any) -> datetime | None:
     if not isinstance(value, datetime):
         return None
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+async def run_ledger(engine: AsyncEngine, run_id: str) -> dict[str, Any]:
+    """The run's usage-ledger totals: every model call attempt, and its cost if priced."""
+    stmt = sa.select(
+        sa.func.count().label("calls"),
+        sa.func.count().filter(model_calls.c.outcome == "error").label("failed_calls"),
+        sa.func.sum(model_calls.c.cost_usd).label("cost_usd"),
+    ).where(model_calls.c.run_id == run_id)
+    async with engine.connect() as conn:
+        row = (await conn.execute(stmt)).one()
+    return {
+        "calls": int(row.calls),
+        "failed_calls": int(row.failed_calls),
+        "cost_usd": None if row.cost_usd is None else float(row.cost_usd),
+    }

@@ -7,7 +7,6 @@ the service so the event log says who did it.
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 from dataclasses import dataclass, field
@@ -339,14 +338,9 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
     r = view.record
     events = await service.store.events(run_id, limit=5000)
     messages, state_error = present.conversation(r)
-    deliveries: list[dict[str, Any]] | None = None
     store = service.store
-    deliveries_of = getattr(store, "webhook_deliveries", None)  # stores that keep them
-    if deliveries_of is not None:
-        found: Any = deliveries_of(run_id)
-        if inspect.isawaitable(found):
-            found = await found
-        deliveries = list(found or [])
+    deliveries = await store.webhook_deliveries(run_id)
+    ledger = await queries.run_ledger(store.engine, run_id)
     since = await queries.suspended_since(store.engine, [run_id])
     t = now()
     waiting = since.get(r.id, r.updated_at) if r.status == RunStatus.REQUIRES_ACTION else None
@@ -374,6 +368,7 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
         "needs_results": bool(open_calls) and r.status == RunStatus.REQUIRES_ACTION,
         "needs_resolution": view.resolution is not None,
         "usage": r.usage or {},
+        "ledger": ledger,
         "form": {},
         "form_errors": {},
         "error": None,

@@ -291,6 +291,7 @@ async def test_run_detail_of_a_suspended_run(admin: httpx.AsyncClient, service: 
     assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}Z", html)  # timestamps
     assert "+" in html.split('id="h-events"')[1]  # latencies between events
     assert "input tokens" in html  # usage
+    assert "Model call attempts: 1." in html and "not priced" in html
     for c in view.pending:
         assert c.call_id in html
     # Every visible input of the action forms has a label.

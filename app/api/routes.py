@@ -15,6 +15,7 @@ from app.core.lifecycle import RunStatus
 from app.service.errors import IdempotencyInFlight, InvalidRequest
 from app.service.runs import RunService
 from app.service.schemas import ResolutionIn, RunCreate, ToolResultsIn
+from app.store.runs import SubmitOutcome
 
 router = APIRouter(prefix="/v1", tags=["runs"])
 callbacks = APIRouter(prefix="/v1/callbacks", tags=["callbacks"])
@@ -30,6 +31,13 @@ def service_of(request: Request) -> RunService:
 
 
 Service = Annotated[RunService, Depends(service_of)]
+
+
+async def results_out(service: RunService, outcome: SubmitOutcome) -> models.ToolResultsOut:
+    view = await service.view(outcome.record)
+    return models.ToolResultsOut(
+        run=models.RunOut.of(view), accepted=outcome.accepted, resumed=outcome.resumed
+    )
 
 
 @router.post(
@@ -105,10 +113,7 @@ async def submit_tool_results(
     run_id: RunId, body: ToolResultsIn, service: Service, actor: Actor
 ) -> models.ToolResultsOut:
     outcome = await service.submit_tool_results(body, run_id=run_id, actor=actor)
-    view = await service.get_run(outcome.record.id)
-    return models.ToolResultsOut(
-        run=models.RunOut.of(view), accepted=outcome.accepted, resumed=outcome.resumed
-    )
+    return await results_out(service, outcome)
 
 
 @callbacks.post(
@@ -123,10 +128,7 @@ async def callback_tool_results(
     service: Service,
 ) -> models.ToolResultsOut:
     outcome = await service.submit_tool_results(body, token=token, actor="callback")
-    view = await service.get_run(outcome.record.id)
-    return models.ToolResultsOut(
-        run=models.RunOut.of(view), accepted=outcome.accepted, resumed=outcome.resumed
-    )
+    return await results_out(service, outcome)
 
 
 @router.post(

@@ -28,8 +28,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
 from app.core import (
     AssistantMessage,
     Image,
@@ -45,7 +43,14 @@ from app.core import (
 )
 from app.core.content import AssistantContent, ReasoningBlock
 from app.providers.base import ModelRequest, ProviderError, ProviderTurn, TextDelta, ToolSpec
-from app.providers.common import as_int, malformed, merge_params, parse_arguments, result_text
+from app.providers.common import (
+    as_int,
+    malformed,
+    merge_params,
+    parse_arguments,
+    result_text,
+    stream_payload,
+)
 from app.providers.sse import SSEEvent
 from app.providers.transport import HttpProvider
 
@@ -317,18 +322,8 @@ class AnthropicStreamDecoder:
         self._stop_sequence: Any = None
 
     def feed(self, event: SSEEvent) -> list[TextDelta]:
-        data = event.data
-        if not data.strip():
-            return []
-        try:
-            payload = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise ProviderError(
-                f"malformed {PROVIDER} stream event: {data[:200]!r}",
-                provider=PROVIDER,
-                retryable=True,
-            ) from exc
-        if not isinstance(payload, dict):
+        payload = stream_payload(event.data, PROVIDER)
+        if payload is None:
             return []
         kind = payload.get("type") or event.event
         if kind == "content_block_delta":

@@ -205,3 +205,19 @@ def first_header(headers: Mapping[str, str], *names: str) -> str | None:
         if value:
             return value
     return None
+
+
+def stream_payload(data: str, provider: str) -> dict[str, Any] | None:
+    """One SSE event's JSON object; None for blank, `[DONE]` or non-object data. Bad
+    JSON is a retryable error (the stream was cut or garbled)."""
+    if not data.strip() or data == "[DONE]":
+        return None
+    try:
+        payload = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise ProviderError(
+            f"malformed {provider} stream event: {data[:200]!r}",
+            provider=provider,
+            retryable=True,
+        ) from exc
+    return payload if isinstance(payload, dict) else None

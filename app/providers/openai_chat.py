@@ -20,8 +20,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
 from app.core import (
     AssistantMessage,
     Image,
@@ -43,6 +41,7 @@ from app.providers.common import (
     malformed,
     merge_params,
     parse_arguments,
+    stream_payload,
     text_only_result,
 )
 from app.providers.sse import SSEEvent
@@ -307,17 +306,8 @@ class ChatStreamDecoder:
         if data == "[DONE]":
             self.done = True
             return []
-        if not data.strip():
-            return []
-        try:
-            chunk = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise ProviderError(
-                f"malformed {PROVIDER} stream event: {data[:200]!r}",
-                provider=PROVIDER,
-                retryable=True,
-            ) from exc
-        if not isinstance(chunk, dict):
+        chunk = stream_payload(data, PROVIDER)
+        if chunk is None:
             return []
         if isinstance(chunk.get("error"), Mapping):
             err = chunk["error"]

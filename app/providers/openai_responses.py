@@ -27,8 +27,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
 from app.core import (
     AssistantMessage,
     Image,
@@ -52,6 +50,7 @@ from app.providers.common import (
     merge_params,
     parse_arguments,
     result_text,
+    stream_payload,
 )
 from app.providers.sse import SSEEvent
 from app.providers.transport import HttpProvider
@@ -352,18 +351,8 @@ class ResponsesStreamDecoder:
         self._response: dict[str, Any] | None = None
 
     def feed(self, event: SSEEvent) -> list[TextDelta]:
-        data = event.data
-        if not data.strip() or data == "[DONE]":
-            return []
-        try:
-            payload = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
-            raise ProviderError(
-                f"malformed {PROVIDER} stream event: {data[:200]!r}",
-                provider=PROVIDER,
-                retryable=True,
-            ) from exc
-        if not isinstance(payload, dict):
+        payload = stream_payload(event.data, PROVIDER)
+        if payload is None:
             return []
         kind = payload.get("type") or event.event
         if kind == "response.output_text.delta":

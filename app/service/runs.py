@@ -198,7 +198,7 @@ class RunService:
                 "this Idempotency-Key was used for a different request body",
                 run_id=record.id,
             )
-        return await self._view(record), created
+        return await self.view(record), created
 
     # --- read ---------------------------------------------------------------------------
 
@@ -206,7 +206,7 @@ class RunService:
         record = await self.store.get(run_id)
         if record is None:
             raise RunNotFound(f"no run with id {run_id}")
-        return await self._view(record)
+        return await self.view(record)
 
     async def list_runs(
         self, *, status: RunStatus | None, limit: int, cursor: str | None
@@ -223,7 +223,8 @@ class RunService:
             raise RunNotFound(f"no run with id {run_id}")
         return await self.store.events(run_id, after=after)
 
-    async def _view(self, record: RunRecord) -> RunView:
+    async def view(self, record: RunRecord) -> RunView:
+        """The API's view of a record the caller already holds (no re-read)."""
         return (await self._views([record]))[0]
 
     async def _views(self, records: list[RunRecord]) -> list[RunView]:
@@ -383,7 +384,7 @@ class RunService:
         )
         if updated is None:
             return await self._refused(run_id, "resolve")
-        return await self._view(updated)
+        return await self.view(updated)
 
     # --- cancel -------------------------------------------------------------------------
 
@@ -405,7 +406,7 @@ class RunService:
         )
         if updated is None:
             return await self._refused(run_id, "cancel")
-        return await self._view(updated)
+        return await self.view(updated)
 
     async def _refused(self, run_id: str, verb: str) -> RunView:
         current = await self.store.get(run_id)

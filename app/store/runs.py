@@ -1033,16 +1033,20 @@ class RunStore:
         return [dict(r._mapping) for r in rows]
 
     async def append_events(
-        self, run_id: str, version: int, events: Sequence[NewEvent], now: datetime
+        self, run_id: str, version: int | None, events: Sequence[NewEvent], now: datetime
     ) -> bool:
         """Append events to a running run on behalf of its lease holder, without a state
         change: fenced on `version` (and status running), bumps `last_event_seq` only, so the
         fencing token stays what the holder's final transition expects. False when the
         fence refused (the lease was lost). Used for streamed text deltas, so it is one
-        round trip on PostgreSQL (a CTE in autocommit). No events: nothing written, True."""
+        round trip on PostgreSQL (a CTE in autocommit). No events: nothing written, True.
+
+        `version` None appends whatever the run's state (and never moves the fencing
+        token): how a worker that lost its lease still records the model calls it made, so
+        the usage ledger counts cancelled and taken-over attempts too."""
         if not events:
             return True
-        stmt = self._append_statement(EventPlan.of(events))
+        stmt = self._append_statement(EventPlan.of(events), fenced=version is not None)
         params = {"p_id": run_id, "p_version": version, **self._event_params(events, now)}
         if self.is_postgres:
             async with self._one_statement() as conn:
@@ -1055,18 +1059,20 @@ class RunStore:
             await self._append_events(conn, run_id, row.last_event_seq, events, now)
         return True
 
-    def _append_statement(self, plan: EventPlan) -> Any:
-        shape = ("append_events", plan)
+    def _append_statement(self, plan: EventPlan, fenced: bool = True) -> Any:
+        shape = ("append_events", plan, fenced)
         cached = self._statements.get(shape)
         if cached is not None:
             return cached
-        dml = (
-            runs.update()
-            .where(
-                runs.c.id == sa.bindparam("p_id"),
+        where = [runs.c.id == sa.bindparam("p_id")]
+        if fenced:
+            where += [
                 runs.c.version == sa.bindparam("p_version"),
                 runs.c.status == RunStatus.RUNNING.value,
-            )
+            ]
+        dml = (
+            runs.update()
+            .where(*where)
             .values(
                 last_event_seq=runs.c.last_event_seq + plan.n,
                 updated_at=sa.bindparam("p_now"),

@@ -45,7 +45,7 @@ from app.service.runs import finished_values, resolution_reason
 from app.service.tokens import callback_token, token_hash
 from app.settings import Settings
 from app.store.records import NewEvent, NewToolCall, RunRecord
-from app.store.runs import RunStore
+from app.store.runs import LEDGER_EVENTS, RunStore
 
 log = structlog.get_logger("agentrun.worker")
 
@@ -131,6 +131,10 @@ class RunDriver:
                 return await self._complete(claim, run, step.response)
         except LeaseLost:
             log.info("lease lost", run_id=record.id, worker=self.worker_id)
+            # The model calls of this claim happened and were billed: keep them on the
+            # ledger (outside the lease; this never touches the run's state or token).
+            spent = [e for e in claim.events if e.type in LEDGER_EVENTS]
+            await self.store.append_events(record.id, None, spent, self.clock())
             return None
 
     # --- model calls --------------------------------------------------------------------
@@ -306,7 +310,7 @@ class RunDriver:
             RunStatus.REQUIRES_ACTION,
             {
                 **finished_values(run),
-                **self._suspended(),
+                **self._suspended(claim),
                 "waiting_reason": {"type": "tool_results", "round": round, "call_ids": open_ids},
                 "callback_token_hash": token_hash(token),
             },
@@ -322,11 +326,12 @@ class RunDriver:
         return await self._write(
             claim,
             RunStatus.REQUIRES_ACTION,
-            {**finished_values(run), **self._suspended(), "waiting_reason": reason},
+            {**finished_values(run), **self._suspended(claim), "waiting_reason": reason},
         )
 
-    def _suspended(self) -> dict[str, Any]:
-        expires_in = self.settings.default_expires_in
+    def _suspended(self, claim: Claim) -> dict[str, Any]:
+        """Columns of a suspension; `expires_in` is the run's own, else the default."""
+        expires_in = claim.record.config.get("expires_in") or self.settings.default_expires_in
         return {
             "status": RunStatus.REQUIRES_ACTION.value,
             "lease_owner": None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -188,3 +189,30 @@ async def test_suspended_runs_expire(store: RunStore, database_url: str) -> None
         expired = await wait_status(service, view.record.id, RunStatus.EXPIRED)
     assert expired.callback_url is None
     assert expired.record.error == {"type": "expired", "message": "the run waited past expires_at"}
+
+
+async def test_a_run_s_own_expires_in_applies(store: RunStore, settings: Settings) -> None:
+    service = RunService(store, settings)
+    view, _ = await service.create_run(run_body(expires_in=0.3))
+    async with running_worker(store, settings):
+        expired = await wait_status(service, view.record.id, RunStatus.EXPIRED)
+    assert expired.record.status == RunStatus.EXPIRED
+
+
+async def test_model_calls_of_a_cancelled_claim_stay_on_the_usage_ledger(
+    store: RunStore, settings: Settings
+) -> None:
+    service = RunService(store, settings)
+    start = datetime.now(UTC) - timedelta(seconds=1)
+    model = {"provider": "scripted", "name": "demo", "delay_ms": 300, "script": [{"text": "x"}]}
+    view, _ = await service.create_run(run_body(model=model, tools=[]))
+    async with running_worker(store, settings):
+        await wait_status(service, view.record.id, RunStatus.RUNNING)
+        await service.cancel(view.record.id)
+        await asyncio.sleep(0.6)  # the model call finishes; the fenced write is refused
+    record = (await service.get_run(view.record.id)).record
+    assert record.status == RunStatus.CANCELLED and record.output is None
+    totals = await store.usage_totals(start, datetime.now(UTC) + timedelta(seconds=1))
+    assert totals["calls"] == 1 and totals["input_tokens"] == 10
+    types = [e.type for e in await store.events(view.record.id)]
+    assert types[-1] == "model.called" and "run.completed" not in types

@@ -53,7 +53,7 @@ class Worker:
         self.clock = clock
         self.stopping = asyncio.Event()
         # One wake-up token per notification (bounded): wakes one idle slot, not all.
-        self._wakeup = asyncio.Semaphore(0)
+        self._wakeup: asyncio.Queue[None] = asyncio.Queue(maxsize=self.concurrency)
         self._held: dict[str, int] = {}  # run id -> fencing token, while driving
         self._webhooks_due = asyncio.Event()
         self.driver: RunDriver | None = None
@@ -61,8 +61,8 @@ class Worker:
 
     def wake(self, slots: int = 1) -> None:
         for _ in range(slots):
-            if self._wakeup._value < self.concurrency:
-                self._wakeup.release()
+            with contextlib.suppress(asyncio.QueueFull):
+                self._wakeup.put_nowait(None)
 
     def stop(self) -> None:
         self.stopping.set()
@@ -123,7 +123,7 @@ class Worker:
     async def _idle(self) -> None:
         timeout = self.settings.poll_interval if not self.store.is_postgres else 1.0
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wakeup.acquire(), timeout)
+            await asyncio.wait_for(self._wakeup.get(), timeout)
 
     async def _release_held(self) -> None:
         """Give back runs still held at shutdown, so another worker takes them at once."""

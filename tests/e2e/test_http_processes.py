@@ -74,7 +74,8 @@ def test_http_only_lifecycle_survives_a_killed_worker(clean_postgres: str, tmp_p
             assert time.monotonic() < deadline, f"only {len(completed)} of {RUNS} completed"
             if not killed and len(completed) >= RUNS // 4:
                 running = client.get("/v1/runs", params={"status": "running"}).json()["data"]
-                if running:
+                victim = f":{workers[0].pid}"
+                if any(r["waiting_reason"]["worker"].endswith(victim) for r in running):
                     workers[0].send_signal(signal.SIGKILL)
                     workers[0].wait(10)
                     killed = True

@@ -90,7 +90,8 @@ async def test_a_worker_killed_mid_model_call_loses_nothing(
             running, _ = await pg_service.list_runs(
                 status=RunStatus.RUNNING, limit=100, cursor=None
             )
-            if running:  # model calls are in flight right now
+            held = [v for v in running if (v.record.lease_owner or "").endswith(f":{victim.pid}")]
+            if held:  # the victim is in the middle of model calls right now
                 victim.send_signal(signal.SIGKILL)
                 victim.wait(10)
                 killed = True

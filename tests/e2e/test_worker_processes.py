@@ -86,7 +86,7 @@ async def test_a_worker_killed_mid_model_call_loses_nothing(
 
     async def kill_midway(completed: int) -> None:
         nonlocal killed
-        if not killed and completed >= RUNS // 4:
+        if not killed and completed >= 10:
             running, _ = await pg_service.list_runs(
                 status=RunStatus.RUNNING, limit=100, cursor=None
             )

@@ -279,7 +279,7 @@ async def test_usage_endpoint_and_metrics(store: RunStore, database_url: str) ->
 
     settings = make_settings(database_url, api_keys="k")
     service = RunService(store, settings)
-    view, _ = await service.create_run(run_body())
+    await service.create_run(run_body())
     await drive_once(store, settings)
     app = create_app(settings)
     async with (
@@ -305,4 +305,3 @@ async def test_usage_endpoint_and_metrics(store: RunStore, database_url: str) ->
     assert 'agentrun_model_calls_total{outcome="ok",provider="scripted"} 1.0' in text
     assert "agentrun_claim_latency_seconds_count 1.0" in text
     assert "agentrun_queue_depth 0.0" in text
-    _ = view

@@ -138,12 +138,15 @@ def webhook_payload(event: NewEvent, run_id: str, status: str, now: datetime) ->
     }
 
 
-def _typed(param: Any, t: Any) -> Any:
-    """An explicitly typed parameter: psycopg sends a NULL untyped, and SQLAlchemy elides
-    a plain cast of a float parameter, so floats go through text."""
+def _typed(name: str, t: Any) -> Any:
+    """An explicitly typed parameter for a SELECT list: psycopg sends a NULL untyped,
+    SQLAlchemy elides a plain cast of a float parameter (so floats go through text), and
+    JSON needs its own bind type so the value is serialized."""
     if isinstance(t, sa.Float):
-        return sa.cast(sa.cast(param, sa.String), postgresql.DOUBLE_PRECISION)
-    return sa.cast(param, t)
+        return sa.cast(sa.cast(sa.bindparam(name), sa.String), postgresql.DOUBLE_PRECISION)
+    if isinstance(t, sa.JSON):
+        return sa.bindparam(name, type_=postgresql.JSONB())
+    return sa.cast(sa.bindparam(name), t)
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,14 +269,20 @@ class RunStore:
         return params
 
     def _update_statement(
-        self, keys: tuple[str, ...], plan: EventPlan, notify: bool, fenced: bool, claim: bool
+        self,
+        keys: tuple[str, ...],
+        plan: EventPlan,
+        notify: bool,
+        fenced: bool,
+        claim: bool,
+        tool_rows: int = 0,
     ) -> Any:
         """The compare-and-set UPDATE of one run, built once per shape and reused (building
         SQLAlchemy statements per call costs more CPU than the database spends on them).
 
         On PostgreSQL the change, its events and its NOTIFY are one statement (a CTE), so
         a transition costs one round trip and one commit."""
-        shape = (keys, plan, notify, fenced, claim)
+        shape = (keys, plan, notify, fenced, claim, tool_rows)
         n_events = plan.n
         cached = self._statements.get(shape)
         if cached is not None:
@@ -310,20 +319,56 @@ class RunStore:
             )
         )
         pg = self.is_postgres
-        stmt = self._with_events(dml, plan, notify) if pg else dml.returning(*runs.c)
+        stmt = self._with_events(dml, plan, notify, tool_rows) if pg else dml.returning(*runs.c)
         self._statements[shape] = stmt
         return stmt
 
-    def _with_events(self, dml: Any, plan: EventPlan, notify: bool) -> Any:
-        """PostgreSQL: the change, its events, ledger and outbox rows and its NOTIFYs as
-        one statement (data-modifying CTEs)."""
+    def _with_events(self, dml: Any, plan: EventPlan, notify: bool, tool_rows: int = 0) -> Any:
+        """PostgreSQL: the change, its events, ledger, outbox and tool-call rows and its
+        NOTIFYs as one statement (data-modifying CTEs)."""
         changed = dml.returning(*runs.c).cte("changed")
         stmt = self._side_ctes(sa.select(changed), changed, plan)
+        if tool_rows:
+            stmt = self._tool_call_ctes(stmt, changed, tool_rows)
         if notify:
             stmt = stmt.add_columns(
                 sa.func.pg_notify(NOTIFY_CHANNEL, changed.c.id).label("notified")
             )
         return stmt
+
+    def _tool_call_ctes(self, stmt: Any, changed: Any, n: int) -> Any:
+        """The pending calls of a suspension: upserted by position, and rows of an earlier
+        suspension at the same round beyond them removed (an operator retry)."""
+        columns = (
+            "round",
+            "position",
+            "call_id",
+            "name",
+            "arguments",
+            "preresolved",
+            "result",
+            "submitted_at",
+        )
+        rows = [
+            sa.select(
+                changed.c.id,
+                *[_typed(f"t{i}_{c}", tool_calls.c[c].type) for c in columns],
+            )
+            for i in range(n)
+        ]
+        insert = postgresql.insert(tool_calls).from_select(
+            ["run_id", *columns], rows[0] if n == 1 else sa.union_all(*rows)
+        )
+        upsert = insert.on_conflict_do_update(
+            index_elements=["run_id", "round", "position"],
+            set_={c: insert.excluded[c] for c in columns[2:]},
+        )
+        stale = tool_calls.delete().where(
+            tool_calls.c.run_id == sa.select(changed.c.id).scalar_subquery(),
+            tool_calls.c.round == sa.bindparam("t0_round", type_=sa.Integer()),
+            tool_calls.c.position >= n,
+        )
+        return stmt.add_cte(upsert.cte("tooled")).add_cte(stale.cte("pruned"))
 
     def _side_ctes(self, stmt: Any, changed: Any, plan: EventPlan) -> Any:
         n = plan.n
@@ -363,10 +408,7 @@ class RunStore:
             ledger = [
                 sa.select(
                     changed.c.id,
-                    *[
-                        _typed(sa.bindparam(f"l{i}_{c}"), model_calls.c[c].type)
-                        for c in LEDGER_COLUMNS
-                    ],
+                    *[_typed(f"l{i}_{c}", model_calls.c[c].type) for c in LEDGER_COLUMNS],
                     now,
                 )
                 for i in plan.ledger
@@ -413,7 +455,7 @@ class RunStore:
                             now,
                         ).where(present)
                     )
-            stmt = stmt.add_cte(
+            announced = (
                 webhook_outbox.insert()
                 .from_select(
                     [
@@ -430,10 +472,17 @@ class RunStore:
                     ],
                     outbox[0] if len(outbox) == 1 else sa.union_all(*outbox),
                 )
+                .returning(webhook_outbox.c.id)
                 .cte("announced")
-            ).add_columns(
-                sa.func.pg_notify(WEBHOOKS_CHANNEL, changed.c.id).label("webhooks_notified")
             )
+            # Wake the senders only when a delivery was actually written.
+            wake = (
+                sa.select(sa.func.pg_notify(WEBHOOKS_CHANNEL, changed.c.id))
+                .select_from(announced)
+                .limit(1)
+                .scalar_subquery()
+            )
+            stmt = stmt.add_cte(announced).add_columns(wake.label("webhooks_notified"))
         return stmt
 
     async def _update(
@@ -447,9 +496,11 @@ class RunStore:
         *,
         notify: bool = False,
         expect_version: int | None = None,
+        tool_rows: Sequence[dict[str, Any]] = (),
     ) -> RunRecord | None:
         """Compare-and-set one run (`run_id` None: claim the oldest due queued run),
-        appending its events in the same transaction."""
+        appending its events in the same transaction; on PostgreSQL `tool_rows` (the
+        pending calls of a suspension) are written by the same statement."""
         keys = tuple(sorted(values))
         stmt = self._update_statement(
             keys,
@@ -457,8 +508,12 @@ class RunStore:
             notify and self.is_postgres,
             expect_version is not None,
             run_id is None,
+            len(tool_rows),
         )
         params: dict[str, Any] = {f"v_{k}": values[k] for k in keys}
+        for i, tool_row in enumerate(tool_rows):
+            for column, value in tool_row.items():
+                params[f"t{i}_{column}"] = value
         params.update(self._event_params(events, now))
         params["p_statuses"] = [s.value for s in statuses]
         if run_id is not None:
@@ -673,7 +728,20 @@ class RunStore:
         notify: bool = False,
     ) -> RunRecord | None:
         """Compare-and-set transition; None when refused (status or fencing token moved)."""
-        single = not new_tool_calls
+        rows = [
+            {
+                "round": round,
+                "position": c.position,
+                "call_id": c.call_id,
+                "name": c.name,
+                "arguments": c.arguments,
+                "preresolved": c.preresolved_result is not None,
+                "result": c.preresolved_result,
+                "submitted_at": now if c.preresolved_result is not None else None,
+            }
+            for c in new_tool_calls
+        ]
+        single = self.is_postgres or not rows
         async with self._one_statement() if single else self.engine.begin() as conn:
             record = await self._update(
                 conn,
@@ -684,32 +752,17 @@ class RunStore:
                 now,
                 notify=notify,
                 expect_version=expect_version,
+                tool_rows=rows if self.is_postgres else (),
             )
             if record is None:
                 return None
-            if new_tool_calls:
+            if rows and not self.is_postgres:
                 await conn.execute(
                     tool_calls.delete().where(
                         tool_calls.c.run_id == run_id, tool_calls.c.round == round
                     )
                 )
-                await conn.execute(
-                    tool_calls.insert(),
-                    [
-                        {
-                            "run_id": run_id,
-                            "round": round,
-                            "position": c.position,
-                            "call_id": c.call_id,
-                            "name": c.name,
-                            "arguments": c.arguments,
-                            "preresolved": c.preresolved_result is not None,
-                            "result": c.preresolved_result,
-                            "submitted_at": now if c.preresolved_result is not None else None,
-                        }
-                        for c in new_tool_calls
-                    ],
-                )
+                await conn.execute(tool_calls.insert(), [{"run_id": run_id, **row} for row in rows])
         return record
 
     async def submit_results(

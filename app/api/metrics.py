@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
-import sqlalchemy as sa
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -18,12 +17,11 @@ from prometheus_client.core import (
 )
 
 from app.core.lifecycle import RunStatus
+from app.store import reports
 from app.store.runs import RunStore
-from app.store.schema import model_calls, run_events, runs, webhook_attempts, webhook_outbox
 
 AGE_BUCKETS = (60.0, 300.0, 900.0, 3600.0, 6 * 3600.0, 86400.0, 7 * 86400.0)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-QUEUEING_EVENTS = ("run.created", "run.resumed", "run.lease_lost", "run.released", "run.retried")
 
 
 def histogram(
@@ -52,79 +50,16 @@ class Snapshot:
 
 async def render(store: RunStore) -> bytes:
     now = datetime.now(UTC)
-    hour_ago = now - timedelta(hours=1)
-    async with store.engine.connect() as conn:
-        by_status: dict[str, int] = dict(
-            (
-                await conn.execute(
-                    sa.select(runs.c.status, sa.func.count()).group_by(runs.c.status)
-                )
-            ).all()
-        )
-        depth = (
-            await conn.execute(
-                sa.select(sa.func.count()).where(
-                    runs.c.status == RunStatus.QUEUED.value, runs.c.available_at <= now
-                )
-            )
-        ).scalar_one()
-        suspended = (
-            (
-                await conn.execute(
-                    sa.select(runs.c.updated_at).where(
-                        runs.c.status == RunStatus.REQUIRES_ACTION.value
-                    )
-                )
-            )
-            .scalars()
-            .all()
-        )
-        calls = (
-            await conn.execute(
-                sa.select(model_calls.c.provider, model_calls.c.outcome, sa.func.count()).group_by(
-                    model_calls.c.provider, model_calls.c.outcome
-                )
-            )
-        ).all()
-        latencies = (
-            await conn.execute(
-                sa.select(model_calls.c.provider, model_calls.c.latency_ms)
-                .where(model_calls.c.created_at >= hour_ago, model_calls.c.latency_ms.is_not(None))
-                .limit(20000)
-            )
-        ).all()
-        deliveries = (
-            await conn.execute(
-                sa.select(webhook_outbox.c.status, sa.func.count()).group_by(
-                    webhook_outbox.c.status
-                )
-            )
-        ).all()
-        outcome = sa.case(
-            (webhook_attempts.c.status_code.between(200, 299), "delivered"), else_="error"
-        )
-        attempts = (await conn.execute(sa.select(outcome, sa.func.count()).group_by(outcome))).all()
-        recent = (
-            await conn.execute(
-                sa.select(run_events.c.run_id, run_events.c.type, run_events.c.created_at)
-                .where(
-                    run_events.c.created_at >= hour_ago,
-                    run_events.c.type.in_([*QUEUEING_EVENTS, "run.claimed"]),
-                )
-                .order_by(run_events.c.run_id, run_events.c.seq)
-                .limit(50000)
-            )
-        ).all()
-
+    m = await reports.metrics_inputs(store.engine, now)
     families: list[Metric] = []
     g = GaugeMetricFamily("agentrun_runs", "Runs by status", labels=["status"])
     for status in RunStatus:
-        g.add_metric([status.value], by_status.get(status.value, 0))
+        g.add_metric([status.value], m.by_status.get(status.value, 0))
     families.append(g)
     families.append(
-        GaugeMetricFamily("agentrun_queue_depth", "Queued runs that are due now", value=depth)
+        GaugeMetricFamily("agentrun_queue_depth", "Queued runs that are due now", value=m.depth)
     )
-    ages = [(now - (t if t.tzinfo else t.replace(tzinfo=UTC))).total_seconds() for t in suspended]
+    ages = [(now - t).total_seconds() for t in m.suspended]
     families.append(
         histogram(
             "agentrun_suspended_run_age_seconds",
@@ -139,11 +74,11 @@ async def render(store: RunStore) -> bytes:
         "Model call attempts by provider and outcome",
         labels=["provider", "outcome"],
     )
-    for provider, outcome, count in calls:
+    for provider, outcome, count in m.calls:
         c.add_metric([provider, outcome], count)
     families.append(c)
     per_provider: dict[str, list[float]] = defaultdict(list)
-    for provider, ms in latencies:
+    for provider, ms in m.latencies:
         per_provider[provider].append(ms / 1000)
     families.append(
         histogram(
@@ -157,21 +92,21 @@ async def render(store: RunStore) -> bytes:
     d = GaugeMetricFamily(
         "agentrun_webhook_deliveries", "Webhook deliveries by state", labels=["state"]
     )
-    states: dict[str, int] = dict(deliveries)
+    states: dict[str, int] = dict(m.deliveries)
     for state in ("pending", "delivered", "failed"):
         d.add_metric([state], states.get(state, 0))
     families.append(d)
     a = CounterMetricFamily(
         "agentrun_webhook_attempts", "Webhook delivery attempts by outcome", labels=["outcome"]
     )
-    for outcome, count in attempts:
+    for outcome, count in m.attempts:
         a.add_metric([outcome], count)
     families.append(a)
     families.append(
         histogram(
             "agentrun_claim_latency_seconds",
             "From a run becoming due to a worker claiming it (last hour)",
-            {"": claim_latencies(recent)},
+            {"": claim_latencies(m.recent)},
             None,
             LATENCY_BUCKETS,
         )

@@ -22,11 +22,12 @@ from pydantic import ValidationError
 from starlette.datastructures import FormData
 
 from app.core.lifecycle import TERMINAL, RunStatus, Transition, sources
-from app.dashboard import auth, present, queries
+from app.dashboard import auth, present
 from app.service import operator
 from app.service.errors import ServiceError
 from app.service.runs import RunService, RunView
 from app.service.schemas import ResolutionIn, ToolResultsIn
+from app.store import reports as queries
 from app.store.records import RunRecord
 from app.store.runs import RunStore
 

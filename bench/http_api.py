@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -24,24 +25,24 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from app.store.db import create_engine  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
+from app.store.runs import RunStore  # noqa: E402
 from bench.lifecycle import (  # noqa: E402
     AGENTRUN,
     SEEDED,
+    completed_since,
     drop_database,
     fresh_database,
+    pct,
     seed,
     service_run,
+    wait_ready,
 )
 from tests.helpers import run_body  # noqa: E402
 from tests.mocks.uvicorn_thread import free_port  # noqa: E402
 
 KEY = "bench-key"
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 async def http_run(url: str, lifecycles: int, logdir: Path, concurrency: int) -> dict[str, float]:
@@ -69,6 +70,8 @@ async def http_run(url: str, lifecycles: int, logdir: Path, concurrency: int) ->
         for i in range(2)
     ]
     body = run_body().model_dump(mode="json", exclude_none=True)
+    engine = create_engine(url)
+    store = RunStore(engine)
     limits = httpx.Limits(max_connections=concurrency)
     async with httpx.AsyncClient(
         base_url=f"http://127.0.0.1:{port}",
@@ -76,18 +79,13 @@ async def http_run(url: str, lifecycles: int, logdir: Path, concurrency: int) ->
         limits=limits,
         timeout=30,
     ) as client:
-        for _ in range(300):
-            try:
-                if (await client.get("/readyz")).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.05)
+        await wait_ready(client)
         await asyncio.sleep(1.0)
         create_ms: list[float] = []
         submit_ms: list[float] = []
         created = 0
-        completed: set[str] = set()
+        done = 0
+        since = datetime.now(UTC)
         started = time.perf_counter()
 
         async def creator() -> None:
@@ -114,14 +112,16 @@ async def http_run(url: str, lifecycles: int, logdir: Path, concurrency: int) ->
             assert response.status_code in (200, 409), response.text
 
         async def executor() -> None:
-            while len(completed) < lifecycles:
+            nonlocal done
+            while done < lifecycles:
                 page = await client.get(
                     "/v1/runs", params={"status": "requires_action", "limit": 100}
                 )
                 waiting = page.json()["data"]
                 await asyncio.gather(*[submit(r) for r in waiting])
-                done = await client.get("/v1/runs", params={"status": "completed", "limit": 100})
-                completed.update(r["id"] for r in done.json()["data"])
+                # Bookkeeping straight from the database, as in bench/lifecycle.py (a page
+                # of completed runs would miss runs that finish in bursts).
+                done = await completed_since(store, since)
                 if not waiting:
                     await asyncio.sleep(0.01)
 
@@ -131,6 +131,7 @@ async def http_run(url: str, lifecycles: int, logdir: Path, concurrency: int) ->
         p.terminate()
     for p in procs:
         p.wait(30)
+    await engine.dispose()
     return {
         "per_second": lifecycles / elapsed,
         "create_p50": statistics.median(create_ms),

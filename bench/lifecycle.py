@@ -26,6 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import httpx  # noqa: E402
 import psycopg  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
@@ -263,6 +264,25 @@ async def suspend_cost(url: str) -> list[tuple[int, float, int]]:
 
 
 SEEDED = 10_000
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-quantile (nearest rank) of a sample."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def wait_ready(client: httpx.AsyncClient, timeout: float = 15.0) -> None:
+    """Wait until an API process answers /readyz."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if (await client.get("/readyz")).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        await asyncio.sleep(0.05)
+    raise RuntimeError("the API did not become ready")
 
 
 async def completed_since(store: RunStore, since: datetime) -> int:

@@ -32,15 +32,16 @@ from app.settings import Settings  # noqa: E402
 from app.store.db import create_engine  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
-from bench.lifecycle import AGENTRUN, drop_database, fresh_database  # noqa: E402
+from bench.lifecycle import (  # noqa: E402
+    AGENTRUN,
+    drop_database,
+    fresh_database,
+    pct,
+    wait_ready,
+)
 from tests.helpers import run_body  # noqa: E402
 from tests.mocks.receiver import SECRET, webhook_receiver  # noqa: E402
 from tests.mocks.uvicorn_thread import free_port  # noqa: E402
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def workers(url: str, n: int, env: dict[str, str], logdir: Path) -> list[subprocess.Popen[bytes]]:
@@ -119,12 +120,7 @@ async def sse_fanout(url: str, subscribers: int, logdir: Path) -> dict[str, floa
         timeout=60,
         limits=httpx.Limits(max_connections=subscribers + 10),
     ) as client:
-        for _ in range(200):
-            try:
-                if (await client.get("/readyz")).status_code == 200:
-                    break
-            except httpx.TransportError:
-                await asyncio.sleep(0.05)
+        await wait_ready(client)
         # A streamed run: many model.delta events while the subscribers watch.
         text = "word " * 400
         model = {"provider": "scripted", "name": "d", "delay_ms": 500, "script": [{"text": text}]}

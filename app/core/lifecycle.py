@@ -59,9 +59,6 @@ TABLE: dict[tuple[RunStatus, Transition], RunStatus] = {
     (_S.EXPIRED, _T.RETRY): _S.QUEUED,
 }
 
-#: Transitions only the lease holder may make: they must carry its fencing token.
-WORKER_TRANSITIONS = frozenset({_T.SUSPEND, _T.COMPLETE, _T.FAIL, _T.BACKOFF})
-
 
 class TransitionRefused(Exception):
     """`transition` is not possible from `current` (someone else's transition won)."""

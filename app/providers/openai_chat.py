@@ -299,7 +299,6 @@ class ChatStreamDecoder:
         self._calls: dict[int, dict[str, Any]] = {}
         self._finish: Any = None
         self._usage: Any = None
-        self._seen_choice = False
 
     def feed(self, event: SSEEvent) -> list[TextDelta]:
         data = event.data
@@ -321,7 +320,6 @@ class ChatStreamDecoder:
         for choice in chunk.get("choices") or ():
             if choice.get("index", 0) != 0:
                 continue
-            self._seen_choice = True
             delta = choice.get("delta") or {}
             text = delta.get("content")
             if text:

@@ -543,12 +543,6 @@ class RunStore:
             row = (await conn.execute(runs.select().where(runs.c.id == run_id))).first()
         return RunRecord.from_row(row) if row is not None else None
 
-    async def get_by_token_hash(self, token_hash: str) -> RunRecord | None:
-        async with self.engine.connect() as conn:
-            stmt = runs.select().where(runs.c.callback_token_hash == token_hash)
-            row = (await conn.execute(stmt)).first()
-        return RunRecord.from_row(row) if row is not None else None
-
     async def list_runs(
         self,
         *,

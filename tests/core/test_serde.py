@@ -186,3 +186,30 @@ def test_values_handed_out_are_immutable() -> None:
     assert expect_call_tools(run).calls[0].tool_call.arguments == {"x": 1}
     result = ToolResult("call_2", "add", [Text("2")])
     assert isinstance(result.content, tuple)
+
+
+def test_model_turn_round_trips_through_json() -> None:
+    """ModelTurn is serialisable (spec §9): sets as sorted arrays, raw kept, null raw omitted."""
+    from app.core import ModelTurn, Reasoning, ToolCall, Usage
+    from app.core.serde import model_turn_from, model_turn_to_dict
+
+    turn = ModelTurn(
+        (
+            Reasoning.of_text("hm", signature="s"),
+            Text("hi"),
+            ToolCall.from_wire("c1", "add", {"x": 1}),
+        ),
+        Usage(3, 4, 7),
+        frozenset({"add", "mul"}),
+        frozenset({"add"}),
+        message_id="m1",
+        response_id="r1",
+        finish_reason="weird",
+        raw={"id": "r1"},
+    )
+    doc = json.loads(json.dumps(model_turn_to_dict(turn)))
+    assert doc["executable_tool_names"] == ["add", "mul"]
+    assert doc["finish_reason"] == {"other": "weird"}
+    assert model_turn_from(doc) == turn
+    bare = model_turn_to_dict(ModelTurn((Text("x"),)))
+    assert "raw" not in bare and model_turn_from(bare).raw is None

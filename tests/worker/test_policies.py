@@ -81,12 +81,13 @@ async def test_stop_policy_cancels_with_the_reason(service: RunService) -> None:
     view, _ = await service.create_run(bad_call_body({"action": "stop", "reason": "halt"}))
     assert await drive_once(service.store, service.settings) == RunStatus.FAILED
     run = await service.get_run(view.record.id)
-    assert run.record.error == {
-        "type": "PromptCancelled",
-        "message": "PromptCancelled: halt",
-        "history_length": 2,
-        "last_message": run.record.error["last_message"],  # type: ignore[index]
-    }
+    error = run.record.error
+    assert error is not None
+    assert error["type"] == "PromptCancelled" and error["message"] == "PromptCancelled: halt"
+    assert error["history_length"] == 2  # the prompt and the rejected assistant turn
+    last = error["last_message"]
+    assert last["role"] == "assistant"
+    assert [c["function"]["name"] for c in last["content"]] == ["sub"]
 
 
 async def test_max_turns_exhaustion_fails_with_the_upstream_text(service: RunService) -> None:

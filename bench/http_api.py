@@ -131,7 +131,7 @@ async def http_run(url: str, lifecycles: int, logdir: Path, concurrency: int) ->
         p.terminate()
     for p in procs:
         p.wait(30)
-    await engine.dispose()
+    await store.aclose()
     return {
         "per_second": lifecycles / elapsed,
         "create_p50": statistics.median(create_ms),

@@ -215,7 +215,7 @@ async def service_run(url: str, lifecycles: int, workers: int, logdir: Path) -> 
         p.wait(30)
     async with engine.begin() as conn:
         await conn.exec_driver_sql("DELETE FROM runs WHERE id NOT LIKE 'seed_%%'")
-    await engine.dispose()
+    await service.store.aclose()
     return {
         "worker_cpu_ms": worker_cpu * 1000 / lifecycles,
         "client_cpu_ms": client_cpu * 1000 / lifecycles,
@@ -259,7 +259,7 @@ async def suspend_cost(url: str) -> list[tuple[int, float, int]]:
             )
             times.append((time.perf_counter() - t0) * 1000)
         out.append((n, statistics.median(times), len(state)))
-    await engine.dispose()
+    await store.aclose()
     return out
 
 

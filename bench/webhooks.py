@@ -94,7 +94,7 @@ async def webhook_fanout(url: str, runs: int, logdir: Path) -> dict[str, float]:
         events = await store.events(run_id)
         suspended = next(e.created_at for e in events if e.type == "run.requires_action")
         latencies.append((arrivals[run_id] - suspended).total_seconds() * 1000)
-    await engine.dispose()
+    await store.aclose()
     return {
         "per_second": runs / elapsed,
         "p50": statistics.median(latencies),

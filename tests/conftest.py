@@ -98,4 +98,4 @@ async def store(database_url: str) -> AsyncIterator[RunStore]:
         for table in ("run_events", "tool_calls", "runs"):
             await conn.exec_driver_sql(f"DELETE FROM {table}")
     yield store
-    await engine.dispose()
+    await store.aclose()

@@ -50,7 +50,7 @@ def create_app(settings: Settings, *, worker_slots: int = 0) -> FastAPI:
                 worker.stop()
                 await worker_task
             await app.state.event_hub.close()
-            await engine.dispose()
+            await store.aclose()
 
     app = FastAPI(
         title="agentrun-service",

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from app.core.lifecycle import RunStatus
+from app.store.schema import runs
+
+#: Position of each column of `runs` in a `runs.*` row.
+RUN_COLUMNS = {column.name: i for i, column in enumerate(runs.columns)}
 
 
 def utc(value: datetime | None) -> datetime | None:
@@ -43,6 +48,39 @@ class RunRecord:
     last_event_seq: int
     created_at: datetime
     updated_at: datetime
+
+    @classmethod
+    def from_values(cls, v: Sequence[Any]) -> RunRecord:
+        """From a row whose first columns are the runs table's, in table order (what
+        `RETURNING runs.*` and the direct path hand back); no name lookups."""
+        c = RUN_COLUMNS
+        return cls(
+            id=v[c["id"]],
+            status=RunStatus(v[c["status"]]),
+            state=v[c["state"]],
+            schema_version=v[c["schema_version"]],
+            version=v[c["version"]],
+            lease_owner=v[c["lease_owner"]],
+            lease_expires_at=utc(v[c["lease_expires_at"]]),
+            attempts=v[c["attempts"]],
+            model_attempts=v[c["model_attempts"]],
+            model_retry_since=utc(v[c["model_retry_since"]]),
+            available_at=utc(v[c["available_at"]]),  # type: ignore[arg-type]
+            expires_at=utc(v[c["expires_at"]]),
+            idempotency_key=v[c["idempotency_key"]],
+            request_hash=v[c["request_hash"]],
+            config=v[c["config"]],
+            metadata=v[c["metadata"]],
+            waiting_reason=v[c["waiting_reason"]],
+            turn=v[c["turn"]],
+            max_turns=v[c["max_turns"]],
+            output=v[c["output"]],
+            error=v[c["error"]],
+            usage=v[c["usage"]],
+            last_event_seq=v[c["last_event_seq"]],
+            created_at=utc(v[c["created_at"]]),  # type: ignore[arg-type]
+            updated_at=utc(v[c["updated_at"]]),  # type: ignore[arg-type]
+        )
 
     @classmethod
     def from_row(cls, row: Any) -> RunRecord:
@@ -91,7 +129,14 @@ class ToolCallRecord:
 
     @classmethod
     def from_row(cls, row: Any) -> ToolCallRecord:
-        m = row._mapping
+        return cls.from_mapping(row._mapping)
+
+    @classmethod
+    def from_mapping(cls, m: Any) -> ToolCallRecord:
+        """From a row's mapping, or from the JSON object of one (timestamps as text)."""
+        submitted_at = m["submitted_at"]
+        if isinstance(submitted_at, str):
+            submitted_at = datetime.fromisoformat(submitted_at)
         return cls(
             run_id=m["run_id"],
             round=m["round"],
@@ -102,7 +147,7 @@ class ToolCallRecord:
             preresolved=m["preresolved"],
             result=m["result"],
             result_hash=m["result_hash"],
-            submitted_at=utc(m["submitted_at"]),
+            submitted_at=utc(submitted_at),
         )
 
 

@@ -8,6 +8,7 @@ statements only, one round trip per statement.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,6 +19,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.lifecycle import RunStatus
+from app.store.direct import Compiled, DirectPool, compile_statement
 from app.store.records import (
     EventRecord,
     NewEvent,
@@ -76,6 +78,22 @@ class ResultConflictError(Exception):
     def __init__(self, call_id: str) -> None:
         super().__init__(call_id)
         self.call_id = call_id
+
+
+#: Re-reads allowed when concurrent submissions to one run keep moving its version.
+SUBMIT_ATTEMPTS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class _Submission:
+    """The write a submission makes: run values, events, answers, the call ids it
+    accepted, and whether it resumes the run."""
+
+    values: dict[str, Any]
+    events: list[NewEvent]
+    answers: list[tuple[int, int, Any, str]]  # round, position, result, hash
+    accepted: list[str]
+    resumed: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +156,12 @@ def webhook_payload(event: NewEvent, run_id: str, status: str, now: datetime) ->
     }
 
 
+def _pool_size(pool: Any) -> int:
+    """The SQLAlchemy pool's size, so the direct pool matches it."""
+    size = getattr(pool, "size", None)
+    return int(size()) if callable(size) else 10
+
+
 def _typed(name: str, t: Any) -> Any:
     """An explicitly typed parameter for a SELECT list: psycopg sends a NULL untyped,
     SQLAlchemy elides a plain cast of a float parameter (so floats go through text), and
@@ -177,6 +201,37 @@ class RunStore:
         self._autocommit = (
             engine.execution_options(isolation_level="AUTOCOMMIT") if self.is_postgres else None
         )
+        # The lifecycle's hot statements skip SQLAlchemy's execution layer on PostgreSQL.
+        self._direct = DirectPool(engine.url, _pool_size(engine.pool)) if self.is_postgres else None
+        self._compiled: dict[int, tuple[Any, Compiled]] = {}
+
+    async def aclose(self) -> None:
+        """Close the direct pool and dispose of the engine."""
+        if self._direct is not None:
+            await self._direct.aclose()
+        await self.engine.dispose()
+
+    def _compile(self, stmt: Any) -> Compiled:
+        # Keyed by id; the entry keeps the statement alive, so the id stays its own.
+        entry = self._compiled.get(id(stmt))
+        if entry is None:
+            entry = (stmt, compile_statement(stmt, self.engine.dialect))
+            self._compiled[id(stmt)] = entry
+        return entry[1]
+
+    async def _fetch(self, conn: AsyncConnection | None, stmt: Any, params: dict[str, Any]) -> Any:
+        """The first row of `stmt`: on `conn`, or (None, PostgreSQL) as its own autocommit
+        statement on the direct pool."""
+        if conn is not None:
+            return (await conn.execute(stmt, params)).first()
+        assert self._direct is not None
+        return await self._direct.fetchone(self._compile(stmt), params)
+
+    def _single(self) -> Any:
+        """For `_update`: None (the direct pool) on PostgreSQL, a transaction on SQLite."""
+        if self._direct is not None:
+            return contextlib.nullcontext(None)
+        return self.engine.begin()
 
     def _one_statement(self) -> Any:
         """A connection for an operation that is a single (atomic) statement."""
@@ -276,13 +331,14 @@ class RunStore:
         fenced: bool,
         claim: bool,
         tool_rows: int = 0,
+        answers: int = 0,
     ) -> Any:
         """The compare-and-set UPDATE of one run, built once per shape and reused (building
         SQLAlchemy statements per call costs more CPU than the database spends on them).
 
         On PostgreSQL the change, its events and its NOTIFY are one statement (a CTE), so
         a transition costs one round trip and one commit."""
-        shape = (keys, plan, notify, fenced, claim, tool_rows)
+        shape = (keys, plan, notify, fenced, claim, tool_rows, answers)
         n_events = plan.n
         cached = self._statements.get(shape)
         if cached is not None:
@@ -302,7 +358,13 @@ class RunStore:
             target: Any = due.scalar_subquery()
         else:
             target = sa.bindparam("p_id")
-        where = [runs.c.id == target, runs.c.status.in_(sa.bindparam("p_statuses", expanding=True))]
+        if self.is_postgres:  # one text for any list of statuses (no IN expansion)
+            statuses = runs.c.status == sa.any_(
+                sa.bindparam("p_statuses", type_=postgresql.ARRAY(sa.String()))
+            )
+        else:
+            statuses = runs.c.status.in_(sa.bindparam("p_statuses", expanding=True))
+        where = [runs.c.id == target, statuses]
         if fenced:
             where.append(runs.c.version == sa.bindparam("p_version"))
         values: dict[str, Any] = {k: sa.bindparam(f"v_{k}", type_=runs.c[k].type) for k in keys}
@@ -319,17 +381,25 @@ class RunStore:
             )
         )
         pg = self.is_postgres
-        stmt = self._with_events(dml, plan, notify, tool_rows) if pg else dml.returning(*runs.c)
+        stmt = (
+            self._with_events(dml, plan, notify, tool_rows, answers)
+            if pg
+            else dml.returning(*runs.c)
+        )
         self._statements[shape] = stmt
         return stmt
 
-    def _with_events(self, dml: Any, plan: EventPlan, notify: bool, tool_rows: int = 0) -> Any:
-        """PostgreSQL: the change, its events, ledger, outbox and tool-call rows and its
-        NOTIFYs as one statement (data-modifying CTEs)."""
+    def _with_events(
+        self, dml: Any, plan: EventPlan, notify: bool, tool_rows: int = 0, answers: int = 0
+    ) -> Any:
+        """PostgreSQL: the change, its events, ledger, outbox and tool-call rows (or
+        answers) and its NOTIFYs as one statement (data-modifying CTEs)."""
         changed = dml.returning(*runs.c).cte("changed")
         stmt = self._side_ctes(sa.select(changed), changed, plan)
         if tool_rows:
             stmt = self._tool_call_ctes(stmt, changed, tool_rows)
+        for i in range(answers):
+            stmt = stmt.add_cte(self._answer(changed, i).cte(f"answered{i}"))
         if notify:
             stmt = stmt.add_columns(
                 sa.func.pg_notify(NOTIFY_CHANNEL, changed.c.id).label("notified")
@@ -369,6 +439,23 @@ class RunStore:
             tool_calls.c.position >= n,
         )
         return stmt.add_cte(upsert.cte("tooled")).add_cte(stale.cte("pruned"))
+
+    def _answer(self, changed: Any, i: int) -> Any:
+        """One submitted result, written only when the run's compare-and-set succeeded
+        (`changed` is empty otherwise)."""
+        return (
+            tool_calls.update()
+            .where(
+                tool_calls.c.run_id == sa.select(changed.c.id).scalar_subquery(),
+                tool_calls.c.round == sa.bindparam(f"a{i}_round", type_=sa.Integer()),
+                tool_calls.c.position == sa.bindparam(f"a{i}_position", type_=sa.Integer()),
+            )
+            .values(
+                result=sa.bindparam(f"a{i}_result", type_=postgresql.JSONB()),
+                result_hash=sa.bindparam(f"a{i}_hash", type_=sa.String()),
+                submitted_at=sa.bindparam("p_now", type_=sa.DateTime(timezone=True)),
+            )
+        )
 
     def _side_ctes(self, stmt: Any, changed: Any, plan: EventPlan) -> Any:
         n = plan.n
@@ -487,7 +574,7 @@ class RunStore:
 
     async def _update(
         self,
-        conn: AsyncConnection,
+        conn: AsyncConnection | None,
         run_id: str | None,
         statuses: Iterable[RunStatus],
         values: dict[str, Any],
@@ -497,10 +584,12 @@ class RunStore:
         notify: bool = False,
         expect_version: int | None = None,
         tool_rows: Sequence[dict[str, Any]] = (),
+        answers: Sequence[tuple[int, int, Any, str]] = (),
     ) -> RunRecord | None:
         """Compare-and-set one run (`run_id` None: claim the oldest due queued run),
         appending its events in the same transaction; on PostgreSQL `tool_rows` (the
-        pending calls of a suspension) are written by the same statement."""
+        pending calls of a suspension) are written by the same statement, and `conn` None
+        runs it as its own autocommit statement on the direct pool."""
         keys = tuple(sorted(values))
         stmt = self._update_statement(
             keys,
@@ -509,22 +598,28 @@ class RunStore:
             expect_version is not None,
             run_id is None,
             len(tool_rows),
+            len(answers),
         )
         params: dict[str, Any] = {f"v_{k}": values[k] for k in keys}
         for i, tool_row in enumerate(tool_rows):
             for column, value in tool_row.items():
                 params[f"t{i}_{column}"] = value
+        for i, (round, position, result, result_hash) in enumerate(answers):
+            params[f"a{i}_round"] = round
+            params[f"a{i}_position"] = position
+            params[f"a{i}_result"] = result
+            params[f"a{i}_hash"] = result_hash
         params.update(self._event_params(events, now))
         params["p_statuses"] = [s.value for s in statuses]
         if run_id is not None:
             params["p_id"] = run_id
         if expect_version is not None:
             params["p_version"] = expect_version
-        row = (await conn.execute(stmt, params)).first()
+        row = await self._fetch(conn, stmt, params)
         if row is None:
             return None
-        record = RunRecord.from_row(row)
-        if not self.is_postgres:
+        record = RunRecord.from_values(row)
+        if conn is not None and not self.is_postgres:
             await self._append_events(
                 conn,
                 record.id,
@@ -539,9 +634,14 @@ class RunStore:
     # --- reads --------------------------------------------------------------------------
 
     async def get(self, run_id: str) -> RunRecord | None:
+        row = await self._read_one(self._by("id"), {"p_key": run_id})
+        return RunRecord.from_values(row) if row is not None else None
+
+    async def _read_one(self, stmt: Any, params: dict[str, Any]) -> Any:
+        if self._direct is not None:
+            return await self._fetch(None, stmt, params)
         async with self.engine.connect() as conn:
-            row = (await conn.execute(runs.select().where(runs.c.id == run_id))).first()
-        return RunRecord.from_row(row) if row is not None else None
+            return await self._fetch(conn, stmt, params)
 
     async def list_runs(
         self,
@@ -634,16 +734,24 @@ class RunStore:
         stmt = self._insert_statement(keys, EventPlan.of(events), key is not None)
         params: dict[str, Any] = {f"v_{k}": values[k] for k in keys}
         params.update(self._event_params(events, now))
-        async with self._one_statement() as conn:
-            row = (await conn.execute(stmt, params)).first()
-            if row is not None and not self.is_postgres:
-                await self._append_events(conn, row.id, len(events), events, now)
+        async with self._single() as conn:
+            row = await self._fetch(conn, stmt, params)
+            if row is not None and conn is not None:
+                await self._append_events(conn, row[0], len(events), events, now)
             if row is None:  # the idempotency key is taken: the stored run answers
-                stmt = runs.select().where(runs.c.idempotency_key == key)
-                existing = (await conn.execute(stmt)).first()
+                existing = await self._fetch(conn, self._by("idempotency_key"), {"p_key": key})
                 assert existing is not None
-                return RunRecord.from_row(existing), False
-        return RunRecord.from_row(row), True
+                return RunRecord.from_values(existing), False
+        return RunRecord.from_values(row), True
+
+    def _by(self, column: str) -> Any:
+        """`SELECT runs.* WHERE <column> = :p_key`, built once."""
+        shape = ("by", column)
+        stmt = self._statements.get(shape)
+        if stmt is None:
+            stmt = runs.select().where(runs.c[column] == sa.bindparam("p_key"))
+            self._statements[shape] = stmt
+        return stmt
 
     def _insert_statement(self, keys: tuple[str, ...], plan: EventPlan, idempotent: bool) -> Any:
         shape = ("insert", keys, plan, idempotent)
@@ -663,7 +771,7 @@ class RunStore:
 
     async def claim(self, worker_id: str, now: datetime, lease_until: datetime) -> RunRecord | None:
         """Take the oldest due queued run (SKIP LOCKED on PostgreSQL)."""
-        async with self._one_statement() as conn:
+        async with self._single() as conn:
             return await self._update(
                 conn,
                 None,
@@ -735,8 +843,7 @@ class RunStore:
             }
             for c in new_tool_calls
         ]
-        single = self.is_postgres or not rows
-        async with self._one_statement() if single else self.engine.begin() as conn:
+        async with self._single() if self.is_postgres or not rows else self.engine.begin() as conn:
             record = await self._update(
                 conn,
                 run_id,
@@ -769,25 +876,53 @@ class RunStore:
         complete: Callable[[RunRecord, list[ToolCallRecord]], Awaitable[Completion]],
     ) -> SubmitOutcome:
         """Answer pending calls; when the last one is answered, `complete` computes the
-        resumed run (purely) and the run is queued in the same transaction. A refused
-        request (unknown id, different result, wrong status) changes nothing."""
-        where = (
-            runs.c.id == run_id
-            if run_id is not None
-            else (runs.c.callback_token_hash == token_hash)
-        )
-        async with self.engine.begin() as conn:
-            stmt = runs.select().where(where)
-            if self.is_postgres:
-                stmt = stmt.with_for_update()
-            row = (await conn.execute(stmt)).first()
+        resumed run (purely) and the run is queued by the same write. A refused request
+        (unknown id, different result, wrong status) changes nothing.
+
+        PostgreSQL: one read, then one compare-and-set statement on `version` (answers,
+        run, events); a concurrent submission makes it re-read and decide again. SQLite:
+        one transaction holding the write lock."""
+        column, key = ("id", run_id) if run_id is not None else ("callback_token_hash", token_hash)
+        if self._direct is None:
+            return await self._submit_locked(column, key, results, now, complete)
+        for _ in range(SUBMIT_ATTEMPTS):
+            row = await self._fetch(None, self._submission_read(column), {"p_key": key})
             if row is None:
                 raise NotFoundError(run_id or "callback")
+            record = RunRecord.from_values(row)
+            calls = [ToolCallRecord.from_mapping(c) for c in row[-1]]
+            decided = await self._decide(record, calls, results, now, complete)
+            if isinstance(decided, SubmitOutcome):
+                return decided
+            updated = await self._update(
+                None,
+                record.id,
+                [RunStatus.REQUIRES_ACTION],
+                decided.values,
+                decided.events,
+                now,
+                notify=decided.resumed,
+                expect_version=record.version,
+                answers=decided.answers,
+            )
+            if updated is not None:
+                return SubmitOutcome(updated, decided.accepted, decided.resumed)
+        raise StatusConflict(record)
+
+    async def _submit_locked(
+        self,
+        column: str,
+        key: str | None,
+        results: Sequence[SubmittedResult],
+        now: datetime,
+        complete: Callable[[RunRecord, list[ToolCallRecord]], Awaitable[Completion]],
+    ) -> SubmitOutcome:
+        async with self.engine.begin() as conn:
+            row = (await conn.execute(runs.select().where(runs.c[column] == key))).first()
+            if row is None:
+                raise NotFoundError(key if column == "id" else "callback")
             record = RunRecord.from_row(row)
-            reason = record.waiting_reason or {}
-            if record.status != RunStatus.REQUIRES_ACTION or reason.get("type") != "tool_results":
-                raise StatusConflict(record)
-            round = int(reason["round"])
+            round = int((record.waiting_reason or {}).get("round") or 0)
             rows = (
                 await conn.execute(
                     tool_calls.select()
@@ -796,24 +931,9 @@ class RunStore:
                 )
             ).all()
             calls = [ToolCallRecord.from_row(r) for r in rows]
-            answered: dict[int, SubmittedResult] = {}
-            for submitted in results:
-                candidates = [c for c in calls if c.call_id == submitted.call_id]
-                if not candidates:
-                    raise UnknownCallError(submitted.call_id)
-                open_ = [
-                    c for c in candidates if c.result_hash is None and c.position not in answered
-                ]
-                if open_:
-                    answered[open_[0].position] = submitted
-                    continue
-                earlier = [c.result_hash for c in candidates] + [
-                    answered[c.position].result_hash for c in candidates if c.position in answered
-                ]
-                if submitted.result_hash not in earlier:
-                    raise ResultConflictError(submitted.call_id)
-            if not answered:
-                return SubmitOutcome(record, [], False)
+            decided = await self._decide(record, calls, results, now, complete)
+            if isinstance(decided, SubmitOutcome):
+                return decided
             await conn.execute(
                 tool_calls.update()
                 .where(
@@ -827,45 +947,109 @@ class RunStore:
                     submitted_at=now,
                 ),
                 [
-                    {"b_position": pos, "b_result": s.result, "b_hash": s.result_hash}
-                    for pos, s in answered.items()
+                    {"b_position": pos, "b_result": result, "b_hash": result_hash}
+                    for _, pos, result, result_hash in decided.answers
                 ],
             )
-            events = [
-                NewEvent("tool_result.received", {"tool_call_id": s.call_id})
-                for s in answered.values()
-            ]
-            merged = [
-                ToolCallRecord(
-                    c.run_id,
-                    c.round,
-                    c.position,
-                    c.call_id,
-                    c.name,
-                    c.arguments,
-                    c.preresolved,
-                    answered[c.position].result if c.position in answered else c.result,
-                    answered[c.position].result_hash if c.position in answered else c.result_hash,
-                    now if c.position in answered else c.submitted_at,
-                )
-                for c in calls
-            ]
-            remaining = [c.call_id for c in merged if c.result_hash is None and not c.preresolved]
-            if remaining:
-                values: dict[str, Any] = {
-                    "waiting_reason": {**reason, "call_ids": remaining},
-                }
-                resumed = False
-            else:
-                completion = await complete(record, merged)
-                values = completion.values
-                events.extend(completion.events)
-                resumed = True
             updated = await self._update(
-                conn, record.id, [RunStatus.REQUIRES_ACTION], values, events, now, notify=resumed
+                conn,
+                record.id,
+                [RunStatus.REQUIRES_ACTION],
+                decided.values,
+                decided.events,
+                now,
+                notify=decided.resumed,
             )
             assert updated is not None
-        return SubmitOutcome(updated, [s.call_id for s in answered.values()], resumed)
+        return SubmitOutcome(updated, decided.accepted, decided.resumed)
+
+    async def _decide(
+        self,
+        record: RunRecord,
+        calls: list[ToolCallRecord],
+        results: Sequence[SubmittedResult],
+        now: datetime,
+        complete: Callable[[RunRecord, list[ToolCallRecord]], Awaitable[Completion]],
+    ) -> SubmitOutcome | _Submission:
+        """What a submission does to the run as read: a refusal (raised), a no-op (the
+        outcome), or the write to make."""
+        reason = record.waiting_reason or {}
+        if record.status != RunStatus.REQUIRES_ACTION or reason.get("type") != "tool_results":
+            raise StatusConflict(record)
+        answered: dict[int, SubmittedResult] = {}
+        for submitted in results:
+            candidates = [c for c in calls if c.call_id == submitted.call_id]
+            if not candidates:
+                raise UnknownCallError(submitted.call_id)
+            open_ = [c for c in candidates if c.result_hash is None and c.position not in answered]
+            if open_:
+                answered[open_[0].position] = submitted
+                continue
+            earlier = [c.result_hash for c in candidates] + [
+                answered[c.position].result_hash for c in candidates if c.position in answered
+            ]
+            if submitted.result_hash not in earlier:
+                raise ResultConflictError(submitted.call_id)
+        if not answered:
+            return SubmitOutcome(record, [], False)
+        events = [
+            NewEvent("tool_result.received", {"tool_call_id": s.call_id}) for s in answered.values()
+        ]
+        merged = [
+            ToolCallRecord(
+                c.run_id,
+                c.round,
+                c.position,
+                c.call_id,
+                c.name,
+                c.arguments,
+                c.preresolved,
+                answered[c.position].result if c.position in answered else c.result,
+                answered[c.position].result_hash if c.position in answered else c.result_hash,
+                now if c.position in answered else c.submitted_at,
+            )
+            for c in calls
+        ]
+        remaining = [c.call_id for c in merged if c.result_hash is None and not c.preresolved]
+        if remaining:
+            values: dict[str, Any] = {"waiting_reason": {**reason, "call_ids": remaining}}
+        else:
+            completion = await complete(record, merged)
+            values = completion.values
+            events.extend(completion.events)
+        return _Submission(
+            values,
+            events,
+            [(int(reason["round"]), pos, s.result, s.result_hash) for pos, s in answered.items()],
+            [s.call_id for s in answered.values()],
+            not remaining,
+        )
+
+    def _submission_read(self, column: str) -> Any:
+        """PostgreSQL: a run and the calls of its pending round, in one query."""
+        shape = ("submission", column)
+        stmt = self._statements.get(shape)
+        if stmt is not None:
+            return stmt
+        call = sa.func.jsonb_build_object(
+            *[x for c in tool_calls.columns for x in (sa.literal_column(f"'{c.name}'"), c)]
+        )
+        calls = (
+            sa.select(
+                sa.func.coalesce(
+                    sa.func.jsonb_agg(postgresql.aggregate_order_by(call, tool_calls.c.position)),
+                    sa.literal_column("'[]'::jsonb"),
+                )
+            )
+            .where(
+                tool_calls.c.run_id == runs.c.id,
+                tool_calls.c.round == runs.c.waiting_reason["round"].as_integer(),
+            )
+            .scalar_subquery()
+        )
+        stmt = sa.select(runs, calls.label("calls")).where(runs.c[column] == sa.bindparam("p_key"))
+        self._statements[shape] = stmt
+        return stmt
 
     async def reap_expired_leases(self, now: datetime) -> list[str]:
         """Re-queue running runs whose worker stopped heartbeating (the lease is lost)."""
@@ -1096,9 +1280,7 @@ class RunStore:
         stmt = self._append_statement(EventPlan.of(events), fenced=version is not None)
         params = {"p_id": run_id, "p_version": version, **self._event_params(events, now)}
         if self.is_postgres:
-            async with self._one_statement() as conn:
-                row = (await conn.execute(stmt, params)).first()
-            return row is not None
+            return await self._fetch(None, stmt, params) is not None
         async with self.engine.begin() as conn:
             row = (await conn.execute(stmt, params)).first()
             if row is None:

@@ -208,4 +208,4 @@ async def run_worker(settings: Settings, concurrency: int) -> None:
     try:
         await worker.run()
     finally:
-        await engine.dispose()
+        await store.aclose()

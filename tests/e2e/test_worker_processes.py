@@ -29,8 +29,9 @@ async def pg_service(postgres_url: str) -> AsyncIterator[RunService]:
     async with engine.begin() as conn:
         for table in ("run_events", "tool_calls", "runs"):
             await conn.exec_driver_sql(f"DELETE FROM {table}")
-    yield RunService(RunStore(engine), make_settings(postgres_url))
-    await engine.dispose()
+    store = RunStore(engine)
+    yield RunService(store, make_settings(postgres_url))
+    await store.aclose()
 
 
 async def answer_until_done(

@@ -193,11 +193,14 @@ async def test_global_endpoint_gets_every_run_and_runs_without_hooks_write_nothi
     )
     scoped = RunStore(store.engine, webhook_url=receiver.url)
     service = RunService(scoped, settings)
-    view, _ = await service.create_run(run_body())
-    await service.cancel(view.record.id)
-    assert [d["event_type"] for d in await scoped.webhook_deliveries(view.record.id)] == [
-        "run.cancelled"
-    ]
+    try:
+        view, _ = await service.create_run(run_body())
+        await service.cancel(view.record.id)
+        assert [d["event_type"] for d in await scoped.webhook_deliveries(view.record.id)] == [
+            "run.cancelled"
+        ]
+    finally:
+        await scoped.aclose()
     plain = RunService(store, make_settings(database_url))
     other, _ = await plain.create_run(run_body())
     await plain.cancel(other.record.id)

@@ -1,0 +1,98 @@
+"""PostgreSQL hot path: the lifecycle's statements run on psycopg directly.
+
+SQLAlchemy still builds every statement (one source of the SQL, shared with SQLite); this
+module compiles it once to text and runs it on a psycopg pool in autocommit. Per
+statement that costs about a quarter of the client CPU of SQLAlchemy's async execution
+(measured in bench/lifecycle.py's notes), and on this box CPU is the bottleneck.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import psycopg
+import sqlalchemy as sa
+from psycopg.types.json import set_json_loads
+from psycopg_pool import AsyncConnectionPool
+from sqlalchemy.engine import URL, Dialect
+
+
+@dataclass(frozen=True, slots=True)
+class Compiled:
+    """A statement as text, with the constants SQLAlchemy bound itself (`version + 1`…)
+    and the names of the parameters that must be sent as JSON text."""
+
+    sql: str
+    constants: dict[str, Any]
+    json_names: frozenset[str]
+
+    def params(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        out = dict(self.constants)
+        for name, value in values.items():
+            out[name] = _json(value) if name in self.json_names else value
+        return out
+
+
+def _json(value: Any) -> str:
+    # As SQLAlchemy's JSON type does by default, None is stored as JSON null.
+    return orjson.dumps(value).decode()
+
+
+def compile_statement(stmt: Any, dialect: Dialect) -> Compiled:
+    compiled = stmt.compile(dialect=dialect)
+    constants: dict[str, Any] = {}
+    json_names: set[str] = set()
+    for bind, name in compiled.bind_names.items():
+        if not bind.required:
+            constants[name] = bind.effective_value
+        if isinstance(bind.type.dialect_impl(dialect), sa.JSON):
+            json_names.add(name)
+    for name in json_names & constants.keys():
+        constants[name] = _json(constants[name])
+    return Compiled(compiled.string, constants, frozenset(json_names))
+
+
+async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
+    set_json_loads(orjson.loads, conn)
+
+
+class DirectPool:
+    """A psycopg pool in autocommit, opened on first use (inside the running loop)."""
+
+    def __init__(self, url: URL, max_size: int) -> None:
+        conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self.pool = AsyncConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=max(1, max_size),
+            kwargs={"autocommit": True},
+            configure=_configure,
+            open=False,
+        )
+        self._opened = False
+
+    async def _ensure_open(self) -> None:
+        if not self._opened:
+            await self.pool.open()
+            self._opened = True
+
+    async def fetchone(self, compiled: Compiled, values: Mapping[str, Any]) -> Any:
+        """The first row (a tuple) of one autocommit statement, or None."""
+        await self._ensure_open()
+        async with self.pool.connection() as conn:
+            cursor = await conn.execute(compiled.sql, compiled.params(values))
+            return await cursor.fetchone() if cursor.description is not None else None
+
+    async def fetchall(self, compiled: Compiled, values: Mapping[str, Any]) -> list[Any]:
+        await self._ensure_open()
+        async with self.pool.connection() as conn:
+            cursor = await conn.execute(compiled.sql, compiled.params(values))
+            return await cursor.fetchall()
+
+    async def aclose(self) -> None:
+        if self._opened:
+            await self.pool.close()
+            self._opened = False

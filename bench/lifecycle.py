@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 import psycopg  # noqa: E402
+import uvloop  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
 from app.core import AgentRun, AssistantMessage, Text, ToolCall, ToolResult, UserMessage  # noqa: E402
@@ -339,4 +340,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    uvloop.run(main())

@@ -1,13 +1,15 @@
 """PostgreSQL hot path: the lifecycle's statements run on psycopg directly.
 
 SQLAlchemy still builds every statement (one source of the SQL, shared with SQLite); this
-module compiles it once to text and runs it on a psycopg pool in autocommit. Per
+module compiles it once to text with `$n` placeholders and runs it on a psycopg pool in
+autocommit through a raw cursor. Per
 statement that costs about a quarter of the client CPU of SQLAlchemy's async execution
 (measured in bench/lifecycle.py's notes), and on this box CPU is the bottleneck.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,23 +24,32 @@ from sqlalchemy.engine import URL, Dialect
 
 @dataclass(frozen=True, slots=True)
 class Compiled:
-    """A statement as text, with the constants SQLAlchemy bound itself (`version + 1`…)
-    and the names of the parameters that must be sent as JSON text."""
+    """A statement as text with `$n` placeholders (psycopg's raw cursor: no query
+    parsing per execution), the parameter names in placeholder order, the constants
+    SQLAlchemy bound itself (`version + 1`…) and the names sent as JSON text."""
 
     sql: str
+    names: tuple[str, ...]
     constants: dict[str, Any]
     json_names: frozenset[str]
 
-    def params(self, values: Mapping[str, Any]) -> dict[str, Any]:
-        out = dict(self.constants)
-        for name, value in values.items():
-            out[name] = _json(value) if name in self.json_names else value
+    def params(self, values: Mapping[str, Any]) -> list[Any]:
+        out = []
+        for name in self.names:
+            if name in values:
+                value = values[name]
+                out.append(_json(value) if name in self.json_names else value)
+            else:
+                out.append(self.constants[name])
         return out
 
 
 def _json(value: Any) -> str:
     # As SQLAlchemy's JSON type does by default, None is stored as JSON null.
     return orjson.dumps(value).decode()
+
+
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
 
 
 def compile_statement(stmt: Any, dialect: Dialect) -> Compiled:
@@ -52,7 +63,18 @@ def compile_statement(stmt: Any, dialect: Dialect) -> Compiled:
             json_names.add(name)
     for name in json_names & constants.keys():
         constants[name] = _json(constants[name])
-    return Compiled(compiled.string, constants, frozenset(json_names))
+    names: list[str] = []
+
+    def number(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name is None:  # an escaped literal percent sign
+            return "%"
+        if name not in names:
+            names.append(name)
+        return f"${names.index(name) + 1}"
+
+    sql = _PLACEHOLDER.sub(number, compiled.string)
+    return Compiled(sql, tuple(names), constants, frozenset(json_names))
 
 
 async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
@@ -83,14 +105,9 @@ class DirectPool:
         """The first row (a tuple) of one autocommit statement, or None."""
         await self._ensure_open()
         async with self.pool.connection() as conn:
-            cursor = await conn.execute(compiled.sql, compiled.params(values))
+            cursor = psycopg.AsyncRawCursor(conn)
+            await cursor.execute(compiled.sql, compiled.params(values))
             return await cursor.fetchone() if cursor.description is not None else None
-
-    async def fetchall(self, compiled: Compiled, values: Mapping[str, Any]) -> list[Any]:
-        await self._ensure_open()
-        async with self.pool.connection() as conn:
-            cursor = await conn.execute(compiled.sql, compiled.params(values))
-            return await cursor.fetchall()
 
     async def aclose(self) -> None:
         if self._opened:

@@ -1031,9 +1031,10 @@ class RunStore:
         stmt = self._statements.get(shape)
         if stmt is not None:
             return stmt
-        call = sa.func.jsonb_build_object(
-            *[x for c in tool_calls.columns for x in (sa.literal_column(f"'{c.name}'"), c)]
-        )
+        pairs: list[Any] = []
+        for c in tool_calls.columns:
+            pairs += [sa.literal_column(f"'{c.name}'"), c]
+        call = sa.func.jsonb_build_object(*pairs)
         calls = (
             sa.select(
                 sa.func.coalesce(

@@ -90,7 +90,10 @@ class DirectPool:
             conninfo,
             min_size=1,
             max_size=max(1, max_size),
-            kwargs={"autocommit": True},
+            # Every statement here is keyed by a unique column or is the claim (served
+            # by its partial index), so a generic plan is right for all of them, and
+            # re-planning a CTE per execution costs more than executing it.
+            kwargs={"autocommit": True, "options": "-c plan_cache_mode=force_generic_plan"},
             configure=_configure,
             open=False,
         )

@@ -347,7 +347,9 @@ class RunStore:
             due = (
                 sa.select(runs.c.id)
                 .where(
-                    runs.c.status == RunStatus.QUEUED.value,
+                    # A literal, not a parameter: it matches ix_runs_claim's predicate, so
+                    # even a generic plan uses that index.
+                    runs.c.status == sa.literal_column(f"'{RunStatus.QUEUED.value}'"),
                     runs.c.available_at <= sa.bindparam("p_now"),
                 )
                 .order_by(runs.c.available_at, runs.c.id)

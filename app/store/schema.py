@@ -53,7 +53,16 @@ runs = sa.Table(
     sa.UniqueConstraint("idempotency_key"),
     sa.UniqueConstraint("callback_token_hash"),
 )
-sa.Index("ix_runs_claim", runs.c.status, runs.c.available_at)
+# The claim's index holds queued runs only, in claim order: a generic plan picks it even
+# on an empty table (no sticky seq-scan plan), and other transitions do not write to it.
+QUEUED = sa.text("status = 'queued'")
+sa.Index(
+    "ix_runs_claim",
+    runs.c.available_at,
+    runs.c.id,
+    postgresql_where=QUEUED,
+    sqlite_where=QUEUED,
+)
 sa.Index("ix_runs_created", runs.c.created_at, runs.c.id)
 sa.Index("ix_runs_lease", runs.c.status, runs.c.lease_expires_at)
 sa.Index("ix_runs_expiry", runs.c.status, runs.c.expires_at)

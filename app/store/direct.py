@@ -112,6 +112,13 @@ class DirectPool:
             await cursor.execute(compiled.sql, compiled.params(values))
             return await cursor.fetchone() if cursor.description is not None else None
 
+    async def fetchall(self, compiled: Compiled, values: Mapping[str, Any]) -> list[Any]:
+        await self._ensure_open()
+        async with self.pool.connection() as conn:
+            cursor = psycopg.AsyncRawCursor(conn)
+            await cursor.execute(compiled.sql, compiled.params(values))
+            return await cursor.fetchall()
+
     async def aclose(self) -> None:
         if self._opened:
             await self.pool.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.core.lifecycle import RunStatus
 from app.store.direct import Compiled, DirectPool, compile_statement
 from app.store.records import (
+    RUN_COLUMNS,
     EventRecord,
     NewEvent,
     NewToolCall,
@@ -154,6 +155,32 @@ def webhook_payload(event: NewEvent, run_id: str, status: str, now: datetime) ->
         "timestamp": now.isoformat(),
         "data": {"run_id": run_id, "status": status, **event.data},
     }
+
+
+def _claim_change(worker_id: str, lease_until: datetime) -> tuple[dict[str, Any], list[NewEvent]]:
+    """The columns and event of a claim by `worker_id`."""
+    values = {
+        "status": RunStatus.RUNNING.value,
+        "lease_owner": worker_id,
+        "lease_expires_at": lease_until,
+        "waiting_reason": {
+            "type": "model_call",
+            "worker": worker_id,
+            "lease_until": lease_until.isoformat(),
+        },
+    }
+    return values, [NewEvent("run.claimed", {"worker": worker_id})]
+
+
+#: The columns a claim sets (sorted, as statement shapes key them).
+CLAIM_KEYS = tuple(sorted(_claim_change("", datetime.now(UTC))[0]))
+
+
+def _notify(channel: str, changed: Any) -> Any:
+    """NOTIFY for each run in `changed`, as a scalar subquery over it: no run there (a
+    refused compare-and-set, or nothing to claim), no notification."""
+    notified = sa.func.count(sa.func.pg_notify(channel, changed.c.id))
+    return sa.select(notified).correlate(None).scalar_subquery()
 
 
 def _pool_size(pool: Any) -> int:
@@ -310,17 +337,33 @@ class RunStore:
             targets.append(("_g", self.webhook_url))
         return targets
 
-    def _event_params(self, events: Sequence[NewEvent], now: datetime) -> dict[str, Any]:
+    def _event_params(
+        self, events: Sequence[NewEvent], now: datetime, prefix: str = ""
+    ) -> dict[str, Any]:
         params: dict[str, Any] = {"p_now": now, "p_now_iso": now.isoformat()}
         if self.webhook_url:
             params["p_global_url"] = self.webhook_url
         for i, e in enumerate(events):
-            params[f"e{i}_type"] = e.type
-            params[f"e{i}_data"] = e.data
-            params[f"e{i}_actor"] = e.actor
+            params[f"{prefix}e{i}_type"] = e.type
+            params[f"{prefix}e{i}_data"] = e.data
+            params[f"{prefix}e{i}_actor"] = e.actor
             if e.type in LEDGER_EVENTS:
                 for column, value in ledger_row(e).items():
-                    params[f"l{i}_{column}"] = value
+                    params[f"{prefix}l{i}_{column}"] = value
+        return params
+
+    def _change_params(
+        self,
+        values: dict[str, Any],
+        events: Sequence[NewEvent],
+        now: datetime,
+        statuses: Iterable[RunStatus],
+        prefix: str = "",
+    ) -> dict[str, Any]:
+        """The parameters of a change built by `_dml` and `_side_ctes` with `prefix`."""
+        params = {f"{prefix}v_{k}": v for k, v in values.items()}
+        params.update(self._event_params(events, now, prefix))
+        params[f"{prefix}p_statuses"] = [s.value for s in statuses]
         return params
 
     def _update_statement(
@@ -332,17 +375,41 @@ class RunStore:
         claim: bool,
         tool_rows: int = 0,
         answers: int = 0,
+        chain: EventPlan | None = None,
     ) -> Any:
         """The compare-and-set UPDATE of one run, built once per shape and reused (building
         SQLAlchemy statements per call costs more CPU than the database spends on them).
 
         On PostgreSQL the change, its events and its NOTIFY are one statement (a CTE), so
-        a transition costs one round trip and one commit."""
-        shape = (keys, plan, notify, fenced, claim, tool_rows, answers)
-        n_events = plan.n
+        a transition costs one round trip and one commit. With `chain` (the claim's
+        events), the same statement also claims the next due run (`n_`-prefixed
+        parameters); the row then holds both runs, side by side (FULL JOIN: either may be
+        missing)."""
+        shape = (keys, plan, notify, fenced, claim, tool_rows, answers, chain)
         cached = self._statements.get(shape)
         if cached is not None:
             return cached
+        dml = self._dml(keys, plan.n, fenced, claim)
+        if not self.is_postgres:
+            stmt = dml.returning(*runs.c)
+        else:
+            changed = dml.returning(*runs.c).cte("changed")
+            stmt = self._with_events(changed, plan, notify, tool_rows, answers)
+            if chain is not None:
+                claimed = self._dml(CLAIM_KEYS, chain.n, False, True, "n_")
+                claimed = claimed.returning(*runs.c).cte("n_changed")
+                stmt = self._side_ctes(stmt, claimed, chain, "n_")
+                stmt = stmt.add_columns(*claimed.c).select_from(
+                    changed.join(claimed, sa.true(), full=True)
+                )
+        self._statements[shape] = stmt
+        return stmt
+
+    def _dml(
+        self, keys: tuple[str, ...], n_events: int, fenced: bool, claim: bool, prefix: str = ""
+    ) -> Any:
+        """The UPDATE itself: by id (`claim`: the oldest due queued runs, at most
+        `p_limit`), compare-and-set on status (and `version` when `fenced`)."""
         if claim:
             due = (
                 sa.select(runs.c.id)
@@ -353,26 +420,28 @@ class RunStore:
                     runs.c.available_at <= sa.bindparam("p_now"),
                 )
                 .order_by(runs.c.available_at, runs.c.id)
-                .limit(1)
+                .limit(sa.bindparam(f"{prefix}p_limit", type_=sa.Integer()))
             )
             if self.is_postgres:
                 due = due.with_for_update(skip_locked=True)
-            target: Any = due.scalar_subquery()
+            chosen = runs.c.id.in_(due)
         else:
-            target = sa.bindparam("p_id")
+            chosen = runs.c.id == sa.bindparam(f"{prefix}p_id")
         if self.is_postgres:  # one text for any list of statuses (no IN expansion)
             statuses = runs.c.status == sa.any_(
-                sa.bindparam("p_statuses", type_=postgresql.ARRAY(sa.String()))
+                sa.bindparam(f"{prefix}p_statuses", type_=postgresql.ARRAY(sa.String()))
             )
         else:
-            statuses = runs.c.status.in_(sa.bindparam("p_statuses", expanding=True))
-        where = [runs.c.id == target, statuses]
+            statuses = runs.c.status.in_(sa.bindparam(f"{prefix}p_statuses", expanding=True))
+        where = [chosen, statuses]
         if fenced:
-            where.append(runs.c.version == sa.bindparam("p_version"))
-        values: dict[str, Any] = {k: sa.bindparam(f"v_{k}", type_=runs.c[k].type) for k in keys}
+            where.append(runs.c.version == sa.bindparam(f"{prefix}p_version"))
+        values: dict[str, Any] = {
+            k: sa.bindparam(f"{prefix}v_{k}", type_=runs.c[k].type) for k in keys
+        }
         if claim:
             values["attempts"] = runs.c.attempts + 1
-        dml = (
+        return (
             runs.update()
             .where(*where)
             .values(
@@ -382,30 +451,20 @@ class RunStore:
                 updated_at=sa.bindparam("p_now"),
             )
         )
-        pg = self.is_postgres
-        stmt = (
-            self._with_events(dml, plan, notify, tool_rows, answers)
-            if pg
-            else dml.returning(*runs.c)
-        )
-        self._statements[shape] = stmt
-        return stmt
 
     def _with_events(
-        self, dml: Any, plan: EventPlan, notify: bool, tool_rows: int = 0, answers: int = 0
+        self, changed: Any, plan: EventPlan, notify: bool, tool_rows: int = 0, answers: int = 0
     ) -> Any:
-        """PostgreSQL: the change, its events, ledger, outbox and tool-call rows (or
-        answers) and its NOTIFYs as one statement (data-modifying CTEs)."""
-        changed = dml.returning(*runs.c).cte("changed")
+        """PostgreSQL: the change (`changed`, a `RETURNING runs.*` CTE), its events,
+        ledger, outbox and tool-call rows (or answers) and its NOTIFYs as one statement
+        (data-modifying CTEs)."""
         stmt = self._side_ctes(sa.select(changed), changed, plan)
         if tool_rows:
             stmt = self._tool_call_ctes(stmt, changed, tool_rows)
         for i in range(answers):
             stmt = stmt.add_cte(self._answer(changed, i).cte(f"answered{i}"))
         if notify:
-            stmt = stmt.add_columns(
-                sa.func.pg_notify(NOTIFY_CHANNEL, changed.c.id).label("notified")
-            )
+            stmt = stmt.add_columns(_notify(NOTIFY_CHANNEL, changed).label("notified"))
         return stmt
 
     def _tool_call_ctes(self, stmt: Any, changed: Any, n: int) -> Any:
@@ -459,7 +518,7 @@ class RunStore:
             )
         )
 
-    def _side_ctes(self, stmt: Any, changed: Any, plan: EventPlan) -> Any:
+    def _side_ctes(self, stmt: Any, changed: Any, plan: EventPlan, prefix: str = "") -> Any:
         n = plan.n
         if not n:
             return stmt
@@ -469,15 +528,18 @@ class RunStore:
             return changed.c.last_event_seq - (n - 1 - i)
 
         def data(i: int) -> Any:
-            return sa.bindparam(f"e{i}_data", type_=postgresql.JSONB())
+            return sa.bindparam(f"{prefix}e{i}_data", type_=postgresql.JSONB())
+
+        def event_type(i: int) -> Any:
+            return sa.bindparam(f"{prefix}e{i}_type", type_=sa.String())
 
         rows = [
             sa.select(
                 changed.c.id,
                 seq(i),
-                sa.bindparam(f"e{i}_type", type_=sa.String()),
+                event_type(i),
                 data(i),
-                sa.bindparam(f"e{i}_actor", type_=sa.String()),
+                sa.bindparam(f"{prefix}e{i}_actor", type_=sa.String()),
                 now,
             )
             for i in range(n)
@@ -488,16 +550,16 @@ class RunStore:
                 ["run_id", "seq", "type", "data", "actor", "created_at"],
                 rows[0] if n == 1 else sa.union_all(*rows),
             )
-            .cte("appended")
+            .cte(f"{prefix}appended")
         )
         stmt = stmt.add_cte(appended).add_columns(
-            sa.func.pg_notify(EVENTS_CHANNEL, changed.c.id).label("events_notified")
+            _notify(EVENTS_CHANNEL, changed).label(f"{prefix}events_notified")
         )
         if plan.ledger:
             ledger = [
                 sa.select(
                     changed.c.id,
-                    *[_typed(f"l{i}_{c}", model_calls.c[c].type) for c in LEDGER_COLUMNS],
+                    *[_typed(f"{prefix}l{i}_{c}", model_calls.c[c].type) for c in LEDGER_COLUMNS],
                     now,
                 )
                 for i in plan.ledger
@@ -508,7 +570,7 @@ class RunStore:
                     ["run_id", *LEDGER_COLUMNS, "created_at"],
                     ledger[0] if len(ledger) == 1 else sa.union_all(*ledger),
                 )
-                .cte("ledgered")
+                .cte(f"{prefix}ledgered")
             )
         if plan.webhooks:
             run_url: Any = sa.literal_column("changed.config -> 'webhook' ->> 'url'")
@@ -520,7 +582,7 @@ class RunStore:
             for i in plan.webhooks:
                 payload = sa.func.jsonb_build_object(
                     "type",
-                    sa.bindparam(f"e{i}_type", type_=sa.String()),
+                    event_type(i),
                     "timestamp",
                     sa.bindparam("p_now_iso", type_=sa.String()),
                     "data",
@@ -534,7 +596,7 @@ class RunStore:
                         sa.select(
                             changed.c.id,
                             seq(i),
-                            sa.bindparam(f"e{i}_type", type_=sa.String()),
+                            event_type(i),
                             webhook_id,
                             url,
                             payload,
@@ -562,7 +624,7 @@ class RunStore:
                     outbox[0] if len(outbox) == 1 else sa.union_all(*outbox),
                 )
                 .returning(webhook_outbox.c.id)
-                .cte("announced")
+                .cte(f"{prefix}announced")
             )
             # Wake the senders only when a delivery was actually written.
             wake = (
@@ -571,13 +633,13 @@ class RunStore:
                 .limit(1)
                 .scalar_subquery()
             )
-            stmt = stmt.add_cte(announced).add_columns(wake.label("webhooks_notified"))
+            stmt = stmt.add_cte(announced).add_columns(wake.label(f"{prefix}webhooks_notified"))
         return stmt
 
     async def _update(
         self,
         conn: AsyncConnection | None,
-        run_id: str | None,
+        run_id: str,
         statuses: Iterable[RunStatus],
         values: dict[str, Any],
         events: Sequence[NewEvent],
@@ -588,21 +650,55 @@ class RunStore:
         tool_rows: Sequence[dict[str, Any]] = (),
         answers: Sequence[tuple[int, int, Any, str]] = (),
     ) -> RunRecord | None:
-        """Compare-and-set one run (`run_id` None: claim the oldest due queued run),
-        appending its events in the same transaction; on PostgreSQL `tool_rows` (the
-        pending calls of a suspension) are written by the same statement, and `conn` None
-        runs it as its own autocommit statement on the direct pool."""
+        """Compare-and-set one run, appending its events in the same transaction; on
+        PostgreSQL `tool_rows` (the pending calls of a suspension) are written by the same
+        statement, and `conn` None runs it as its own autocommit statement on the direct
+        pool."""
+        record, _ = await self._update_pair(
+            conn,
+            run_id,
+            statuses,
+            values,
+            events,
+            now,
+            notify=notify,
+            expect_version=expect_version,
+            tool_rows=tool_rows,
+            answers=answers,
+        )
+        return record
+
+    async def _update_pair(
+        self,
+        conn: AsyncConnection | None,
+        run_id: str,
+        statuses: Iterable[RunStatus],
+        values: dict[str, Any],
+        events: Sequence[NewEvent],
+        now: datetime,
+        *,
+        notify: bool = False,
+        expect_version: int | None = None,
+        tool_rows: Sequence[dict[str, Any]] = (),
+        answers: Sequence[tuple[int, int, Any, str]] = (),
+        chain: tuple[str, datetime] | None = None,
+    ) -> tuple[RunRecord | None, RunRecord | None]:
+        """`_update`, and on PostgreSQL with `chain` (worker, lease until) the claim of
+        the next due run by the same statement."""
         keys = tuple(sorted(values))
+        claim_values, claim_events = _claim_change(*chain) if chain else ({}, [])
         stmt = self._update_statement(
             keys,
             EventPlan.of(events),
             notify and self.is_postgres,
             expect_version is not None,
-            run_id is None,
+            False,
             len(tool_rows),
             len(answers),
+            EventPlan.of(claim_events) if chain else None,
         )
-        params: dict[str, Any] = {f"v_{k}": values[k] for k in keys}
+        params = self._change_params(values, events, now, statuses)
+        params["p_id"] = run_id
         for i, tool_row in enumerate(tool_rows):
             for column, value in tool_row.items():
                 params[f"t{i}_{column}"] = value
@@ -611,17 +707,20 @@ class RunStore:
             params[f"a{i}_position"] = position
             params[f"a{i}_result"] = result
             params[f"a{i}_hash"] = result_hash
-        params.update(self._event_params(events, now))
-        params["p_statuses"] = [s.value for s in statuses]
-        if run_id is not None:
-            params["p_id"] = run_id
         if expect_version is not None:
             params["p_version"] = expect_version
+        if chain:
+            params.update(
+                self._change_params(claim_values, claim_events, now, [RunStatus.QUEUED], "n_")
+            )
+            params["n_p_limit"] = 1
         row = await self._fetch(conn, stmt, params)
         if row is None:
-            return None
-        record = RunRecord.from_values(row)
-        if conn is not None and not self.is_postgres:
+            return None, None
+        record = RunRecord.from_values(row) if row[0] is not None else None
+        width = len(RUN_COLUMNS)
+        claimed = RunRecord.from_values(row[-width:]) if chain and row[-width] else None
+        if record is not None and conn is not None and not self.is_postgres:
             await self._append_events(
                 conn,
                 record.id,
@@ -631,7 +730,7 @@ class RunStore:
                 status=record.status.value,
                 config=record.config,
             )
-        return record
+        return record, claimed
 
     # --- reads --------------------------------------------------------------------------
 
@@ -765,7 +864,7 @@ class RunStore:
         if idempotent:
             dml = dml.on_conflict_do_nothing(index_elements=["idempotency_key"])
         if self.is_postgres:
-            stmt = self._with_events(dml, plan, notify=True)
+            stmt = self._with_events(dml.returning(*runs.c).cte("changed"), plan, notify=True)
         else:
             stmt = dml.returning(*runs.c)
         self._statements[shape] = stmt
@@ -773,24 +872,26 @@ class RunStore:
 
     async def claim(self, worker_id: str, now: datetime, lease_until: datetime) -> RunRecord | None:
         """Take the oldest due queued run (SKIP LOCKED on PostgreSQL)."""
-        async with self._single() as conn:
-            return await self._update(
-                conn,
-                None,
-                [RunStatus.QUEUED],
-                {
-                    "status": RunStatus.RUNNING.value,
-                    "lease_owner": worker_id,
-                    "lease_expires_at": lease_until,
-                    "waiting_reason": {
-                        "type": "model_call",
-                        "worker": worker_id,
-                        "lease_until": lease_until.isoformat(),
-                    },
-                },
-                [NewEvent("run.claimed", {"worker": worker_id})],
-                now,
-            )
+        claimed = await self.claim_many(worker_id, now, lease_until, 1)
+        return claimed[0] if claimed else None
+
+    async def claim_many(
+        self, worker_id: str, now: datetime, lease_until: datetime, limit: int
+    ) -> list[RunRecord]:
+        """Take up to `limit` of the oldest due queued runs with one statement, however
+        many idle slots it feeds (SKIP LOCKED on PostgreSQL)."""
+        values, events = _claim_change(worker_id, lease_until)
+        stmt = self._update_statement(CLAIM_KEYS, EventPlan.of(events), False, False, True)
+        params = self._change_params(values, events, now, [RunStatus.QUEUED])
+        params["p_limit"] = limit
+        if self._direct is not None:
+            rows = await self._direct.fetchall(self._compile(stmt), params)
+            return [RunRecord.from_values(row) for row in rows]
+        async with self.engine.begin() as conn:
+            records = [RunRecord.from_values(row) for row in await conn.execute(stmt, params)]
+            for record in records:
+                await self._append_events(conn, record.id, record.last_event_seq, events, now)
+        return records
 
     async def heartbeat(
         self, run_id: str, version: int, worker_id: str, lease_until: datetime, now: datetime
@@ -832,6 +933,37 @@ class RunStore:
         notify: bool = False,
     ) -> RunRecord | None:
         """Compare-and-set transition; None when refused (status or fencing token moved)."""
+        done, _ = await self.transition_and_claim(
+            run_id,
+            from_statuses=from_statuses,
+            values=values,
+            events=events,
+            now=now,
+            expect_version=expect_version,
+            new_tool_calls=new_tool_calls,
+            round=round,
+            notify=notify,
+        )
+        return done
+
+    async def transition_and_claim(
+        self,
+        run_id: str,
+        *,
+        from_statuses: Iterable[RunStatus],
+        values: dict[str, Any],
+        events: Sequence[NewEvent],
+        now: datetime,
+        expect_version: int | None = None,
+        new_tool_calls: Sequence[NewToolCall] = (),
+        round: int | None = None,
+        notify: bool = False,
+        claim_for: tuple[str, datetime] | None = None,
+    ) -> tuple[RunRecord | None, RunRecord | None]:
+        """`transition`, and with `claim_for` (worker, lease until) the claim of the next
+        due run for that worker: a lease holder's last write and its next claim cost one
+        statement and one commit on PostgreSQL (two on SQLite). The claim happens even
+        when the transition is refused (a lost lease); the caller owns what it returns."""
         rows = [
             {
                 "round": round,
@@ -846,7 +978,7 @@ class RunStore:
             for c in new_tool_calls
         ]
         async with self._single() if self.is_postgres or not rows else self.engine.begin() as conn:
-            record = await self._update(
+            record, claimed = await self._update_pair(
                 conn,
                 run_id,
                 from_statuses,
@@ -856,17 +988,18 @@ class RunStore:
                 notify=notify,
                 expect_version=expect_version,
                 tool_rows=rows if self.is_postgres else (),
+                chain=claim_for if self.is_postgres else None,
             )
-            if record is None:
-                return None
-            if rows and not self.is_postgres:
+            if record is not None and rows and not self.is_postgres:
                 await conn.execute(
                     tool_calls.delete().where(
                         tool_calls.c.run_id == run_id, tool_calls.c.round == round
                     )
                 )
                 await conn.execute(tool_calls.insert(), [{"run_id": run_id, **row} for row in rows])
-        return record
+        if claim_for is not None and not self.is_postgres:
+            claimed = await self.claim(claim_for[0], now, claim_for[1])
+        return record, claimed
 
     async def submit_results(
         self,

@@ -84,6 +84,9 @@ class Claim:
     record: RunRecord
     version: int
     events: list[NewEvent]
+    # Asked at the final write: should that statement also claim the slot's next run?
+    chain: Callable[[], bool] | None = None
+    next: RunRecord | None = None  # the run that write claimed, owned by the caller
 
 
 class RunDriver:
@@ -108,7 +111,20 @@ class RunDriver:
     async def drive(self, record: RunRecord) -> RunStatus | None:
         """Advance a claimed run until it suspends or ends; the status it ended in, or
         None when the lease was lost."""
-        claim = Claim(record, record.version, [])
+        return await self._drive(Claim(record, record.version, []))
+
+    async def drive_and_claim(
+        self, record: RunRecord, more: Callable[[], bool]
+    ) -> tuple[RunStatus | None, RunRecord | None]:
+        """`drive`, whose final write also claims the next due run when `more()` says
+        so (one statement on PostgreSQL instead of two); that run is the caller's, held
+        under this worker's lease, even when this run's lease was lost."""
+        claim = Claim(record, record.version, [], more)
+        status = await self._drive(claim)
+        return status, claim.next
+
+    async def _drive(self, claim: Claim) -> RunStatus | None:
+        record = claim.record
         run = AgentRun.from_json(record.state)
         try:
             while True:
@@ -395,16 +411,20 @@ class RunDriver:
     ) -> RunStatus | None:
         if "status" in values and values.get("status") != status.value:
             raise AssertionError("status mismatch")
-        record = await self.store.transition(
+        now = self.clock()
+        chain = claim.chain is not None and claim.chain()
+        lease_until = now + timedelta(seconds=self.settings.lease_seconds)
+        record, claim.next = await self.store.transition_and_claim(
             claim.record.id,
             from_statuses=[RunStatus.RUNNING],
             expect_version=claim.version,
             values=values,
             events=claim.events,
-            now=self.clock(),
+            now=now,
             new_tool_calls=new_tool_calls or (),
             round=round,
             notify=notify,
+            claim_for=(self.worker_id, lease_until) if chain else None,
         )
         if record is None:
             raise LeaseLost()

@@ -424,7 +424,7 @@ class RunStore:
             )
             if self.is_postgres:
                 due = due.with_for_update(skip_locked=True)
-            chosen = runs.c.id.in_(due)
+            chosen: sa.ColumnElement[bool] = runs.c.id.in_(due)
         else:
             chosen = runs.c.id == sa.bindparam(f"{prefix}p_id")
         if self.is_postgres:  # one text for any list of statuses (no IN expansion)

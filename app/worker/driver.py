@@ -87,6 +87,7 @@ class Claim:
     # Asked at the final write: should that statement also claim the slot's next run?
     chain: Callable[[], bool] | None = None
     next: RunRecord | None = None  # the run that write claimed, owned by the caller
+    looked: bool = False  # whether that write looked for a next run at all
 
 
 class RunDriver:
@@ -115,13 +116,15 @@ class RunDriver:
 
     async def drive_and_claim(
         self, record: RunRecord, more: Callable[[], bool]
-    ) -> tuple[RunStatus | None, RunRecord | None]:
+    ) -> tuple[RunRecord | None, bool]:
         """`drive`, whose final write also claims the next due run when `more()` says
-        so (one statement on PostgreSQL instead of two); that run is the caller's, held
-        under this worker's lease, even when this run's lease was lost."""
+        so (one statement on PostgreSQL instead of two). Returns that run (the caller's,
+        held under this worker's lease, even when this run's lease was lost; None when
+        nothing was due) and whether the queue was looked at (False when the run ended
+        without such a write: a lease lost mid-call, `more()` false)."""
         claim = Claim(record, record.version, [], more)
-        status = await self._drive(claim)
-        return status, claim.next
+        await self._drive(claim)
+        return claim.next, claim.looked
 
     async def _drive(self, claim: Claim) -> RunStatus | None:
         record = claim.record
@@ -426,6 +429,7 @@ class RunDriver:
             notify=notify,
             claim_for=(self.worker_id, lease_until) if chain else None,
         )
+        claim.looked = chain
         if record is None:
             raise LeaseLost()
         return status

@@ -1,8 +1,11 @@
-"""The worker process: N claim loops, a reaper, wake-ups, and a clean SIGTERM.
+"""The worker process: N slots fed by one dispatcher, a reaper, wake-ups, a clean SIGTERM.
 
-Wake-ups come from PostgreSQL LISTEN/NOTIFY (every commit that queues a run notifies);
-on SQLite the loops poll. SIGTERM stops claiming, lets held runs finish for a grace
-period, then releases what is still held back to the queue, and exits 0.
+Idle slots do not claim for themselves: the dispatcher claims for all of them with one
+statement when woken (PostgreSQL LISTEN/NOTIFY: every commit that queues a run notifies;
+SQLite: the poll interval), so a burst of notifications costs one claim, not one per
+notification per slot. A busy slot claims its next run with its current run's last write.
+SIGTERM stops claiming, lets held runs finish for a grace period, then releases what is
+still held back to the queue, and exits 0.
 """
 
 from __future__ import annotations
@@ -52,21 +55,24 @@ class Worker:
         self.providers = providers or (lambda spec: make_provider(spec, settings))
         self.clock = clock
         self.stopping = asyncio.Event()
-        # One wake-up token per notification (bounded): wakes one idle slot, not all.
-        self._wakeup: asyncio.Queue[None] = asyncio.Queue(maxsize=self.concurrency)
-        self._held: dict[str, int] = {}  # run id -> fencing token, while driving
+        self._kick = asyncio.Event()  # runs may be due: the dispatcher should claim
+        # Runs claimed by the dispatcher for idle slots (None: a slot should stop).
+        self._ready: asyncio.Queue[RunRecord | None] = asyncio.Queue()
+        self._idle_slots = 0
+        self._held: dict[str, int] = {}  # run id -> fencing token, claimed until released
         self._webhooks_due = asyncio.Event()
         self.driver: RunDriver | None = None
         self.sender: WebhookSender | None = None
 
-    def wake(self, slots: int = 1) -> None:
-        for _ in range(slots):
-            with contextlib.suppress(asyncio.QueueFull):
-                self._wakeup.put_nowait(None)
+    def wake(self) -> None:
+        """Runs may be due (a notification, a re-queue): claim for the idle slots."""
+        self._kick.set()
 
     def stop(self) -> None:
         self.stopping.set()
-        self.wake(self.concurrency)
+        self._kick.set()
+        for _ in range(self.concurrency):
+            self._ready.put_nowait(None)
 
     async def run(self, grace: float | None = None) -> None:
         key = await self.store.secret("callback_key", new_key)
@@ -84,8 +90,11 @@ class Worker:
         ]
         if self.store.is_postgres:
             background.append(asyncio.create_task(self._listen()))
+        dispatcher = asyncio.create_task(self._dispatch())
         slots = [asyncio.create_task(self._slot()) for _ in range(self.concurrency)]
+        self.wake()
         await self.stopping.wait()
+        await dispatcher  # a claim in flight completes (what it took is held), no more
         _, pending = await asyncio.wait(slots, timeout=grace or self.settings.lease_seconds)
         for task in pending:
             task.cancel()
@@ -98,28 +107,21 @@ class Worker:
         log.info("worker stopped", worker=self.worker_id)
 
     async def _slot(self) -> None:
-        """Claim, drive, repeat. A run's last write also claims the slot's next run, so
-        a busy slot spends one statement per run on claiming, not two; an idle slot
-        waits for a wake-up (NOTIFY) or the poll interval."""
+        """Drive runs: one handed over by the dispatcher, then, while the queue has
+        work, the one each run's last write claimed."""
         assert self.driver is not None
         record: RunRecord | None = None
         while not self.stopping.is_set():
             if record is None:
-                try:
-                    now = self.clock()
-                    until = now + timedelta(seconds=self.settings.lease_seconds)
-                    record = await self.store.claim(self.worker_id, now, until)
-                except Exception:  # the database may blip; keep the worker alive
-                    log.exception("claim failed")
-                    await asyncio.sleep(self.settings.poll_interval)
-                    continue
-                if record is None:
-                    await self._idle()
-                    continue
-                self._held[record.id] = record.version
+                self._idle_slots += 1
+                record = await self._ready.get()
+                self._idle_slots -= 1
+                if record is None or self.stopping.is_set():
+                    return  # a run handed over now stays held: the shutdown releases it
             following: RunRecord | None = None
+            looked = False
             try:
-                _, following = await self.driver.drive_and_claim(
+                following, looked = await self.driver.drive_and_claim(
                     record, lambda: not self.stopping.is_set()
                 )
             except Exception:
@@ -130,11 +132,32 @@ class Worker:
             record = following
             if record is not None:  # held at once: a shutdown releases it if not driven
                 self._held[record.id] = record.version
+            elif not looked:  # the run ended without looking at the queue: have a look
+                self.wake()
 
-    async def _idle(self) -> None:
+    async def _dispatch(self) -> None:
+        """Claim for idle slots, one statement per wake-up (up to one run per slot)."""
         timeout = self.settings.poll_interval if not self.store.is_postgres else 1.0
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wakeup.get(), timeout)
+        while not self.stopping.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._kick.wait(), timeout)
+            self._kick.clear()
+            wanted = self._idle_slots - self._ready.qsize()
+            if wanted <= 0 or self.stopping.is_set():
+                continue
+            try:
+                now = self.clock()
+                until = now + timedelta(seconds=self.settings.lease_seconds)
+                claimed = await self.store.claim_many(self.worker_id, now, until, wanted)
+            except Exception:  # the database may blip; keep the worker alive
+                log.exception("claim failed")
+                await asyncio.sleep(self.settings.poll_interval)
+                continue
+            for record in claimed:
+                self._held[record.id] = record.version
+                self._ready.put_nowait(record)
+            if len(claimed) == wanted:
+                self._kick.set()  # there may be more: look again for slots still idle
 
     async def _release_held(self) -> None:
         """Give back runs still held at shutdown, so another worker takes them at once."""
@@ -176,7 +199,7 @@ class Worker:
                 expired = await self.store.expire_suspended(now)
                 if requeued:
                     log.info("re-queued runs with lost leases", runs=requeued)
-                    self.wake(len(requeued))
+                    self.wake()
                 if expired:
                     log.info("expired suspended runs", runs=expired)
             except Exception:
@@ -193,7 +216,7 @@ class Worker:
                 async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                     await conn.execute(f"LISTEN {WEBHOOKS_CHANNEL}")
-                    self.wake(self.concurrency)  # catch up on what was queued meanwhile
+                    self.wake()  # catch up on what was queued meanwhile
                     self._webhooks_due.set()
                     async for notification in conn.notifies():
                         if notification.channel == WEBHOOKS_CHANNEL:

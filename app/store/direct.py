@@ -25,23 +25,19 @@ from sqlalchemy.engine import URL, Dialect
 @dataclass(frozen=True, slots=True)
 class Compiled:
     """A statement as text with `$n` placeholders (psycopg's raw cursor: no query
-    parsing per execution), the parameter names in placeholder order, the constants
-    SQLAlchemy bound itself (`version + 1`…) and the names sent as JSON text."""
+    parsing per execution) and how to fill each from the caller's values or from the
+    constants SQLAlchemy bound itself (`version + 1`…)."""
 
     sql: str
-    names: tuple[str, ...]
-    constants: dict[str, Any]
-    json_names: frozenset[str]
+    # Per placeholder: its name, whether the value goes as JSON text, and whether it is
+    # a constant (then the last item is its value).
+    slots: tuple[tuple[str, bool, bool, Any], ...]
 
     def params(self, values: Mapping[str, Any]) -> list[Any]:
-        out = []
-        for name in self.names:
-            if name in values:
-                value = values[name]
-                out.append(_json(value) if name in self.json_names else value)
-            else:
-                out.append(self.constants[name])
-        return out
+        return [
+            constant if fixed else _json(values[name]) if json else values[name]
+            for name, json, fixed, constant in self.slots
+        ]
 
 
 def _json(value: Any) -> str:
@@ -74,7 +70,10 @@ def compile_statement(stmt: Any, dialect: Dialect) -> Compiled:
         return f"${names.index(name) + 1}"
 
     sql = _PLACEHOLDER.sub(number, compiled.string)
-    return Compiled(sql, tuple(names), constants, frozenset(json_names))
+    slots = tuple(
+        (name, name in json_names, name in constants, constants.get(name)) for name in names
+    )
+    return Compiled(sql, slots)
 
 
 async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:

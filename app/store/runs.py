@@ -172,6 +172,8 @@ def _claim_change(worker_id: str, lease_until: datetime) -> tuple[dict[str, Any]
     return values, [NewEvent("run.claimed", {"worker": worker_id})]
 
 
+#: The status a claim takes runs from.
+QUEUED = (RunStatus.QUEUED.value,)
 #: The columns a claim sets (sorted, as statement shapes key them).
 CLAIM_KEYS = tuple(sorted(_claim_change("", datetime.now(UTC))[0]))
 
@@ -357,18 +359,17 @@ class RunStore:
         values: dict[str, Any],
         events: Sequence[NewEvent],
         now: datetime,
-        statuses: Iterable[RunStatus],
         prefix: str = "",
     ) -> dict[str, Any]:
         """The parameters of a change built by `_dml` and `_side_ctes` with `prefix`."""
         params = {f"{prefix}v_{k}": v for k, v in values.items()}
         params.update(self._event_params(events, now, prefix))
-        params[f"{prefix}p_statuses"] = [s.value for s in statuses]
         return params
 
     def _update_statement(
         self,
         keys: tuple[str, ...],
+        statuses: tuple[str, ...],
         plan: EventPlan,
         notify: bool,
         fenced: bool,
@@ -385,18 +386,18 @@ class RunStore:
         events), the same statement also claims the next due run (`n_`-prefixed
         parameters); the row then holds both runs, side by side (FULL JOIN: either may be
         missing)."""
-        shape = (keys, plan, notify, fenced, claim, tool_rows, answers, chain)
+        shape = (keys, statuses, plan, notify, fenced, claim, tool_rows, answers, chain)
         cached = self._statements.get(shape)
         if cached is not None:
             return cached
-        dml = self._dml(keys, plan.n, fenced, claim)
+        dml = self._dml(keys, statuses, plan.n, fenced, claim)
         if not self.is_postgres:
             stmt = dml.returning(*runs.c)
         else:
             changed = dml.returning(*runs.c).cte("changed")
             stmt = self._with_events(changed, plan, notify, tool_rows, answers)
             if chain is not None:
-                claimed = self._dml(CLAIM_KEYS, chain.n, False, True, "n_")
+                claimed = self._dml(CLAIM_KEYS, QUEUED, chain.n, False, True, "n_")
                 claimed = claimed.returning(*runs.c).cte("n_changed")
                 stmt = self._side_ctes(stmt, claimed, chain, "n_")
                 stmt = stmt.add_columns(*claimed.c).select_from(
@@ -406,7 +407,13 @@ class RunStore:
         return stmt
 
     def _dml(
-        self, keys: tuple[str, ...], n_events: int, fenced: bool, claim: bool, prefix: str = ""
+        self,
+        keys: tuple[str, ...],
+        statuses: tuple[str, ...],
+        n_events: int,
+        fenced: bool,
+        claim: bool,
+        prefix: str = "",
     ) -> Any:
         """The UPDATE itself: by id (`claim`: the oldest due queued runs, at most
         `p_limit`), compare-and-set on status (and `version` when `fenced`)."""
@@ -427,13 +434,8 @@ class RunStore:
             chosen: sa.ColumnElement[bool] = runs.c.id.in_(due)
         else:
             chosen = runs.c.id == sa.bindparam(f"{prefix}p_id")
-        if self.is_postgres:  # one text for any list of statuses (no IN expansion)
-            statuses = runs.c.status == sa.any_(
-                sa.bindparam(f"{prefix}p_statuses", type_=postgresql.ARRAY(sa.String()))
-            )
-        else:
-            statuses = runs.c.status.in_(sa.bindparam(f"{prefix}p_statuses", expanding=True))
-        where = [chosen, statuses]
+        # The statuses are part of the shape, as literals (enum values): no parameter.
+        where = [chosen, runs.c.status.in_([sa.literal_column(f"'{s}'") for s in statuses])]
         if fenced:
             where.append(runs.c.version == sa.bindparam(f"{prefix}p_version"))
         values: dict[str, Any] = {
@@ -689,6 +691,7 @@ class RunStore:
         claim_values, claim_events = _claim_change(*chain) if chain else ({}, [])
         stmt = self._update_statement(
             keys,
+            tuple(s.value for s in statuses),
             EventPlan.of(events),
             notify and self.is_postgres,
             expect_version is not None,
@@ -697,7 +700,7 @@ class RunStore:
             len(answers),
             EventPlan.of(claim_events) if chain else None,
         )
-        params = self._change_params(values, events, now, statuses)
+        params = self._change_params(values, events, now)
         params["p_id"] = run_id
         for i, tool_row in enumerate(tool_rows):
             for column, value in tool_row.items():
@@ -710,9 +713,7 @@ class RunStore:
         if expect_version is not None:
             params["p_version"] = expect_version
         if chain:
-            params.update(
-                self._change_params(claim_values, claim_events, now, [RunStatus.QUEUED], "n_")
-            )
+            params.update(self._change_params(claim_values, claim_events, now, "n_"))
             params["n_p_limit"] = 1
         row = await self._fetch(conn, stmt, params)
         if row is None:
@@ -881,8 +882,8 @@ class RunStore:
         """Take up to `limit` of the oldest due queued runs with one statement, however
         many idle slots it feeds (SKIP LOCKED on PostgreSQL)."""
         values, events = _claim_change(worker_id, lease_until)
-        stmt = self._update_statement(CLAIM_KEYS, EventPlan.of(events), False, False, True)
-        params = self._change_params(values, events, now, [RunStatus.QUEUED])
+        stmt = self._update_statement(CLAIM_KEYS, QUEUED, EventPlan.of(events), False, False, True)
+        params = self._change_params(values, events, now)
         params["p_limit"] = limit
         if self._direct is not None:
             rows = await self._direct.fetchall(self._compile(stmt), params)

@@ -430,12 +430,19 @@ class RunStore:
                 .limit(sa.bindparam(f"{prefix}p_limit", type_=sa.Integer()))
             )
             if self.is_postgres:
-                due = due.with_for_update(skip_locked=True)
-            chosen: sa.ColumnElement[bool] = runs.c.id.in_(due)
+                # Joined as a derived table (not `IN`): it runs once, locking what it
+                # picks, so a concurrent claim's row lock cannot make the re-check skip
+                # the rows this claim picked.
+                picked = due.with_for_update(skip_locked=True).subquery("due")
+                chosen: sa.ColumnElement[bool] = runs.c.id == picked.c.id
+            else:  # SQLite: writers are serialized
+                chosen = runs.c.id.in_(due)
         else:
             chosen = runs.c.id == sa.bindparam(f"{prefix}p_id")
-        # The statuses are part of the shape, as literals (enum values): no parameter.
-        where = [chosen, runs.c.status.in_([sa.literal_column(f"'{s}'") for s in statuses])]
+        where = [chosen]
+        if not claim:  # (a claim's pick is row-locked and re-checked by its subquery)
+            # The statuses are part of the shape, as literals (enum values): no parameter.
+            where.append(runs.c.status.in_([sa.literal_column(f"'{s}'") for s in statuses]))
         if fenced:
             where.append(runs.c.version == sa.bindparam(f"{prefix}p_version"))
         values: dict[str, Any] = {

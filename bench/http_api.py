@@ -25,6 +25,8 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from app.service.runs import RunService  # noqa: E402
+from app.settings import Settings  # noqa: E402
 from app.store.db import create_engine  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
@@ -158,7 +160,10 @@ async def main() -> None:
     try:
         upgrade_to_head(url)
         seed(url, SEEDED)
-        layer = await service_run(url, args.runs, 2, logdir)
+        store = RunStore(create_engine(url, pool_size=16))
+        service = RunService(store, Settings(database_url=url))
+        layer = await service_run(service, args.runs, 2, logdir)
+        await store.aclose()
         http = await http_run(url, args.runs, logdir, args.concurrency)
         print(
             "| path (2 worker processes) | lifecycles/s | POST /v1/runs p50 / p99 | "

@@ -3,10 +3,13 @@
 One lifecycle = create → model call → suspend (one parallel tool round) → submit results
 → model call → completed, with the scripted provider. The client (this process) creates
 runs and answers suspended ones through the service layer; 1, 2 and 4 `agentrun worker`
-processes do the rest. In the same run, the SQL lifecycle of docs/performance-notes is
-issued directly with psycopg (the ceiling), so the ratio holds on any machine.
+processes do the rest. In the same run, the SQL lifecycle of the performance notes is
+issued directly with psycopg (the ceiling), so the ratio holds on any machine. Each
+configuration is sampled `--repeat` times (median and range); besides throughput it
+reports CPU per lifecycle of the database, the workers and the client, and WAL bytes per
+lifecycle (counters that barely depend on the machine: good regression guards).
 
-Run: `.venv/bin/python bench/lifecycle.py [--runs 1000] [--server postgresql://...]`.
+Run: `.venv/bin/python bench/lifecycle.py [--runs 2000] [--repeat 3] [--server postgresql://...]`.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -33,7 +37,7 @@ from sqlalchemy.engine import make_url  # noqa: E402
 
 from app.core import AgentRun, AssistantMessage, Text, ToolCall, ToolResult, UserMessage  # noqa: E402
 from app.core.lifecycle import RunStatus  # noqa: E402
-from app.service.runs import RunService  # noqa: E402
+from app.service.runs import RunService, RunView  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.store.db import create_engine  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
@@ -42,7 +46,6 @@ from app.store.runs import RunStore  # noqa: E402
 from tests.helpers import results_for, run_body  # noqa: E402
 
 AGENTRUN = str(Path(sys.executable).parent / "agentrun")
-STATE = "x" * 2000  # a 2 KB state document for the direct-SQL ceiling
 
 
 def fresh_database(server: str) -> tuple[str, str]:
@@ -87,74 +90,155 @@ def seed(url: str, rows: int) -> None:
         conn.execute("VACUUM ANALYZE")
 
 
-async def direct_sql(url: str, lifecycles: int, clients: int) -> float:
-    """The notes' six-commit lifecycle, issued directly; lifecycles per second."""
-    state = f'{{"s": "{STATE}"}}'
+def postgres_cpu() -> float:
+    """CPU seconds used so far by this machine's PostgreSQL processes (Linux /proc; a
+    backend that exits takes its share with it, so sample while the clients are up)."""
+    ticks = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            name, _, rest = stat.read_text().partition(") ")
+        except OSError:
+            continue
+        if name.endswith("(postgres"):
+            fields = rest.split()
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def wal_position(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+class Meter:
+    """Wall time, database CPU, WAL bytes, client and worker CPU across one phase."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def __enter__(self) -> Meter:
+        self.wal = wal_position(self.url)
+        self.db = postgres_cpu()
+        self.own = own_cpu()
+        self.started = time.perf_counter()
+        return self
+
+    def stop(self, lifecycles: int) -> dict[str, float]:
+        """Per-lifecycle figures, taken before any client disconnects."""
+        elapsed = time.perf_counter() - self.started
+        return {
+            "per_second": lifecycles / elapsed,
+            "db_cpu_ms": (postgres_cpu() - self.db) * 1000 / lifecycles,
+            "client_cpu_ms": (own_cpu() - self.own) * 1000 / lifecycles,
+            "wal_kb": (wal_position(self.url) - self.wal) / 1024 / lifecycles,
+        }
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+async def direct_sql(url: str, lifecycles: int, clients: int) -> dict[str, float]:
+    """The notes' six-commit lifecycle, issued directly with psycopg; per-lifecycle
+    figures (every lifecycle counted has reached `completed`)."""
+    # A real serialized run as the payload (10 messages, ≈ 2.3 kB, what the service's
+    # suspended runs hold), not a string that compresses to nothing.
+    state = run_with_history(10).to_json()
     remaining = lifecycles
+    conns = [await psycopg.AsyncConnection.connect(url, autocommit=True) for _ in range(clients)]
 
-    async def client() -> None:
+    async def client(conn: psycopg.AsyncConnection[Any]) -> None:
         nonlocal remaining
-        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-            while remaining > 0:
-                remaining -= 1
-                await conn.execute(
-                    "INSERT INTO bench_runs (status, state) VALUES ('queued', %s)", (state,)
+        while remaining > 0:
+            remaining -= 1
+            await conn.execute(
+                "INSERT INTO bench_runs (status, state) VALUES ('queued', %s)", (state,)
+            )
+            for final in ("requires_action", "completed"):
+                cur = await conn.execute(
+                    """UPDATE bench_runs SET status='running', worker_id='w',
+                         attempt=attempt+1, updated_at=now()
+                       WHERE id = (SELECT id FROM bench_runs WHERE status='queued'
+                         ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id"""
                 )
-                for final in ("requires_action", "completed"):
-                    cur = await conn.execute(
-                        """UPDATE bench_runs SET status='running', worker_id='w',
-                             attempt=attempt+1, updated_at=now()
-                           WHERE id = (SELECT id FROM bench_runs WHERE status='queued'
-                             ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING id"""
-                    )
-                    row = await cur.fetchone()
-                    if row is None:
-                        continue
+                row = await cur.fetchone()
+                if row is None:
+                    continue
+                await conn.execute(
+                    "UPDATE bench_runs SET status=%s, state=%s, worker_id=NULL WHERE id=%s",
+                    (final, state, row[0]),
+                )
+                if final == "requires_action":
                     await conn.execute(
-                        "UPDATE bench_runs SET status=%s, state=%s, worker_id=NULL WHERE id=%s",
-                        (final, state, row[0]),
+                        """UPDATE bench_runs SET status='queued', tool_results=%s
+                           WHERE id=%s AND status='requires_action'""",
+                        ('{"r": "3"}', row[0]),
                     )
-                    if final == "requires_action":
-                        await conn.execute(
-                            """UPDATE bench_runs SET status='queued', tool_results=%s
-                               WHERE id=%s AND status='requires_action'""",
-                            ('{"r": "3"}', row[0]),
-                        )
 
-    started = time.perf_counter()
-    await asyncio.gather(*[client() for _ in range(clients)])
-    return lifecycles / (time.perf_counter() - started)
+    with Meter(url) as meter:
+        await asyncio.gather(*[client(conn) for conn in conns])
+        result = meter.stop(lifecycles)
+    for conn in conns:
+        await conn.close()
+    return result
 
 
-async def service_run(url: str, lifecycles: int, workers: int, logdir: Path) -> dict[str, float]:
-    env = {
-        **os.environ,
-        "AGENTRUN_DATABASE_URL": url,
-        "AGENTRUN_LEASE_SECONDS": "30",
-    }
-    procs = [
+def start_workers(
+    url: str, workers: int, logdir: Path, label: str
+) -> list[subprocess.Popen[bytes]]:
+    env = {**os.environ, "AGENTRUN_DATABASE_URL": url, "AGENTRUN_LEASE_SECONDS": "30"}
+    return [
         subprocess.Popen(
             [AGENTRUN, "worker", "--concurrency", "8"],
             env=env,
-            stdout=(logdir / f"w{workers}_{i}.log").open("wb"),
+            stdout=(logdir / f"{label}_{i}.log").open("wb"),
             stderr=subprocess.STDOUT,
         )
         for i in range(workers)
     ]
-    engine = create_engine(url, pool_size=16)
-    service = RunService(RunStore(engine), Settings(database_url=url))
+
+
+def stop_workers(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        p.wait(30)
+
+
+async def service_run(
+    service: RunService, lifecycles: int, workers: int, logdir: Path
+) -> dict[str, float]:
+    """Closed loop: the client creates runs and answers suspended ones through the
+    service layer while `workers` processes drive them."""
+    url = service.settings.database_url
+    procs = start_workers(url, workers, logdir, f"w{workers}")
     await asyncio.sleep(1.5)  # workers connect and LISTEN
     body = run_body()
-    ids: list[str] = []
+    created = 0
     done = 0
     since = datetime.now(UTC)
-    started = time.perf_counter()
+    answering = asyncio.Semaphore(16)  # the client's pool size
 
     async def creator() -> None:
-        while len(ids) < lifecycles:
-            ids.append("")
-            view, _ = await service.create_run(body)
-            ids[ids.index("")] = view.record.id
+        nonlocal created
+        while created < lifecycles:
+            created += 1
+            await service.create_run(body)
+
+    async def answer(view: RunView) -> None:
+        async with answering:
+            await service.submit_tool_results(results_for(view), run_id=view.record.id)
 
     async def executor() -> None:
         nonlocal done
@@ -162,41 +246,26 @@ async def service_run(url: str, lifecycles: int, workers: int, logdir: Path) -> 
             waiting, _ = await service.list_runs(
                 status=RunStatus.REQUIRES_ACTION, limit=200, cursor=None
             )
-            await asyncio.gather(
-                *[service.submit_tool_results(results_for(v), run_id=v.record.id) for v in waiting]
-            )
+            await asyncio.gather(*[answer(v) for v in waiting])
             done = await completed_since(service.store, since)
             if not waiting:
                 await asyncio.sleep(0.01)
 
-    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    self_before = resource.getrusage(resource.RUSAGE_SELF)
-    await asyncio.gather(*[creator() for _ in range(4)], executor())
-    elapsed = time.perf_counter() - started
-    self_after = resource.getrusage(resource.RUSAGE_SELF)
-    for p in procs:
-        p.terminate()
-    for p in procs:
-        p.wait(30)
-    children_after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    worker_cpu = (children_after.ru_utime + children_after.ru_stime) - (
-        children_before.ru_utime + children_before.ru_stime
-    )
-    client_cpu = (self_after.ru_utime + self_after.ru_stime) - (
-        self_before.ru_utime + self_before.ru_stime
-    )
-    # Resume latency at low load: results committed (run.resumed) → claimed again for the
-    # next model call, one run at a time, so no queue stands in between.
-    procs = [
-        subprocess.Popen(
-            [AGENTRUN, "worker", "--concurrency", "8"],
-            env=env,
-            stdout=(logdir / f"latency{workers}_{i}.log").open("wb"),
-            stderr=subprocess.STDOUT,
-        )
-        for i in range(workers)
-    ]
+    workers_before = children_cpu()
+    with Meter(url) as meter:
+        await asyncio.gather(*[creator() for _ in range(4)], executor())
+        result = meter.stop(lifecycles)
+    stop_workers(procs)
+    result["worker_cpu_ms"] = (children_cpu() - workers_before) * 1000 / lifecycles
+    return result
+
+
+async def resume_latency(service: RunService, workers: int, logdir: Path) -> float:
+    """Results committed (run.resumed) → claimed again for the next model call, p50 in
+    ms, at low load: one run at a time, so no queue stands in between."""
+    procs = start_workers(service.settings.database_url, workers, logdir, f"latency{workers}")
     await asyncio.sleep(1.5)
+    body = run_body()
     latencies = []
     for _ in range(60):
         view, _ = await service.create_run(body)
@@ -210,19 +279,18 @@ async def service_run(url: str, lifecycles: int, workers: int, logdir: Path) -> 
         resumed = [e.created_at for e in events if e.type == "run.resumed"]
         claims = [e.created_at for e in events if e.type == "run.claimed"]
         latencies.append((claims[1] - resumed[0]).total_seconds() * 1000)
-    for p in procs:
-        p.terminate()
-    for p in procs:
-        p.wait(30)
-    async with engine.begin() as conn:
-        await conn.exec_driver_sql("DELETE FROM runs WHERE id NOT LIKE 'seed_%%'")
-    await service.store.aclose()
-    return {
-        "worker_cpu_ms": worker_cpu * 1000 / lifecycles,
-        "client_cpu_ms": client_cpu * 1000 / lifecycles,
-        "per_second": lifecycles / elapsed,
-        "resume_p50_ms": statistics.median(latencies) if latencies else float("nan"),
-    }
+    stop_workers(procs)
+    return statistics.median(latencies)
+
+
+def run_with_history(n: int) -> AgentRun:
+    """A run whose history holds `n` messages (tool rounds of the `add` tool)."""
+    history: list[AssistantMessage | UserMessage] = []
+    for i in range(n // 2):
+        call = ToolCall.from_wire(f"c{i}", "add", {"a": i, "b": i})
+        history.append(AssistantMessage((Text(f"step {i}"), call), f"m{i}"))
+        history.append(UserMessage([ToolResult(call.id, "add", (Text(str(2 * i)),))]))
+    return AgentRun("go", max_turns=3, history=history)
 
 
 async def suspend_cost(url: str) -> list[tuple[int, float, int]]:
@@ -232,12 +300,7 @@ async def suspend_cost(url: str) -> list[tuple[int, float, int]]:
     service = RunService(store, Settings(database_url=url))
     out = []
     for n in (10, 100, 1000):
-        history: list[AssistantMessage | UserMessage] = []
-        for i in range(n // 2):
-            call = ToolCall.from_wire(f"c{i}", "add", {"a": i, "b": i})
-            history.append(AssistantMessage((Text(f"step {i}"), call), f"m{i}"))
-            history.append(UserMessage([ToolResult(call.id, "add", (Text(str(2 * i)),))]))
-        run = AgentRun("go", max_turns=3, history=history)
+        run = run_with_history(n)
         view, _ = await service.create_run(run_body())
         times = []
         for _ in range(30):
@@ -298,9 +361,19 @@ async def completed_since(store: RunStore, since: datetime) -> int:
         return int((await conn.execute(stmt)).scalar_one())
 
 
+def summary(samples: list[dict[str, float]], key: str, fmt: str = ".0f") -> str:
+    """Median (and range, when repeated) of one figure."""
+    values = sorted(sample[key] for sample in samples)
+    median = statistics.median(values)
+    if len(values) == 1:
+        return f"{median:{fmt}}"
+    return f"{median:{fmt}} ({values[0]:{fmt}}–{values[-1]:{fmt}})"
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument(
         "--server",
         default=os.environ.get(
@@ -315,21 +388,38 @@ async def main() -> None:
     try:
         upgrade_to_head(url)
         seed(url, SEEDED)
-        ceiling = await direct_sql(url, args.runs, clients=8)
-        print(
-            "| configuration | lifecycles/s | % of direct SQL | resume p50 "
-            "| worker CPU / lifecycle | client CPU / lifecycle |"
-        )
-        print("|---|---|---|---|---|---|")
-        print(f"| direct SQL (6 commits, 8 clients) | {ceiling:.0f} | 100 % | | | |")
+        store = RunStore(create_engine(url, pool_size=16))
+        service = RunService(store, Settings(database_url=url))
+        await direct_sql(url, args.runs // 4, clients=8)  # warm-up
+        ceiling = [await direct_sql(url, args.runs, clients=8) for _ in range(args.repeat)]
+        rows = [("direct SQL (6 commits, 8 clients)", ceiling, None)]
         for workers in [int(w) for w in args.workers.split(",")]:
-            result = await service_run(url, args.runs, workers, logdir)
+            samples = [
+                await service_run(service, args.runs, workers, logdir) for _ in range(args.repeat)
+            ]
+            rows.append((f"service, {workers} worker process(es) × 8", samples, workers))
+        top = statistics.median(sample["per_second"] for sample in ceiling)
+        print(
+            f"{args.runs} lifecycles per sample, median (range) of {args.repeat} samples; "
+            "CPU and WAL per lifecycle"
+        )
+        print()
+        print(
+            "| configuration | lifecycles/s | % of direct SQL | resume p50 | database CPU "
+            "| worker CPU | client CPU | WAL |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
+        for label, samples, workers in rows:
+            share = statistics.median(sample["per_second"] for sample in samples) / top
+            latency = f"{await resume_latency(service, workers, logdir):.1f} ms" if workers else ""
+            worker_cpu = f"{summary(samples, 'worker_cpu_ms', '.1f')} ms" if workers else ""
             print(
-                f"| service, {workers} worker process(es) × 8 | {result['per_second']:.0f} | "
-                f"{100 * result['per_second'] / ceiling:.0f} % | "
-                f"{result['resume_p50_ms']:.1f} ms | {result['worker_cpu_ms']:.1f} ms | "
-                f"{result['client_cpu_ms']:.1f} ms |"
+                f"| {label} | {summary(samples, 'per_second')} | {100 * share:.0f} % "
+                f"| {latency} | {summary(samples, 'db_cpu_ms', '.1f')} ms | {worker_cpu} "
+                f"| {summary(samples, 'client_cpu_ms', '.1f')} ms "
+                f"| {summary(samples, 'wal_kb', '.1f')} kB |"
             )
+        await store.aclose()
         print()
         print("| history messages | suspend (serialize + write) | state bytes |")
         print("|---|---|---|")

@@ -192,11 +192,11 @@ def _pool_size(pool: Any) -> int:
 
 
 def _typed(name: str, t: Any) -> Any:
-    """An explicitly typed parameter for a SELECT list: psycopg sends a NULL untyped,
-    SQLAlchemy elides a plain cast of a float parameter (so floats go through text), and
-    JSON needs its own bind type so the value is serialized."""
+    """An explicitly typed parameter for a SELECT list (the server must know each
+    parameter's type when it prepares the statement); JSON needs its own bind type so
+    the value is serialized."""
     if isinstance(t, sa.Float):
-        return sa.cast(sa.cast(sa.bindparam(name), sa.String), postgresql.DOUBLE_PRECISION)
+        return sa.cast(sa.bindparam(name, type_=sa.Float()), postgresql.DOUBLE_PRECISION)
     if isinstance(t, sa.JSON):
         return sa.bindparam(name, type_=postgresql.JSONB())
     return sa.cast(sa.bindparam(name), t)

@@ -262,6 +262,13 @@ class RunStore:
             return contextlib.nullcontext(None)
         return self.engine.begin()
 
+    def _reader(self) -> Any:
+        """A connection for a read that is one statement: in autocommit on PostgreSQL,
+        so it costs no BEGIN and no ROLLBACK round trip."""
+        if self._autocommit is not None:
+            return self._autocommit.connect()
+        return self.engine.connect()
+
     def _one_statement(self) -> Any:
         """A connection for an operation that is a single (atomic) statement."""
         if self._autocommit is not None:
@@ -749,7 +756,7 @@ class RunStore:
     async def _read_one(self, stmt: Any, params: dict[str, Any]) -> Any:
         if self._direct is not None:
             return await self._fetch(None, stmt, params)
-        async with self.engine.connect() as conn:
+        async with self._reader() as conn:
             return await self._fetch(conn, stmt, params)
 
     async def list_runs(
@@ -771,7 +778,7 @@ class RunStore:
                     sa.and_(runs.c.created_at == created, runs.c.id < run_id),
                 )
             )
-        async with self.engine.connect() as conn:
+        async with self._reader() as conn:
             rows = (await conn.execute(stmt)).all()
         return [RunRecord.from_row(r) for r in rows]
 
@@ -780,7 +787,7 @@ class RunStore:
         if round is not None:
             stmt = stmt.where(tool_calls.c.round == round)
         stmt = stmt.order_by(tool_calls.c.round, tool_calls.c.position)
-        async with self.engine.connect() as conn:
+        async with self._reader() as conn:
             rows = (await conn.execute(stmt)).all()
         return [ToolCallRecord.from_row(r) for r in rows]
 
@@ -793,7 +800,7 @@ class RunStore:
             .where(sa.tuple_(tool_calls.c.run_id, tool_calls.c.round).in_(list(rounds.items())))
             .order_by(tool_calls.c.run_id, tool_calls.c.position)
         )
-        async with self.engine.connect() as conn:
+        async with self._reader() as conn:
             rows = (await conn.execute(stmt)).all()
         out: dict[str, list[ToolCallRecord]] = {run_id: [] for run_id in rounds}
         for row in rows:
@@ -808,13 +815,13 @@ class RunStore:
             .order_by(run_events.c.seq)
             .limit(limit)
         )
-        async with self.engine.connect() as conn:
+        async with self._reader() as conn:
             rows = (await conn.execute(stmt)).all()
         return [EventRecord.from_row(r) for r in rows]
 
     async def count_by_status(self) -> dict[str, int]:
         stmt = sa.select(runs.c.status, sa.func.count()).group_by(runs.c.status)
-        async with self.engine.connect() as conn:
+        async with self._reader() as conn:
             rows = (await conn.execute(stmt)).all()
         return {status: count for status, count in rows}
 
@@ -1268,7 +1275,7 @@ class RunStore:
         in_range = sa.and_(model_calls.c.created_at >= start, model_calls.c.created_at < end)
         joined = model_calls.join(runs, runs.c.id == model_calls.c.run_id)
         model_key = model_calls.c.provider + ":" + model_calls.c.model
-        async with self.engine.connect() as conn:
+        async with self._reader() as conn:
             total = (await conn.execute(sa.select(*sums).where(in_range))).one()
             by_status = (
                 await conn.execute(
@@ -1376,7 +1383,7 @@ class RunStore:
             .where(webhook_outbox.c.run_id == run_id)
             .order_by(webhook_outbox.c.id)
         )
-        async with self.engine.connect() as conn:
+        async with self._reader() as conn:
             rows = (await conn.execute(stmt)).all()
         keys = (
             "event_type",
@@ -1403,7 +1410,7 @@ class RunStore:
             .where(webhook_outbox.c.webhook_id == webhook_id)
             .order_by(webhook_attempts.c.attempt)
         )
-        async with self.engine.connect() as conn:
+        async with self._reader() as conn:
             rows = (await conn.execute(stmt)).all()
         return [dict(r._mapping) for r in rows]
 

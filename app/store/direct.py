@@ -82,6 +82,12 @@ async def _init(conn: Any) -> None:
         await conn.set_type_codec(name, encoder=str, decoder=orjson.loads, schema="pg_catalog")
 
 
+async def _keep(conn: Any) -> None:
+    """Connections go back to the pool as they are: these statements leave no session
+    state (no locks, cursors, LISTEN or SET), and asyncpg's default reset costs a round
+    trip per statement."""
+
+
 class DirectPool:
     """An asyncpg pool, created on first use (inside the running loop). Every statement
     is planned generically: each is keyed by a unique column or is the claim (served by
@@ -100,6 +106,7 @@ class DirectPool:
                     min_size=1,
                     max_size=self.max_size,
                     init=_init,
+                    reset=_keep,
                     server_settings={"plan_cache_mode": "force_generic_plan"},
                 )
             )

@@ -127,8 +127,8 @@ class Worker:
             except Exception:
                 # Leave it to the lease: the reaper re-queues the run when it expires.
                 log.exception("drive failed", run_id=record.id)
-            finally:
-                self._held.pop(record.id, None)
+            # (Cancelled past the shutdown grace: the run stays held, so it is released.)
+            self._held.pop(record.id, None)
             record = following
             if record is not None:  # held at once: a shutdown releases it if not driven
                 self._held[record.id] = record.version

@@ -1,0 +1,137 @@
+"""Claims: many runs in one statement, and a lease holder's last write claiming the next."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+import pytest
+from sqlalchemy.engine import make_url
+
+from app.core.lifecycle import RunStatus
+from app.service.runs import RunService
+from app.settings import Settings
+from app.store.records import NewEvent, RunRecord
+from app.store.runs import EVENTS_CHANNEL, NOTIFY_CHANNEL, RunStore
+from tests.helpers import run_body
+
+
+@pytest.fixture
+def service(store: RunStore, settings: Settings) -> RunService:
+    return RunService(store, settings)
+
+
+def lease() -> tuple[datetime, datetime]:
+    now = datetime.now(UTC)
+    return now, now + timedelta(seconds=30)
+
+
+async def queued(service: RunService, n: int) -> list[str]:
+    return [(await service.create_run(run_body()))[0].record.id for _ in range(n)]
+
+
+async def completed(
+    store: RunStore, run_id: str, version: int
+) -> tuple[RunRecord | None, RunRecord | None]:
+    now, until = lease()
+    return await store.transition_and_claim(
+        run_id,
+        from_statuses=[RunStatus.RUNNING],
+        expect_version=version,
+        values={"status": RunStatus.COMPLETED.value, "lease_owner": None},
+        events=[NewEvent("run.completed", {"output": "done"})],
+        now=now,
+        claim_for=("w-next", until),
+    )
+
+
+async def test_claim_many_takes_the_oldest_up_to_the_limit(service: RunService) -> None:
+    ids = await queued(service, 5)
+    now, until = lease()
+    taken = await service.store.claim_many("w", now, until, 2)
+    assert sorted(r.id for r in taken) == sorted(ids[:2])
+    for record in taken:
+        assert record.status == RunStatus.RUNNING and record.lease_owner == "w"
+        events = await service.store.events(record.id)
+        assert [e.type for e in events][-1] == "run.claimed"
+    assert len(await service.store.claim_many("w", now, until, 10)) == 3
+    assert await service.store.claim_many("w", now, until, 10) == []
+
+
+async def test_concurrent_claim_many_take_each_run_once(service: RunService) -> None:
+    ids = await queued(service, 12)
+    now, until = lease()
+    batches = await asyncio.gather(
+        *[service.store.claim_many(f"w{i}", now, until, 3) for i in range(8)]
+    )
+    taken = [r.id for batch in batches for r in batch]
+    assert sorted(taken) == sorted(ids)
+
+
+async def test_last_write_claims_the_next_due_run(service: RunService) -> None:
+    first, second = await queued(service, 2)
+    now, until = lease()
+    held = await service.store.claim("w", now, until)
+    assert held is not None and held.id == first
+    done, following = await completed(service.store, held.id, held.version)
+    assert done is not None and done.status == RunStatus.COMPLETED
+    assert following is not None and following.id == second
+    stored = await service.store.get(second)
+    assert stored is not None
+    assert stored.status == RunStatus.RUNNING and stored.lease_owner == "w-next"
+    assert stored.version == following.version
+    assert [e.type for e in await service.store.events(second)][-1] == "run.claimed"
+    # Nothing else due: the same write claims nothing.
+    again = await service.store.claim("w", now, until)
+    assert again is None
+
+
+async def test_last_write_with_nothing_due_claims_nothing(service: RunService) -> None:
+    (only,) = await queued(service, 1)
+    now, until = lease()
+    held = await service.store.claim("w", now, until)
+    assert held is not None
+    done, following = await completed(service.store, only, held.version)
+    assert done is not None and following is None
+
+
+async def test_a_refused_last_write_still_hands_over_what_it_claimed(
+    service: RunService,
+) -> None:
+    first, second = await queued(service, 2)
+    now, until = lease()
+    held = await service.store.claim("w", now, until)
+    assert held is not None and held.id == first
+    stale = held.version - 1  # the lease was lost: the fencing token moved on
+    done, following = await completed(service.store, held.id, stale)
+    assert done is None
+    assert following is not None and following.id == second
+    unchanged = await service.store.get(first)
+    assert unchanged is not None and unchanged.version == held.version
+    assert unchanged.status == RunStatus.RUNNING
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_notifications_only_for_what_changed(service: RunService, database_url: str) -> None:
+    conninfo = make_url(database_url).set(drivername="postgresql").render_as_string(False)
+    async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as listener:
+        await listener.execute(f"LISTEN {EVENTS_CHANNEL}")
+        await listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        (only,) = await queued(service, 1)
+        now, until = lease()
+        held = await service.store.claim("w", now, until)
+        assert held is not None
+        # Refused write, empty claim: neither may notify (not even with an empty payload).
+        assert await completed(service.store, only, held.version - 1) == (None, None)
+        assert await service.store.claim("w", now, until) is None
+        assert (await completed(service.store, only, held.version))[0] is not None
+        received = []
+        async for note in listener.notifies(timeout=0.5):
+            received.append((note.channel, note.payload))
+    assert received == [
+        (EVENTS_CHANNEL, only),  # run.created
+        (NOTIFY_CHANNEL, only),  # queued: wake the workers
+        (EVENTS_CHANNEL, only),  # run.claimed
+        (EVENTS_CHANNEL, only),  # run.completed
+    ]

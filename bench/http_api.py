@@ -5,7 +5,7 @@ concurrent client on 127.0.0.1 creates runs, polls for suspended ones and posts 
 results. Reports lifecycles/s and p50/p99 latency of `POST /v1/runs` and of
 `POST .../tool-results`, beside the service-layer throughput measured in the same run.
 
-Run: `.venv/bin/python bench/http_api.py [--runs 1000]`.
+Run: `.venv/bin/python bench/http_api.py [--runs 2000] [--repeat 3]`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
+import uvloop
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -39,6 +40,7 @@ from bench.lifecycle import (  # noqa: E402
     pct,
     seed,
     service_run,
+    summary,
     wait_ready,
 )
 from tests.helpers import run_body  # noqa: E402
@@ -90,12 +92,18 @@ async def http_run(url: str, lifecycles: int, logdir: Path, concurrency: int) ->
         since = datetime.now(UTC)
         started = time.perf_counter()
 
+        # At most one request per connection in flight: requests queued inside httpcore's
+        # pool cost the client CPU quadratic in their number (measured: most of this
+        # process's CPU with 100 queued), which this shared box would charge to the service.
+        in_flight = asyncio.Semaphore(concurrency)
+
         async def creator() -> None:
             nonlocal created
             while created < lifecycles:
                 created += 1
                 t0 = time.perf_counter()
-                response = await client.post("/v1/runs", json=body)
+                async with in_flight:
+                    response = await client.post("/v1/runs", json=body)
                 create_ms.append((time.perf_counter() - t0) * 1000)
                 assert response.status_code == 201, response.text
 
@@ -107,18 +115,20 @@ async def http_run(url: str, lifecycles: int, logdir: Path, concurrency: int) ->
                 for c in action["tool_calls"]
             ]
             t0 = time.perf_counter()
-            response = await client.post(
-                f"/v1/runs/{run['id']}/tool-results", json={"results": results}
-            )
+            async with in_flight:
+                response = await client.post(
+                    f"/v1/runs/{run['id']}/tool-results", json={"results": results}
+                )
             submit_ms.append((time.perf_counter() - t0) * 1000)
             assert response.status_code in (200, 409), response.text
 
         async def executor() -> None:
             nonlocal done
             while done < lifecycles:
-                page = await client.get(
-                    "/v1/runs", params={"status": "requires_action", "limit": 100}
-                )
+                async with in_flight:
+                    page = await client.get(
+                        "/v1/runs", params={"status": "requires_action", "limit": 100}
+                    )
                 waiting = page.json()["data"]
                 await asyncio.gather(*[submit(r) for r in waiting])
                 # Bookkeeping straight from the database, as in bench/lifecycle.py (a page
@@ -145,7 +155,8 @@ async def http_run(url: str, lifecycles: int, logdir: Path, concurrency: int) ->
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument(
         "--server",
@@ -162,24 +173,38 @@ async def main() -> None:
         seed(url, SEEDED)
         store = RunStore(create_engine(url, pool_size=16))
         service = RunService(store, Settings(database_url=url))
-        layer = await service_run(service, args.runs, 2, logdir)
+        layer, http = [], []
+        for _ in range(args.repeat):  # interleaved, so drift hits both paths alike
+            layer.append(await service_run(service, args.runs, 2, logdir))
+            http.append(await http_run(url, args.runs, logdir, args.concurrency))
         await store.aclose()
-        http = await http_run(url, args.runs, logdir, args.concurrency)
+        share = statistics.median(h["per_second"] for h in http) / statistics.median(
+            s["per_second"] for s in layer
+        )
+        print(
+            f"{args.runs} lifecycles per sample, median (range) of {args.repeat} samples; "
+            "latencies: median of the samples' percentiles"
+        )
+        print()
         print(
             "| path (2 worker processes) | lifecycles/s | POST /v1/runs p50 / p99 | "
             "POST tool-results p50 / p99 |"
         )
         print("|---|---|---|---|")
-        print(f"| service layer (in-process client) | {layer['per_second']:.0f} | | |")
+        print(f"| service layer (in-process client) | {summary(layer, 'per_second')} | | |")
+
+        def ms(key: str) -> str:
+            return f"{statistics.median(h[key] for h in http):.1f}"
+
         print(
-            f"| HTTP, 1 API process, {args.concurrency} connections | {http['per_second']:.0f} "
-            f"({100 * http['per_second'] / layer['per_second']:.0f} % of the service layer) | "
-            f"{http['create_p50']:.1f} / {http['create_p99']:.1f} ms | "
-            f"{http['submit_p50']:.1f} / {http['submit_p99']:.1f} ms |"
+            f"| HTTP, 1 API process, {args.concurrency} connections "
+            f"| {summary(http, 'per_second')} ({100 * share:.0f} % of the service layer) "
+            f"| {ms('create_p50')} / {ms('create_p99')} ms "
+            f"| {ms('submit_p50')} / {ms('submit_p99')} ms |"
         )
     finally:
         drop_database(admin, url)
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    uvloop.run(main())

@@ -90,10 +90,10 @@ def seed(url: str, rows: int) -> None:
         conn.execute("VACUUM ANALYZE")
 
 
-def postgres_cpu() -> float:
-    """CPU seconds used so far by this machine's PostgreSQL processes (Linux /proc; a
-    backend that exits takes its share with it, so sample while the clients are up)."""
-    ticks = 0
+def postgres_cpu() -> dict[int, float]:
+    """CPU seconds used so far by each of this machine's PostgreSQL processes (Linux
+    /proc)."""
+    out = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             name, _, rest = stat.read_text().partition(") ")
@@ -101,8 +101,17 @@ def postgres_cpu() -> float:
             continue
         if name.endswith("(postgres"):
             fields = rest.split()
-            ticks += int(fields[11]) + int(fields[12])
-    return ticks / os.sysconf("SC_CLK_TCK")
+            out[int(stat.parent.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf(
+                "SC_CLK_TCK"
+            )
+    return out
+
+
+def postgres_cpu_since(before: dict[int, float]) -> float:
+    """Database CPU since `before`: processes that started since count whole; those that
+    exited meanwhile (an autovacuum worker, say) take their share with them, so this is
+    a slight undercount, never a negative one."""
+    return sum(t - before.get(pid, 0.0) for pid, t in postgres_cpu().items())
 
 
 def wal_position(url: str) -> int:
@@ -140,7 +149,7 @@ class Meter:
         elapsed = time.perf_counter() - self.started
         return {
             "per_second": lifecycles / elapsed,
-            "db_cpu_ms": (postgres_cpu() - self.db) * 1000 / lifecycles,
+            "db_cpu_ms": postgres_cpu_since(self.db) * 1000 / lifecycles,
             "client_cpu_ms": (own_cpu() - self.own) * 1000 / lifecycles,
             "wal_kb": (wal_position(self.url) - self.wal) / 1024 / lifecycles,
         }

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, Response
+from pydantic import BaseModel
 from sse_starlette import EventSourceResponse
 
 from app.api import models
@@ -25,7 +26,8 @@ RunId = Annotated[str, Path(min_length=1, max_length=40)]
 AUTH = responses(401)
 
 
-def service_of(request: Request) -> RunService:
+async def service_of(request: Request) -> RunService:
+    # async: FastAPI runs a plain `def` dependency in a thread pool, on every request.
     service: RunService = request.app.state.service
     return service
 
@@ -33,10 +35,26 @@ def service_of(request: Request) -> RunService:
 Service = Annotated[RunService, Depends(service_of)]
 
 
-async def results_out(service: RunService, outcome: SubmitOutcome) -> models.ToolResultsOut:
+def json_body(
+    model: BaseModel, status_code: int = 200, headers: dict[str, str] | None = None
+) -> Response:
+    """The response, serialized once by pydantic. (Returned as a model, FastAPI would
+    validate our own object against `response_model` again first: measurable CPU on the
+    hot routes. `response_model` stays on the route for the OpenAPI document.)"""
+    return Response(
+        model.model_dump_json(by_alias=True),
+        status_code=status_code,
+        headers=headers,
+        media_type="application/json",
+    )
+
+
+async def results_out(service: RunService, outcome: SubmitOutcome) -> Response:
     view = await service.view(outcome.record)
-    return models.ToolResultsOut(
-        run=models.RunOut.of(view), accepted=outcome.accepted, resumed=outcome.resumed
+    return json_body(
+        models.ToolResultsOut(
+            run=models.RunOut.of(view), accepted=outcome.accepted, resumed=outcome.resumed
+        )
     )
 
 
@@ -54,11 +72,10 @@ async def results_out(service: RunService, outcome: SubmitOutcome) -> models.Too
 async def create_run(
     body: RunCreate,
     request: Request,
-    response: Response,
     service: Service,
     actor: Actor,
     idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
-) -> models.RunOut:
+) -> Response:
     in_flight: set[str] = request.app.state.idempotency_in_flight
     if idempotency_key is not None:
         if idempotency_key in in_flight:
@@ -69,11 +86,10 @@ async def create_run(
     finally:
         if idempotency_key is not None:
             in_flight.discard(idempotency_key)
+    headers = {"Location": f"/v1/runs/{view.record.id}"}
     if not created:
-        response.status_code = 200
-        response.headers["Idempotent-Replayed"] = "true"
-    response.headers["Location"] = f"/v1/runs/{view.record.id}"
-    return models.RunOut.of(view)
+        headers["Idempotent-Replayed"] = "true"
+    return json_body(models.RunOut.of(view), 201 if created else 200, headers)
 
 
 @router.get(
@@ -88,9 +104,10 @@ async def list_runs(
     status: RunStatus | None = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
-) -> models.RunList:
+) -> Response:
     views, next_cursor = await service.list_runs(status=status, limit=limit, cursor=cursor)
-    return models.RunList(data=[models.RunOut.of(v) for v in views], next_cursor=next_cursor)
+    page = models.RunList(data=[models.RunOut.of(v) for v in views], next_cursor=next_cursor)
+    return json_body(page)
 
 
 @router.get(
@@ -99,8 +116,8 @@ async def list_runs(
     responses={**AUTH, **responses(404)},
     summary="Get a run",
 )
-async def get_run(run_id: RunId, service: Service, _: Actor) -> models.RunOut:
-    return models.RunOut.of(await service.get_run(run_id))
+async def get_run(run_id: RunId, service: Service, _: Actor) -> Response:
+    return json_body(models.RunOut.of(await service.get_run(run_id)))
 
 
 @router.post(
@@ -111,7 +128,7 @@ async def get_run(run_id: RunId, service: Service, _: Actor) -> models.RunOut:
 )
 async def submit_tool_results(
     run_id: RunId, body: ToolResultsIn, service: Service, actor: Actor
-) -> models.ToolResultsOut:
+) -> Response:
     outcome = await service.submit_tool_results(body, run_id=run_id, actor=actor)
     return await results_out(service, outcome)
 
@@ -126,7 +143,7 @@ async def callback_tool_results(
     token: Annotated[str, Path(min_length=1, max_length=200)],
     body: ToolResultsIn,
     service: Service,
-) -> models.ToolResultsOut:
+) -> Response:
     outcome = await service.submit_tool_results(body, token=token, actor="callback")
     return await results_out(service, outcome)
 

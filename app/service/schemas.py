@@ -10,8 +10,19 @@ TOOL_NAME = r"^[a-zA-Z0-9_-]{1,64}$"
 INT_MIN, INT_MAX = -(2**63), 2**64 - 1
 
 
+def _numbers_fit(value: Any) -> bool:
+    if isinstance(value, dict):
+        return all(_numbers_fit(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_numbers_fit(v) for v in value)
+    return not isinstance(value, int) or isinstance(value, bool) or INT_MIN <= value <= INT_MAX
+
+
 def check_json_numbers(value: Any, where: str = "body") -> None:
-    """Free-form JSON is stored and hashed as JSON: integers must fit in 64 bits."""
+    """Free-form JSON is stored and hashed as JSON: integers must fit in 64 bits. (A
+    quick pass first; the place of an offending number is only worked out on failure.)"""
+    if _numbers_fit(value):
+        return
     if isinstance(value, bool):
         return
     if isinstance(value, int):

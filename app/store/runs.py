@@ -589,7 +589,7 @@ class RunStore:
                 .cte(f"{prefix}ledgered")
             )
         if plan.webhooks:
-            run_url: Any = sa.literal_column("changed.config -> 'webhook' ->> 'url'")
+            run_url: Any = sa.literal_column(f"{changed.name}.config -> 'webhook' ->> 'url'")
             targets: list[tuple[str, Any, Any]] = [("", run_url, run_url.is_not(None))]
             if self.webhook_url:
                 global_url = sa.bindparam("p_global_url", type_=sa.Text())

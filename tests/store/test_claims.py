@@ -135,3 +135,42 @@ async def test_notifications_only_for_what_changed(service: RunService, database
         (EVENTS_CHANNEL, only),  # run.claimed
         (EVENTS_CHANNEL, only),  # run.completed
     ]
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_claim_plan_keeps_its_index_when_planned_generic_on_an_empty_table(
+    store: RunStore, database_url: str
+) -> None:
+    """The performance notes' first trap: a claim planned while the queue table is empty
+    must not stick to a sequential scan. The direct pool plans generically, so the plan
+    made now, on an empty table, is the one every later claim on that connection uses."""
+    from app.store.runs import CLAIM_KEYS, QUEUED, EventPlan
+
+    events = [NewEvent("run.claimed", {"worker": "w"})]
+    # White-box: the claim statement exactly as the store sends it.
+    compiled = store._compile(
+        store._update_statement(CLAIM_KEYS, QUEUED, EventPlan.of(events), False, False, True)
+    )
+    now, until = lease()
+    values = {
+        "p_now": now,
+        "p_limit": 1,
+        "v_status": "running",
+        "v_lease_owner": "w",
+        "v_lease_expires_at": until,
+        "v_waiting_reason": {"type": "model_call"},
+        "e0_type": "run.claimed",
+        "e0_data": {"worker": "w"},
+        "e0_actor": None,
+    }
+    args = ", ".join(["%s"] * len(compiled.slots))
+    conninfo = make_url(database_url).set(drivername="postgresql").render_as_string(False)
+    async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
+        await conn.execute("SET plan_cache_mode = force_generic_plan")
+        await conn.execute(f"PREPARE claim AS {compiled.sql}")
+        cursor = psycopg.AsyncClientCursor(conn)
+        await cursor.execute(f"EXPLAIN EXECUTE claim({args})", compiled.params(values))
+        rows = await cursor.fetchall()
+    plan = "\n".join(row[0] for row in rows)
+    assert "ix_runs_claim" in plan, plan
+    assert "Seq Scan on runs" not in plan, plan

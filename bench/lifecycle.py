@@ -132,17 +132,14 @@ def children_cpu() -> float:
 
 
 class Meter:
-    """Wall time, database CPU, WAL bytes, client and worker CPU across one phase."""
+    """Wall time, database CPU, WAL bytes and this process's CPU from its creation on."""
 
     def __init__(self, url: str) -> None:
         self.url = url
-
-    def __enter__(self) -> Meter:
-        self.wal = wal_position(self.url)
+        self.wal = wal_position(url)
         self.db = postgres_cpu()
         self.own = own_cpu()
         self.started = time.perf_counter()
-        return self
 
     def stop(self, lifecycles: int) -> dict[str, float]:
         """Per-lifecycle figures, taken before any client disconnects."""
@@ -153,9 +150,6 @@ class Meter:
             "client_cpu_ms": (own_cpu() - self.own) * 1000 / lifecycles,
             "wal_kb": (wal_position(self.url) - self.wal) / 1024 / lifecycles,
         }
-
-    def __exit__(self, *exc: object) -> None:
-        pass
 
 
 async def direct_sql(url: str, lifecycles: int, clients: int) -> dict[str, float]:
@@ -195,9 +189,9 @@ async def direct_sql(url: str, lifecycles: int, clients: int) -> dict[str, float
                         ('{"r": "3"}', row[0]),
                     )
 
-    with Meter(url) as meter:
-        await asyncio.gather(*[client(conn) for conn in conns])
-        result = meter.stop(lifecycles)
+    meter = Meter(url)
+    await asyncio.gather(*[client(conn) for conn in conns])
+    result = meter.stop(lifecycles)
     for conn in conns:
         await conn.close()
     return result
@@ -261,9 +255,9 @@ async def service_run(
                 await asyncio.sleep(0.01)
 
     workers_before = children_cpu()
-    with Meter(url) as meter:
-        await asyncio.gather(*[creator() for _ in range(4)], executor())
-        result = meter.stop(lifecycles)
+    meter = Meter(url)
+    await asyncio.gather(*[creator() for _ in range(4)], executor())
+    result = meter.stop(lifecycles)
     stop_workers(procs)
     result["worker_cpu_ms"] = (children_cpu() - workers_before) * 1000 / lifecycles
     return result

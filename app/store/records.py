@@ -50,9 +50,9 @@ class RunRecord:
     updated_at: datetime
 
     @classmethod
-    def from_values(cls, v: Sequence[Any]) -> RunRecord:
+    def from_row(cls, v: Sequence[Any]) -> RunRecord:
         """From a row whose first columns are the runs table's, in table order (what
-        `RETURNING runs.*` and the direct path hand back); no name lookups."""
+        `runs.select()`, `RETURNING runs.*` and the direct path hand back)."""
         c = RUN_COLUMNS
         return cls(
             id=v[c["id"]],
@@ -80,37 +80,6 @@ class RunRecord:
             last_event_seq=v[c["last_event_seq"]],
             created_at=utc(v[c["created_at"]]),  # type: ignore[arg-type]
             updated_at=utc(v[c["updated_at"]]),  # type: ignore[arg-type]
-        )
-
-    @classmethod
-    def from_row(cls, row: Any) -> RunRecord:
-        m = row._mapping
-        return cls(
-            id=m["id"],
-            status=RunStatus(m["status"]),
-            state=m["state"],
-            schema_version=m["schema_version"],
-            version=m["version"],
-            lease_owner=m["lease_owner"],
-            lease_expires_at=utc(m["lease_expires_at"]),
-            attempts=m["attempts"],
-            model_attempts=m["model_attempts"],
-            model_retry_since=utc(m["model_retry_since"]),
-            available_at=utc(m["available_at"]),  # type: ignore[arg-type]
-            expires_at=utc(m["expires_at"]),
-            idempotency_key=m["idempotency_key"],
-            request_hash=m["request_hash"],
-            config=m["config"],
-            metadata=m["metadata"],
-            waiting_reason=m["waiting_reason"],
-            turn=m["turn"],
-            max_turns=m["max_turns"],
-            output=m["output"],
-            error=m["error"],
-            usage=m["usage"],
-            last_event_seq=m["last_event_seq"],
-            created_at=utc(m["created_at"]),  # type: ignore[arg-type]
-            updated_at=utc(m["updated_at"]),  # type: ignore[arg-type]
         )
 
 

@@ -665,42 +665,13 @@ class RunStore:
         expect_version: int | None = None,
         tool_rows: Sequence[dict[str, Any]] = (),
         answers: Sequence[tuple[int, int, Any, str]] = (),
-    ) -> RunRecord | None:
-        """Compare-and-set one run, appending its events in the same transaction; on
-        PostgreSQL `tool_rows` (the pending calls of a suspension) are written by the same
-        statement, and `conn` None runs it as its own autocommit statement on the direct
-        pool."""
-        record, _ = await self._update_pair(
-            conn,
-            run_id,
-            statuses,
-            values,
-            events,
-            now,
-            notify=notify,
-            expect_version=expect_version,
-            tool_rows=tool_rows,
-            answers=answers,
-        )
-        return record
-
-    async def _update_pair(
-        self,
-        conn: AsyncConnection | None,
-        run_id: str,
-        statuses: Iterable[RunStatus],
-        values: dict[str, Any],
-        events: Sequence[NewEvent],
-        now: datetime,
-        *,
-        notify: bool = False,
-        expect_version: int | None = None,
-        tool_rows: Sequence[dict[str, Any]] = (),
-        answers: Sequence[tuple[int, int, Any, str]] = (),
         chain: tuple[str, datetime] | None = None,
     ) -> tuple[RunRecord | None, RunRecord | None]:
-        """`_update`, and on PostgreSQL with `chain` (worker, lease until) the claim of
-        the next due run by the same statement."""
+        """Compare-and-set one run, appending its events in the same transaction; on
+        PostgreSQL `tool_rows` (a suspension's pending calls) and `answers` are written by
+        the same statement, `chain` (worker, lease until) also claims the next due run in
+        it, and `conn` None runs it as its own autocommit statement on the direct pool.
+        Returns (the run as changed or None when refused, the run claimed or None)."""
         keys = tuple(sorted(values))
         claim_values, claim_events = _claim_change(*chain) if chain else ({}, [])
         stmt = self._update_statement(
@@ -732,9 +703,9 @@ class RunStore:
         row = await self._fetch(conn, stmt, params)
         if row is None:
             return None, None
-        record = RunRecord.from_values(row) if row[0] is not None else None
+        record = RunRecord.from_row(row) if row[0] is not None else None
         width = len(RUN_COLUMNS)
-        claimed = RunRecord.from_values(row[-width:]) if chain and row[-width] else None
+        claimed = RunRecord.from_row(row[-width:]) if chain and row[-width] else None
         if record is not None and conn is not None and not self.is_postgres:
             await self._append_events(
                 conn,
@@ -751,7 +722,7 @@ class RunStore:
 
     async def get(self, run_id: str) -> RunRecord | None:
         row = await self._read_one(self._by("id"), {"p_key": run_id})
-        return RunRecord.from_values(row) if row is not None else None
+        return RunRecord.from_row(row) if row is not None else None
 
     async def _read_one(self, stmt: Any, params: dict[str, Any]) -> Any:
         if self._direct is not None:
@@ -857,8 +828,8 @@ class RunStore:
             if row is None:  # the idempotency key is taken: the stored run answers
                 existing = await self._fetch(conn, self._by("idempotency_key"), {"p_key": key})
                 assert existing is not None
-                return RunRecord.from_values(existing), False
-        return RunRecord.from_values(row), True
+                return RunRecord.from_row(existing), False
+        return RunRecord.from_row(row), True
 
     def _by(self, column: str) -> Any:
         """`SELECT runs.* WHERE <column> = :p_key`, built once."""
@@ -901,9 +872,9 @@ class RunStore:
         params["p_limit"] = limit
         if self._direct is not None:
             rows = await self._direct.fetchall(self._compile(stmt), params)
-            return [RunRecord.from_values(row) for row in rows]
+            return [RunRecord.from_row(row) for row in rows]
         async with self.engine.begin() as conn:
-            records = [RunRecord.from_values(row) for row in await conn.execute(stmt, params)]
+            records = [RunRecord.from_row(row) for row in await conn.execute(stmt, params)]
             for record in records:
                 await self._append_events(conn, record.id, record.last_event_seq, events, now)
         return records
@@ -993,7 +964,7 @@ class RunStore:
             for c in new_tool_calls
         ]
         async with self._single() if self.is_postgres or not rows else self.engine.begin() as conn:
-            record, claimed = await self._update_pair(
+            record, claimed = await self._update(
                 conn,
                 run_id,
                 from_statuses,
@@ -1039,12 +1010,12 @@ class RunStore:
             row = await self._fetch(None, self._submission_read(column), {"p_key": key})
             if row is None:
                 raise NotFoundError(run_id or "callback")
-            record = RunRecord.from_values(row)
+            record = RunRecord.from_row(row)
             calls = [ToolCallRecord.from_mapping(c) for c in row[-1]]
             decided = await self._decide(record, calls, results, now, complete)
             if isinstance(decided, SubmitOutcome):
                 return decided
-            updated = await self._update(
+            updated, _ = await self._update(
                 None,
                 record.id,
                 [RunStatus.REQUIRES_ACTION],
@@ -1101,7 +1072,7 @@ class RunStore:
                     for _, pos, result, result_hash in decided.answers
                 ],
             )
-            updated = await self._update(
+            updated, _ = await self._update(
                 conn,
                 record.id,
                 [RunStatus.REQUIRES_ACTION],

@@ -13,7 +13,7 @@ from app.core.lifecycle import RunStatus
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.records import NewEvent, RunRecord
-from app.store.runs import EVENTS_CHANNEL, NOTIFY_CHANNEL, RunStore
+from app.store.runs import CLAIM_KEYS, EVENTS_CHANNEL, NOTIFY_CHANNEL, QUEUED, EventPlan, RunStore
 from tests.helpers import run_body
 
 
@@ -144,8 +144,6 @@ async def test_claim_plan_keeps_its_index_when_planned_generic_on_an_empty_table
     """The performance notes' first trap: a claim planned while the queue table is empty
     must not stick to a sequential scan. The direct pool plans generically, so the plan
     made now, on an empty table, is the one every later claim on that connection uses."""
-    from app.store.runs import CLAIM_KEYS, QUEUED, EventPlan
-
     events = [NewEvent("run.claimed", {"worker": "w"})]
     # White-box: the claim statement exactly as the store sends it.
     compiled = store._compile(

@@ -1,9 +1,11 @@
 """Live event streams: any API process serves any run's stream.
 
 On PostgreSQL one LISTEN connection per API process receives a NOTIFY for every event
-commit (the run id as payload) and wakes that run's subscribers; on SQLite subscribers
-poll. Either way events are read from the log, so a stream resumes from Last-Event-ID
-with no gap and no duplicate.
+commit of a run it watches (the run id as payload) and wakes that run's subscribers; the
+process marks the runs it streams in `run_watchers` (kept alive, dropped when the last
+subscriber leaves), since only watched runs' commits notify. On SQLite subscribers poll.
+Either way events are read from the log, so a stream resumes from Last-Event-ID with no
+gap and no duplicate.
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import os
+import secrets
+import socket
 from collections.abc import AsyncIterator
 
 import orjson
@@ -23,6 +28,12 @@ from app.store.records import EventRecord
 from app.store.runs import EVENTS_CHANNEL, RunStore
 
 log = structlog.get_logger("agentrun.api")
+
+#: How long a watch lasts unless renewed (renewed every third of it while streaming).
+WATCH_TTL_SECONDS = 30.0
+#: Between registering a watch and the first wake-up, a commit whose statement began
+#: before the watch existed may not have notified: look again this soon.
+FIRST_LOOK_SECONDS = 1.0
 
 
 class RunFeed:
@@ -77,22 +88,56 @@ class RunFeed:
 
 
 class EventHub:
-    def __init__(self, store: RunStore, database_url: str, poll_interval: float) -> None:
+    def __init__(
+        self,
+        store: RunStore,
+        database_url: str,
+        poll_interval: float,
+        *,
+        fallback_seconds: float = 5.0,
+        first_look_seconds: float = FIRST_LOOK_SECONDS,
+    ) -> None:
         self.store = store
         self.database_url = database_url
         self.poll_interval = poll_interval
+        # On PostgreSQL, a stream that heard nothing looks at the log after this anyway.
+        self.fallback_seconds = fallback_seconds
+        self.first_look_seconds = first_look_seconds
+        self.watcher = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self._feeds: dict[str, RunFeed] = {}
-        self._listener: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._unwatching: set[asyncio.Task[None]] = set()
 
     def _ensure_listening(self) -> None:
-        if self.store.is_postgres and self._listener is None:
-            self._listener = asyncio.create_task(self._listen())
+        if self.store.is_postgres and not self._tasks:
+            self._tasks = [
+                asyncio.create_task(self._listen()),
+                asyncio.create_task(self._renew_watches()),
+            ]
 
     async def close(self) -> None:
-        if self._listener is not None:
-            self._listener.cancel()
+        for task in [*self._tasks, *self._unwatching]:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._listener
+                await task
+        if self._tasks:
+            with contextlib.suppress(Exception):
+                await self.store.unwatch(self.watcher)
+
+    async def _renew_watches(self) -> None:
+        while True:
+            await asyncio.sleep(WATCH_TTL_SECONDS / 3)
+            try:
+                await self.store.watch(self.watcher, list(self._feeds), WATCH_TTL_SECONDS)
+            except Exception:
+                log.exception("renewing live-stream watches failed")
+
+    async def _unwatch(self, run_id: str) -> None:
+        try:
+            if run_id not in self._feeds:  # nobody came back for it meanwhile
+                await self.store.unwatch(self.watcher, [run_id])
+        except Exception:
+            log.exception("dropping a live-stream watch failed; it lapses by itself")
 
     async def _listen(self) -> None:
         import psycopg
@@ -119,12 +164,16 @@ class EventHub:
         """The run's events after `after`, then live ones until the run has ended."""
         self._ensure_listening()
         feed = self._feeds.get(run_id)
+        new = feed is None
         if feed is None:
             feed = self._feeds[run_id] = RunFeed(self.store, run_id)
         feed.subscribers += 1
         # Without LISTEN (SQLite) each wait times out into a poll.
-        timeout = 5.0 if self.store.is_postgres else self.poll_interval
+        timeout = self.fallback_seconds if self.store.is_postgres else self.poll_interval
+        first_wait = min(timeout, self.first_look_seconds)
         try:
+            if new:
+                await self.store.watch(self.watcher, [run_id], WATCH_TTL_SECONDS)
             last = after
             while True:
                 seen = feed.generation
@@ -137,13 +186,18 @@ class EventHub:
                     continue
                 if feed.ended:
                     return
-                await feed.wait(seen, timeout)
+                await feed.wait(seen, first_wait)
+                first_wait = timeout
                 if not self.store.is_postgres:
                     await feed.notify()
         finally:
             feed.subscribers -= 1
             if feed.subscribers == 0:
                 self._feeds.pop(run_id, None)
+                if self.store.is_postgres:
+                    task = asyncio.create_task(self._unwatch(run_id))
+                    self._unwatching.add(task)
+                    task.add_done_callback(self._unwatching.discard)
 
 
 def _payload(e: EventRecord) -> str:

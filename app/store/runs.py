@@ -32,6 +32,7 @@ from app.store.records import (
 from app.store.schema import (
     model_calls,
     run_events,
+    run_watchers,
     runs,
     service_secrets,
     tool_calls,
@@ -178,11 +179,19 @@ QUEUED = (RunStatus.QUEUED.value,)
 CLAIM_KEYS = tuple(sorted(_claim_change("", datetime.now(UTC))[0]))
 
 
-def _notify(channel: str, changed: Any) -> Any:
+def _notify(channel: str, changed: Any, *, watched_only: bool = False) -> Any:
     """NOTIFY for each run in `changed`, as a scalar subquery over it: no run there (a
-    refused compare-and-set, or nothing to claim), no notification."""
-    notified = sa.func.count(sa.func.pg_notify(channel, changed.c.id))
-    return sa.select(notified).correlate(None).scalar_subquery()
+    refused compare-and-set, or nothing to claim), no notification. `watched_only`: only
+    runs whose live stream some API process is serving (`run_watchers`), since a NOTIFY
+    makes each notifying commit of the cluster wait for the one before it."""
+    notify = sa.select(sa.func.count(sa.func.pg_notify(channel, changed.c.id)))
+    if watched_only:
+        notify = notify.where(
+            sa.exists().where(
+                run_watchers.c.run_id == changed.c.id, run_watchers.c.expires_at > sa.func.now()
+            )
+        )
+    return notify.correlate(None).scalar_subquery()
 
 
 def _pool_size(pool: Any) -> int:
@@ -569,7 +578,7 @@ class RunStore:
             .cte(f"{prefix}appended")
         )
         stmt = stmt.add_cte(appended).add_columns(
-            _notify(EVENTS_CHANNEL, changed).label(f"{prefix}events_notified")
+            _notify(EVENTS_CHANNEL, changed, watched_only=True).label(f"{prefix}events_notified")
         )
         if plan.ledger:
             ledger = [
@@ -789,6 +798,51 @@ class RunStore:
         async with self._reader() as conn:
             rows = (await conn.execute(stmt)).all()
         return [EventRecord.from_row(r) for r in rows]
+
+    # --- live-stream watches ---------------------------------------------------------------
+
+    async def watch(self, watcher: str, run_ids: Iterable[str], ttl_seconds: float) -> None:
+        """Mark runs as watched by `watcher` (an API process) until `ttl_seconds` from now
+        (database clock), so their event appends NOTIFY; drops every lapsed watch."""
+        ids = sorted(set(run_ids))
+        if not ids or not self.is_postgres:
+            return
+        expires = sa.func.now() + sa.func.make_interval(0, 0, 0, 0, 0, 0, ttl_seconds)
+        insert = postgresql.insert(run_watchers).from_select(
+            ["run_id", "watcher", "expires_at"],
+            sa.select(
+                sa.func.unnest(sa.cast(ids, postgresql.ARRAY(sa.String()))),
+                sa.literal(watcher),
+                expires,
+            ),
+        )
+        upsert = insert.on_conflict_do_update(
+            index_elements=["run_id", "watcher"], set_={"expires_at": insert.excluded.expires_at}
+        )
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                run_watchers.delete().where(run_watchers.c.expires_at < sa.func.now())
+            )
+            await conn.execute(upsert)
+
+    async def unwatch(self, watcher: str, run_ids: Iterable[str] | None = None) -> None:
+        """End `watcher`'s watches: of the given runs, or all of them."""
+        if not self.is_postgres:
+            return
+        stmt = run_watchers.delete().where(run_watchers.c.watcher == watcher)
+        if run_ids is not None:
+            stmt = stmt.where(run_watchers.c.run_id.in_(sorted(set(run_ids))))
+        async with self.engine.begin() as conn:
+            await conn.execute(stmt)
+
+    async def watched(self) -> list[tuple[str, str]]:
+        """(run id, watcher) of every live watch."""
+        stmt = sa.select(run_watchers.c.run_id, run_watchers.c.watcher).where(
+            run_watchers.c.expires_at > sa.func.now()
+        )
+        async with self._reader() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return sorted((r[0], r[1]) for r in rows)
 
     async def count_by_status(self) -> dict[str, int]:
         stmt = sa.select(runs.c.status, sa.func.count()).group_by(runs.c.status)

@@ -100,6 +100,18 @@ run_events = sa.Table(
     sa.UniqueConstraint("run_id", "seq"),
 )
 
+# Runs whose live event stream an API process is serving (one row per run and process,
+# kept alive while it streams). A NOTIFY makes every notifying commit of the cluster wait
+# for the one before it, so event appends notify only for runs someone is watching.
+run_watchers = sa.Table(
+    "run_watchers",
+    metadata,
+    sa.Column("run_id", sa.String(40), nullable=False),
+    sa.Column("watcher", sa.String(100), nullable=False),
+    sa.Column("expires_at", Timestamp, nullable=False),
+    sa.PrimaryKeyConstraint("run_id", "watcher"),
+)
+
 # Secrets every process must share, e.g. the key callback tokens are derived from.
 service_secrets = sa.Table(
     "service_secrets",

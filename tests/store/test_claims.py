@@ -119,6 +119,7 @@ async def test_notifications_only_for_what_changed(service: RunService, database
         await listener.execute(f"LISTEN {EVENTS_CHANNEL}")
         await listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
         (only,) = await queued(service, 1)
+        await service.store.watch("test", [only], 30)
         now, until = lease()
         held = await service.store.claim("w", now, until)
         assert held is not None
@@ -130,11 +131,38 @@ async def test_notifications_only_for_what_changed(service: RunService, database
         async for note in listener.notifies(timeout=0.5):
             received.append((note.channel, note.payload))
     assert received == [
-        (EVENTS_CHANNEL, only),  # run.created
-        (NOTIFY_CHANNEL, only),  # queued: wake the workers
+        (NOTIFY_CHANNEL, only),  # queued: wake the workers (created before it was watched)
         (EVENTS_CHANNEL, only),  # run.claimed
         (EVENTS_CHANNEL, only),  # run.completed
     ]
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_event_notifications_only_for_watched_runs(
+    service: RunService, database_url: str
+) -> None:
+    conninfo = make_url(database_url).set(drivername="postgresql").render_as_string(False)
+    store = service.store
+    watched, unwatched, lapsed, dropped = await queued(service, 4)
+    await store.watch("api-1", [watched, lapsed, dropped], 30)
+    await store.watch("api-2", [watched], 30)
+    await store.watch("api-1", [lapsed], 0)  # renewed with no time left: lapsed
+    await store.unwatch("api-1", [dropped])
+    mine = {watched, unwatched, lapsed, dropped}
+
+    async def watches() -> list[tuple[str, str]]:
+        return [w for w in await store.watched() if w[0] in mine]
+
+    assert await watches() == [(watched, "api-1"), (watched, "api-2")]
+    async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as listener:
+        await listener.execute(f"LISTEN {EVENTS_CHANNEL}")
+        for run_id in (watched, unwatched, lapsed, dropped):
+            assert await store.append_events(run_id, None, [NewEvent("note", {})], lease()[0])
+        received = [note.payload async for note in listener.notifies(timeout=0.5)]
+    assert received == [watched]  # once, however many processes watch it
+    await store.unwatch("api-1")
+    await store.unwatch("api-2")
+    assert await watches() == []
 
 
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)

@@ -39,6 +39,7 @@ from app.store.schema import (
     webhook_attempts,
     webhook_outbox,
 )
+from app.store.wakeups import Wakeups
 
 NOTIFY_CHANNEL = "agentrun_runs"
 
@@ -242,12 +243,46 @@ class RunStore:
         # The lifecycle's hot statements skip SQLAlchemy's execution layer on PostgreSQL.
         self._direct = DirectPool(engine.url, _pool_size(engine.pool)) if self.is_postgres else None
         self._compiled: dict[int, tuple[Any, Compiled]] = {}
+        # Wake-ups (workers: a run is due; webhook senders: a delivery is) go out after
+        # the commit, coalesced (app.store.wakeups), not as NOTIFYs inside it.
+        self.wakeups = Wakeups(self._send_wakeup)
+        self._announced_at: dict[int, int | None] = {}
 
     async def aclose(self) -> None:
-        """Close the direct pool and dispose of the engine."""
+        """Send pending wake-ups, close the direct pool and dispose of the engine."""
+        await self.wakeups.flush()
         if self._direct is not None:
             await self._direct.aclose()
         await self.engine.dispose()
+
+    async def _send_wakeup(self, channel: str) -> None:
+        stmt = self._statements.get(("wakeup",))
+        if stmt is None:
+            stmt = sa.select(sa.func.pg_notify(sa.bindparam("p_channel", type_=sa.String()), ""))
+            self._statements[("wakeup",)] = stmt
+        await self._fetch(None, stmt, {"p_channel": channel})
+
+    def _wake_after(self, stmt: Any, row: Any, *, notify: bool) -> list[str]:
+        """The channels to wake once `row` (a result of `stmt`) is committed: the workers'
+        when `notify` and the run changed, the webhook senders' when an outbox row was
+        written (PostgreSQL; SQLite listeners poll)."""
+        if not self.is_postgres or row is None:
+            return []
+        channels = [NOTIFY_CHANNEL] if notify and row[0] is not None else []
+        key = id(stmt)
+        if key not in self._announced_at:
+            names = list(stmt.selected_columns.keys())
+            self._announced_at[key] = (
+                names.index("webhooks_announced") if "webhooks_announced" in names else None
+            )
+        at = self._announced_at[key]
+        if at is not None and row[at]:
+            channels.append(WEBHOOKS_CHANNEL)
+        return channels
+
+    def _wake(self, channels: Iterable[str]) -> None:
+        for channel in channels:
+            self.wakeups.poke(channel)
 
     def _compile(self, stmt: Any) -> Compiled:
         # Keyed by id; the entry keeps the statement alive, so the id stays its own.
@@ -387,7 +422,6 @@ class RunStore:
         keys: tuple[str, ...],
         statuses: tuple[str, ...],
         plan: EventPlan,
-        notify: bool,
         fenced: bool,
         claim: bool,
         tool_rows: int = 0,
@@ -402,7 +436,7 @@ class RunStore:
         events), the same statement also claims the next due run (`n_`-prefixed
         parameters); the row then holds both runs, side by side (FULL JOIN: either may be
         missing)."""
-        shape = (keys, statuses, plan, notify, fenced, claim, tool_rows, answers, chain)
+        shape = (keys, statuses, plan, fenced, claim, tool_rows, answers, chain)
         cached = self._statements.get(shape)
         if cached is not None:
             return cached
@@ -411,7 +445,7 @@ class RunStore:
             stmt = dml.returning(*runs.c)
         else:
             changed = dml.returning(*runs.c).cte("changed")
-            stmt = self._with_events(changed, plan, notify, tool_rows, answers)
+            stmt = self._with_events(changed, plan, tool_rows, answers)
             if chain is not None:
                 claimed = self._dml(CLAIM_KEYS, QUEUED, chain.n, False, True, "n_")
                 claimed = claimed.returning(*runs.c).cte("n_changed")
@@ -478,7 +512,7 @@ class RunStore:
         )
 
     def _with_events(
-        self, changed: Any, plan: EventPlan, notify: bool, tool_rows: int = 0, answers: int = 0
+        self, changed: Any, plan: EventPlan, tool_rows: int = 0, answers: int = 0
     ) -> Any:
         """PostgreSQL: the change (`changed`, a `RETURNING runs.*` CTE), its events,
         ledger, outbox and tool-call rows (or answers) and its NOTIFYs as one statement
@@ -488,8 +522,6 @@ class RunStore:
             stmt = self._tool_call_ctes(stmt, changed, tool_rows)
         for i in range(answers):
             stmt = stmt.add_cte(self._answer(changed, i).cte(f"answered{i}"))
-        if notify:
-            stmt = stmt.add_columns(_notify(NOTIFY_CHANNEL, changed).label("notified"))
         return stmt
 
     def _tool_call_ctes(self, stmt: Any, changed: Any, n: int) -> Any:
@@ -651,14 +683,9 @@ class RunStore:
                 .returning(webhook_outbox.c.id)
                 .cte(f"{prefix}announced")
             )
-            # Wake the senders only when a delivery was actually written.
-            wake = (
-                sa.select(sa.func.pg_notify(WEBHOOKS_CHANNEL, changed.c.id))
-                .select_from(announced)
-                .limit(1)
-                .scalar_subquery()
-            )
-            stmt = stmt.add_cte(announced).add_columns(wake.label(f"{prefix}webhooks_notified"))
+            # Wake the senders (after the commit) only when a delivery was written.
+            written = sa.select(sa.func.count()).select_from(announced).scalar_subquery()
+            stmt = stmt.add_cte(announced).add_columns(written.label(f"{prefix}webhooks_announced"))
         return stmt
 
     async def _update(
@@ -675,11 +702,14 @@ class RunStore:
         tool_rows: Sequence[dict[str, Any]] = (),
         answers: Sequence[tuple[int, int, Any, str]] = (),
         chain: tuple[str, datetime] | None = None,
+        wakes: list[str] | None = None,
     ) -> tuple[RunRecord | None, RunRecord | None]:
         """Compare-and-set one run, appending its events in the same transaction; on
         PostgreSQL `tool_rows` (a suspension's pending calls) and `answers` are written by
         the same statement, `chain` (worker, lease until) also claims the next due run in
         it, and `conn` None runs it as its own autocommit statement on the direct pool.
+        `notify`: wake the workers once committed (with `conn`, the caller wakes the
+        channels added to `wakes` after its commit).
         Returns (the run as changed or None when refused, the run claimed or None)."""
         keys = tuple(sorted(values))
         claim_values, claim_events = _claim_change(*chain) if chain else ({}, [])
@@ -687,7 +717,6 @@ class RunStore:
             keys,
             tuple(s.value for s in statuses),
             EventPlan.of(events),
-            notify and self.is_postgres,
             expect_version is not None,
             False,
             len(tool_rows),
@@ -710,6 +739,11 @@ class RunStore:
             params.update(self._change_params(claim_values, claim_events, now, "n_"))
             params["n_p_limit"] = 1
         row = await self._fetch(conn, stmt, params)
+        channels = self._wake_after(stmt, row, notify=notify)
+        if conn is None:
+            self._wake(channels)
+        elif wakes is not None:
+            wakes.extend(channels)
         if row is None:
             return None, None
         record = RunRecord.from_row(row) if row[0] is not None else None
@@ -883,6 +917,7 @@ class RunStore:
                 existing = await self._fetch(conn, self._by("idempotency_key"), {"p_key": key})
                 assert existing is not None
                 return RunRecord.from_row(existing), False
+        self._wake(self._wake_after(stmt, row, notify=True))
         return RunRecord.from_row(row), True
 
     def _by(self, column: str) -> Any:
@@ -904,7 +939,7 @@ class RunStore:
         if idempotent:
             dml = dml.on_conflict_do_nothing(index_elements=["idempotency_key"])
         if self.is_postgres:
-            stmt = self._with_events(dml.returning(*runs.c).cte("changed"), plan, notify=True)
+            stmt = self._with_events(dml.returning(*runs.c).cte("changed"), plan)
         else:
             stmt = dml.returning(*runs.c)
         self._statements[shape] = stmt
@@ -921,7 +956,7 @@ class RunStore:
         """Take up to `limit` of the oldest due queued runs with one statement, however
         many idle slots it feeds (SKIP LOCKED on PostgreSQL)."""
         values, events = _claim_change(worker_id, lease_until)
-        stmt = self._update_statement(CLAIM_KEYS, QUEUED, EventPlan.of(events), False, False, True)
+        stmt = self._update_statement(CLAIM_KEYS, QUEUED, EventPlan.of(events), False, True)
         params = self._change_params(values, events, now)
         params["p_limit"] = limit
         if self._direct is not None:
@@ -1269,13 +1304,17 @@ class RunStore:
         notify: bool,
     ) -> list[str]:
         """Apply one transition to every run in `status` matching `due` (row-locked)."""
+        wakes: list[str] = []
         async with self.engine.begin() as conn:
             stmt = sa.select(runs.c.id).where(runs.c.status == status.value, due).limit(100)
             if self.is_postgres:
                 stmt = stmt.with_for_update(skip_locked=True)
             ids = list((await conn.execute(stmt)).scalars())
             for run_id in ids:
-                await self._update(conn, run_id, [status], values, [event], now, notify=notify)
+                await self._update(
+                    conn, run_id, [status], values, [event], now, notify=notify, wakes=wakes
+                )
+        self._wake(wakes)
         return ids
 
     # --- events under a lease -----------------------------------------------------------
@@ -1456,7 +1495,9 @@ class RunStore:
         stmt = self._append_statement(EventPlan.of(events), fenced=version is not None)
         params = {"p_id": run_id, "p_version": version, **self._event_params(events, now)}
         if self.is_postgres:
-            return await self._fetch(None, stmt, params) is not None
+            row = await self._fetch(None, stmt, params)
+            self._wake(self._wake_after(stmt, row, notify=False))
+            return row is not None
         async with self.engine.begin() as conn:
             row = (await conn.execute(stmt, params)).first()
             if row is None:

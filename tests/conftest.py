@@ -7,6 +7,7 @@ tests that need it fail loudly: they are never skipped silently.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from collections.abc import AsyncIterator, Iterator
@@ -42,22 +43,40 @@ def _postgres_server_url() -> Iterator[str]:
         )
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """A fresh database on the test server, migrated to head, dropped at the end."""
-    for server in _postgres_server_url():
-        name = f"agentrun_test_{secrets.token_hex(4)}"
-        admin = make_url(server).set(drivername="postgresql")
-        admin_dsn = admin.render_as_string(hide_password=False)
-        with psycopg.connect(admin_dsn, autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-        url = admin.set(database=name).render_as_string(hide_password=False)
+@contextlib.contextmanager
+def fresh_database(server: str) -> Iterator[str]:
+    """A new database on `server`, migrated to head, dropped at the end."""
+    name = f"agentrun_test_{secrets.token_hex(4)}"
+    admin = make_url(server).set(drivername="postgresql")
+    admin_dsn = admin.render_as_string(hide_password=False)
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    url = admin.set(database=name).render_as_string(hide_password=False)
+    try:
         upgrade_to_head(url)
-        try:
-            yield url
-        finally:
-            with psycopg.connect(admin_dsn, autocommit=True) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        yield url
+    finally:
+        with psycopg.connect(admin_dsn, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    yield from _postgres_server_url()
+
+
+@pytest.fixture(scope="session")
+def postgres_url(postgres_server: str) -> Iterator[str]:
+    """A fresh database for this test run."""
+    with fresh_database(postgres_server) as url:
+        yield url
+
+
+@pytest.fixture
+def empty_postgres_url(postgres_server: str) -> Iterator[str]:
+    """A database of its own for one test, with empty tables (nothing analyzed)."""
+    with fresh_database(postgres_server) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -82,6 +82,10 @@ async def _init(conn: Any) -> None:
         await conn.set_type_codec(name, encoder=str, decoder=orjson.loads, schema="pg_catalog")
 
 
+#: The pool's session settings (see DirectPool).
+SESSION_SETTINGS = {"plan_cache_mode": "force_generic_plan", "enable_seqscan": "off"}
+
+
 async def _keep(conn: Any) -> None:
     """Connections go back to the pool as they are: these statements leave no session
     state (no locks, cursors, LISTEN or SET), and asyncpg's default reset costs a round
@@ -91,7 +95,10 @@ async def _keep(conn: Any) -> None:
 class DirectPool:
     """An asyncpg pool, created on first use (inside the running loop). Every statement
     is planned generically: each is keyed by a unique column or is the claim (served by
-    its partial index), and re-planning a CTE per execution costs more than running it."""
+    its partial index), and re-planning a CTE per execution costs more than running it.
+    Sequential scans are off for the same reason: a plan made while a table was empty
+    (a new deployment's tool_calls, say) would otherwise scan it on every execution for
+    the connection's life, however large it grew: the performance notes' sticky plan."""
 
     def __init__(self, url: URL, max_size: int) -> None:
         self.dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
@@ -107,7 +114,7 @@ class DirectPool:
                     max_size=self.max_size,
                     init=_init,
                     reset=_keep,
-                    server_settings={"plan_cache_mode": "force_generic_plan"},
+                    server_settings=SESSION_SETTINGS,
                 )
             )
         try:

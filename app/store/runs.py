@@ -195,6 +195,16 @@ def _notify(channel: str, changed: Any, *, watched_only: bool = False) -> Any:
     return notify.correlate(None).scalar_subquery()
 
 
+def _status_in(statuses: Iterable[str]) -> sa.ColumnElement[bool]:
+    """`status IN (...)` for a run found by its key, as a filter only: `status || ''` keeps
+    status-led indexes (ix_runs_lease, ix_runs_expiry, the claim's) from serving the
+    lookup, so the primary key does. Seen: with `status` bare, a plan made while few runs
+    were suspended found the run through ix_runs_lease, reading every suspended run on
+    each submission. The statuses are literals (enum values), part of the shape."""
+    status = runs.c.status.concat(sa.literal_column("''"))
+    return status.in_([sa.literal_column(f"'{RunStatus(s).value}'") for s in statuses])
+
+
 def _pool_size(pool: Any) -> int:
     """The SQLAlchemy pool's size, so the direct pool matches it."""
     size = getattr(pool, "size", None)
@@ -491,8 +501,7 @@ class RunStore:
             chosen = runs.c.id == sa.bindparam(f"{prefix}p_id")
         where = [chosen]
         if not claim:  # (a claim's pick is row-locked and re-checked by its subquery)
-            # The statuses are part of the shape, as literals (enum values): no parameter.
-            where.append(runs.c.status.in_([sa.literal_column(f"'{s}'") for s in statuses]))
+            where.append(_status_in(statuses))
         if fenced:
             where.append(runs.c.version == sa.bindparam(f"{prefix}p_version"))
         values: dict[str, Any] = {
@@ -978,7 +987,7 @@ class RunStore:
                 runs.c.id == run_id,
                 runs.c.version == version,
                 runs.c.lease_owner == worker_id,
-                runs.c.status == RunStatus.RUNNING.value,
+                _status_in([RunStatus.RUNNING.value]),
             )
             .values(
                 lease_expires_at=lease_until,
@@ -1514,7 +1523,7 @@ class RunStore:
         if fenced:
             where += [
                 runs.c.version == sa.bindparam("p_version"),
-                runs.c.status == RunStatus.RUNNING.value,
+                _status_in([RunStatus.RUNNING.value]),
             ]
         dml = (
             runs.update()

@@ -90,21 +90,31 @@ def seed(url: str, rows: int) -> None:
         conn.execute("VACUUM ANALYZE")
 
 
+def process_cpu(stat: Path) -> tuple[str, float] | None:
+    """(command name, CPU seconds used so far) of one process, from its /proc stat file."""
+    try:
+        name, _, rest = stat.read_text().partition(") ")
+    except OSError:
+        return None
+    fields = rest.split()
+    return name, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def postgres_cpu() -> dict[int, float]:
     """CPU seconds used so far by each of this machine's PostgreSQL processes (Linux
     /proc)."""
     out = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            name, _, rest = stat.read_text().partition(") ")
-        except OSError:
-            continue
-        if name.endswith("(postgres"):
-            fields = rest.split()
-            out[int(stat.parent.name)] = (int(fields[11]) + int(fields[12])) / os.sysconf(
-                "SC_CLK_TCK"
-            )
+        used = process_cpu(stat)
+        if used is not None and used[0].endswith("(postgres"):
+            out[int(stat.parent.name)] = used[1]
     return out
+
+
+def workers_cpu(procs: list[subprocess.Popen[bytes]]) -> float:
+    """CPU seconds the worker processes have used so far (start-up included, so read it
+    at both ends of the measured stretch)."""
+    return sum((process_cpu(Path(f"/proc/{p.pid}/stat")) or ("", 0.0))[1] for p in procs)
 
 
 def postgres_cpu_since(before: dict[int, float]) -> float:
@@ -123,11 +133,6 @@ def wal_position(url: str) -> int:
 
 def own_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
 
 
@@ -254,12 +259,12 @@ async def service_run(
             if not waiting:
                 await asyncio.sleep(0.01)
 
-    workers_before = children_cpu()
+    workers_before = workers_cpu(procs)
     meter = Meter(url)
     await asyncio.gather(*[creator() for _ in range(4)], executor())
     result = meter.stop(lifecycles)
+    result["worker_cpu_ms"] = (workers_cpu(procs) - workers_before) * 1000 / lifecycles
     stop_workers(procs)
-    result["worker_cpu_ms"] = (children_cpu() - workers_before) * 1000 / lifecycles
     return result
 
 

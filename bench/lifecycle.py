@@ -255,8 +255,8 @@ async def service_run(
                 status=RunStatus.REQUIRES_ACTION, limit=200, cursor=None
             )
             await asyncio.gather(*[answer(v) for v in waiting])
-            done = await completed_since(service.store, since)
-            if not waiting:
+            if not waiting:  # count completions only when there is nothing to answer
+                done = await completed_since(service.store, since)
                 await asyncio.sleep(0.01)
 
     workers_before = workers_cpu(procs)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from app.core.lifecycle import RunStatus
 from app.service.runs import RunService
 from app.settings import Settings
+from app.store.db import create_engine
 from app.store.runs import RunStore
 from app.worker.worker import Worker
-from tests.helpers import run_body, running_worker, wait_for
+from tests.helpers import run_body, running_worker, wait_for, wait_status
 
 SLOW = {"provider": "scripted", "name": "demo", "delay_ms": 400, "script": [{"text": "x"}]}
 
@@ -45,3 +48,21 @@ async def test_a_stop_past_the_grace_releases_every_held_run(
     assert after.count(RunStatus.QUEUED) == 6
     released = [e for i in ids for e in await store.events(i) if e.type == "run.released"]
     assert len(released) == 3 and {e.data["worker"] for e in released} == {"stopping"}
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_a_lost_wake_up_costs_a_poll_not_the_run(
+    store: RunStore, settings: Settings, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Wake-ups are sent after the commit: a process that dies in between leaves the run
+    queued with nobody told; an idle worker still finds it on its own."""
+    async with running_worker(store, settings):
+        await asyncio.sleep(0.3)  # listening and idle
+        client = RunStore(create_engine(database_url))
+        monkeypatch.setattr(client.wakeups, "poke", lambda channel: None)
+        try:
+            service = RunService(client, settings)
+            view, _ = await service.create_run(run_body())
+            await wait_status(service, view.record.id, RunStatus.REQUIRES_ACTION, timeout=10)
+        finally:
+            await client.aclose()

@@ -40,10 +40,11 @@ from app.core.lifecycle import RunStatus  # noqa: E402
 from app.service.runs import RunService, RunView  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.store.db import create_engine  # noqa: E402
+from app.store.direct import Compiled, DirectPool  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
-from app.store.records import NewEvent  # noqa: E402
+from app.store.records import RUN_COLUMNS, NewEvent  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
-from tests.helpers import results_for, run_body  # noqa: E402
+from tests.helpers import drive_once, results_for, run_body  # noqa: E402
 
 AGENTRUN = str(Path(sys.executable).parent / "agentrun")
 
@@ -199,6 +200,112 @@ async def direct_sql(url: str, lifecycles: int, clients: int) -> dict[str, float
     result = meter.stop(lifecycles)
     for conn in conns:
         await conn.close()
+    return result
+
+
+Statement = tuple[Compiled, dict[str, Any]]
+
+
+async def record_statements(service: RunService) -> dict[str, Statement]:
+    """The service's own statements for one lifecycle, as its direct pool sends them
+    (text and values), by role: one run driven in this process, its statements recorded."""
+    sent: list[tuple[str, Compiled, dict[str, Any]]] = []
+    fetchone, fetchall = DirectPool.fetchone, DirectPool.fetchall
+
+    async def one(self: DirectPool, compiled: Compiled, values: Any) -> Any:
+        sent.append(("one", compiled, dict(values)))
+        return await fetchone(self, compiled, values)
+
+    async def many(self: DirectPool, compiled: Compiled, values: Any) -> Any:
+        sent.append(("many", compiled, dict(values)))
+        return await fetchall(self, compiled, values)
+
+    DirectPool.fetchone, DirectPool.fetchall = one, many  # type: ignore[method-assign]
+    try:
+        view, _ = await service.create_run(run_body())
+        await drive_once(service.store, service.settings)
+        suspended = await service.get_run(view.record.id)
+        await service.submit_tool_results(results_for(suspended), run_id=view.record.id)
+        await drive_once(service.store, service.settings)
+        await service.store.wakeups.flush()
+    finally:
+        DirectPool.fetchone, DirectPool.fetchall = fetchone, fetchall  # type: ignore[method-assign]
+    text = [(kind, " ".join(c.sql.split()), c, v) for kind, c, v in sent]
+    writes = [(c, v) for _, sql, c, v in text if sql.startswith("WITH changed AS (UPDATE")]
+    claims = [(c, v) for kind, sql, c, v in text if kind == "many" and "SKIP LOCKED" in sql]
+    moves = [w for w in writes if "SKIP LOCKED" not in w[0].sql]
+    (create,) = [(c, v) for _, sql, c, v in text if sql.startswith("WITH changed AS (INSERT")]
+    (read,) = [(c, v) for _, sql, c, v in text if "jsonb_agg" in sql]
+    suspend, submit, complete = moves
+    return {
+        "create": create,
+        "claim": claims[0],
+        "suspend": suspend,
+        "read": read,
+        "submit": submit,
+        "complete": complete,
+    }
+
+
+async def own_statements(
+    url: str, script: dict[str, Statement], lifecycles: int, clients: int
+) -> dict[str, float]:
+    """The service's own statements (recorded by `record_statements`) issued directly on a
+    direct pool by `clients` concurrent clients: what the database does with this work
+    when no Python service runs around it. Each client creates a run, then claims whatever
+    is due and takes it one step: a new run suspends (its results are read and written at
+    once), a resumed one completes."""
+    pool = DirectPool(make_url(url), clients)
+    version, turn = RUN_COLUMNS["version"], RUN_COLUMNS["turn"]
+    target = created = completed = 0
+
+    def statement(role: str, **values: Any) -> tuple[Compiled, dict[str, Any]]:
+        compiled, recorded = script[role]
+        if recorded.get("v_callback_token_hash"):  # unique per run
+            values.setdefault("v_callback_token_hash", secrets.token_hex(32))
+        now = datetime.now(UTC)  # as recorded, a resumed run would be due in the past
+        times = {k: now for k in ("p_now", "v_available_at", "v_updated_at") if k in recorded}
+        return compiled, {**recorded, **times, **values}
+
+    async def write(role: str, **values: Any) -> Any:
+        row = await pool.fetchone(*statement(role, **values))
+        if row is None or row[0] is None:
+            raise RuntimeError(f"{role} was refused: the replay lost track of its run")
+        return row
+
+    async def client() -> None:
+        nonlocal created, completed
+        progress = time.monotonic()
+        while completed < target:
+            if created < target:
+                created += 1
+                await write("create", v_id=f"run_{secrets.token_hex(10)}")
+            claimed = await pool.fetchall(*statement("claim"))
+            if not claimed:
+                if time.monotonic() - progress > 30:
+                    raise RuntimeError("no run came due for 30 s: the replay is stuck")
+                await asyncio.sleep(0.001)
+                continue
+            progress = time.monotonic()
+            run_id, held = claimed[0][0], claimed[0][version]
+            if claimed[0][turn] == 0:
+                await write("suspend", p_id=run_id, p_version=held)
+                row = await pool.fetchone(*statement("read", p_key=run_id))
+                await write("submit", p_id=run_id, p_version=row[version])
+            else:
+                await write("complete", p_id=run_id, p_version=held)
+                completed += 1
+
+    async def batch(n: int) -> None:
+        nonlocal target, created, completed
+        target, created, completed = n, 0, 0
+        await asyncio.gather(*[client() for _ in range(clients)])
+
+    await batch(lifecycles // 4)  # connect, warm up
+    meter = Meter(url)
+    await batch(lifecycles)
+    result = meter.stop(completed)
+    await pool.aclose()
     return result
 
 
@@ -401,6 +508,9 @@ async def main() -> None:
         await direct_sql(url, args.runs // 4, clients=8)  # warm-up
         ceiling = [await direct_sql(url, args.runs, clients=8) for _ in range(args.repeat)]
         rows = [("direct SQL (6 commits, 8 clients)", ceiling, None)]
+        script = await record_statements(service)
+        own = [await own_statements(url, script, args.runs, 8) for _ in range(args.repeat)]
+        rows.append(("the service's own statements, issued directly (8 clients)", own, None))
         for workers in [int(w) for w in args.workers.split(",")]:
             samples = [
                 await service_run(service, args.runs, workers, logdir) for _ in range(args.repeat)
@@ -413,17 +523,20 @@ async def main() -> None:
         )
         print()
         print(
-            "| configuration | lifecycles/s | % of direct SQL | resume p50 | database CPU "
-            "| worker CPU | client CPU | WAL |"
+            "| configuration | lifecycles/s | % of direct SQL | % of own statements "
+            "| resume p50 | database CPU | worker CPU | client CPU | WAL |"
         )
-        print("|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|")
+        own_top = statistics.median(sample["per_second"] for sample in own)
         for label, samples, workers in rows:
-            share = statistics.median(sample["per_second"] for sample in samples) / top
+            rate = statistics.median(sample["per_second"] for sample in samples)
+            of_own = f"{100 * rate / own_top:.0f} %" if workers else ""
             latency = f"{await resume_latency(service, workers, logdir):.1f} ms" if workers else ""
             worker_cpu = f"{summary(samples, 'worker_cpu_ms', '.1f')} ms" if workers else ""
             print(
-                f"| {label} | {summary(samples, 'per_second')} | {100 * share:.0f} % "
-                f"| {latency} | {summary(samples, 'db_cpu_ms', '.1f')} ms | {worker_cpu} "
+                f"| {label} | {summary(samples, 'per_second')} | {100 * rate / top:.0f} % "
+                f"| {of_own} | {latency} | {summary(samples, 'db_cpu_ms', '.1f')} ms "
+                f"| {worker_cpu} "
                 f"| {summary(samples, 'client_cpu_ms', '.1f')} ms "
                 f"| {summary(samples, 'wal_kb', '.1f')} kB |"
             )

@@ -441,8 +441,9 @@ class RunStore:
         """The compare-and-set UPDATE of one run, built once per shape and reused (building
         SQLAlchemy statements per call costs more CPU than the database spends on them).
 
-        On PostgreSQL the change, its events and its NOTIFY are one statement (a CTE), so
-        a transition costs one round trip and one commit. With `chain` (the claim's
+        On PostgreSQL the change and its events (with their live-stream NOTIFY, for a
+        watched run) are one statement (a CTE), so a transition costs one round trip and
+        one commit; wake-ups go out after it (`wakeups`). With `chain` (the claim's
         events), the same statement also claims the next due run (`n_`-prefixed
         parameters); the row then holds both runs, side by side (FULL JOIN: either may be
         missing)."""
@@ -524,8 +525,8 @@ class RunStore:
         self, changed: Any, plan: EventPlan, tool_rows: int = 0, answers: int = 0
     ) -> Any:
         """PostgreSQL: the change (`changed`, a `RETURNING runs.*` CTE), its events,
-        ledger, outbox and tool-call rows (or answers) and its NOTIFYs as one statement
-        (data-modifying CTEs)."""
+        ledger, outbox and tool-call rows (or answers) and its live-stream NOTIFY as one
+        statement (data-modifying CTEs)."""
         stmt = self._side_ctes(sa.select(changed), changed, plan)
         if tool_rows:
             stmt = self._tool_call_ctes(stmt, changed, tool_rows)

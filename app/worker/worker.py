@@ -1,9 +1,10 @@
 """The worker process: N slots fed by one dispatcher, a reaper, wake-ups, a clean SIGTERM.
 
 Idle slots do not claim for themselves: the dispatcher claims for all of them with one
-statement when woken (PostgreSQL LISTEN/NOTIFY: every commit that queues a run notifies;
-SQLite: the poll interval), so a burst of notifications costs one claim, not one per
-notification per slot. A busy slot claims its next run with its current run's last write.
+statement when woken (PostgreSQL LISTEN/NOTIFY: a process that commits a queued run sends a
+NOTIFY after the commit, coalesced, and idle workers also look every second; SQLite: the
+poll interval), so a burst of notifications costs one claim, not one per notification per
+slot. A busy slot claims its next run with its current run's last write.
 SIGTERM stops claiming, lets held runs finish for a grace period, then releases what is
 still held back to the queue, and exits 0.
 """

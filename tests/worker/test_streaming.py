@@ -291,10 +291,12 @@ async def test_publisher_writes_full_batches_at_once(store: RunStore, service: R
 async def test_the_lease_is_heartbeaten_while_a_long_stream_runs(
     store: RunStore, settings: Settings
 ) -> None:
-    settings = settings.model_copy(update={"lease_seconds": 0.5})
+    # A heartbeat every third of the lease: one may come up to two thirds late (a busy
+    # machine, a full suite) before the lease lapses.
+    settings = settings.model_copy(update={"lease_seconds": 1.0})
     service = RunService(store, settings)
     text = "y" * 90
-    provider = TrickleProvider(text, 0.02)  # ~1.8 s: over three lease lengths
+    provider = TrickleProvider(text, 0.035)  # ~3.2 s: over three lease lengths
     view, _ = await service.create_run(run_body(model=scripted(), tools=[], stream=True))
     async with running_worker(store, settings, providers=lambda spec: provider):
         done = await wait_status(service, view.record.id, RunStatus.COMPLETED)

@@ -15,7 +15,14 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.lifecycle import RunStatus
 from app.store.records import RunRecord, utc
-from app.store.schema import model_calls, run_events, runs, webhook_attempts, webhook_outbox
+from app.store.schema import (
+    created_beyond,
+    model_calls,
+    run_events,
+    runs,
+    webhook_attempts,
+    webhook_outbox,
+)
 
 #: Events after which a run is due again (claim latency is measured from them).
 QUEUEING_EVENTS = ("run.created", "run.resumed", "run.lease_lost", "run.released", "run.retried")
@@ -95,20 +102,7 @@ async def page_of_runs(
         stmt = stmt.order_by(runs.c.created_at.desc(), runs.c.id.desc())
     if cursor:
         created, run_id = decode_cursor(cursor)
-        if f.ascending:
-            stmt = stmt.where(
-                sa.or_(
-                    runs.c.created_at > created,
-                    sa.and_(runs.c.created_at == created, runs.c.id > run_id),
-                )
-            )
-        else:
-            stmt = stmt.where(
-                sa.or_(
-                    runs.c.created_at < created,
-                    sa.and_(runs.c.created_at == created, runs.c.id < run_id),
-                )
-            )
+        stmt = stmt.where(created_beyond(created, run_id, ascending=f.ascending))
     async with engine.connect() as conn:
         rows = (await conn.execute(stmt)).all()
     records = [RunRecord.from_row(r) for r in rows]

@@ -30,6 +30,7 @@ from app.store.records import (
     WebhookRecord,
 )
 from app.store.schema import (
+    created_beyond,
     model_calls,
     run_events,
     run_watchers,
@@ -795,13 +796,7 @@ class RunStore:
         if status is not None:
             stmt = stmt.where(runs.c.status == status.value)
         if before is not None:
-            created, run_id = before
-            stmt = stmt.where(
-                sa.or_(
-                    runs.c.created_at < created,
-                    sa.and_(runs.c.created_at == created, runs.c.id < run_id),
-                )
-            )
+            stmt = stmt.where(created_beyond(*before, ascending=False))
         async with self._reader() as conn:
             rows = (await conn.execute(stmt)).all()
         return [RunRecord.from_row(r) for r in rows]

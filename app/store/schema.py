@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
@@ -64,6 +66,22 @@ sa.Index(
     sqlite_where=QUEUED,
 )
 sa.Index("ix_runs_created", runs.c.created_at, runs.c.id)
+
+
+def created_beyond(created: Any, run_id: str, *, ascending: bool) -> sa.ColumnElement[bool]:
+    """Keyset pagination on (created_at, id), served by ix_runs_created: the runs after
+    the cursor's run in the page order."""
+    if ascending:
+        return sa.or_(
+            runs.c.created_at > created,
+            sa.and_(runs.c.created_at == created, runs.c.id > run_id),
+        )
+    return sa.or_(
+        runs.c.created_at < created,
+        sa.and_(runs.c.created_at == created, runs.c.id < run_id),
+    )
+
+
 sa.Index("ix_runs_lease", runs.c.status, runs.c.lease_expires_at)
 sa.Index("ix_runs_expiry", runs.c.status, runs.c.expires_at)
 

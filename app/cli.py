@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from app.logs import configure_logging
 from app.settings import get_settings
 
 
@@ -29,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("migrate", help="alembic upgrade head on AGENTRUN_DATABASE_URL")
     args = parser.parse_args(argv)
     settings = get_settings()
+    configure_logging(settings)
 
     if args.command == "migrate":
         _migrate(settings.database_url)

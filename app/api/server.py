@@ -31,7 +31,10 @@ def run_server(settings: Settings, *, host: str, port: int, workers: int) -> int
         shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
         settings = settings.model_copy(update={"public_url": f"http://{shown}:{port}"})
     app = create_app(settings, worker_slots=workers)
-    config = uvicorn.Config(app, host=host, port=port, log_level="info", access_log=False)
+    # log_config=None: uvicorn logs through the process's configuration (app.logs).
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="info", access_log=False, log_config=None
+    )
     _Server(config).run()
     return 0
 

@@ -1,0 +1,160 @@
+"""No secret reaches a log: real `agentrun api` and `agentrun worker` processes, configured
+with every kind of secret, take a run through a suspension, a PostgreSQL outage (a private
+cluster, stopped and started again), failing webhook deliveries and a callback; then both
+logs are read for each secret."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.e2e.private_postgres import available, private_postgres
+from tests.e2e.processes import AGENTRUN, spawn, stop, wait_until
+from tests.mocks.uvicorn_thread import free_port
+
+pytestmark = pytest.mark.skipif(not available(), reason="needs PostgreSQL's initdb/pg_ctl")
+
+API_KEY = "key-" + "k3y" * 8
+SECRETS = {
+    "AGENTRUN_API_KEYS": API_KEY,
+    "AGENTRUN_WEBHOOK_SECRET": "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0",
+    "OPENAI_API_KEY": "sk-proj-" + "o" * 40,
+    "ANTHROPIC_API_KEY": "sk-ant-api03-" + "a" * 40,
+}
+
+
+def _script() -> dict[str, object]:
+    return {
+        "provider": "scripted",
+        "name": "demo",
+        "script": [
+            {"tool_calls": [{"name": "lookup", "arguments": {"q": "x"}}]},
+            {"text": "done"},
+        ],
+    }
+
+
+def test_logs_hold_no_secret_after_an_outage_and_error_paths(tmp_path: Path) -> None:
+    with private_postgres() as pg:
+        env = {
+            "AGENTRUN_DATABASE_URL": pg.url,
+            "AGENTRUN_WEBHOOK_ALLOW_PRIVATE": "true",
+            "AGENTRUN_WEBHOOK_TIMEOUT": "0.5",
+            **SECRETS,
+        }
+        migrate = subprocess.run(
+            [AGENTRUN, "migrate"], env={**_environ(), **env}, capture_output=True, timeout=120
+        )
+        assert migrate.returncode == 0, migrate.stderr.decode()
+        port = free_port()
+        env["AGENTRUN_PUBLIC_URL"] = f"http://127.0.0.1:{port}"
+        logs = [tmp_path / "api.log", tmp_path / "worker.log"]
+        api = spawn(["api", "--port", str(port)], pg.url, logs[0], **env)
+        worker = spawn(["worker", "--concurrency", "2"], pg.url, logs[1], **env)
+        client = httpx.Client(
+            base_url=f"http://127.0.0.1:{port}",
+            headers={"Authorization": f"Bearer {API_KEY}"},
+            timeout=10,
+        )
+        try:
+            wait_until(lambda: _ready(client), 30, "the API to become ready")
+            closed = free_port()  # nothing listens there: every delivery fails
+            created = client.post(
+                "/v1/runs",
+                json={
+                    "prompt": "look it up",
+                    "model": _script(),
+                    "tools": [{"name": "lookup", "parameters": {"type": "object"}}],
+                    "max_turns": 3,
+                    "webhook": {"url": f"http://127.0.0.1:{closed}/hook?token=hook-secret"},
+                },
+            )
+            assert created.status_code == 201, created.text
+            run_id = created.json()["id"]
+            wait_until(
+                lambda: client.get(f"/v1/runs/{run_id}").json()["status"] == "requires_action",
+                30,
+                "the run to suspend",
+            )
+            action = client.get(f"/v1/runs/{run_id}").json()["required_action"]
+            callback = action["callback_url"]
+            token = callback.split("/callbacks/")[1].split("/")[0]
+            call_id = action["tool_calls"][0]["id"]
+
+            pg.stop()
+            for _ in range(3):  # requests during the outage take the error paths
+                _request(client, "GET", f"/v1/runs/{run_id}")
+                _request(client, "POST", "/v1/runs", json={"prompt": "x", "model": _script()})
+            wait_until(lambda: b"Traceback" in logs[1].read_bytes(), 20, "the worker to log")
+            pg.start()
+
+            answered = _request(
+                client,
+                "POST",
+                callback,
+                json={"results": [{"tool_call_id": call_id, "output": "42"}]},
+                retry_until_ok=True,
+            )
+            assert answered is not None and answered.status_code == 200, answered
+            wait_until(
+                lambda: client.get(f"/v1/runs/{run_id}").json()["status"] == "completed",
+                60,
+                "the run to complete after the outage",
+            )
+        finally:
+            client.close()
+            stop(api)
+            stop(worker)
+
+        text = "\n".join(p.read_text() for p in logs)
+        assert "Traceback" in text, "the outage left no traceback: the check would prove nothing"
+        leaked = {
+            name: value
+            for name, value in {**SECRETS, "database password": pg.password, "token": token}.items()
+            if value in text
+        }
+        assert not leaked, f"secrets in the logs: {sorted(leaked)}"
+        assert "hook-secret" not in text
+        for line in text.splitlines():
+            if line.startswith("{"):
+                json.loads(line)  # JSON lines off a terminal
+        assert any(line.startswith("{") for line in text.splitlines())
+
+
+def _environ() -> dict[str, str]:
+    import os
+
+    return dict(os.environ)
+
+
+def _ready(client: httpx.Client) -> bool:
+    try:
+        return client.get("/readyz").status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def _request(
+    client: httpx.Client,
+    method: str,
+    url: str,
+    *,
+    json: object = None,
+    retry_until_ok: bool = False,
+) -> httpx.Response | None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            response = client.request(method, url, json=json)
+        except httpx.TransportError:
+            response = None
+        if not retry_until_ok or (response is not None and response.status_code < 500):
+            return response
+        if time.monotonic() > deadline:
+            return response
+        time.sleep(0.2)

@@ -1,0 +1,119 @@
+"""Logging: the redaction step and the process configuration (app.logs)."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+from types import SimpleNamespace
+
+import pytest
+import structlog
+
+from app.logs import REDACTED, Redactor, configure_logging, settings_secrets
+
+
+@pytest.fixture(autouse=True)
+def _restore_logging() -> Iterator[None]:
+    """Each test configures the process's logging; put the defaults back after it."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    structlog.reset_defaults()
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+SETTINGS = SimpleNamespace(
+    api_key_list=["plainkey0001", "plainkey0002"],
+    webhook_secret="whsec_dGhpcy1pcy1hLXNlY3JldA==",
+    openai_api_key="sk-proj-abcdefghijklmnop",
+    anthropic_api_key="sk-ant-api03-zyxwvutsrqpo",
+    database_url="postgresql+psycopg://agent:p%40ss-w0rd@db.internal:5432/agentrun",
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("connect to postgresql://u:hunter22@h:5432/d failed", "hunter22"),
+        ("dsn host=h user=u password=hunter22 dbname=d", "hunter22"),
+        ("{'password': 'hunter22'}", "hunter22"),
+        ("headers Authorization: Bearer abc.def-ghi", "abc.def-ghi"),
+        ("secret whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"),
+        ("key sk-ant-api03-ABCDEFGH12345", "ABCDEFGH12345"),
+        ("POST http://h/v1/callbacks/Zm9vYmFyYmF6cXV4_-0/tool-results", "Zm9vYmFyYmF6cXV4_-0"),
+        ("GET /hook?token=t0k3nvalue&x=1", "t0k3nvalue"),
+        ("api_key=abcd1234", "abcd1234"),
+    ],
+)
+def test_secrets_are_recognised_by_their_shape(text: str, secret: str) -> None:
+    scrubbed = Redactor().text(text)
+    assert secret not in scrubbed
+    assert REDACTED in scrubbed
+
+
+def test_configured_secrets_are_scrubbed_by_value_whatever_their_shape() -> None:
+    redactor = Redactor(settings_secrets(SETTINGS))
+    for value in ("plainkey0001", "plainkey0002", "p@ss-w0rd", "p%40ss-w0rd"):
+        assert value not in redactor.text(f"value {value} in a message")
+    assert "dGhpcy1pcy1hLXNlY3JldA" not in redactor.text(str(SETTINGS.webhook_secret))
+
+
+def test_ordinary_text_is_left_alone() -> None:
+    text = "run run_abc suspended for 2 tool calls; tokens used: 120"
+    assert Redactor(settings_secrets(SETTINGS)).text(text) == text
+
+
+def test_event_fields_named_like_secrets_and_nested_values_are_scrubbed() -> None:
+    event = {
+        "event": "x",
+        "password": "anything",
+        "callback_token": "abc",
+        "context": {"api_key": "zzz", "urls": ["postgresql://u:pw1234@h/d"]},
+        "count": 3,
+    }
+    out = Redactor()(None, "info", event)
+    assert out["password"] == REDACTED and out["callback_token"] == REDACTED
+    assert out["context"]["api_key"] == REDACTED
+    assert "pw1234" not in out["context"]["urls"][0]
+    assert out["count"] == 3
+
+
+def _boom() -> None:
+    database_url = "postgresql://u:local-only-secret@h/d"  # a local, never in the message
+    raise RuntimeError(f"cannot reach {database_url.split('@')[1]}")
+
+
+@pytest.mark.parametrize("as_json", [True, False])
+def test_tracebacks_are_plain_without_locals_and_redacted(as_json: bool) -> None:
+    stream = io.StringIO()
+    configure_logging(SETTINGS, stream=stream, json=as_json)
+    try:
+        _boom()
+    except RuntimeError:
+        structlog.get_logger("t").exception("failed", dsn=SETTINGS.database_url)
+    try:
+        raise ValueError("Bearer plainkey0001 rejected")
+    except ValueError:
+        logging.getLogger("uvicorn.error").exception("stdlib failed")
+    out = stream.getvalue()
+    assert "Traceback" in out and "RuntimeError" in out and "ValueError" in out
+    assert "local-only-secret" not in out  # locals are never rendered
+    for secret in ("p@ss-w0rd", "p%40ss-w0rd", "plainkey0001"):
+        assert secret not in out
+    lines = [line for line in out.splitlines() if line.strip()]
+    if as_json:
+        records = [json.loads(line) for line in lines if line.startswith("{")]
+        assert {r["event"] for r in records} == {"failed", "stdlib failed"}
+        assert all("timestamp" in r and "level" in r for r in records)
+    else:
+        assert not any(line.startswith("{") for line in lines)
+
+
+def test_configuring_twice_keeps_one_handler() -> None:
+    configure_logging(SETTINGS, stream=io.StringIO(), json=True)
+    configure_logging(SETTINGS, stream=io.StringIO(), json=True)
+    ours = [h for h in logging.getLogger().handlers if getattr(h, "_agentrun", False)]
+    assert len(ours) == 1

@@ -19,9 +19,11 @@ from app.api.metrics import render as render_metrics
 from app.api.models import Health
 from app.api.problems import CATALOGUE, problem
 from app.api.security import BodyLimit
+from app.api.unavailable import DatabaseUnavailable
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.db import create_engine
+from app.store.errors import RETRY_AFTER_SECONDS
 from app.store.runs import RunStore
 
 DESCRIPTION = """Durable agent runs. A run drives a model through a multi-turn tool-calling
@@ -57,6 +59,8 @@ def create_app(settings: Settings, *, worker_slots: int = 0) -> FastAPI:
         version="0.1.0",
         description=DESCRIPTION,
         lifespan=lifespan,
+        # Every route may meet a database outage (app.api.unavailable).
+        responses=problems.responses(503),
     )
     app.state.settings = settings
     app.state.idempotency_in_flight = set()
@@ -65,6 +69,7 @@ def create_app(settings: Settings, *, worker_slots: int = 0) -> FastAPI:
     app.include_router(routes.callbacks)
     dashboard.install(app)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(DatabaseUnavailable)  # outermost: sees every route's exceptions
 
     @app.get("/healthz", response_model=Health, tags=["health"])
     async def healthz() -> Health:
@@ -81,7 +86,11 @@ def create_app(settings: Settings, *, worker_slots: int = 0) -> FastAPI:
             async with request.app.state.store.engine.connect() as conn:
                 await conn.execute(sa.text("SELECT 1"))
         except Exception as exc:  # any failure to reach the database
-            return problem("service-unavailable", f"database unreachable: {type(exc).__name__}")
+            return problem(
+                "service-unavailable",
+                f"database unreachable: {type(exc).__name__}",
+                headers={"Retry-After": str(RETRY_AFTER_SECONDS)},
+            )
         return Health(status="ok")
 
     @app.get(

@@ -85,7 +85,14 @@ class Problem(BaseModel):
     instance: str | None = None
 
 
-def problem(code: str, detail: str, *, instance: str | None = None, **extra: Any) -> JSONResponse:
+def problem(
+    code: str,
+    detail: str,
+    *,
+    instance: str | None = None,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> JSONResponse:
     status, title, _ = CATALOGUE[code]
     body: dict[str, Any] = {
         "type": f"/problems/{code}",
@@ -96,7 +103,8 @@ def problem(code: str, detail: str, *, instance: str | None = None, **extra: Any
     if instance:
         body["instance"] = instance
     body.update(extra)
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if status == 401:
+        headers = {**(headers or {}), "WWW-Authenticate": "Bearer"}
     return JSONResponse(body, status_code=status, media_type=MEDIA_TYPE, headers=headers)
 
 

@@ -25,6 +25,7 @@ from sqlalchemy.engine import make_url
 from app.core.lifecycle import RunStatus
 from app.service.tokens import new_key
 from app.settings import Settings
+from app.store.errors import is_unavailable
 from app.store.records import NewEvent, RunRecord
 from app.store.runs import NOTIFY_CHANNEL, WEBHOOKS_CHANNEL, RunStore
 from app.worker.driver import ProviderFactory, RunDriver
@@ -61,6 +62,8 @@ class Worker:
         self._ready: asyncio.Queue[RunRecord | None] = asyncio.Queue()
         self._idle_slots = 0
         self._held: dict[str, int] = {}  # run id -> fencing token, claimed until released
+        # Runs whose drive a database outage broke: released once the database answers.
+        self._give_back: dict[str, int] = {}
         self._webhooks_due = asyncio.Event()
         self.driver: RunDriver | None = None
         self.sender: WebhookSender | None = None
@@ -125,9 +128,15 @@ class Worker:
                 following, looked = await self.driver.drive_and_claim(
                     record, lambda: not self.stopping.is_set()
                 )
-            except Exception:
-                # Leave it to the lease: the reaper re-queues the run when it expires.
-                log.exception("drive failed", run_id=record.id)
+            except Exception as exc:
+                if is_unavailable(exc):
+                    # The database went away mid-drive: give the run back as soon as it
+                    # answers again (the reaper loop retries), not when the lease lapses.
+                    log.warning("drive interrupted by a database outage", run_id=record.id)
+                    self._give_back[record.id] = record.version
+                else:
+                    # A bug: leave it to the lease, so a failing run is not retried hot.
+                    log.exception("drive failed", run_id=record.id)
             # (Cancelled past the shutdown grace: the run stays held, so it is released.)
             self._held.pop(record.id, None)
             record = following
@@ -163,7 +172,20 @@ class Worker:
     async def _release_held(self) -> None:
         """Give back runs still held at shutdown, so another worker takes them at once."""
         for run_id, version in list(self._held.items()):
-            now = self.clock()
+            await self._release(run_id, version)
+
+    async def _give_back_interrupted(self) -> None:
+        """Release the runs an outage interrupted (a refused release means the run moved
+        on: its lease lapsed and it was re-queued, or the interrupted write did commit)."""
+        for run_id, version in list(self._give_back.items()):
+            # (Not when a slot claimed it again meanwhile.)
+            if run_id not in self._held and await self._release(run_id, version):
+                self.wake()
+            del self._give_back[run_id]
+
+    async def _release(self, run_id: str, version: int) -> bool:
+        now = self.clock()
+        return (
             await self.store.transition(
                 run_id,
                 from_statuses=[RunStatus.RUNNING],
@@ -179,6 +201,8 @@ class Worker:
                 now=now,
                 notify=True,
             )
+            is not None
+        )
 
     async def _deliver_webhooks(self) -> None:
         assert self.sender is not None
@@ -195,6 +219,8 @@ class Worker:
     async def _reaper(self) -> None:
         while True:
             try:
+                if self._give_back:
+                    await self._give_back_interrupted()
                 now = self.clock()
                 requeued = await self.store.reap_expired_leases(now)
                 expired = await self.store.expire_suspended(now)

@@ -1,0 +1,163 @@
+"""A PostgreSQL outage under load, with real processes: a private cluster is stopped while
+`agentrun api` and two `agentrun worker` processes are driving runs, every route is asked
+during the outage (each answers 503 problem+json with Retry-After, on a connection that
+stays usable), then the cluster comes back and every run completes well before the
+leases of the interrupted drives would have lapsed (the workers give them back)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.private_postgres import available, private_postgres
+from tests.e2e.processes import AGENTRUN, spawn, stop, wait_until
+from tests.mocks.uvicorn_thread import free_port
+
+pytestmark = pytest.mark.skipif(not available(), reason="needs PostgreSQL's initdb/pg_ctl")
+
+KEY = "outage-key"
+RUNS = 30
+LEASE = 60  # far longer than the test may take: runs must come back by the give-back
+
+
+def _run(i: int) -> dict[str, Any]:
+    return {
+        "prompt": f"run {i}",
+        "model": {
+            "provider": "scripted",
+            "name": "demo",
+            "delay_ms": 400,
+            "script": [
+                {"tool_calls": [{"name": "add", "arguments": {"a": i, "b": 1}}]},
+                {"text": f"done {i}"},
+            ],
+        },
+        "tools": [{"name": "add", "parameters": {"type": "object"}}],
+        "max_turns": 3,
+    }
+
+
+def _routes(run_id: str) -> list[tuple[str, str, dict[str, Any] | None, dict[str, str]]]:
+    sse = {"accept": "text/event-stream"}
+    results = {"results": [{"tool_call_id": "call_x", "output": "1"}]}
+    return [
+        ("POST", "/v1/runs", _run(999), {}),
+        ("GET", "/v1/runs", None, {}),
+        ("GET", f"/v1/runs/{run_id}", None, {}),
+        ("POST", f"/v1/runs/{run_id}/tool-results", results, {}),
+        ("POST", "/v1/callbacks/" + "A" * 43 + "/tool-results", results, {}),
+        ("POST", f"/v1/runs/{run_id}/resolution", {"action": "fail"}, {}),
+        ("POST", f"/v1/runs/{run_id}/cancel", None, {}),
+        ("GET", f"/v1/runs/{run_id}/events", None, {}),
+        ("GET", f"/v1/runs/{run_id}/events", None, sse),
+        ("GET", "/v1/usage", None, {}),
+        ("GET", "/metrics", None, {}),
+        ("GET", "/readyz", None, {}),
+    ]
+
+
+def test_an_outage_answers_503_everywhere_and_loses_no_run(tmp_path: Path) -> None:
+    with private_postgres() as pg:
+        env = {
+            "AGENTRUN_DATABASE_URL": pg.url,
+            "AGENTRUN_API_KEYS": KEY,
+            "AGENTRUN_LEASE_SECONDS": str(LEASE),
+        }
+        import os
+
+        migrate = subprocess.run(
+            [AGENTRUN, "migrate"], env={**os.environ, **env}, capture_output=True, timeout=120
+        )
+        assert migrate.returncode == 0, migrate.stderr.decode()
+        port = free_port()
+        env["AGENTRUN_PUBLIC_URL"] = f"http://127.0.0.1:{port}"
+        api = spawn(["api", "--port", str(port)], pg.url, tmp_path / "api.log", **env)
+        workers = [
+            spawn(["worker", "--concurrency", "4"], pg.url, tmp_path / f"w{i}.log", **env)
+            for i in range(2)
+        ]
+        client = httpx.Client(
+            base_url=f"http://127.0.0.1:{port}",
+            headers={"Authorization": f"Bearer {KEY}"},
+            timeout=10,
+        )
+        try:
+            wait_until(lambda: _get(client, "/readyz") == 200, 30, "the API to become ready")
+            ids = []
+            for i in range(RUNS):
+                created = client.post("/v1/runs", json=_run(i))
+                assert created.status_code == 201, created.text
+                ids.append(created.json()["id"])
+
+            wait_until(
+                lambda: _count(client, "running") >= 2, 20, "model calls in flight to interrupt"
+            )
+            pg.stop()
+            for method, path, body, headers in _routes(ids[0]):
+                response = client.request(method, path, json=body, headers=headers)
+                where = f"{method} {path} {headers}"
+                assert response.status_code == 503, (where, response.status_code, response.text)
+                assert response.headers["content-type"] == "application/problem+json", where
+                assert response.json()["type"] == "/problems/service-unavailable", where
+                assert int(response.headers["retry-after"]) > 0, where
+                assert response.headers.get("connection") != "close", where
+            time.sleep(1.5)  # let the workers' writes fail against the stopped server
+            pg.start()
+
+            restarted = time.monotonic()
+            answered: set[str] = set()
+            done: set[str] = set()
+            while len(done) < RUNS:
+                assert time.monotonic() - restarted < LEASE / 2, (
+                    f"{RUNS - len(done)} runs still open: interrupted drives were not given back"
+                )
+                for run in _list(client):
+                    if run["id"] not in ids:
+                        continue
+                    if run["status"] == "completed":
+                        done.add(run["id"])
+                    elif run["status"] == "requires_action" and run["id"] not in answered:
+                        call = run["required_action"]["tool_calls"][0]
+                        posted = client.post(
+                            f"/v1/runs/{run['id']}/tool-results",
+                            json={"results": [{"tool_call_id": call["id"], "output": "1"}]},
+                        )
+                        if posted.status_code == 200:
+                            answered.add(run["id"])
+                    else:
+                        assert run["status"] not in ("failed", "cancelled", "expired"), run
+                time.sleep(0.1)
+            for run_id in ids:
+                run = client.get(f"/v1/runs/{run_id}").json()
+                assert run["output"] == f"done {ids.index(run_id)}", run
+        finally:
+            client.close()
+            stop(api)
+            for worker in workers:
+                stop(worker)
+        logs = "".join((tmp_path / name).read_text() for name in ("w0.log", "w1.log"))
+        assert "drive interrupted by a database outage" in logs  # the give-back path ran
+
+
+def _get(client: httpx.Client, path: str) -> int:
+    try:
+        return client.get(path).status_code
+    except httpx.TransportError:
+        return 0
+
+
+def _count(client: httpx.Client, status: str) -> int:
+    return len(client.get("/v1/runs", params={"status": status, "limit": 100}).json()["data"])
+
+
+def _list(client: httpx.Client) -> list[dict[str, Any]]:
+    try:
+        response = client.get("/v1/runs", params={"limit": 100})
+    except httpx.TransportError:
+        return []
+    return response.json()["data"] if response.status_code == 200 else []

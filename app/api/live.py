@@ -32,7 +32,8 @@ log = structlog.get_logger("agentrun.api")
 #: How long a watch lasts unless renewed (renewed every third of it while streaming).
 WATCH_TTL_SECONDS = 30.0
 #: Between registering a watch and the first wake-up, a commit whose statement began
-#: before the watch existed may not have notified: look again this soon.
+#: before the watch existed may not have notified: look at the log again this soon (and
+#: then every `fallback_seconds` that pass without a notification).
 FIRST_LOOK_SECONDS = 1.0
 
 
@@ -48,6 +49,7 @@ class RunFeed:
         self.ended = False
         self.generation = 0  # bumped by every notification
         self.refreshed_generation = -1
+        self.refreshed_at = 0.0  # loop time of the last read of the log
         self.subscribers = 0
         self.lock = asyncio.Lock()
         self.changed = asyncio.Condition()
@@ -74,17 +76,30 @@ class RunFeed:
                 record.status in TERMINAL and record.last_event_seq <= self.fetched
             )
             self.refreshed_generation = generation
+            self.refreshed_at = asyncio.get_running_loop().time()
 
     def after(self, seq: int) -> list[EventRecord]:
         start = bisect.bisect_right([e.seq for e in self.events], seq)
         return self.events[start:]
 
     async def wait(self, seen_generation: int, timeout: float) -> None:
+        """Until a notification, or `timeout`. A wait that heard nothing makes the next
+        `refresh` read the log anyway (unless another subscriber of this feed just did):
+        a commit may have missed its NOTIFY (its statement began before this process
+        watched the run; a LISTEN connection was re-established), and on SQLite nothing
+        notifies at all. So a missed notification costs at most one `timeout`."""
         async with self.changed:
-            with contextlib.suppress(TimeoutError):
+            try:
                 await asyncio.wait_for(
                     self.changed.wait_for(lambda: self.generation > seen_generation), timeout
                 )
+                return
+            except TimeoutError:
+                pass
+            stale = asyncio.get_running_loop().time() - self.refreshed_at >= timeout / 2
+            if stale and self.generation == seen_generation:
+                self.generation += 1
+                self.changed.notify_all()
 
 
 class EventHub:
@@ -188,8 +203,6 @@ class EventHub:
                     return
                 await feed.wait(seen, first_wait)
                 first_wait = timeout
-                if not self.store.is_postgres:
-                    await feed.notify()
         finally:
             feed.subscribers -= 1
             if feed.subscribers == 0:

@@ -57,3 +57,37 @@ async def test_closing_the_hub_drops_its_watches(store: RunStore, settings: Sett
     await hub.close()
     assert [w for w in await store.watched() if w[1] == hub.watcher] == []
     await stream.aclose()
+
+
+@POSTGRES
+async def test_a_commit_that_missed_its_notify_reaches_the_stream_by_the_log(
+    store: RunStore, settings: Settings, postgres_url: str
+) -> None:
+    """A cancel whose statement began before the stream watched the run (it waited on the
+    run's row lock, held by another session) sends no NOTIFY; the stream's look at the log
+    after its first wait and its periodic re-check must deliver it anyway."""
+    import psycopg
+
+    service = RunService(store, settings)
+    hub = EventHub(store, settings.database_url, 0.05, fallback_seconds=1.0, first_look_seconds=0.3)
+    view, _ = await service.create_run(run_body())
+    run_id = view.record.id
+    dsn = postgres_url.replace("postgresql+psycopg://", "postgresql://")
+    async with await psycopg.AsyncConnection.connect(dsn) as locker:
+        await locker.execute("SELECT 1 FROM runs WHERE id = %s FOR UPDATE", (run_id,))
+        cancel = asyncio.ensure_future(service.cancel(run_id, actor="test"))
+        await asyncio.sleep(0.2)  # the cancel's statement has begun and waits on the lock
+        assert not cancel.done()
+        stream = hub.stream(run_id, after=0)
+        try:
+            assert (await anext(stream)).event == "run.created"
+            assert (run_id, hub.watcher) in await store.watched()
+            pending = asyncio.ensure_future(anext(stream))
+            await asyncio.sleep(0.5)  # past the first look: only the re-check is left
+            await locker.commit()  # the cancel commits now, without a NOTIFY for us
+            await asyncio.wait_for(cancel, 10)
+            delivered = await asyncio.wait_for(pending, 5)
+            assert delivered.event == "run.cancelled"
+        finally:
+            await stream.aclose()
+            await hub.close()

@@ -271,6 +271,7 @@ class RunService:
                 r.tool_call_id,
                 {"output": r.output, "is_error": r.is_error},
                 convert.canonical_hash({"output": r.output, "is_error": r.is_error}),
+                actor,
             )
             for r in body.results
         ]
@@ -356,7 +357,7 @@ class RunService:
                 "waiting_reason": None,
                 "error": {"type": type(err).__name__, "message": str(err)},
             }
-            events.append(NewEvent("run.failed", values["error"]))
+            events.append(NewEvent("run.failed", values["error"], actor))
         else:
             if isinstance(outcome, NeedsResolution):
                 ctx = outcome.context

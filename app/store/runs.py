@@ -50,6 +50,7 @@ class SubmittedResult:
     call_id: str
     result: dict[str, Any]  # {"output": ..., "is_error": bool}
     result_hash: str
+    actor: str | None = None  # who submitted it: recorded on its tool_result.received
 
 
 @dataclass(frozen=True, slots=True)
@@ -1208,7 +1209,8 @@ class RunStore:
         if not answered:
             return SubmitOutcome(record, [], False)
         events = [
-            NewEvent("tool_result.received", {"tool_call_id": s.call_id}) for s in answered.values()
+            NewEvent("tool_result.received", {"tool_call_id": s.call_id}, s.actor)
+            for s in answered.values()
         ]
         merged = [
             ToolCallRecord(

@@ -9,7 +9,9 @@ import httpx
 import pytest
 
 from app.api.problems import CATALOGUE
+from app.api.security import actor_of
 from app.store.runs import RunStore
+from tests.api.conftest import KEY
 from tests.helpers import drive_once, run_body
 
 PROBLEM = "application/problem+json"
@@ -302,3 +304,26 @@ async def test_integers_beyond_64_bits_are_refused(client: httpx.AsyncClient) ->
     response = await client.post("/v1/runs", json={**body(), "metadata": {"n": 2**70}})
     assert_problem(response, 422, "validation-error")
     assert (await client.get("/v1/runs")).json()["data"] == []
+
+
+async def test_every_submitted_result_records_who_sent_it(
+    client: httpx.AsyncClient, store: RunStore
+) -> None:
+    """A partial submission with a key and the rest through the callback URL: each
+    `tool_result.received` names its own submitter, not only the final `run.resumed`."""
+    run = await suspend(client, store)
+    first, second = answers(run)["results"]
+    by_key = await client.post(f"/v1/runs/{run['id']}/tool-results", json={"results": [first]})
+    assert by_key.status_code == 200
+    url = run["required_action"]["callback_url"].replace("http://127.0.0.1:8000", "")
+    anonymous = httpx.AsyncClient(transport=client._transport, base_url="http://test")
+    by_token = await anonymous.post(url, json={"results": [second]})
+    await anonymous.aclose()
+    assert by_token.status_code == 200 and by_token.json()["resumed"] is True
+    events = (await client.get(f"/v1/runs/{run['id']}/events")).json()["data"]
+    received = {
+        e["data"]["tool_call_id"]: e["actor"] for e in events if e["type"] == "tool_result.received"
+    }
+    assert received == {first["tool_call_id"]: actor_of(KEY), second["tool_call_id"]: "callback"}
+    resumed = [e for e in events if e["type"] == "run.resumed"]
+    assert [e["actor"] for e in resumed] == ["callback"]

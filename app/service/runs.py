@@ -30,6 +30,13 @@ from app.core import (
 from app.core.lifecycle import RunStatus, Transition, sources
 from app.core.serde import SCHEMA_VERSION, tool_result_from
 from app.service import convert
+from app.service.destinations import (
+    DestinationRefused,
+    DestinationUnresolved,
+    Resolver,
+    check_destination,
+    system_resolver,
+)
 from app.service.errors import (
     CallbackTokenInvalid,
     IdempotencyKeyReused,
@@ -125,7 +132,14 @@ def action_from(body: ResolutionIn) -> InvalidToolCallAction:
 
 
 class RunService:
-    def __init__(self, store: RunStore, settings: Settings, clock: Clock = utcnow) -> None:
+    def __init__(
+        self,
+        store: RunStore,
+        settings: Settings,
+        clock: Clock = utcnow,
+        resolver: Resolver = system_resolver,
+    ) -> None:
+        self.resolver = resolver
         self.store = store
         self.settings = settings
         self.clock = clock
@@ -152,6 +166,8 @@ class RunService:
             raise InvalidRequest(
                 f"invalid_tool_call.repair_to names an undefined tool: {bad_repairs[0]}"
             )
+        if body.webhook is not None:
+            await self._check_webhook(body.webhook.url)
         policy = body.invalid_tool_call
         max_turns = body.max_turns or self.settings.default_max_turns
         run = AgentRun(
@@ -199,6 +215,19 @@ class RunService:
                 run_id=record.id,
             )
         return await self.view(record), created
+
+    async def _check_webhook(self, url: str) -> None:
+        """Refuse a destination no delivery could reach (SSRF guard, unresolvable host);
+        a resolver that cannot answer now is not the client's fault: deliveries check
+        again."""
+        try:
+            await check_destination(
+                url, allow_private=self.settings.webhook_allow_private, resolve=self.resolver
+            )
+        except DestinationRefused as exc:
+            raise InvalidRequest(f"webhook.url: {exc}") from None
+        except DestinationUnresolved:
+            pass
 
     # --- read ---------------------------------------------------------------------------
 

@@ -2,22 +2,20 @@
 
 Rows reach the outbox in the same transaction as the state change they announce, so a
 crash loses none; workers deliver them at least once. `webhook-id` is stable across
-retries, so receivers deduplicate. Destinations on private, loopback or link-local
-addresses are refused unless the deployment allows them (SSRF guard); redirects are
-never followed; every request times out.
+retries, so receivers deduplicate. Destinations are checked before every delivery and
+the request connects to the address that was checked (`app.service.destinations`, the
+SSRF guard); redirects are never followed; every request times out.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import ipaddress
 import random
 import secrets
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from urllib.parse import urlsplit
 
 import httpx
 import orjson
@@ -25,6 +23,14 @@ import structlog
 from standardwebhooks import Webhook
 
 from app.providers.backoff import backoff_delay
+from app.service.destinations import (
+    Destination,
+    DestinationRefused,
+    DestinationUnresolved,
+    Resolver,
+    check_destination,
+    system_resolver,
+)
 from app.settings import Settings
 from app.store.records import WebhookRecord
 from app.store.runs import RunStore
@@ -34,36 +40,6 @@ log = structlog.get_logger("agentrun.webhooks")
 
 def new_secret() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
-
-
-async def refused_destination(url: str, allow_private: bool) -> str | None:
-    """Why `url` may not be called (None when it may): scheme, and every address the
-    host resolves to must be public unless private destinations are allowed."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return f"refused destination {url!r}: only http(s) URLs with a host"
-    if allow_private:
-        return None
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    try:
-        infos = await asyncio.get_running_loop().getaddrinfo(parts.hostname, port)
-    except OSError as exc:
-        return f"cannot resolve {parts.hostname}: {exc}"
-    for info in infos:
-        ip = ipaddress.ip_address(info[4][0])
-        if (
-            ip.is_private
-            or ip.is_loopback
-            or ip.is_link_local
-            or ip.is_reserved
-            or ip.is_multicast
-            or ip.is_unspecified
-        ):
-            return (
-                f"refused destination {parts.hostname} ({ip}): private, loopback or "
-                "link-local addresses need AGENTRUN_WEBHOOK_ALLOW_PRIVATE=true"
-            )
-    return None
 
 
 class WebhookSender:
@@ -76,7 +52,9 @@ class WebhookSender:
         *,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         rng: random.Random | None = None,
+        resolver: Resolver = system_resolver,
     ) -> None:
+        self.resolver = resolver
         self.store = store
         self.settings = settings
         self.worker_id = worker_id
@@ -113,20 +91,24 @@ class WebhookSender:
             "webhook-signature": self.signer.sign(delivery.webhook_id, sent_at, body),
         }
         status_code: int | None = None
-        error: str | None = await refused_destination(
-            delivery.url, self.settings.webhook_allow_private
-        )
+        error: str | None = None
         started = time.perf_counter()
-        if error is None:
-            try:
-                response = await self.client.post(delivery.url, content=body, headers=headers)
-                status_code = response.status_code
-                if not 200 <= status_code < 300:
-                    error = f"HTTP {status_code}" + (
-                        " (redirects are not followed)" if 300 <= status_code < 400 else ""
-                    )
-            except httpx.HTTPError as exc:
-                error = f"{type(exc).__name__}: {exc}"
+        try:
+            destination = await check_destination(
+                delivery.url,
+                allow_private=self.settings.webhook_allow_private,
+                resolve=self.resolver,
+            )
+            response = await self._post(destination, body, headers)
+            status_code = response.status_code
+            if not 200 <= status_code < 300:
+                error = f"HTTP {status_code}" + (
+                    " (redirects are not followed)" if 300 <= status_code < 400 else ""
+                )
+        except DestinationRefused as exc:
+            error = f"refused destination: {exc}"
+        except (DestinationUnresolved, httpx.HTTPError) as exc:
+            error = f"{type(exc).__name__}: {exc}"
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
         now = self.clock()
         retry_at = None
@@ -154,3 +136,23 @@ class WebhookSender:
             worker=self.worker_id,
             now=now,
         )
+
+    async def _post(
+        self, destination: Destination, body: str, headers: dict[str, str]
+    ) -> httpx.Response:
+        """POST to the checked addresses in turn (the next one only when connecting to
+        one failed): the URL's host is replaced by the address, the name stays in `Host`
+        and, for https, in SNI and the certificate check."""
+        url = httpx.URL(destination.url)
+        extensions = {"sni_hostname": url.host} if url.scheme == "https" else {}
+        headers = {**headers, "host": url.netloc.decode("ascii")}
+        for i, address in enumerate(destination.addresses):
+            try:
+                return await self.client.post(
+                    url.copy_with(host=address), content=body, headers=headers,
+                    extensions=extensions,
+                )  # fmt: skip
+            except httpx.ConnectError:
+                if i == len(destination.addresses) - 1:
+                    raise
+        raise AssertionError("a destination has at least one address")

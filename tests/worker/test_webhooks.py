@@ -13,11 +13,12 @@ import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from app.core.lifecycle import RunStatus
+from app.service.errors import InvalidRequest
 from app.service.runs import RunService
 from app.service.schemas import ToolResultsIn
 from app.settings import Settings
 from app.store.runs import RunStore
-from app.worker.webhooks import WebhookSender, refused_destination
+from app.worker.webhooks import WebhookSender
 from tests.conftest import make_settings
 from tests.helpers import drive_once, results_for, run_body, running_worker, wait_for, wait_status
 from tests.mocks.receiver import SECRET, Receiver, webhook_receiver
@@ -163,17 +164,14 @@ async def test_redirects_are_not_followed(
     assert receiver.delivered == []
 
 
-async def test_private_destinations_are_refused_unless_allowed(
+async def test_private_destinations_are_refused_at_delivery_too(
     store: RunStore, database_url: str, receiver: Receiver
 ) -> None:
-    assert await refused_destination("http://127.0.0.1:9/x", allow_private=False)
-    assert await refused_destination("http://10.0.0.1/x", allow_private=False)
-    assert await refused_destination("http://169.254.169.254/latest", allow_private=False)
-    assert await refused_destination("file:///etc/passwd", allow_private=True)
-    assert await refused_destination("http://127.0.0.1:9/x", allow_private=True) is None
+    """A run created while private destinations were allowed, delivered by a worker that
+    no longer allows them: refused before any connection."""
+    lenient = make_settings(database_url, webhook_secret=SECRET, webhook_allow_private=True)
+    view, _ = await RunService(store, lenient).create_run(run_body(webhook={"url": receiver.url}))
     strict = make_settings(database_url, webhook_secret=SECRET, webhook_allow_private=False)
-    service = RunService(store, strict)
-    view, _ = await service.create_run(run_body(webhook={"url": receiver.url}))
     await drive_once(store, strict)
     sender = WebhookSender(store, strict, "w", SECRET)
     try:
@@ -182,7 +180,47 @@ async def test_private_destinations_are_refused_unless_allowed(
         await sender.aclose()
     delivery = (await store.webhook_deliveries(view.record.id))[0]
     assert "refused destination" in delivery["last_error"]
+    assert "127.0.0.1 is not a global address" in delivery["last_error"]
     assert receiver.attempts == [], "the loopback receiver must not have been called"
+
+
+async def test_private_destinations_are_refused_when_the_run_is_created(
+    store: RunStore, database_url: str
+) -> None:
+    strict = make_settings(database_url, webhook_secret=SECRET, webhook_allow_private=False)
+    service = RunService(store, strict)
+    for url in ("http://127.0.0.1:9/x", "http://2130706433/x", "http://[::ffff:100.64.0.1]/x"):
+        with pytest.raises(InvalidRequest, match="webhook.url"):
+            await service.create_run(run_body(webhook={"url": url}))
+    assert await store.list_runs(status=None, before=None, limit=10) == []
+
+
+async def test_a_delivery_connects_to_the_address_that_was_checked(
+    store: RunStore, database_url: str, receiver: Receiver
+) -> None:
+    """The name is resolved once, by the guard, and the request goes to that address with
+    the name in `Host`: `receiver.test` resolves nowhere else (no second resolution)."""
+    port = int(receiver.url.split(":")[2].split("/")[0])
+    asked: list[tuple[str, int]] = []
+
+    async def stub(host: str, port: int) -> list[str]:
+        asked.append((host, port))
+        return ["127.0.0.1"] if host == "receiver.test" else []
+
+    settings = make_settings(database_url, webhook_secret=SECRET, webhook_allow_private=True)
+    url = f"http://receiver.test:{port}/hook"
+    service = RunService(store, settings, resolver=stub)
+    view, _ = await service.create_run(run_body(webhook={"url": url}))
+    await drive_once(store, settings)
+    sender = WebhookSender(store, settings, "w", SECRET, resolver=stub)
+    try:
+        await sender.deliver_due()
+    finally:
+        await sender.aclose()
+    got = receiver.of_type("run.requires_action")
+    assert len(got) == 1 and got[0].payload["data"]["run_id"] == view.record.id
+    assert got[0].headers["host"] == f"receiver.test:{port}"
+    assert asked == [("receiver.test", port), ("receiver.test", port)]  # create, delivery
 
 
 async def test_global_endpoint_gets_every_run_and_runs_without_hooks_write_nothing(

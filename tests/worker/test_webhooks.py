@@ -190,7 +190,7 @@ async def test_private_destinations_are_refused_when_the_run_is_created(
     strict = make_settings(database_url, webhook_secret=SECRET, webhook_allow_private=False)
     service = RunService(store, strict)
     for url in ("http://127.0.0.1:9/x", "http://2130706433/x", "http://[::ffff:100.64.0.1]/x"):
-        with pytest.raises(InvalidRequest, match="webhook.url"):
+        with pytest.raises(InvalidRequest, match=r"webhook\.url"):
             await service.create_run(run_body(webhook={"url": url}))
     assert await store.list_runs(status=None, before=None, limit=10) == []
 

@@ -28,6 +28,9 @@ class Settings(BaseSettings):
     poll_interval: float = Field(default=0.2, gt=0)  # SQLite wake-up polling
     reap_interval: float = Field(default=1.0, gt=0)
     max_body_bytes: int = Field(default=1_000_000, gt=0)
+    # Failed authentications per client address and window before 429 (0: no throttling).
+    auth_failure_limit: int = Field(default=10, ge=0)
+    auth_failure_window: float = Field(default=60.0, gt=0)
     provider_timeout: float = Field(default=120.0, gt=0)
     provider_max_attempts: int = Field(default=5, ge=1)
     provider_max_backoff_seconds: float = Field(default=300.0, gt=0)

@@ -19,6 +19,7 @@ from app.api.metrics import render as render_metrics
 from app.api.models import Health
 from app.api.problems import CATALOGUE, problem
 from app.api.security import BodyLimit
+from app.api.throttle import FailureThrottle
 from app.api.unavailable import DatabaseUnavailable
 from app.service.runs import RunService
 from app.settings import Settings
@@ -64,6 +65,9 @@ def create_app(settings: Settings, *, worker_slots: int = 0) -> FastAPI:
     )
     app.state.settings = settings
     app.state.idempotency_in_flight = set()
+    app.state.auth_throttle = FailureThrottle(
+        settings.auth_failure_limit, settings.auth_failure_window
+    )
     problems.install(app)
     app.include_router(routes.router)
     app.include_router(routes.callbacks)

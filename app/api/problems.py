@@ -70,6 +70,12 @@ CATALOGUE: dict[str, tuple[int, str, str]] = {
         "Tool call is not pending",
         "The id names no pending tool call of this run.",
     ),
+    "too-many-failed-authentications": (
+        429,
+        "Too many failed authentications",
+        "This client address failed to authenticate too often (AGENTRUN_AUTH_FAILURE_LIMIT "
+        "within AGENTRUN_AUTH_FAILURE_WINDOW seconds); retry after `Retry-After` seconds.",
+    ),
     "service-unavailable": (503, "Service unavailable", "The database is not reachable."),
 }
 
@@ -124,7 +130,9 @@ def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
 def install(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def service_error(request: Request, exc: ServiceError) -> JSONResponse:
-        return problem(exc.code, exc.detail, instance=request.url.path, **exc.extra)
+        return problem(
+            exc.code, exc.detail, instance=request.url.path, headers=exc.headers(), **exc.extra
+        )
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
+import math
 
 from fastapi import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -17,6 +18,35 @@ class Unauthorized(ServiceError):
     code = "unauthorized"
     status = 401
     title = "Unauthorized"
+
+
+class TooManyFailedAuthentications(ServiceError):
+    code = "too-many-failed-authentications"
+    status = 429
+    title = "Too many failed authentications"
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(
+            "too many failed authentications from this address; "
+            f"retry in {math.ceil(retry_after)} s"
+        )
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(math.ceil(self.retry_after))}
+
+
+def client_address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+def check_throttle(request: Request) -> str:
+    """The client's address; refuses it (429) while it is throttled."""
+    address = client_address(request)
+    wait = request.app.state.auth_throttle.retry_after(address)
+    if wait is not None:
+        raise TooManyFailedAuthentications(wait)
+    return address
 
 
 def key_matches(presented: str, keys: list[str]) -> bool:
@@ -39,9 +69,11 @@ async def require_api_key(request: Request) -> str:
     keys: list[str] = request.app.state.settings.api_key_list
     if not keys:
         return actor_of(None)
+    address = check_throttle(request)
     header = request.headers.get("authorization", "")
     scheme, _, presented = header.partition(" ")
     if scheme.lower() != "bearer" or not presented or not key_matches(presented.strip(), keys):
+        request.app.state.auth_throttle.failed(address)
         raise Unauthorized("a valid bearer API key is required")
     return actor_of(presented.strip())
 

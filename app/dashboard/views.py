@@ -8,6 +8,7 @@ the service so the event log says who did it.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 from starlette.datastructures import FormData
 
+from app.api.security import client_address
 from app.core.lifecycle import TERMINAL, RunStatus, Transition, sources
 from app.dashboard import auth, present
 from app.service import operator
@@ -149,9 +151,23 @@ async def login_page(request: Request, next: str | None = None) -> HTMLResponse:
 @router.post("/login", response_class=HTMLResponse)
 async def login(request: Request, form: Form) -> Response:
     key = str(form.get("api_key") or "")
-    actor = auth.check_key(request, key)
     target = safe_next(str(form.get("next") or ""))
+    throttle = request.app.state.auth_throttle
+    address = client_address(request)
+    wait = throttle.retry_after(address)
+    if wait is not None:  # refused before the key is compared
+        seconds = math.ceil(wait)
+        page = await render(
+            request,
+            "login.html",
+            {"next": target, "error": f"Too many failed logins: try again in {seconds} s."},
+            status_code=429,
+        )
+        page.headers["Retry-After"] = str(seconds)
+        return page
+    actor = auth.check_key(request, key)
     if actor is None:
+        throttle.failed(address)
         return await render(
             request,
             "login.html",

@@ -15,6 +15,10 @@ class ServiceError(Exception):
         self.detail = detail
         self.extra = extra
 
+    def headers(self) -> dict[str, str] | None:
+        """Response headers the refusal needs (e.g. `Retry-After`)."""
+        return None
+
 
 class RunNotFound(ServiceError):
     code = "run-not-found"

@@ -1,9 +1,10 @@
-"""`agentrun`: serve | api | worker | migrate."""
+"""`agentrun`: serve | api | worker | migrate | purge."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from datetime import UTC, datetime, timedelta
 
 from app.logs import configure_logging
 from app.settings import get_settings
@@ -13,6 +14,30 @@ def _migrate(database_url: str) -> None:
     from app.store.migrate import upgrade_to_head
 
     upgrade_to_head(database_url)
+
+
+def parse_age(text: str) -> timedelta:
+    """`30d`, `12h`, `90m`, `3600s`, or a bare number of days."""
+    units = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
+    value, unit = (text[:-1], text[-1]) if text and text[-1] in units else (text, "d")
+    try:
+        amount = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an age: {text!r} (e.g. 30d, 12h)") from None
+    if not amount > 0 or amount == float("inf"):
+        raise argparse.ArgumentTypeError(f"the age must be positive: {text!r}")
+    return timedelta(**{units[unit]: amount})
+
+
+async def _purge(database_url: str, age: timedelta, batch: int) -> int:
+    from app.store.db import create_engine
+    from app.store.retention import purge
+
+    engine = create_engine(database_url, pool_size=1)
+    try:
+        return await purge(engine, datetime.now(UTC) - age, batch)
+    finally:
+        await engine.dispose()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,6 +53,16 @@ def main(argv: list[str] | None = None) -> int:
     worker = sub.add_parser("worker", help="run a worker process")
     worker.add_argument("--concurrency", type=int, default=4)
     sub.add_parser("migrate", help="alembic upgrade head on AGENTRUN_DATABASE_URL")
+    purge = sub.add_parser(
+        "purge", help="delete finished runs older than an age (their usage is kept per day)"
+    )
+    purge.add_argument(
+        "--older-than",
+        required=True,
+        type=parse_age,
+        help="age of the runs to delete: 30d, 12h, 90m, 3600s (a bare number is days)",
+    )
+    purge.add_argument("--batch", type=int, default=500, help="runs per transaction")
     args = parser.parse_args(argv)
     settings = get_settings()
     configure_logging(settings)
@@ -35,6 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "migrate":
         _migrate(settings.database_url)
         print("database is at the latest revision")
+        return 0
+    if args.command == "purge":
+        import asyncio
+
+        deleted = asyncio.run(_purge(settings.database_url, args.older_than, args.batch))
+        print(f"deleted {deleted} finished runs")
         return 0
     if args.command == "worker":
         import uvloop

@@ -28,6 +28,10 @@ class Settings(BaseSettings):
     poll_interval: float = Field(default=0.2, gt=0)  # SQLite wake-up polling
     reap_interval: float = Field(default=1.0, gt=0)
     max_body_bytes: int = Field(default=1_000_000, gt=0)
+    # Finished runs older than this are deleted by the workers (0: kept forever).
+    retention_days: float = Field(default=30.0, ge=0)
+    retention_interval: float = Field(default=300.0, gt=0)  # seconds between sweeps
+    retention_batch: int = Field(default=200, ge=1, le=10_000)  # runs per transaction
     # Failed authentications per client address and window before 429 (0: no throttling).
     auth_failure_limit: int = Field(default=10, ge=0)
     auth_failure_window: float = Field(default=60.0, gt=0)

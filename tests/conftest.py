@@ -114,7 +114,7 @@ async def store(database_url: str) -> AsyncIterator[RunStore]:
     engine = create_engine(database_url)
     store = RunStore(engine)
     async with engine.begin() as conn:
-        for table in ("run_events", "tool_calls", "runs"):
+        for table in ("run_events", "tool_calls", "runs", "usage_daily"):
             await conn.exec_driver_sql(f"DELETE FROM {table}")
     yield store
     await store.aclose()

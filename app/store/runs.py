@@ -29,6 +29,7 @@ from app.store.records import (
     ToolCallRecord,
     WebhookRecord,
 )
+from app.store.retention import add_daily, daily_usage
 from app.store.schema import (
     created_beyond,
     model_calls,
@@ -1361,6 +1362,7 @@ class RunStore:
                     sa.select(model_key.label("key"), *sums).where(in_range).group_by(model_key)
                 )
             ).all()
+            kept = await daily_usage(conn, start, end)  # of runs retention deleted
 
         def clean(row: Any) -> dict[str, Any]:
             m = dict(row._mapping)
@@ -1372,11 +1374,14 @@ class RunStore:
             m["cost_usd"] = None if m["cost_usd"] is None else float(m["cost_usd"])
             return m
 
-        return {
-            **clean(total),
-            "by_status": {r.status: clean(r) for r in by_status},
-            "by_model": {r.key: clean(r) for r in by_model},
-        }
+        return add_daily(
+            {
+                **clean(total),
+                "by_status": {r.status: clean(r) for r in by_status},
+                "by_model": {r.key: clean(r) for r in by_model},
+            },
+            kept,
+        )
 
     # --- webhooks -----------------------------------------------------------------------
 

@@ -209,3 +209,23 @@ model_calls = sa.Table(
 )
 sa.Index("ix_model_calls_created", model_calls.c.created_at)
 sa.Index("ix_model_calls_run", model_calls.c.run_id)
+
+# Usage that outlives its runs: when retention deletes finished runs, their model-call
+# rows are first added here, per UTC day of the call, model and the run's final status.
+usage_daily = sa.Table(
+    "usage_daily",
+    metadata,
+    sa.Column("day", sa.Date, nullable=False),
+    sa.Column("provider", sa.String(40), nullable=False),
+    sa.Column("model", sa.String(200), nullable=False),
+    sa.Column("run_status", sa.String(20), nullable=False),
+    sa.Column("calls", sa.BigInteger, nullable=False),
+    sa.Column("failed_calls", sa.BigInteger, nullable=False),
+    sa.Column("input_tokens", sa.BigInteger, nullable=False),
+    sa.Column("output_tokens", sa.BigInteger, nullable=False),
+    sa.Column("cached_input_tokens", sa.BigInteger, nullable=False),
+    sa.Column("reasoning_tokens", sa.BigInteger, nullable=False),
+    sa.Column("total_tokens", sa.BigInteger, nullable=False),
+    sa.Column("cost_usd", sa.Float),
+    sa.PrimaryKeyConstraint("day", "provider", "model", "run_status"),
+)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import signal
 import socket
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from app.service.tokens import new_key
 from app.settings import Settings
 from app.store.errors import is_unavailable
 from app.store.records import NewEvent, RunRecord
+from app.store.retention import purge_batch
 from app.store.runs import NOTIFY_CHANNEL, WEBHOOKS_CHANNEL, RunStore
 from app.worker.driver import ProviderFactory, RunDriver
 from app.worker.providers import make_provider
@@ -92,6 +94,8 @@ class Worker:
             asyncio.create_task(self._reaper()),
             asyncio.create_task(self._deliver_webhooks()),
         ]
+        if self.settings.retention_days > 0:
+            background.append(asyncio.create_task(self._retention()))
         if self.store.is_postgres:
             background.append(asyncio.create_task(self._listen()))
         dispatcher = asyncio.create_task(self._dispatch())
@@ -232,6 +236,25 @@ class Worker:
             except Exception:
                 log.exception("reaper failed")
             await asyncio.sleep(self.settings.reap_interval)
+
+    async def _retention(self) -> None:
+        """Delete finished runs past the retention age, a small batch per transaction
+        with a pause between batches, so the sweep never holds the hot path up."""
+        batch = self.settings.retention_batch
+        while True:
+            await asyncio.sleep(self.settings.retention_interval * (0.5 + random.random()))
+            try:
+                cutoff = self.clock() - timedelta(days=self.settings.retention_days)
+                deleted = batch
+                total = 0
+                while deleted == batch and not self.stopping.is_set():
+                    deleted = await purge_batch(self.store.engine, cutoff, batch)
+                    total += deleted
+                    await asyncio.sleep(0.05)
+                if total:
+                    log.info("retention deleted finished runs", runs=total)
+            except Exception:
+                log.exception("retention sweep failed")
 
     async def _listen(self) -> None:
         import psycopg

@@ -134,13 +134,18 @@ ToolResultContent: TypeAlias = Text | Json | Image
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """The result answering tool call `call_id`; `name` is the executed tool."""
+    """The result answering tool call `call_id`; `name` is the executed tool.
+
+    `is_error` marks a failed call (a client's `"is_error": true`, the run's own
+    invalid-call feedback): every wire tells the model, in its own form or a convention.
+    """
 
     call_id: str
     name: str
     content: tuple[ToolResultContent, ...]
     provider_call_id: str | None = None
     provider_item_id: str | None = None
+    is_error: bool = False
 
     def __post_init__(self) -> None:
         if not self.call_id:
@@ -148,13 +153,22 @@ class ToolResult:
         _set(self, "content", tuple(self.content))
 
     @classmethod
-    def for_call(cls, call: ToolCall, content: Iterable[ToolResultContent]) -> ToolResult:
+    def for_call(
+        cls, call: ToolCall, content: Iterable[ToolResultContent], *, is_error: bool = False
+    ) -> ToolResult:
         """A result copying the call's id, provider ids and name."""
-        return cls(call.id, call.name, tuple(content), call.provider_call_id, call.provider_item_id)
+        return cls(
+            call.id,
+            call.name,
+            tuple(content),
+            call.provider_call_id,
+            call.provider_item_id,
+            is_error=is_error,
+        )
 
     @classmethod
-    def text(cls, call: ToolCall, text: str) -> ToolResult:
-        return cls.for_call(call, (Text(text),))
+    def text(cls, call: ToolCall, text: str, *, is_error: bool = False) -> ToolResult:
+        return cls.for_call(call, (Text(text),), is_error=is_error)
 
 
 UserContent: TypeAlias = Text | ToolResult | Image

@@ -201,7 +201,9 @@ def retry_result_message(
     feedback, every other call TOOL_NOT_EXECUTED_DUE_TO_INVALID_PEER. None without calls."""
     results = [
         ToolResult.text(
-            i, feedback if i.id == invalid_id else TOOL_NOT_EXECUTED_DUE_TO_INVALID_PEER
+            i,
+            feedback if i.id == invalid_id else TOOL_NOT_EXECUTED_DUE_TO_INVALID_PEER,
+            is_error=True,
         )
         for i in items
         if isinstance(i, ToolCall)
@@ -413,7 +415,7 @@ class AgentRun:
             old.recovered = True
             return self._scan(old)
         assert isinstance(action, Skip)
-        old.skipped[index] = ToolResult.text(call, action.reason)
+        old.skipped[index] = ToolResult.text(call, action.reason, is_error=True)
         old.recovered = True
         old.any_skipped = True
         old.next_index = index + 1
@@ -525,7 +527,7 @@ class AgentRun:
             return TurnAbandoned(None)
         assert isinstance(action, Skip)
         self._rollback(partial, partial_message, call, action.reason)
-        return TurnAbandoned(ToolResult.text(call, action.reason))
+        return TurnAbandoned(ToolResult.text(call, action.reason, is_error=True))
 
     def streamed_turn(self, turn: StreamedTurn) -> None:
         if self._state != AWAITING_MODEL:
@@ -636,7 +638,7 @@ class AgentRun:
             for position, item in enumerate(items):
                 if isinstance(item, ToolCall) and position not in state.skipped:
                     state.skipped[position] = ToolResult.text(
-                        item, TOOL_NOT_EXECUTED_DUE_TO_INVALID_PEER
+                        item, TOOL_NOT_EXECUTED_DUE_TO_INVALID_PEER, is_error=True
                     )
         self._state = Advancing(
             message_id=state.message_id,
@@ -696,10 +698,10 @@ class AgentRun:
         """Abandon a streamed turn: record it and answer every call it holds."""
         self._new_messages.append(partial_message)
         results = [
-            ToolResult.text(c, TOOL_NOT_EXECUTED_DUE_TO_INVALID_PEER)
+            ToolResult.text(c, TOOL_NOT_EXECUTED_DUE_TO_INVALID_PEER, is_error=True)
             for c in partial.pending_tool_calls
         ]
-        results.append(ToolResult.text(invalid_call, feedback))
+        results.append(ToolResult.text(invalid_call, feedback, is_error=True))
         self._new_messages.append(UserMessage(results))
         self._rollback_pending = True
         self._state = PREPARING_REQUEST

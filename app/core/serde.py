@@ -3,6 +3,8 @@
 Version 0 is upstream's own format (no `schema_version` key); it is upgraded on load.
 Every later change to the stored shape bumps `SCHEMA_VERSION` and registers one small
 upgrader in `UPGRADERS`, so runs suspended by an older release still resume after a deploy.
+
+Version 2 adds a tool result's `"is_error": true` (written only when set).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from app.core.types import (
 if TYPE_CHECKING:
     from app.core.run import AgentRun
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 Doc = dict[str, Any]
 
@@ -136,6 +138,8 @@ def tool_result_to_dict(r: ToolResult) -> Doc:
         out["provider"] = provider
     out["name"] = r.name
     out["content"] = [_result_content(c) for c in r.content]
+    if r.is_error:
+        out["is_error"] = True
     return out
 
 
@@ -369,12 +373,16 @@ def tool_result_from(d: Mapping[str, Any]) -> ToolResult:
     if not d["call"]:
         raise StateDecodeError("a tool result's call id cannot be the empty string")
     call_id, item_id = _provider_ids(d)
+    is_error = d.get("is_error", False)
+    if not isinstance(is_error, bool):
+        raise StateDecodeError(f"a tool result's is_error must be a boolean, not {is_error!r}")
     return ToolResult(
         d["call"],
         d["name"],
         tuple(_result_content_from(c) for c in d["content"]),
         call_id,
         item_id,
+        is_error=is_error,
     )
 
 
@@ -619,8 +627,73 @@ def _upgrade_v0_to_v1(doc: Doc) -> Doc:
     return doc
 
 
+def _lift_error_v1(result: Any, *, feedback: bool = False) -> Any:
+    """A v1 tool result → v2: the service stored a client's `is_error` as the text item's
+    `{"is_error": true}` annotation (no wire sent it); it becomes the result's flag. The
+    run's own feedback results (`feedback`: the skipped / preresolved ones) are errors."""
+    if not isinstance(result, dict):
+        return result
+    flagged = feedback
+    content = []
+    for item in result.get("content") or ():
+        params = item.get("additional_params") if isinstance(item, dict) else None
+        if isinstance(params, dict) and params.get("is_error") is True:
+            flagged = True
+            rest = {k: v for k, v in params.items() if k != "is_error"}
+            item = {k: v for k, v in item.items() if k != "additional_params"}
+            if rest:
+                item["additional_params"] = rest
+        content.append(item)
+    out = {**result, "content": content}
+    if flagged:
+        out["is_error"] = True
+    return out
+
+
+def _upgrade_messages_v1(messages: Any) -> Any:
+    if not isinstance(messages, list):
+        return messages
+    out = []
+    for m in messages:
+        if isinstance(m, dict) and m.get("role") == "user" and isinstance(m.get("content"), list):
+            content = [
+                _lift_error_v1(c) if isinstance(c, dict) and c.get("type") == "toolresult" else c
+                for c in m["content"]
+            ]
+            m = {**m, "content": content}
+        out.append(m)
+    return out
+
+
+def _upgrade_v1_to_v2(doc: Doc) -> Doc:
+    """Tool results gain `is_error` (see `_lift_error_v1`)."""
+    doc = dict(doc)
+    for key in ("chat_history", "new_messages"):
+        doc[key] = _upgrade_messages_v1(doc.get(key))
+    state = doc.get("state")
+    if isinstance(state, dict) and len(state) == 1:
+        ((tag, body),) = state.items()
+        if tag in ("ResolvingToolCalls", "AwaitingAdvance") and isinstance(body, dict):
+            skipped = body.get("skipped")
+            if isinstance(skipped, dict):
+                lifted = {k: _lift_error_v1(v, feedback=True) for k, v in skipped.items()}
+                body = {**body, "skipped": lifted}
+        elif tag == "ExecutingTools" and isinstance(body, list):
+            body = [
+                {**p, "preresolved_result": _lift_error_v1(p["preresolved_result"], feedback=True)}
+                if isinstance(p, dict) and p.get("preresolved_result") is not None
+                else p
+                for p in body
+            ]
+        elif tag == "Done" and isinstance(body, dict):
+            body = {**body, "messages": _upgrade_messages_v1(body.get("messages"))}
+        doc["state"] = {tag: body}
+    doc["schema_version"] = 2
+    return doc
+
+
 #: UPGRADERS[n] turns a version-n document into a version-(n+1) document.
-UPGRADERS: dict[int, Callable[[Doc], Doc]] = {0: _upgrade_v0_to_v1}
+UPGRADERS: dict[int, Callable[[Doc], Doc]] = {0: _upgrade_v0_to_v1, 1: _upgrade_v1_to_v2}
 
 
 def upgrade(doc: Doc) -> Doc:

@@ -8,7 +8,8 @@ Mapping notes:
   in a user message `tool_result` blocks come first, as the API requires.
 * `ToolCall` ↔ `tool_use` (`id` = `provider_call_id`, rig id as fallback); `ToolResult` →
   `tool_result` with `tool_use_id`; `Text` items as text blocks, `Json` items as text
-  blocks holding compact JSON, `Image` items as image blocks.
+  blocks holding compact JSON, `Image` items as image blocks; a failed result
+  (`ToolResult.is_error`) carries the API's own `"is_error": true`, its content unchanged.
 * `Reasoning` ↔ `thinking` (block kind `text` with its `signature`) and
   `redacted_thinking` (kind `redacted`, the opaque `data`). One `Reasoning` per block so
   interleaved thinking keeps its position. Blocks that cannot be verified by this API
@@ -112,11 +113,14 @@ def _tool_result(result: ToolResult) -> dict[str, Any]:
             text = result_text(item)
             if text:
                 content.append({"type": "text", "text": text})
-    return {
+    block: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": result.provider_call_id or result.call_id,
         "content": content,
     }
+    if result.is_error:
+        block["is_error"] = True
+    return block
 
 
 def _user_blocks(msg: UserMessage) -> list[dict[str, Any]]:

@@ -83,6 +83,18 @@ def result_text(item: Text | Json) -> str:
     return compact_json(item.value)
 
 
+#: The OpenAI wires (Chat Completions, Responses) have no error flag on a tool result, so a
+#: failed result (`ToolResult.is_error`) reaches the model as text starting with this
+#: marker, the form the OpenAI Agents SDK's default tool-error text uses ("... Error: <e>").
+ERROR_PREFIX = "Error: "
+
+
+def error_marked(text: str) -> str:
+    """A failed result's text as the OpenAI wires send it: `Error: <text>` (`Error` alone
+    for an empty text)."""
+    return ERROR_PREFIX + text if text else ERROR_PREFIX.rstrip(": ")
+
+
 def text_only_result(content: Iterable[ToolResultContent], wire: str) -> list[str]:
     """The texts of a tool result for wires that take no images in tool results."""
     out: list[str] = []

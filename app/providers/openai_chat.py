@@ -8,6 +8,8 @@ Mapping notes:
 * A `UserMessage`'s `ToolResult`s become `tool` messages (in order, before the message's
   other content, so they directly follow the assistant turn they answer); the id sent is the
   result's `provider_call_id`, falling back to its rig `call_id`.
+* A failed result (`ToolResult.is_error`): a `tool` message has no error flag, so its text
+  starts with `Error: ` (`common.ERROR_PREFIX`; `Error` alone when the result is empty).
 * Assistant `Reasoning` is not sent back: Chat Completions has no reasoning input. Reasoning
   text that compatible servers return (`reasoning_content` / `reasoning`) is decoded.
 * Chat Completions issues no message id: `message_id` is None, `response_id` is the
@@ -37,6 +39,7 @@ from app.providers.base import ModelRequest, ProviderError, ProviderTurn, TextDe
 from app.providers.common import (
     as_int,
     dump_arguments,
+    error_marked,
     image_url,
     malformed,
     merge_params,
@@ -101,6 +104,8 @@ def _user_part(item: Text | Image) -> dict[str, Any]:
 
 def _tool_message(result: ToolResult) -> dict[str, Any]:
     texts = text_only_result(result.content, PROVIDER)
+    if result.is_error:
+        texts = [error_marked(texts[0] if texts else ""), *texts[1:]]
     content: Any = texts[0] if len(texts) == 1 else [{"type": "text", "text": t} for t in texts]
     return {
         "role": "tool",

@@ -69,12 +69,9 @@ def allowed_tool_names(tools: list[str], choice: ToolChoice | None) -> frozenset
 
 
 def submitted_result(pending: PendingToolCall, result: dict[str, Any]) -> ToolResult:
-    """A client's `{"output", "is_error"}` as the tool result answering `pending`."""
+    """A client's `{"output", "is_error"}` as the tool result answering `pending`: a string
+    output is text, anything else JSON; `is_error` is the result's flag, which every wire
+    carries to the model (see `app.providers`)."""
     output = result["output"]
-    content: Text | Json
-    if result.get("is_error"):
-        text = output if isinstance(output, str) else orjson.dumps(output).decode()
-        content = Text(text, {"is_error": True})
-    else:
-        content = Text(output) if isinstance(output, str) else Json(output)
-    return ToolResult.for_call(pending.tool_call, (content,))
+    content = Text(output) if isinstance(output, str) else Json(output)
+    return ToolResult.for_call(pending.tool_call, (content,), is_error=bool(result.get("is_error")))

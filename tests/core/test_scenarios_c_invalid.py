@@ -124,7 +124,7 @@ def test_s21_retry_rolls_back() -> None:
     assert run.resolve_invalid_tool_call(Retry("use add instead")) == TurnRetried()
     assert run.status == "PreparingRequest"
     retry_message = UserMessage(
-        [ToolResult("call_1", "unknown", (Text("use add instead"),), "call_1")]
+        [ToolResult("call_1", "unknown", (Text("use add instead"),), "call_1", is_error=True)]
     )
     assert run.messages() == (
         UserMessage("call something"),
@@ -192,8 +192,8 @@ def test_s24_mixed_turn_retry_answers_every_call() -> None:
     assert messages[1] == AssistantMessage([valid, invalid])
     assert messages[2] == UserMessage(
         [
-            ToolResult("tool_call_1", "add", (Text(TNE),), "call_1"),
-            ToolResult("tool_call_2", "default_api", (Text(feedback),), "call_2"),
+            ToolResult("tool_call_1", "add", (Text(TNE),), "call_1", is_error=True),
+            ToolResult("tool_call_2", "default_api", (Text(feedback),), "call_2", is_error=True),
         ]
     )
     # No tool of the turn is executed: the next step is the retry model call.
@@ -262,9 +262,11 @@ def test_s28_skip_suppresses_all_peers() -> None:
     assert len(calls) == 2
     assert [c.tool_call.id for c in calls] == ["call_1", "call_2"]
     assert calls[0].preresolved_result == ToolResult(
-        "call_1", "unknown", (Text("not available"),), "call_1"
+        "call_1", "unknown", (Text("not available"),), "call_1", is_error=True
     )
-    assert calls[1].preresolved_result == ToolResult("call_2", "add", (Text(TNE),), "call_2")
+    assert calls[1].preresolved_result == ToolResult(
+        "call_2", "add", (Text(TNE),), "call_2", is_error=True
+    )
     assert json.loads(run.to_json())["invalid_tool_call_retries"] == 0  # budget untouched
     assert run.status == "ExecutingTools"
 
@@ -283,8 +285,10 @@ def test_s29_id_less_calls_keep_distinct_skip_results() -> None:
         assert len(call.id) == 21
         assert call.provider_call_id is None
     assert [result_text(c.preresolved_result) for c in calls] == ["not available", TNE]
-    assert calls[0].preresolved_result == ToolResult(first.id, "unknown", (Text("not available"),))
-    assert calls[1].preresolved_result == ToolResult(second.id, "add", (Text(TNE),))
+    assert calls[0].preresolved_result == ToolResult(
+        first.id, "unknown", (Text("not available"),), is_error=True
+    )
+    assert calls[1].preresolved_result == ToolResult(second.id, "add", (Text(TNE),), is_error=True)
 
     run.tool_results([c.preresolved_result for c in calls])
     assert run.status == "PreparingRequest"
@@ -320,7 +324,7 @@ def test_s31_skip_under_specific_tool_choice_succeeds() -> None:
     calls = expect_call_tools(run).calls
     assert len(calls) == 1
     assert calls[0].preresolved_result == ToolResult(
-        "call_1", "default_api", (Text(reason),), "call_1"
+        "call_1", "default_api", (Text(reason),), "call_1", is_error=True
     )
     assert result_text(calls[0].preresolved_result) == reason
 
@@ -334,10 +338,10 @@ def test_s32_skip_with_valid_peer_first() -> None:
     calls = expect_call_tools(run).calls
     assert [c.tool_call.id for c in calls] == ["tool_call_1", "tool_call_2"]
     assert calls[0].preresolved_result == ToolResult(
-        "tool_call_1", "add", (Text(TNE),), "tool_call_1"
+        "tool_call_1", "add", (Text(TNE),), "tool_call_1", is_error=True
     )
     assert calls[1].preresolved_result == ToolResult(
-        "tool_call_2", "default_api", (Text(reason),), "tool_call_2"
+        "tool_call_2", "default_api", (Text(reason),), "tool_call_2", is_error=True
     )
 
     results = [c.preresolved_result for c in calls]
@@ -366,8 +370,8 @@ def test_s33_two_invalid_calls_are_resolved_one_at_a_time() -> None:
     assert run.resolve_invalid_tool_call(Skip("r")) == Continue(True)
     calls = expect_call_tools(run).calls
     assert [(c.tool_call.id, c.tool_call.name) for c in calls] == [("a", "add"), ("b", "bad2")]
-    assert calls[0].preresolved_result == ToolResult("a", "add", (Text(TNE),), "a")
-    assert calls[1].preresolved_result == ToolResult("b", "bad2", (Text("r"),), "b")
+    assert calls[0].preresolved_result == ToolResult("a", "add", (Text(TNE),), "a", is_error=True)
+    assert calls[1].preresolved_result == ToolResult("b", "bad2", (Text("r"),), "b", is_error=True)
 
 
 def test_s34_retry_after_an_earlier_repair_uses_the_original_turn() -> None:
@@ -381,8 +385,8 @@ def test_s34_retry_after_an_earlier_repair_uses_the_original_turn() -> None:
     assert messages[1] == AssistantMessage([C("a", "bad1"), C("b", "bad2")])
     assert messages[2] == UserMessage(
         [
-            ToolResult("a", "bad1", (Text(TNE),), "a"),
-            ToolResult("b", "bad2", (Text("fb"),), "b"),
+            ToolResult("a", "bad1", (Text(TNE),), "a", is_error=True),
+            ToolResult("b", "bad2", (Text("fb"),), "b", is_error=True),
         ]
     )
     step = expect_call_model(run)

@@ -165,7 +165,7 @@ def test_s58_missing_required_fields_are_reprompted() -> None:
     step = expect_call_model(run)
     assert step.turn == 2
     assert step.prompt == UserMessage(
-        [ToolResult("call_1", OUTPUT, (Text(MISSING_SUMMARY_FEEDBACK),), "call_1")]
+        [ToolResult("call_1", OUTPUT, (Text(MISSING_SUMMARY_FEEDBACK),), "call_1", is_error=True)]
     )
     assert isinstance(step.prompt, UserMessage)
     only = step.prompt.content[0]

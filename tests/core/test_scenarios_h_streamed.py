@@ -170,7 +170,7 @@ def test_s71_streamed_retry_rolls_back_with_the_partial_turn() -> None:
     assert run.usage() == USAGE_5_7
 
     retry_message = UserMessage(
-        [ToolResult("tc_1", "default_api", (Text("use add instead"),), "tc_1")]
+        [ToolResult("tc_1", "default_api", (Text("use add instead"),), "tc_1", is_error=True)]
     )
     assert run.messages() == (UserMessage("use the tool"), partial_message, retry_message)
     assert len(run.messages()) == 3
@@ -255,7 +255,7 @@ def test_s74_streamed_skip_abandons_the_turn_with_a_synthetic_result() -> None:
     resolution = run.resolve_streamed_invalid_tool_call(
         PartialStreamedTurn(), invalid_call(bad), Skip("not available")
     )
-    skipped = ToolResult("tc_1", "default_api", (Text("not available"),), "tc_1")
+    skipped = ToolResult("tc_1", "default_api", (Text("not available"),), "tc_1", is_error=True)
     assert resolution == TurnAbandoned(skipped)
     assert isinstance(resolution, TurnAbandoned)
     assert resolution.skipped_tool_result is not None
@@ -511,8 +511,8 @@ def test_s81_rollback_answers_validated_peers_first_then_the_invalid_call() -> N
         canonical,
         UserMessage(
             [
-                ToolResult("a", "add", (Text(TNE),), "a"),
-                ToolResult("b", "bad", (Text("fb"),), "b"),
+                ToolResult("a", "add", (Text(TNE),), "a", is_error=True),
+                ToolResult("b", "bad", (Text("fb"),), "b", is_error=True),
             ]
         ),
     )

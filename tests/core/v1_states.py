@@ -1,5 +1,7 @@
-"""Builds one run in each state; used once to write tests/core/fixtures/v1_*.json and by
-the tests to check that those stored documents still load and continue correctly."""
+"""Builds one run in each state; run as a script it writes tests/core/fixtures/v{N}_*.json for
+the current schema version N (v1 by the release that introduced the fixtures, v2 when tool
+results gained `is_error`). The tests check that every stored generation still loads and
+continues correctly, and that the newest equals what this release writes."""
 
 from __future__ import annotations
 
@@ -97,8 +99,10 @@ STATES: dict[str, Callable[[], AgentRun]] = {
 if __name__ == "__main__":
     from pathlib import Path
 
+    from app.core import SCHEMA_VERSION
+
     out = Path(__file__).parent / "fixtures"
     for name, build in STATES.items():
         run = build()
         assert run.status == name, (name, run.status)
-        (out / f"v1_{name}.json").write_text(run.to_json() + "\n")
+        (out / f"v{SCHEMA_VERSION}_{name}.json").write_text(run.to_json() + "\n")

@@ -62,7 +62,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0  # seconds before the response starts
     chunk_delay: float = 0.0  # seconds between SSE events
-    raw_body: bytes | None = None  # sent verbatim instead of a rendered body
+    raw_body: bytes | None = None  # sent verbatim (with `status`) instead of a rendered body
     stop_after_events: int | None = None  # cut the stream after this many events
 
     @classmethod

@@ -115,10 +115,15 @@ class MockProviderServer:
             await asyncio.sleep(reply.delay)
         request_id = {"x-request-id": f"req_mock{seq}", "request-id": f"req_mock{seq}"}
         headers = {**request_id, **reply.headers}
+        if reply.raw_body is not None:  # verbatim, with the reply's status (errors too)
+            return Response(
+                reply.raw_body,
+                status_code=reply.status,
+                media_type="application/json",
+                headers=headers,
+            )
         if reply.status >= 400:
             return JSONResponse(error_body(path, reply), status_code=reply.status, headers=headers)
-        if reply.raw_body is not None:
-            return Response(reply.raw_body, media_type="application/json", headers=headers)
         model = body.get("model", "mock-model") if isinstance(body, dict) else "mock-model"
         if isinstance(body, dict) and body.get("stream"):
             events = RENDER_EVENTS[path](reply, model, seq)

@@ -305,18 +305,42 @@ def test_encode_is_stateless_with_full_input() -> None:
     ]
 
 
-def test_reasoning_without_id_or_encrypted_content_is_not_sent() -> None:
+def test_reasoning_is_sent_only_with_its_id_and_encrypted_content() -> None:
     foreign = Reasoning.of_text("claude thought", signature="sig")
     body = encode_request(request("next", AssistantMessage([foreign, Text("hi")])))
     assert [item["type"] for item in body["input"]] == ["message", "message"]
-    visible = Reasoning((ReasoningBlock("text", "step 1"),), id="rs_1")
-    body = encode_request(request("next", AssistantMessage([visible])))
+    blocks = (ReasoningBlock("text", "step 1"), ReasoningBlock("encrypted", "gAAA"))
+    body = encode_request(request("next", AssistantMessage([Reasoning(blocks, id="rs_1")])))
     assert body["input"][0] == {
         "type": "reasoning",
         "id": "rs_1",
         "summary": [],
         "content": [{"type": "reasoning_text", "text": "step 1"}],
+        "encrypted_content": "gAAA",
     }
+    # no id: the SDK's reasoning item requires one
+    body = encode_request(request("next", AssistantMessage([Reasoning(blocks)])))
+    assert [item["type"] for item in body["input"]] == ["message"]
+
+
+def test_a_turn_whose_reasoning_has_no_encrypted_content_is_sent_detached() -> None:
+    """With `store: false` an id-only reasoning item is a 404 ("Items are not persisted"):
+    it is left out, and so are the ids of that turn's items, which would point at it."""
+    visible = Reasoning((ReasoningBlock("summary", "thinking"),), id="rs_1")
+    call = ToolCall("call_1", "add", {"x": 1}, provider_call_id="call_1", provider_item_id="fc_1")
+    turn = AssistantMessage([visible, Text("Adding."), call], id="msg_1")
+    body = encode_request(request(UserMessage([ToolResult.for_call(call, [Text("2")])]), turn))
+    assert body["input"] == [
+        {"type": "message", "role": "assistant", "content": "Adding."},
+        {
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "add",
+            "arguments": '{"x":1}',
+            "status": "completed",
+        },
+        {"type": "function_call_output", "call_id": "call_1", "output": "2"},
+    ]
 
 
 def test_tool_results_with_images_and_minted_ids() -> None:

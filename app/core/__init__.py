@@ -25,6 +25,7 @@ from app.core.errors import (
     UnknownToolCall,
 )
 from app.core.ids import mint_id
+from app.core.jsonvalue import MAX_JSON_DEPTH, MAX_JSON_INT, MIN_JSON_INT, InvalidJsonValue
 from app.core.run import AgentRun
 from app.core.serde import SCHEMA_VERSION
 from app.core.types import (
@@ -63,6 +64,9 @@ from app.core.types import (
 )
 
 __all__ = [
+    "MAX_JSON_DEPTH",
+    "MAX_JSON_INT",
+    "MIN_JSON_INT",
     "SCHEMA_VERSION",
     "TOOL_NOT_EXECUTED_DUE_TO_INVALID_PEER",
     "AgentRun",
@@ -80,6 +84,7 @@ __all__ = [
     "Fail",
     "Feedback",
     "Image",
+    "InvalidJsonValue",
     "InvalidToolCallAction",
     "InvalidToolCallContext",
     "Json",

@@ -6,8 +6,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from app.core.checks import check_optional_str, check_str, items_of
 from app.core.ids import mint_id
-from app.core.jsonvalue import freeze
+from app.core.jsonvalue import freeze, freeze_object
 
 JsonObject: TypeAlias = Mapping[str, Any]
 
@@ -16,21 +17,45 @@ def _set(obj: object, name: str, value: object) -> None:
     object.__setattr__(obj, name, value)
 
 
-def _freeze_params(obj: object, name: str) -> None:
-    value = getattr(obj, name)
-    if value is not None:
-        _set(obj, name, freeze(value))
+def _object_params(obj: Text | Image) -> None:
+    """Text/image `additional_params`: a non-empty JSON object, or None (`{}` is None)."""
+    owner = type(obj).__name__
+    value = freeze_object(obj.additional_params, f"{owner}.additional_params")
+    _set(obj, "additional_params", value)
+
+
+def _provider_ids(obj: ToolCall | ToolResult) -> None:
+    """Upstream's `ProviderCallId`: an empty call id is no id, an empty item id no item id,
+    and there is no item id without a call id."""
+    owner = type(obj).__name__
+    call_id = obj.provider_call_id
+    item_id = obj.provider_item_id
+    if call_id is None and item_id is None:
+        return
+    if not (type(call_id) is str and call_id.isascii()):
+        check_optional_str(owner, "provider_call_id", call_id)
+    if not (type(item_id) is str and item_id.isascii()):
+        check_optional_str(owner, "provider_item_id", item_id)
+    if not call_id:
+        _set(obj, "provider_call_id", None)
+        _set(obj, "provider_item_id", None)
+    elif item_id == "":
+        _set(obj, "provider_item_id", None)
 
 
 @dataclass(frozen=True, slots=True)
 class Text:
-    """A text item. `additional_params` is a provider annotation (None when absent)."""
+    """A text item. `additional_params` is a provider annotation: a non-empty JSON object,
+    or None (an empty one is None, as upstream)."""
 
     text: str
     additional_params: JsonObject | None = None
 
     def __post_init__(self) -> None:
-        _freeze_params(self, "additional_params")
+        if not (type(self.text) is str and self.text.isascii()):
+            check_str("Text", "text", self.text)
+        if self.additional_params is not None:
+            _object_params(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +65,7 @@ class Json:
     value: Any
 
     def __post_init__(self) -> None:
-        _set(self, "value", freeze(self.value))
+        _set(self, "value", freeze(self.value, "Json.value"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,10 +78,14 @@ class Image:
     additional_params: JsonObject | None = None
 
     def __post_init__(self) -> None:
-        _freeze_params(self, "additional_params")
+        check_str("Image", "data", self.data)
+        check_optional_str("Image", "media_type", self.media_type)
+        check_optional_str("Image", "detail", self.detail)
+        _object_params(self)
 
 
 ReasoningKind = Literal["text", "encrypted", "redacted", "summary"]
+REASONING_KINDS = frozenset({"text", "encrypted", "redacted", "summary"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +97,14 @@ class ReasoningBlock:
     text: str
     signature: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.kind not in REASONING_KINDS:
+            raise ValueError(f"ReasoningBlock.kind must be one of {sorted(REASONING_KINDS)}")
+        check_str("ReasoningBlock", "text", self.text)
+        check_optional_str("ReasoningBlock", "signature", self.signature)
+        if self.signature is not None and self.kind != "text":
+            raise ValueError("only a text reasoning block carries a signature")
+
 
 @dataclass(frozen=True, slots=True)
 class Reasoning:
@@ -77,7 +114,8 @@ class Reasoning:
     id: str | None = None
 
     def __post_init__(self) -> None:
-        _set(self, "content", tuple(self.content))
+        _set(self, "content", items_of("Reasoning", "content", self.content, ReasoningBlock))
+        check_optional_str("Reasoning", "id", self.id)
 
     @classmethod
     def of_text(cls, text: str, signature: str | None = None, id: str | None = None) -> Reasoning:
@@ -102,14 +140,19 @@ class ToolCall:
     additional_params: Any = None
 
     def __post_init__(self) -> None:
+        if not (type(self.id) is str and self.id.isascii()):
+            check_str("ToolCall", "id", self.id)
         if not self.id:
             _set(self, "id", mint_id())
-        if self.provider_call_id == "":
-            _set(self, "provider_call_id", None)
-        if self.provider_call_id is None:
-            _set(self, "provider_item_id", None)
-        _set(self, "arguments", freeze(self.arguments))
-        _freeze_params(self, "additional_params")
+        if not (type(self.name) is str and self.name.isascii()):
+            check_str("ToolCall", "name", self.name)
+        _provider_ids(self)
+        if self.signature is not None:
+            check_str("ToolCall", "signature", self.signature)
+        _set(self, "arguments", freeze(self.arguments, "ToolCall.arguments"))
+        if self.additional_params is not None:
+            params = freeze(self.additional_params, "ToolCall.additional_params")
+            _set(self, "additional_params", params)
 
     @classmethod
     def from_wire(cls, wire_id: str, name: str, arguments: Any) -> ToolCall:
@@ -130,6 +173,7 @@ class ToolCall:
 
 
 ToolResultContent: TypeAlias = Text | Json | Image
+TOOL_RESULT_ITEMS = (Text, Json, Image)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,9 +192,14 @@ class ToolResult:
     is_error: bool = False
 
     def __post_init__(self) -> None:
+        if not (type(self.call_id) is str and self.call_id.isascii()):
+            check_str("ToolResult", "call_id", self.call_id)
         if not self.call_id:
             _set(self, "call_id", mint_id())
-        _set(self, "content", tuple(self.content))
+        if not (type(self.name) is str and self.name.isascii()):
+            check_str("ToolResult", "name", self.name)
+        _provider_ids(self)
+        _set(self, "content", items_of("ToolResult", "content", self.content, TOOL_RESULT_ITEMS))
 
     @classmethod
     def for_call(
@@ -173,11 +222,16 @@ class ToolResult:
 
 UserContent: TypeAlias = Text | ToolResult | Image
 AssistantContent: TypeAlias = Text | ToolCall | Reasoning | Image
+USER_ITEMS = (Text, ToolResult, Image)
+ASSISTANT_ITEMS = (Text, ToolCall, Reasoning, Image)
 
 
 @dataclass(frozen=True, slots=True)
 class SystemMessage:
     content: str
+
+    def __post_init__(self) -> None:
+        check_str("SystemMessage", "content", self.content)
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,7 +241,10 @@ class UserMessage:
     content: tuple[UserContent, ...]
 
     def __init__(self, content: str | Iterable[UserContent]) -> None:
-        items = (Text(content),) if isinstance(content, str) else tuple(content)
+        if isinstance(content, str):
+            items: tuple[UserContent, ...] = (Text(content),)
+        else:
+            items = items_of("UserMessage", "content", content, USER_ITEMS)
         _set(self, "content", items)
 
 
@@ -199,9 +256,15 @@ class AssistantMessage:
     id: str | None = None
 
     def __init__(self, content: str | Iterable[AssistantContent], id: str | None = None) -> None:
-        items = (Text(content),) if isinstance(content, str) else tuple(content)
+        if isinstance(content, str):
+            items: tuple[AssistantContent, ...] = (Text(content),)
+        else:
+            items = items_of("AssistantMessage", "content", content, ASSISTANT_ITEMS)
+        if id is not None and not (type(id) is str and id.isascii()):
+            check_str("AssistantMessage", "id", id)
         _set(self, "content", items)
         _set(self, "id", id)
 
 
 Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage
+MESSAGE_TYPES = (SystemMessage, UserMessage, AssistantMessage)

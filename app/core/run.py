@@ -7,6 +7,9 @@ recovery, history, usage and the final response. It performs no IO; a driver ask
 Methods that can fail swap `Failed` in before they work (the "take the state" pattern,
 behaviour spec §3.2): a wrong-state call puts the old state back and raises a
 `ProtocolViolation`, a fatal error leaves `Failed` behind.
+
+Arguments of the wrong type (rig's types make them impossible) raise `TypeError` before
+anything is touched, so a misused method leaves the run exactly as it was.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.core.checks import check_count, check_instance, check_optional_str, items_of
 from app.core.content import (
+    MESSAGE_TYPES,
     AssistantContent,
     AssistantMessage,
     Image,
@@ -84,6 +89,9 @@ TOOL_TURN_RETRY = (
     "model-turn retry does not support tool-bearing model turns; use tool-call hooks instead"
 )
 RETRY_NO_MESSAGES = "invalid tool call retry produced no retry messages"
+
+ACTION_TYPES = (Fail, Retry, Repair, Skip, Stop)
+RETRY_REQUEST_TYPES = (Repeat, Feedback)
 
 PV_NEXT_STEP_AWAITING_MODEL = (
     "next_step called while a model response is pending; feed it via model_response first"
@@ -261,18 +269,26 @@ class AgentRun:
         output_schema: Any = None,
         max_output_retries: int = 0,
     ) -> None:
+        check_instance("AgentRun", "prompt", prompt, (str, *MESSAGE_TYPES))
         first = UserMessage(prompt) if isinstance(prompt, str) else prompt
+        check_count("AgentRun", "max_turns", max_turns)
+        check_count("AgentRun", "max_invalid_tool_call_retries", max_invalid_tool_call_retries)
+        check_count("AgentRun", "max_output_retries", max_output_retries)
+        if tool_choice is not None:
+            check_instance("AgentRun", "tool_choice", tool_choice, ToolChoice)
+        check_optional_str("AgentRun", "output_tool_name", output_tool_name)
+        schema = freeze(output_schema, "AgentRun.output_schema")
+        history_items = (
+            None if history is None else items_of("AgentRun", "history", history, MESSAGE_TYPES)
+        )
         self._max_turns = max_turns
         self._max_invalid_tool_call_retries = max_invalid_tool_call_retries
         self._tool_choice = tool_choice
         self._output_tool_name = output_tool_name
-        self._output_schema = freeze(output_schema)
+        self._output_schema = schema
         self._max_output_retries = max_output_retries
         self._output_retries = 0
-        history_list = list(history) if history is not None else None
-        self._chat_history: tuple[Message, ...] | None = (
-            tuple(history_list) if history_list is not None else None
-        )
+        self._chat_history: tuple[Message, ...] | None = history_items
         self._new_messages: list[Message] = [first]
         self._current_turn = 0
         self._usage = Usage()
@@ -365,6 +381,7 @@ class AgentRun:
         raise self._violation(PV_NEXT_STEP_FAILED)
 
     def model_response(self, turn: ModelTurn) -> ModelTurnOutcome:
+        check_instance("model_response", "turn", turn, ModelTurn)
         if self._state != AWAITING_MODEL:
             raise self._violation(PV_MODEL_RESPONSE)
         if self._streamed_completion_call_recorded:
@@ -390,6 +407,7 @@ class AgentRun:
         return self._scan(resolving)
 
     def resolve_invalid_tool_call(self, action: InvalidToolCallAction) -> ModelTurnOutcome:
+        check_instance("resolve_invalid_tool_call", "action", action, ACTION_TYPES)
         old, self._state = self._state, FAILED
         if not isinstance(old, Resolving) or not self._parked_on_invalid(old):
             self._state = old
@@ -414,17 +432,23 @@ class AgentRun:
             old.items[index] = call.renamed(action.tool_name)
             old.recovered = True
             return self._scan(old)
-        assert isinstance(action, Skip)
+        if not isinstance(action, Skip):  # Fail and Stop raised in _validate_action
+            raise AssertionError(f"unreachable: {action!r}")
         old.skipped[index] = ToolResult.text(call, action.reason, is_error=True)
         old.recovered = True
         old.any_skipped = True
         old.next_index = index + 1
         return self._scan(old)
 
-    def tool_results(self, results: Sequence[UserContent]) -> None:
+    def tool_results(self, results: Iterable[UserContent]) -> None:
+        """Answer every pending call at once. `results` may be any iterable: it is read
+        once, before anything is checked or committed."""
         state = self._state
         if not isinstance(state, Executing):
             raise self._violation(PV_TOOL_RESULTS)
+        if isinstance(results, str) or not isinstance(results, Iterable):
+            raise TypeError(f"tool_results takes an iterable, not {type(results).__name__}")
+        results = tuple(results)
         if not results:
             self._state = FAILED
             raise PromptCancelled(NO_RESULTS, self.full_history())
@@ -449,6 +473,7 @@ class AgentRun:
         self._state = PREPARING_REQUEST
 
     def retry_model_turn(self, request: RetryRequest) -> None:
+        check_instance("retry_model_turn", "request", request, RETRY_REQUEST_TYPES)
         old, self._state = self._state, FAILED
         if not isinstance(old, Advancing):
             self._state = old
@@ -459,8 +484,7 @@ class AgentRun:
             if not is_empty_assistant_turn(old.items):
                 self._new_messages.append(AssistantMessage(old.items, old.message_id))
             self._new_messages.append(UserMessage(request.text))
-        else:
-            assert isinstance(request, Repeat)
+        # Repeat writes nothing.
         self._state = PREPARING_REQUEST
 
     # --- streamed path --------------------------------------------------------------------
@@ -472,6 +496,9 @@ class AgentRun:
         finish_reason: FinishReason = None,
         raw: Any = None,
     ) -> CompletionCall:
+        check_instance("record_streamed_completion_call", "usage", usage, Usage)
+        check_instance("record_streamed_completion_call", "identity", identity, CompletionIdentity)
+        call = self._completion_call(usage, identity, finish_reason, raw)
         legal = self._state == AWAITING_MODEL or (
             self._state == PREPARING_REQUEST and self._rollback_pending
         )
@@ -480,11 +507,12 @@ class AgentRun:
         if self._streamed_completion_call_recorded:
             raise self._violation(PV_RECORD_TWICE)
         self._streamed_completion_call_recorded = True
-        return self._record(usage, identity, finish_reason, raw)
+        return self._commit(call)
 
     def streamed_invalid_tool_call_context(
         self, partial: PartialStreamedTurn, invalid: StreamedInvalidToolCall
     ) -> InvalidToolCallContext:
+        self._check_streamed(partial, invalid)
         call = invalid.tool_call
         return InvalidToolCallContext(
             tool_name=call.name,
@@ -504,6 +532,8 @@ class AgentRun:
         invalid: StreamedInvalidToolCall,
         action: InvalidToolCallAction,
     ) -> StreamedResolution:
+        self._check_streamed(partial, invalid)
+        check_instance("resolve_streamed_invalid_tool_call", "action", action, ACTION_TYPES)
         if self._state != AWAITING_MODEL:
             raise self._violation(PV_RESOLVE_STREAMED)
         call = invalid.tool_call
@@ -525,11 +555,13 @@ class AgentRun:
             self._invalid_tool_call_retries += 1
             self._rollback(partial, partial_message, call, action.feedback)
             return TurnAbandoned(None)
-        assert isinstance(action, Skip)
+        if not isinstance(action, Skip):  # Fail and Stop raised in _validate_action
+            raise AssertionError(f"unreachable: {action!r}")
         self._rollback(partial, partial_message, call, action.reason)
         return TurnAbandoned(ToolResult.text(call, action.reason, is_error=True))
 
     def streamed_turn(self, turn: StreamedTurn) -> None:
+        check_instance("streamed_turn", "turn", turn, StreamedTurn)
         if self._state != AWAITING_MODEL:
             raise self._violation(PV_STREAMED_TURN)
         if not self._streamed_completion_call_recorded:
@@ -560,14 +592,19 @@ class AgentRun:
     def _violation(self, detail: str) -> ProtocolViolation:
         return ProtocolViolation(detail, self.full_history())
 
-    def _record(
+    def _check_streamed(self, partial: object, invalid: object) -> None:
+        check_instance("streamed invalid tool call", "partial", partial, PartialStreamedTurn)
+        check_instance("streamed invalid tool call", "invalid", invalid, StreamedInvalidToolCall)
+
+    def _completion_call(
         self,
         usage: Usage,
         identity: CompletionIdentity,
         finish_reason: FinishReason,
         raw: Any,
     ) -> CompletionCall:
-        call = CompletionCall(
+        """The next completion call, built (and so checked) before anything changes."""
+        return CompletionCall(
             call_index=self._completion_call_index,
             usage=usage,
             message_id=identity.message_id,
@@ -576,10 +613,22 @@ class AgentRun:
             finish_reason=finish_reason,
             raw=raw,
         )
+
+    def _commit(self, call: CompletionCall) -> CompletionCall:
+        usage = self._usage + call.usage  # may refuse a sum beyond u64: before any change
         self._completion_call_index += 1
         self._completion_calls.append(call)
-        self._usage = self._usage + usage
+        self._usage = usage
         return call
+
+    def _record(
+        self,
+        usage: Usage,
+        identity: CompletionIdentity,
+        finish_reason: FinishReason,
+        raw: Any,
+    ) -> CompletionCall:
+        return self._commit(self._completion_call(usage, identity, finish_reason, raw))
 
     def _emit_call_model(self) -> CallModel:
         # The state is already FAILED (taken by next_step); errors leave it so.
@@ -672,11 +721,8 @@ class AgentRun:
         elif isinstance(action, Repair):
             if action.tool_name not in allowed:
                 raise unknown(action.tool_name)
-        elif isinstance(action, Skip):
-            if self._tool_choice is not None and self._tool_choice.kind == "none":
-                raise unknown(current_name)
-        else:
-            raise TypeError(f"not an invalid tool-call action: {action!r}")
+        elif self._tool_choice is not None and self._tool_choice.kind == "none":  # Skip
+            raise unknown(current_name)
 
     def _partial_message(
         self, partial: PartialStreamedTurn, invalid: StreamedInvalidToolCall

@@ -1,5 +1,8 @@
 """JSON form of a run: upstream rig's field names and tagging, plus `schema_version`.
 
+This module writes runs and loads them; the strict field-by-field reading is in
+`app.core.decode` (re-exported here).
+
 Version 0 is upstream's own format (no `schema_version` key); it is upgraded on load.
 Every later change to the stored shape bumps `SCHEMA_VERSION` and registers one small
 upgrader in `UPGRADERS`, so runs suspended by an older release still resume after a deploy.
@@ -9,14 +12,13 @@ Version 2 adds a tool result's `"is_error": true` (written only when set).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from app.core.content import (
     AssistantContent,
-    AssistantMessage,
     Image,
     Json,
     Message,
@@ -29,6 +31,19 @@ from app.core.content import (
     ToolResultContent,
     UserContent,
     UserMessage,
+)
+from app.core.decode import (
+    assistant_content_from,
+    completion_call_from,
+    finish_reason_from,
+    message_from,
+    model_turn_from,
+    run_from_dict,
+    tool_call_from,
+    tool_choice_from,
+    tool_result_from,
+    usage_from,
+    user_content_from,
 )
 from app.core.errors import StateDecodeError
 from app.core.types import (
@@ -44,6 +59,34 @@ from app.core.types import (
 
 if TYPE_CHECKING:
     from app.core.run import AgentRun
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "UPGRADERS",
+    "assistant_content_from",
+    "assistant_content_to_dict",
+    "completion_call_from",
+    "completion_call_to_dict",
+    "dumps",
+    "finish_reason_from",
+    "loads",
+    "message_from",
+    "message_to_dict",
+    "model_turn_from",
+    "model_turn_to_dict",
+    "run_from_dict",
+    "run_to_dict",
+    "tool_call_from",
+    "tool_call_to_dict",
+    "tool_choice_from",
+    "tool_result_from",
+    "tool_result_to_dict",
+    "upgrade",
+    "usage_from",
+    "usage_to_dict",
+    "user_content_from",
+    "user_content_to_dict",
+]
 
 SCHEMA_VERSION = 2
 
@@ -291,336 +334,66 @@ def dumps(doc: Any) -> str:
     return orjson.dumps(doc).decode()
 
 
-# --- decoding (strict: the current schema only; older ones go through UPGRADERS) ----------
-
-
-def usage_from(d: Any) -> Usage:
-    if d is None:
-        return Usage()
-    return Usage(**{k: int(d.get(k, 0)) for k in usage_to_dict(Usage())})
-
-
-def _provider_ids(d: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    p = d.get("provider")
-    if p is None:
-        return None, None
-    if not p.get("call_id"):
-        raise StateDecodeError("a provider call id cannot be the empty string")
-    return p["call_id"], p.get("item_id")
-
-
-def tool_call_from(d: Mapping[str, Any]) -> ToolCall:
-    if not d["id"]:
-        raise StateDecodeError("a tool-call id cannot be the empty string")
-    call_id, item_id = _provider_ids(d)
-    f = d["function"]
-    return ToolCall(
-        d["id"],
-        f["name"],
-        f.get("arguments"),
-        call_id,
-        item_id,
-        d.get("signature"),
-        d.get("additional_params"),
-    )
-
-
-def _text_from(d: Mapping[str, Any]) -> Text:
-    return Text(d["text"], d.get("additional_params") or None)
-
-
-def _image_from(d: Mapping[str, Any]) -> Image:
-    return Image(d["data"], d.get("media_type"), d.get("detail"), d.get("additional_params"))
-
-
-def _reasoning_block_from(d: Mapping[str, Any]) -> ReasoningBlock:
-    kind = d["type"]
-    c = d["content"]
-    if kind == "text":
-        return ReasoningBlock("text", c["text"], c.get("signature"))
-    if kind == "redacted":
-        return ReasoningBlock("redacted", c["data"])
-    if kind in ("encrypted", "summary"):
-        return ReasoningBlock(kind, c)
-    raise StateDecodeError(f"unknown reasoning block type {kind!r}")
-
-
-def assistant_content_from(d: Mapping[str, Any]) -> AssistantContent:
-    kind = d.get("type")
-    if kind == "text":
-        return _text_from(d)
-    if kind == "toolcall":
-        return tool_call_from(d)
-    if kind == "reasoning":
-        return Reasoning(tuple(_reasoning_block_from(b) for b in d["content"]), d.get("id"))
-    if kind == "image":
-        return _image_from(d)
-    raise StateDecodeError(f"unknown assistant content type {kind!r}")
-
-
-def _result_content_from(d: Mapping[str, Any]) -> ToolResultContent:
-    kind = d.get("type")
-    if kind == "text":
-        return _text_from(d)
-    if kind == "json":
-        return Json(d["value"])
-    if kind == "image":
-        return _image_from(d)
-    raise StateDecodeError(f"unknown tool result content type {kind!r}")
-
-
-def tool_result_from(d: Mapping[str, Any]) -> ToolResult:
-    if not d["call"]:
-        raise StateDecodeError("a tool result's call id cannot be the empty string")
-    call_id, item_id = _provider_ids(d)
-    is_error = d.get("is_error", False)
-    if not isinstance(is_error, bool):
-        raise StateDecodeError(f"a tool result's is_error must be a boolean, not {is_error!r}")
-    return ToolResult(
-        d["call"],
-        d["name"],
-        tuple(_result_content_from(c) for c in d["content"]),
-        call_id,
-        item_id,
-        is_error=is_error,
-    )
-
-
-def user_content_from(d: Mapping[str, Any]) -> UserContent:
-    kind = d.get("type")
-    if kind == "text":
-        return _text_from(d)
-    if kind == "toolresult":
-        return tool_result_from(d)
-    if kind == "image":
-        return _image_from(d)
-    raise StateDecodeError(f"unsupported user content type {kind!r}")
-
-
-def message_from(d: Mapping[str, Any]) -> Message:
-    role = d.get("role")
-    if role == "system":
-        return SystemMessage(d["content"])
-    if role == "user":
-        return UserMessage(user_content_from(c) for c in d["content"])
-    if role == "assistant":
-        return AssistantMessage((assistant_content_from(c) for c in d["content"]), d.get("id"))
-    raise StateDecodeError(f"unknown message role {role!r}")
-
-
-def tool_choice_from(v: Any) -> ToolChoice | None:
-    if v is None:
-        return None
-    if v in ("auto", "none", "required"):
-        return ToolChoice(v)
-    if isinstance(v, Mapping) and "specific" in v:
-        return ToolChoice.specific(v["specific"]["function_names"])
-    raise StateDecodeError(f"unknown tool_choice {v!r}")
-
-
-def finish_reason_from(v: Any) -> FinishReason:
-    if v is None or (isinstance(v, str) and v in KNOWN_FINISH_REASONS):
-        return v
-    if isinstance(v, Mapping) and isinstance(v.get("other"), str):
-        return str(v["other"])
-    raise StateDecodeError(f"unknown finish_reason {v!r}")
-
-
-def completion_call_from(d: Mapping[str, Any]) -> CompletionCall:
-    return CompletionCall(
-        call_index=int(d["call_index"]),
-        usage=usage_from(d.get("usage")),
-        message_id=d.get("message_id"),
-        response_id=d.get("response_id"),
-        provider_request_id=d.get("provider_request_id"),
-        finish_reason=finish_reason_from(d.get("finish_reason")),
-        raw=d.get("raw"),
-    )
-
-
-def response_from(d: Mapping[str, Any]) -> PromptResponse:
-    messages = d.get("messages")
-    return PromptResponse(
-        output=d["output"],
-        usage=usage_from(d.get("usage")),
-        completion_calls=tuple(completion_call_from(c) for c in d.get("completion_calls", ())),
-        messages=None if messages is None else tuple(message_from(m) for m in messages),
-        content=tuple(assistant_content_from(c) for c in d.get("content", ())),
-    )
-
-
-def pending_from(d: Mapping[str, Any]) -> PendingToolCall:
-    pre = d.get("preresolved_result")
-    return PendingToolCall(
-        tool_call_from(d["tool_call"]),
-        None if pre is None else tool_result_from(pre),
-        d.get("internal_call_id"),
-    )
-
-
-def model_turn_from(d: Mapping[str, Any]) -> ModelTurn:
-    return ModelTurn(
-        choice=tuple(assistant_content_from(c) for c in d["choice"]),
-        usage=usage_from(d.get("usage")),
-        executable_tool_names=frozenset(d.get("executable_tool_names", ())),
-        allowed_tool_names=frozenset(d.get("allowed_tool_names", ())),
-        message_id=d.get("message_id"),
-        response_id=d.get("response_id"),
-        provider_request_id=d.get("provider_request_id"),
-        finish_reason=finish_reason_from(d.get("finish_reason")),
-        raw=d.get("raw"),
-    )
-
-
-def _skipped_from(d: Mapping[str, Any]) -> dict[int, ToolResult]:
-    return {int(k): tool_result_from(v) for k, v in d.items()}
-
-
-def _state_from(doc: Any) -> Any:
-    from app.core.run import (
-        AWAITING_MODEL,
-        FAILED,
-        PREPARING_REQUEST,
-        Advancing,
-        Executing,
-        Finished,
-        Resolving,
-    )
-
-    if doc in (PREPARING_REQUEST, AWAITING_MODEL, FAILED):
-        return doc
-    if not isinstance(doc, Mapping) or len(doc) != 1:
-        raise StateDecodeError(f"unknown run state {doc!r}")
-    ((tag, body),) = doc.items()
-    if tag == "ResolvingToolCalls":
-        return Resolving(
-            message_id=body.get("message_id"),
-            original_choice=tuple(assistant_content_from(c) for c in body["original_choice"]),
-            items=[assistant_content_from(c) for c in body["items"]],
-            next_index=int(body["next_index"]),
-            executable_tool_names=frozenset(body["executable_tool_names"]),
-            allowed_tool_names=frozenset(body["allowed_tool_names"]),
-            skipped=_skipped_from(body.get("skipped", {})),
-            recovered=bool(body["recovered"]),
-            any_skipped=bool(body["any_skipped"]),
-            has_tool_calls=bool(body["has_tool_calls"]),
-        )
-    if tag == "AwaitingAdvance":
-        return Advancing(
-            message_id=body.get("message_id"),
-            items=tuple(assistant_content_from(c) for c in body["items"]),
-            has_tool_calls=bool(body["has_tool_calls"]),
-            skipped=_skipped_from(body.get("skipped", {})),
-            internal_call_ids=tuple((a, b) for a, b in body.get("internal_call_ids", ())),
-        )
-    if tag == "ExecutingTools":
-        return Executing(tuple(pending_from(p) for p in body))
-    if tag == "Done":
-        return Finished(response_from(body))
-    raise StateDecodeError(f"unknown run state {tag!r}")
-
-
-def run_from_dict(doc: Mapping[str, Any]) -> AgentRun:
-    from app.core.run import AgentRun
-
-    run = AgentRun.__new__(AgentRun)
-    history = doc.get("chat_history")
-    run._max_turns = int(doc["max_turns"])
-    run._max_invalid_tool_call_retries = int(doc.get("max_invalid_tool_call_retries", 0))
-    run._tool_choice = tool_choice_from(doc.get("tool_choice"))
-    run._output_tool_name = doc.get("output_tool_name")
-    run._output_schema = doc.get("output_schema")
-    run._max_output_retries = int(doc.get("max_output_retries", 0))
-    run._output_retries = int(doc.get("output_retries", 0))
-    run._chat_history = None if history is None else tuple(message_from(m) for m in history)
-    run._new_messages = [message_from(m) for m in doc["new_messages"]]
-    run._current_turn = int(doc["current_turn"])
-    run._usage = usage_from(doc.get("usage"))
-    run._completion_calls = [completion_call_from(c) for c in doc.get("completion_calls", ())]
-    run._completion_call_index = int(doc.get("completion_call_index", 0))
-    run._invalid_tool_call_retries = int(doc.get("invalid_tool_call_retries", 0))
-    run._rollback_pending = bool(doc.get("rollback_pending", False))
-    run._streamed_completion_call_recorded = bool(
-        doc.get("streamed_completion_call_recorded", False)
-    )
-    run._state = _state_from(doc["state"])
-    # Freeze the schema the same way the constructor does.
-    from app.core.jsonvalue import freeze
-
-    run._output_schema = freeze(run._output_schema)
-    return run
-
-
 # --- upgraders ------------------------------------------------------------------------------
 
 
-def _upgrade_tool_call_v0(d: dict[str, Any]) -> dict[str, Any]:
-    """Lift upstream's legacy `call_id` key (pre provider split) into `provider`."""
-    out = dict(d)
-    if "call_id" not in out:
-        return out
-    legacy = out.pop("call_id")
-    if out.get("provider") is not None:
-        return out
-    if legacy:  # dual-id shape: call_id was the correlator, id the output item
-        out["provider"] = {"call_id": legacy, "item_id": out["id"]}
-        out["id"] = legacy
-    else:  # single-id shape: the id was the provider's
-        out["provider"] = {"call_id": out["id"]}
-    return out
+def _upgrade_assistant_item_v0(item: Any) -> Any:
+    """Upstream once wrote assistant content untagged; infer the tag from the keys.
+
+    A legacy `call_id` key on a tool call (the pre provider-split shape) is not lifted into
+    `provider`: upstream at the pinned commit ignores it as an unknown key (its test
+    `legacy_call_id_key_is_ignored_not_lifted`), so `id` stays rig's handle and the call
+    has no provider id. Anything not shaped as expected is left to the strict decoder."""
+    if not isinstance(item, dict) or "type" in item:
+        return item
+    if "function" in item:
+        tag = "toolcall"
+    elif "text" in item:
+        tag = "text"
+    elif "data" in item:
+        tag = "image"
+    else:
+        tag = "reasoning"
+    return {**item, "type": tag}
 
 
-def _upgrade_assistant_item_v0(d: dict[str, Any]) -> dict[str, Any]:
-    """Upstream once wrote assistant content untagged; infer the tag from the keys."""
-    out = dict(d)
-    if "type" not in out:
-        if "function" in out:
-            out["type"] = "toolcall"
-        elif "text" in out:
-            out["type"] = "text"
-        elif "data" in out:
-            out["type"] = "image"
-        else:
-            out["type"] = "reasoning"
-    if out["type"] == "toolcall":
-        out = _upgrade_tool_call_v0(out)
-    return out
+def _upgrade_items_v0(items: Any) -> Any:
+    return [_upgrade_assistant_item_v0(c) for c in items] if isinstance(items, list) else items
 
 
 def _upgrade_messages_v0(messages: Any) -> Any:
-    if messages is None:
-        return None
-    out = []
-    for m in messages:
-        if m.get("role") == "assistant":
-            m = {**m, "content": [_upgrade_assistant_item_v0(c) for c in m["content"]]}
-        out.append(m)
-    return out
+    if not isinstance(messages, list):
+        return messages
+    return [
+        {**m, "content": _upgrade_items_v0(m.get("content"))}
+        if isinstance(m, dict) and m.get("role") == "assistant" and "content" in m
+        else m
+        for m in messages
+    ]
 
 
 def _upgrade_v0_to_v1(doc: Doc) -> Doc:
-    """Upstream rig's own format → ours: tag assistant content, lift legacy call ids."""
+    """Upstream rig's own format → ours: tag untagged assistant content."""
     doc = dict(doc)
-    doc["chat_history"] = _upgrade_messages_v0(doc.get("chat_history"))
-    doc["new_messages"] = _upgrade_messages_v0(doc.get("new_messages"))
+    for key in ("chat_history", "new_messages"):
+        if key in doc:
+            doc[key] = _upgrade_messages_v0(doc[key])
     state = doc.get("state")
     if isinstance(state, dict) and len(state) == 1:
         ((tag, body),) = state.items()
-        if tag == "ResolvingToolCalls":
+        if isinstance(body, dict) and tag == "ResolvingToolCalls":
             body = {
                 **body,
-                "original_choice": [_upgrade_assistant_item_v0(c) for c in body["original_choice"]],
-                "items": [_upgrade_assistant_item_v0(c) for c in body["items"]],
+                "original_choice": _upgrade_items_v0(body.get("original_choice")),
+                "items": _upgrade_items_v0(body.get("items")),
             }
-        elif tag == "AwaitingAdvance":
-            body = {**body, "items": [_upgrade_assistant_item_v0(c) for c in body["items"]]}
-        elif tag == "ExecutingTools":
-            body = [{**p, "tool_call": _upgrade_tool_call_v0(p["tool_call"])} for p in body]
-        elif tag == "Done":
+        elif isinstance(body, dict) and tag == "AwaitingAdvance":
+            body = {**body, "items": _upgrade_items_v0(body.get("items"))}
+        elif isinstance(body, dict) and tag == "Done":
             body = {
                 **body,
                 "messages": _upgrade_messages_v0(body.get("messages")),
-                "content": [_upgrade_assistant_item_v0(c) for c in body.get("content", ())],
+                "content": _upgrade_items_v0(body.get("content")),
             }
         doc["state"] = {tag: body}
     doc["schema_version"] = 1
@@ -699,7 +472,7 @@ UPGRADERS: dict[int, Callable[[Doc], Doc]] = {0: _upgrade_v0_to_v1, 1: _upgrade_
 def upgrade(doc: Doc) -> Doc:
     version = doc.get("schema_version", 0)
     if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-        raise StateDecodeError(f"invalid schema_version {version!r}")
+        raise StateDecodeError("invalid schema_version: it must be a non-negative integer")
     if version > SCHEMA_VERSION:
         raise StateDecodeError(
             f"serialized run has schema_version {version}, newer than this release "
@@ -712,16 +485,18 @@ def upgrade(doc: Doc) -> Doc:
 
 
 def loads(data: str | bytes) -> AgentRun:
+    """A run from its JSON text; every failure is a `StateDecodeError`."""
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise StateDecodeError(f"serialized run is not valid JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise StateDecodeError("serialized run must be a JSON object")
-    doc = upgrade(doc)
     try:
-        return run_from_dict(doc)
+        return run_from_dict(upgrade(doc))
     except StateDecodeError:
         raise
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except RecursionError:  # the decoder is bounded; this only keeps the promise absolute
+        raise StateDecodeError("serialized run is nested too deeply") from None
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
         raise StateDecodeError(f"serialized run has an invalid shape: {exc!r}") from None

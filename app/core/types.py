@@ -6,14 +6,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from app.core.checks import (
+    check_count,
+    check_instance,
+    check_optional_str,
+    check_str,
+    items_of,
+    names_of,
+)
 from app.core.content import (
+    ASSISTANT_ITEMS,
     AssistantContent,
     Message,
     Reasoning,
     ToolCall,
     ToolResult,
 )
-from app.core.jsonvalue import freeze
+from app.core.jsonvalue import MAX_JSON_INT, freeze
 
 TOOL_NOT_EXECUTED_DUE_TO_INVALID_PEER = (
     "Tool not executed because another tool call in the same assistant turn was invalid."
@@ -28,6 +37,24 @@ def _set(obj: object, name: str, value: object) -> None:
     object.__setattr__(obj, name, value)
 
 
+def _check_identity(obj: object, *fields: str) -> None:
+    for name in fields:
+        value = getattr(obj, name)
+        if value is not None and not (type(value) is str and value.isascii()):
+            check_optional_str(type(obj).__name__, name, value)
+
+
+USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "cached_input_tokens",
+    "cache_creation_input_tokens",
+    "tool_use_prompt_tokens",
+    "reasoning_tokens",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
     input_tokens: int = 0
@@ -37,6 +64,12 @@ class Usage:
     cache_creation_input_tokens: int = 0
     tool_use_prompt_tokens: int = 0
     reasoning_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        for name in USAGE_FIELDS:
+            value = getattr(self, name)
+            if type(value) is not int or not 0 <= value <= MAX_JSON_INT:
+                check_count("Usage", name, value)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -54,6 +87,16 @@ class Usage:
 class ToolChoice:
     kind: Literal["auto", "none", "required", "specific"]
     function_names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("auto", "none", "required", "specific"):
+            raise ValueError(f"unknown ToolChoice kind {self.kind!r}")
+        names = items_of("ToolChoice", "function_names", self.function_names, str)
+        for name in names:
+            check_str("ToolChoice", "function_names item", name)
+        if names and self.kind != "specific":
+            raise ValueError("only ToolChoice.specific carries function names")
+        _set(self, "function_names", names)
 
     @classmethod
     def auto(cls) -> ToolChoice:
@@ -85,7 +128,12 @@ class CompletionCall:
     raw: Any = None
 
     def __post_init__(self) -> None:
-        _set(self, "raw", freeze(self.raw))
+        if type(self.call_index) is not int or not 0 <= self.call_index <= MAX_JSON_INT:
+            check_count("CompletionCall", "call_index", self.call_index)
+        if type(self.usage) is not Usage:
+            check_instance("CompletionCall", "usage", self.usage, Usage)
+        _check_identity(self, "message_id", "response_id", "provider_request_id", "finish_reason")
+        _set(self, "raw", freeze(self.raw, "CompletionCall.raw"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,10 +161,12 @@ class ModelTurn:
     raw: Any = None
 
     def __post_init__(self) -> None:
-        _set(self, "choice", tuple(self.choice))
-        _set(self, "executable_tool_names", frozenset(self.executable_tool_names))
-        _set(self, "allowed_tool_names", frozenset(self.allowed_tool_names))
-        _set(self, "raw", freeze(self.raw))
+        _set(self, "choice", items_of("ModelTurn", "choice", self.choice, ASSISTANT_ITEMS))
+        check_instance("ModelTurn", "usage", self.usage, Usage)
+        for name in ("executable_tool_names", "allowed_tool_names"):
+            _set(self, name, names_of("ModelTurn", name, getattr(self, name)))
+        _check_identity(self, "message_id", "response_id", "provider_request_id", "finish_reason")
+        _set(self, "raw", freeze(self.raw, "ModelTurn.raw"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +176,16 @@ class PendingToolCall:
     tool_call: ToolCall
     preresolved_result: ToolResult | None = None
     internal_call_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if type(self.tool_call) is not ToolCall:
+            check_instance("PendingToolCall", "tool_call", self.tool_call, ToolCall)
+        if self.preresolved_result is not None:
+            check_instance(
+                "PendingToolCall", "preresolved_result", self.preresolved_result, ToolResult
+            )
+        if self.internal_call_id is not None:
+            check_str("PendingToolCall", "internal_call_id", self.internal_call_id)
 
 
 # --- steps returned by next_step() ---------------------------------------------------------
@@ -194,20 +254,32 @@ class Fail:
 class Retry:
     feedback: str
 
+    def __post_init__(self) -> None:
+        check_str("Retry", "feedback", self.feedback)
+
 
 @dataclass(frozen=True, slots=True)
 class Repair:
     tool_name: str
+
+    def __post_init__(self) -> None:
+        check_str("Repair", "tool_name", self.tool_name)
 
 
 @dataclass(frozen=True, slots=True)
 class Skip:
     reason: str
 
+    def __post_init__(self) -> None:
+        check_str("Skip", "reason", self.reason)
+
 
 @dataclass(frozen=True, slots=True)
 class Stop:
     reason: str
+
+    def __post_init__(self) -> None:
+        check_str("Stop", "reason", self.reason)
 
 
 InvalidToolCallAction: TypeAlias = Fail | Retry | Repair | Skip | Stop
@@ -222,6 +294,9 @@ class Repeat:
 class Feedback:
     text: str
 
+    def __post_init__(self) -> None:
+        check_str("Feedback", "text", self.text)
+
 
 RetryRequest: TypeAlias = Repeat | Feedback
 
@@ -234,6 +309,9 @@ class CompletionIdentity:
     message_id: str | None = None
     response_id: str | None = None
     provider_request_id: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_identity(self, "message_id", "response_id", "provider_request_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,10 +326,24 @@ class StreamedTurn:
     finish_reason: FinishReason = None
 
     def __post_init__(self) -> None:
-        _set(self, "choice", tuple(self.choice))
-        _set(self, "executable_tool_names", frozenset(self.executable_tool_names))
-        _set(self, "allowed_tool_names", frozenset(self.allowed_tool_names))
-        _set(self, "internal_call_ids", tuple(tuple(p) for p in self.internal_call_ids))
+        _set(self, "choice", items_of("StreamedTurn", "choice", self.choice, ASSISTANT_ITEMS))
+        for name in ("executable_tool_names", "allowed_tool_names"):
+            _set(self, name, names_of("StreamedTurn", name, getattr(self, name)))
+        _check_identity(self, "message_id", "finish_reason")
+        pairs = tuple(
+            tuple(p)
+            for p in items_of(
+                "StreamedTurn", "internal_call_ids", self.internal_call_ids, (tuple, list)
+            )
+        )
+        for pair in pairs:
+            if len(pair) != 2:
+                raise ValueError(
+                    "StreamedTurn.internal_call_ids holds (tool call id, internal id) pairs"
+                )
+            for part in pair:
+                check_str("StreamedTurn", "internal_call_ids item", part)
+        _set(self, "internal_call_ids", pairs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,8 +356,16 @@ class PartialStreamedTurn:
     pending_tool_calls: tuple[ToolCall, ...] = ()
 
     def __post_init__(self) -> None:
-        _set(self, "reasoning", tuple(self.reasoning))
-        _set(self, "pending_tool_calls", tuple(self.pending_tool_calls))
+        _check_identity(self, "message_id", "text")
+        _set(
+            self,
+            "reasoning",
+            items_of("PartialStreamedTurn", "reasoning", self.reasoning, Reasoning),
+        )
+        calls = items_of(
+            "PartialStreamedTurn", "pending_tool_calls", self.pending_tool_calls, ToolCall
+        )
+        _set(self, "pending_tool_calls", calls)
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,8 +377,12 @@ class StreamedInvalidToolCall:
     allowed_tool_names: frozenset[str] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:
-        _set(self, "executable_tool_names", frozenset(self.executable_tool_names))
-        _set(self, "allowed_tool_names", frozenset(self.allowed_tool_names))
+        owner = "StreamedInvalidToolCall"
+        check_instance(owner, "tool_call", self.tool_call, ToolCall)
+        check_str(owner, "internal_call_id", self.internal_call_id)
+        check_optional_str(owner, "args", self.args)
+        for name in ("executable_tool_names", "allowed_tool_names"):
+            _set(self, name, names_of(owner, name, getattr(self, name)))
 
 
 @dataclass(frozen=True, slots=True)

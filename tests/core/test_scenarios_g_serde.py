@@ -79,21 +79,21 @@ def test_s64_upstream_legacy_fixture_loads_and_resumes() -> None:
     assert run.completion_calls()[0].raw is None
     assert run.usage() == Usage(10, 5, 15)
 
-    # Upstream lifts the legacy single-id shape (`"call_id": null`) into a provider id
-    # equal to the id (rig-core ToolCallWire), i.e. the same call `C` builds.
-    assert run.messages() == (UserMessage("add things"), AssistantMessage([C("call_1", "add")]))
+    # The legacy `"call_id": null` key is ignored, as upstream at the pinned commit does
+    # (rig-core `legacy_call_id_key_is_ignored_not_lifted`): `id` is rig's handle and the
+    # call has no provider id.
+    legacy_call = ToolCall("call_1", "add", {"x": 1})
+    assert run.messages() == (UserMessage("add things"), AssistantMessage([legacy_call]))
 
     calls = expect_call_tools(run).calls
     assert len(calls) == 1
-    assert calls[0] == PendingToolCall(
-        ToolCall("call_1", "add", {"x": 1}, provider_call_id="call_1")
-    )
+    assert calls[0] == PendingToolCall(legacy_call)
 
     run.tool_results([R("call_1", "2")])
     step = expect_call_model(run)
     assert step == CallModel(
         prompt=UserMessage([R("call_1", "2")]),
-        history=(UserMessage("add things"), AssistantMessage([C("call_1", "add")])),
+        history=(UserMessage("add things"), AssistantMessage([legacy_call])),
         turn=2,
     )
     assert json.loads(run.to_json())["schema_version"] == SCHEMA_VERSION

@@ -123,8 +123,9 @@ def test_upstream_fixture_has_no_version_and_is_upgraded() -> None:
     written = json.loads(run.to_json())
     assert written["schema_version"] == SCHEMA_VERSION
     call = written["state"]["ExecutingTools"][0]["tool_call"]
-    # upstream's legacy single-id shape: the id was the provider's id
-    assert call["provider"] == {"call_id": "call_1"}
+    # upstream (pinned commit) ignores the legacy `call_id` key: no provider id is made up
+    assert call["id"] == "call_1"
+    assert "provider" not in call
     assert "call_id" not in call
 
 
@@ -144,7 +145,7 @@ def test_future_schema_version_is_refused_clearly() -> None:
     [
         ("{not json", "not valid JSON"),
         ("[1, 2]", "must be a JSON object"),
-        ('{"schema_version": 1}', "invalid shape"),
+        ('{"schema_version": 1}', "field `max_turns` is missing"),
         ('{"schema_version": "one"}', "invalid schema_version"),
         ('{"schema_version": -1}', "invalid schema_version"),
     ],

@@ -43,7 +43,7 @@ def test_flag_is_written_only_when_set_and_read_back() -> None:
 def test_a_flag_that_is_not_a_boolean_is_refused(bad: object) -> None:
     doc = tool_result_to_dict(ToolResult.text(C("call_1", "add"), "x"))
     doc["is_error"] = bad
-    with pytest.raises(StateDecodeError, match="is_error must be a boolean"):
+    with pytest.raises(StateDecodeError, match="is_error` must be a boolean"):
         tool_result_from(doc)
 
 

@@ -102,11 +102,17 @@ def image_url(image: Image) -> str:
 
 
 def merge_params(body: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
-    """Provider params (temperature, max_tokens, ...) go into the body; keys the codec owns
-    (model, messages, tools, stream, ...) are never overridden by a run's params."""
+    """Provider params (temperature, max_tokens, ...) go into the body, then the entries of
+    `extra_body` (parameters newer than the adapter), verbatim; keys the codec owns (model,
+    messages, tools, stream, ...) are never overridden by a run's params."""
+    extra = params.get("extra_body")
     for key, value in params.items():
-        if key not in RESERVED_KEYS:
+        if key not in RESERVED_KEYS and not (key == "extra_body" and isinstance(extra, Mapping)):
             body[key] = value
+    if isinstance(extra, Mapping):
+        for key, value in extra.items():
+            if key not in RESERVED_KEYS:
+                body[key] = value
     return body
 
 

@@ -29,8 +29,12 @@ class Settings(BaseSettings):
     reap_interval: float = Field(default=1.0, gt=0)
     max_body_bytes: int = Field(default=1_000_000, gt=0)
     provider_timeout: float = Field(default=120.0, gt=0)
-    provider_max_attempts: int = Field(default=5, ge=1)
+    # Model-call retries (app.providers.backoff): the defaults wait at least 61.5 s in
+    # total before the last attempt, so they outlast a one-minute rate-limit window.
+    provider_max_attempts: int = Field(default=8, ge=1)
     provider_max_backoff_seconds: float = Field(default=300.0, gt=0)
+    provider_backoff_base_seconds: float = Field(default=1.0, gt=0)
+    provider_backoff_cap_seconds: float = Field(default=60.0, gt=0)
 
     # Provider credentials: read without the AGENTRUN_ prefix.
     openai_api_key: str | None = Field(default=None, validation_alias="OPENAI_API_KEY")

@@ -5,7 +5,6 @@ Everything here is pure (no IO) so the codecs stay testable without a network.
 
 from __future__ import annotations
 
-import email.utils
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -14,6 +13,7 @@ import orjson
 from app.core import Image, Json, Text
 from app.core.content import ToolResultContent
 from app.providers.base import ProviderError
+from app.providers.ratelimit import retry_hint
 
 #: Body keys owned by a codec: `ModelRequest.params` may not override them.
 RESERVED_KEYS = frozenset(
@@ -120,29 +120,6 @@ def as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def parse_retry_after(headers: Mapping[str, str], now: float) -> float | None:
-    """Seconds to wait from `retry-after-ms`, `Retry-After` (seconds or an HTTP date)."""
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(0.0, when.timestamp() - now)
-
-
 def error_message(body: Any, fallback: str) -> tuple[str, str | None]:
     """(message, error type/code) from an OpenAI or Anthropic error body."""
     if isinstance(body, Mapping):
@@ -177,8 +154,10 @@ def error_from_response(
     """Map an HTTP error response to `ProviderError`.
 
     429, 408, 409 (Anthropic's lock contention) and every 5xx (including Anthropic's 529
-    overloaded) are retryable with the `Retry-After` delay; 400/401/403/404/422, other 4xx
-    and any context-length error are not. The message is the provider's own.
+    overloaded) are retryable, with the provider's word on when (`Retry-After`, or for a
+    429 the reset of the exhausted rate limit: `app.providers.ratelimit`); 400/401/403/
+    404/422, other 4xx and any context-length error are not. The message is the
+    provider's own.
     """
     try:
         body: Any = orjson.loads(content) if content else None
@@ -189,12 +168,13 @@ def error_from_response(
     retryable = status in (408, 409, 429) or status >= 500
     if is_context_length_error(message, kind):
         retryable = False
-    retry_after = parse_retry_after(headers, now) if retryable else None
+    hint = retry_hint(headers, status, now) if retryable else None
     return ProviderError(
         message,
         status=status,
         retryable=retryable,
-        retry_after=retry_after,
+        retry_after=hint.seconds if hint else None,
+        retry_header=hint.header if hint else None,
         provider=provider,
     )
 

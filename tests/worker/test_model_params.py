@@ -10,19 +10,20 @@ from app.service.runs import RunService
 from app.service.schemas import ModelSpec, RunCreate
 from app.settings import Settings
 from app.store.runs import RunStore
-from tests.conftest import make_settings
 from tests.helpers import drive_once
 from tests.mocks.replies import Reply
 from tests.mocks.server import MockProviderServer
 
 
 def wire_settings(settings: Settings, mock: MockProviderServer) -> Settings:
-    return make_settings(
-        settings.database_url,
-        OPENAI_BASE_URL=mock.openai_base_url,
-        OPENAI_API_KEY="sk-test",
-        ANTHROPIC_BASE_URL=mock.anthropic_base_url,
-        ANTHROPIC_API_KEY="sk-ant-test",
+    """`settings`, with the providers pointed at the mock."""
+    return settings.model_copy(
+        update={
+            "openai_base_url": mock.openai_base_url,
+            "openai_api_key": "sk-test",
+            "anthropic_base_url": mock.anthropic_base_url,
+            "anthropic_api_key": "sk-ant-test",
+        }
     )
 
 

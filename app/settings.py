@@ -36,8 +36,12 @@ class Settings(BaseSettings):
     auth_failure_limit: int = Field(default=10, ge=0)
     auth_failure_window: float = Field(default=60.0, gt=0)
     provider_timeout: float = Field(default=120.0, gt=0)
-    provider_max_attempts: int = Field(default=5, ge=1)
+    # Model-call retries (app.providers.backoff): the defaults wait at least 61.5 s in
+    # total before the last attempt, so they outlast a one-minute rate-limit window.
+    provider_max_attempts: int = Field(default=8, ge=1)
     provider_max_backoff_seconds: float = Field(default=300.0, gt=0)
+    provider_backoff_base_seconds: float = Field(default=1.0, gt=0)
+    provider_backoff_cap_seconds: float = Field(default=60.0, gt=0)
 
     # Provider credentials: read without the AGENTRUN_ prefix.
     openai_api_key: str | None = Field(default=None, validation_alias="OPENAI_API_KEY")

@@ -99,6 +99,8 @@ def make_settings(url: str, **overrides: object) -> Settings:
         "poll_interval": 0.02,
         "reap_interval": 0.1,
         "public_url": "http://127.0.0.1:8000",
+        # retries in tens of milliseconds, not the production schedule's seconds
+        "provider_backoff_base_seconds": 0.02,
     }
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]

@@ -26,6 +26,7 @@ from sse_starlette.event import ServerSentEvent
 from app.core.lifecycle import TERMINAL
 from app.store.records import EventRecord
 from app.store.runs import EVENTS_CHANNEL, RunStore
+from app.timestamps import iso
 
 log = structlog.get_logger("agentrun.api")
 
@@ -220,6 +221,6 @@ def _payload(e: EventRecord) -> str:
             "type": e.type,
             "data": e.data,
             "actor": e.actor,
-            "created_at": e.created_at.isoformat(),
+            "created_at": iso(e.created_at),
         }
     ).decode()

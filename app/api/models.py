@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from app.service.runs import RunView
 from app.store.records import EventRecord
+from app.timestamps import Timestamp
 
 
 class ToolCallOut(BaseModel):
@@ -48,9 +48,9 @@ class RunOut(BaseModel):
     metadata: dict[str, Any]
     model: dict[str, Any]
     attempts: int
-    created_at: datetime
-    updated_at: datetime
-    expires_at: datetime | None
+    created_at: Timestamp
+    updated_at: Timestamp
+    expires_at: Timestamp | None
 
     @classmethod
     def of(cls, view: RunView) -> RunOut:
@@ -111,7 +111,7 @@ class EventOut(BaseModel):
     type: str
     data: dict[str, Any]
     actor: str | None
-    created_at: datetime
+    created_at: Timestamp
 
     @classmethod
     def of(cls, e: EventRecord) -> EventOut:
@@ -139,7 +139,7 @@ class UsageTotals(BaseModel):
 
 class UsageOut(UsageTotals):
     model_config = {"populate_by_name": True}
-    from_: datetime = Field(alias="from")
-    to: datetime
+    from_: Timestamp = Field(alias="from")
+    to: Timestamp
     by_status: dict[str, UsageTotals] = Field(description="by the run's current status")
     by_model: dict[str, UsageTotals] = Field(description="keyed by provider:model")

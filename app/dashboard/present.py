@@ -104,10 +104,30 @@ def waiting_reason_text(reason: dict[str, Any] | None) -> str:
     if kind == "resolution":
         return f"resolve invalid call to `{reason.get('tool_name')}`"
     if kind == "backoff":
-        return f"backoff until {reason.get('until')} (attempt {reason.get('attempt')})"
+        return backoff_text(reason)
     if kind == "model_call":
         return f"model call on {reason.get('worker')}"
     return kind.replace("_", " ")
+
+
+_WHY = {
+    "retry_after": "the provider's {header}",
+    "rate_limit_reset": "rate limit resets ({header})",
+    "backoff": "exponential backoff",
+}
+
+
+def backoff_text(reason: dict[str, Any]) -> str:
+    """E.g. "retry at 2026-…Z, attempt 2 of 8 failed (HTTP 429): rate limit resets
+    (x-ratelimit-reset-tokens)". Reasons stored before they said why show less."""
+    attempt = f"attempt {reason.get('attempt')}"
+    if reason.get("max_attempts"):
+        attempt += f" of {reason['max_attempts']}"
+    status = reason.get("status")
+    failed = f"{attempt} failed" + (f" (HTTP {status})" if status else "")
+    why = _WHY.get(str(reason.get("reason")), "")
+    why = why.format(header=reason.get("header") or "Retry-After")
+    return f"retry at {reason.get('until')}, {failed}" + (f": {why}" if why else "")
 
 
 # --- the conversation ------------------------------------------------------------------

@@ -71,7 +71,9 @@ StreamItem = TextDelta | TurnComplete
 
 class ProviderError(Exception):
     """A failed model call. `retryable` errors (429, 5xx, timeouts, connection errors) are
-    retried by the worker with backoff; others fail the run with `status` and `message`."""
+    retried by the worker with backoff; others fail the run with `status` and `message`.
+    `retry_after` is the provider's own word on when to retry (seconds), `retry_header`
+    the header that said so (`retry-after`, `x-ratelimit-reset-tokens`, ...)."""
 
     def __init__(
         self,
@@ -80,6 +82,7 @@ class ProviderError(Exception):
         status: int | None = None,
         retryable: bool = False,
         retry_after: float | None = None,
+        retry_header: str | None = None,
         provider: str = "",
     ) -> None:
         super().__init__(message)
@@ -87,6 +90,7 @@ class ProviderError(Exception):
         self.status = status
         self.retryable = retryable
         self.retry_after = retry_after
+        self.retry_header = retry_header
         self.provider = provider
 
     def to_dict(self) -> dict[str, Any]:

@@ -5,7 +5,6 @@ Everything here is pure (no IO) so the codecs stay testable without a network.
 
 from __future__ import annotations
 
-import email.utils
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -14,6 +13,7 @@ import orjson
 from app.core import Image, Json, Text
 from app.core.content import ToolResultContent
 from app.providers.base import ProviderError
+from app.providers.ratelimit import retry_hint
 
 #: Body keys owned by a codec: `ModelRequest.params` may not override them.
 RESERVED_KEYS = frozenset(
@@ -114,39 +114,22 @@ def image_url(image: Image) -> str:
 
 
 def merge_params(body: dict[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
-    """Provider params (temperature, max_tokens, ...) go into the body; keys the codec owns
-    (model, messages, tools, stream, ...) are never overridden by a run's params."""
+    """Provider params (temperature, max_tokens, ...) go into the body, then the entries of
+    `extra_body` (parameters newer than the adapter), verbatim; keys the codec owns (model,
+    messages, tools, stream, ...) are never overridden by a run's params."""
+    extra = params.get("extra_body")
     for key, value in params.items():
-        if key not in RESERVED_KEYS:
+        if key not in RESERVED_KEYS and not (key == "extra_body" and isinstance(extra, Mapping)):
             body[key] = value
+    if isinstance(extra, Mapping):
+        for key, value in extra.items():
+            if key not in RESERVED_KEYS:
+                body[key] = value
     return body
 
 
 def as_int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
-def parse_retry_after(headers: Mapping[str, str], now: float) -> float | None:
-    """Seconds to wait from `retry-after-ms`, `Retry-After` (seconds or an HTTP date)."""
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            return max(0.0, float(ms) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(0.0, when.timestamp() - now)
 
 
 def error_message(body: Any, fallback: str) -> tuple[str, str | None]:
@@ -183,8 +166,10 @@ def error_from_response(
     """Map an HTTP error response to `ProviderError`.
 
     429, 408, 409 (Anthropic's lock contention) and every 5xx (including Anthropic's 529
-    overloaded) are retryable with the `Retry-After` delay; 400/401/403/404/422, other 4xx
-    and any context-length error are not. The message is the provider's own.
+    overloaded) are retryable, with the provider's word on when (`Retry-After`, or for a
+    429 the reset of the exhausted rate limit: `app.providers.ratelimit`); 400/401/403/
+    404/422, other 4xx and any context-length error are not. The message is the
+    provider's own.
     """
     try:
         body: Any = orjson.loads(content) if content else None
@@ -195,12 +180,13 @@ def error_from_response(
     retryable = status in (408, 409, 429) or status >= 500
     if is_context_length_error(message, kind):
         retryable = False
-    retry_after = parse_retry_after(headers, now) if retryable else None
+    hint = retry_hint(headers, status, now) if retryable else None
     return ProviderError(
         message,
         status=status,
         retryable=retryable,
-        retry_after=retry_after,
+        retry_after=hint.seconds if hint else None,
+        retry_header=hint.header if hint else None,
         provider=provider,
     )
 

@@ -14,6 +14,7 @@ from app.core.lifecycle import RunStatus, Transition, sources
 from app.service.errors import InvalidRequest, RunNotFound, RunStateConflict
 from app.service.runs import RunService
 from app.store.records import NewEvent, RunRecord
+from app.timestamps import iso
 
 #: The longest an operator may extend a suspended run by, in one step.
 MAX_EXTENSION_SECONDS = 365 * 24 * 3600
@@ -38,8 +39,8 @@ async def extend_expiry(service: RunService, run_id: str, seconds: float, actor:
         "run.expiry_extended",
         {
             "seconds": seconds,
-            "previous_expires_at": record.expires_at.isoformat() if record.expires_at else None,
-            "expires_at": new_expiry.isoformat(),
+            "previous_expires_at": iso(record.expires_at) if record.expires_at else None,
+            "expires_at": iso(new_expiry),
         },
         actor,
     )

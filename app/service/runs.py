@@ -8,6 +8,8 @@ run does with what arrives; the store decides who wins a race.
 from __future__ import annotations
 
 import base64
+import secrets
+import string
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,7 +27,6 @@ from app.core import (
     Skip,
     Stop,
     TurnRetried,
-    mint_id,
 )
 from app.core.lifecycle import RunStatus, Transition, sources
 from app.core.serde import SCHEMA_VERSION, tool_result_from
@@ -78,8 +79,24 @@ class RunView:
     resolution: dict[str, Any] | None
 
 
-def run_id() -> str:
-    return "run_" + mint_id()
+#: The symbols of a run id's random part: letters and digits only, so an id never starts
+#: (after `run_`) with `_` or `-`, which command lines and URLs take for something else.
+#: (Tool-call ids keep the core's `mint_id`, upstream's 64-symbol alphabet.)
+RUN_ID_ALPHABET = string.ascii_letters + string.digits
+RUN_ID_LENGTH = 21  # as mint_id: log2(62) * 21 ≈ 125 bits
+
+
+def run_id(random_bytes: Callable[[int], bytes] = secrets.token_bytes) -> str:
+    """`run_` and 21 uniformly random letters or digits (bytes at or above 248 = 4 * 62
+    are dropped, so `byte % 62` is uniform)."""
+    out: list[str] = []
+    while len(out) < RUN_ID_LENGTH:
+        for b in random_bytes(32):
+            if b < 248:
+                out.append(RUN_ID_ALPHABET[b % 62])
+                if len(out) == RUN_ID_LENGTH:
+                    break
+    return "run_" + "".join(out)
 
 
 def encode_cursor(record: RunRecord) -> str:
@@ -97,23 +114,13 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
 
 
 def finished_values(run: AgentRun) -> dict[str, Any]:
-    """Columns that mirror the serialized run, written with every state change."""
+    """Columns that mirror the serialized run, written with every state change. (Not
+    `usage`: that is what the model calls were billed, which the worker adds up as it
+    makes them, failed runs and discarded attempts included: `app.worker.driver`.)"""
     return {
         "state": run.to_json(),
         "schema_version": SCHEMA_VERSION,
         "turn": run.turn(),
-        "usage": usage_dict(run),
-    }
-
-
-def usage_dict(run: AgentRun) -> dict[str, int]:
-    u = run.usage()
-    return {
-        "input_tokens": u.input_tokens,
-        "output_tokens": u.output_tokens,
-        "total_tokens": u.total_tokens,
-        "cached_input_tokens": u.cached_input_tokens,
-        "reasoning_tokens": u.reasoning_tokens,
     }
 
 

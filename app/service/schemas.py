@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from app.providers.params import validate_params
+
 TOOL_NAME = r"^[a-zA-Z0-9_-]{1,64}$"
 INT_MIN, INT_MAX = -(2**63), 2**64 - 1
 
@@ -41,11 +43,17 @@ class Strict(BaseModel):
 
 
 class ModelSpec(BaseModel):
-    """`{"provider": ..., "name": ..., ...provider params}`; extra keys are params."""
+    """`{"provider": ..., "name": ..., ...provider params}`; extra keys are params, checked
+    against the provider's documented parameters (`app.providers.params`)."""
 
     model_config = ConfigDict(extra="allow")
     provider: Literal["openai", "openai_responses", "anthropic", "scripted"]
     name: str = Field(min_length=1, max_length=200)
+
+    @model_validator(mode="after")
+    def known_params(self) -> ModelSpec:
+        validate_params(self.provider, self.model_extra or {})
+        return self
 
     @property
     def params(self) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from app.store.schema import (
     webhook_outbox,
 )
 from app.store.wakeups import Wakeups
+from app.timestamps import iso
 
 NOTIFY_CHANNEL = "agentrun_runs"
 
@@ -157,7 +158,7 @@ def ledger_row(event: NewEvent) -> dict[str, Any]:
 def webhook_payload(event: NewEvent, run_id: str, status: str, now: datetime) -> dict[str, Any]:
     return {
         "type": event.type,
-        "timestamp": now.isoformat(),
+        "timestamp": iso(now),
         "data": {"run_id": run_id, "status": status, **event.data},
     }
 
@@ -171,7 +172,7 @@ def _claim_change(worker_id: str, lease_until: datetime) -> tuple[dict[str, Any]
         "waiting_reason": {
             "type": "model_call",
             "worker": worker_id,
-            "lease_until": lease_until.isoformat(),
+            "lease_until": iso(lease_until),
         },
     }
     return values, [NewEvent("run.claimed", {"worker": worker_id})]
@@ -406,7 +407,7 @@ class RunStore:
     def _event_params(
         self, events: Sequence[NewEvent], now: datetime, prefix: str = ""
     ) -> dict[str, Any]:
-        params: dict[str, Any] = {"p_now": now, "p_now_iso": now.isoformat()}
+        params: dict[str, Any] = {"p_now": now, "p_now_iso": iso(now)}
         if self.webhook_url:
             params["p_global_url"] = self.webhook_url
         for i, e in enumerate(events):
@@ -993,7 +994,7 @@ class RunStore:
                 waiting_reason={
                     "type": "model_call",
                     "worker": worker_id,
-                    "lease_until": lease_until.isoformat(),
+                    "lease_until": iso(lease_until),
                 },
             )
         )

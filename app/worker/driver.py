@@ -38,7 +38,7 @@ from app.core import (
 )
 from app.core.lifecycle import RunStatus
 from app.core.serde import message_to_dict, tool_result_to_dict
-from app.providers.backoff import BackoffPolicy
+from app.providers.backoff import BackoffPolicy, Delay
 from app.providers.base import ModelRequest, Provider, ProviderError, ProviderTurn, ToolSpec
 from app.service import convert
 from app.service.runs import finished_values, resolution_reason
@@ -46,6 +46,7 @@ from app.service.tokens import callback_token, token_hash
 from app.settings import Settings
 from app.store.records import NewEvent, NewToolCall, RunRecord
 from app.store.runs import LEDGER_EVENTS, RunStore
+from app.timestamps import iso
 
 log = structlog.get_logger("agentrun.worker")
 
@@ -251,32 +252,28 @@ class RunDriver:
         policy = BackoffPolicy(
             max_attempts=self.settings.provider_max_attempts,
             max_total_seconds=self.settings.provider_max_backoff_seconds,
+            base_seconds=self.settings.provider_backoff_base_seconds,
+            cap_seconds=self.settings.provider_backoff_cap_seconds,
         )
         since = claim.record.model_retry_since or now
         elapsed = (now - since).total_seconds()
-        delay = policy.delay_for(err, attempt, elapsed, rand=self.rng.random)
-        if delay is not None:
-            until = now + timedelta(seconds=delay)
-            claim.events.append(self._failed_event(claim, error, attempt))
-            return await self._write(
-                claim,
-                RunStatus.QUEUED,
-                {
-                    "status": RunStatus.QUEUED.value,
-                    "available_at": until,
-                    "model_attempts": attempt,
-                    "model_retry_since": since,
-                    "waiting_reason": {
-                        "type": "backoff",
-                        "until": until.isoformat(),
-                        "attempt": attempt,
-                        "error": error,
-                    },
-                },
-                notify=False,
-            )
+        delay = policy.schedule(err, attempt, elapsed, rand=self.rng.random)
         claim.events.append(self._failed_event(claim, error, attempt))
-        return await self._end_failed(claim, {"type": "provider_error", **error})
+        if delay is None:
+            return await self._end_failed(claim, {"type": "provider_error", **error})
+        until = now + timedelta(seconds=delay.seconds)
+        return await self._write(
+            claim,
+            RunStatus.QUEUED,
+            {
+                "status": RunStatus.QUEUED.value,
+                "available_at": until,
+                "model_attempts": attempt,
+                "model_retry_since": since,
+                "waiting_reason": backoff_reason(delay, until, attempt, policy, error),
+            },
+            notify=False,
+        )
 
     def _failed_event(self, claim: Claim, error: dict[str, Any], attempt: int) -> NewEvent:
         spec = claim.record.config["model"]
@@ -414,6 +411,9 @@ class RunDriver:
     ) -> RunStatus | None:
         if "status" in values and values.get("status") != status.value:
             raise AssertionError("status mismatch")
+        usage = billed_usage(claim.record.usage, claim.events)
+        if usage is not None:
+            values = {**values, "usage": usage}
         now = self.clock()
         chain = claim.chain is not None and claim.chain()
         lease_until = now + timedelta(seconds=self.settings.lease_seconds)
@@ -433,6 +433,43 @@ class RunDriver:
         if record is None:
             raise LeaseLost()
         return status
+
+
+def backoff_reason(
+    delay: Delay, until: datetime, attempt: int, policy: BackoffPolicy, error: dict[str, Any]
+) -> dict[str, Any]:
+    """`waiting_reason` of a run waiting to retry a model call: which attempt failed and
+    how, when the next one starts, and why then (the provider's `Retry-After`, the reset
+    of its exhausted rate limit, or exponential backoff)."""
+    reason: dict[str, Any] = {
+        "type": "backoff",
+        "until": iso(until),
+        "delay_seconds": round(delay.seconds, 3),
+        "reason": delay.reason,
+        "attempt": attempt,
+        "max_attempts": policy.max_attempts,
+        "status": error.get("status"),
+        "error": error,
+    }
+    if delay.hint_seconds is not None:
+        reason["provider_hint_seconds"] = round(delay.hint_seconds, 3)
+        reason["header"] = delay.header
+    return reason
+
+
+def billed_usage(usage: Mapping[str, Any] | None, events: list[NewEvent]) -> dict[str, Any] | None:
+    """The run's usage after a claim: what it had plus every model call the claim made
+    (`model.called`), whether or not the run kept the answer (a failed run, a turn
+    asked again after a backoff). None when the claim made no call: nothing changes."""
+    calls = [e.data.get("usage") or {} for e in events if e.type == "model.called"]
+    if not calls:
+        return None
+    total = dict(usage or {})
+    for call in calls:
+        for key, value in call.items():
+            if isinstance(value, int):
+                total[key] = int(total.get(key) or 0) + value
+    return total
 
 
 def cost_of(

@@ -1,20 +1,15 @@
-"""Shared helpers (arguments, Retry-After, error mapping) and the backoff policy."""
+"""Shared helpers (arguments, error mapping) and the backoff policy. (Retry-After and the
+rate-limit headers: test_ratelimit.py.)"""
 
 from __future__ import annotations
 
-import email.utils
 import itertools
 
 import pytest
 
 from app.providers.backoff import BackoffPolicy, backoff_delay
 from app.providers.base import ProviderError
-from app.providers.common import (
-    dump_arguments,
-    error_from_response,
-    parse_arguments,
-    parse_retry_after,
-)
+from app.providers.common import dump_arguments, error_from_response, parse_arguments
 from app.providers.registry import provider_from_settings
 
 NOW = 1_700_000_000.0
@@ -40,18 +35,6 @@ def test_dump_arguments() -> None:
     assert dump_arguments({"x": 1, "s": "é"}) == '{"x":1,"s":"é"}'
     assert dump_arguments('{"x": ') == '{"x": '
     assert dump_arguments(None) == "{}"
-
-
-def test_retry_after_forms() -> None:
-    assert parse_retry_after({"retry-after": "7"}, NOW) == 7.0
-    assert parse_retry_after({"retry-after": "1.5"}, NOW) == 1.5
-    date = email.utils.formatdate(NOW + 30, usegmt=True)
-    assert parse_retry_after({"retry-after": date}, NOW) == pytest.approx(30.0)
-    past = email.utils.formatdate(NOW - 30, usegmt=True)
-    assert parse_retry_after({"retry-after": past}, NOW) == 0.0
-    assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}, NOW) == 0.25
-    assert parse_retry_after({"retry-after": "soon"}, NOW) is None
-    assert parse_retry_after({}, NOW) is None
 
 
 @pytest.mark.parametrize(
@@ -121,12 +104,19 @@ def test_jitter_uses_the_injected_source() -> None:
     assert delays == [pytest.approx(0.4), pytest.approx(3.6)]
 
 
+def test_equal_jitter_bounds() -> None:
+    """Model calls: uniform in [c/2, c), so every wait has a floor."""
+    assert backoff_delay(1, base=1.0, rand=lambda: 0.0, jitter="equal") == 0.5
+    assert backoff_delay(3, base=1.0, rand=lambda: 0.999, jitter="equal") == pytest.approx(3.998)
+    assert backoff_delay(50, base=1.0, cap=60.0, rand=lambda: 0.0, jitter="equal") == 30.0
+
+
 def test_policy_bounded_by_attempts_and_total_time() -> None:
     policy = BackoffPolicy(max_attempts=3, max_total_seconds=10.0, base_seconds=1.0)
     half = lambda: 0.5  # noqa: E731
-    assert policy.next_delay(1, 0.0, rand=half) == 0.5
-    assert policy.next_delay(2, 0.5, rand=half) == 1.0
-    assert policy.next_delay(3, 1.5, rand=half) is None  # attempts exhausted
+    assert policy.next_delay(1, 0.0, rand=half) == 0.75  # [0.5, 1)
+    assert policy.next_delay(2, 0.75, rand=half) == 1.5  # [1, 2)
+    assert policy.next_delay(3, 2.25, rand=half) is None  # attempts exhausted
     assert policy.next_delay(1, 9.8, rand=half) is None  # would cross the time budget
     assert policy.next_delay(1, 0.0, retry_after=11.0, rand=half) is None
     assert policy.next_delay(1, 0.0, retry_after=4.0, rand=half) == 4.0

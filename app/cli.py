@@ -66,6 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = get_settings()
     configure_logging(settings)
+    if args.command in ("serve", "api", "worker"):
+        from app.tracing import TracingConfigError, configure
+
+        try:
+            configure(settings, role=args.command)
+        except TracingConfigError as exc:
+            print(f"refusing to start: {exc}", file=sys.stderr)
+            return 2
 
     if args.command == "migrate":
         _migrate(settings.database_url)

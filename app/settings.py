@@ -35,6 +35,9 @@ class Settings(BaseSettings):
     # Failed authentications per client address and window before 429 (0: no throttling).
     auth_failure_limit: int = Field(default=10, ge=0)
     auth_failure_window: float = Field(default=60.0, gt=0)
+    # OpenTelemetry tracing (app.tracing): true/false; unset means on exactly when an OTLP
+    # endpoint is configured (OTEL_EXPORTER_OTLP_ENDPOINT / _TRACES_ENDPOINT).
+    tracing: bool | None = None
     provider_timeout: float = Field(default=120.0, gt=0)
     # Model-call retries (app.providers.backoff): the defaults wait at least 61.5 s in
     # total before the last attempt, so they outlast a one-minute rate-limit window.

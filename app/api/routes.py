@@ -82,7 +82,9 @@ async def create_run(
             raise IdempotencyInFlight("a request with this Idempotency-Key is being processed")
         in_flight.add(idempotency_key)
     try:
-        view, created = await service.create_run(body, idempotency_key=idempotency_key, actor=actor)
+        view, created = await service.create_run(
+            body, idempotency_key=idempotency_key, actor=actor, trace_parent=request.headers
+        )
     finally:
         if idempotency_key is not None:
             in_flight.discard(idempotency_key)

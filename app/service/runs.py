@@ -10,11 +10,12 @@ from __future__ import annotations
 import base64
 import secrets
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from app import tracing
 from app.core import (
     AgentRun,
     AgentRunError,
@@ -160,7 +161,27 @@ class RunService:
     # --- create -------------------------------------------------------------------------
 
     async def create_run(
-        self, body: RunCreate, *, idempotency_key: str | None = None, actor: str | None = None
+        self,
+        body: RunCreate,
+        *,
+        idempotency_key: str | None = None,
+        actor: str | None = None,
+        trace_parent: Mapping[str, str] | None = None,
+    ) -> tuple[RunView, bool]:
+        """Create a run (or, for a known Idempotency-Key, answer with the stored one). Its
+        trace starts here, as a child of `trace_parent` (the request's W3C headers) if that
+        holds a context."""
+        with tracing.span(
+            "agentrun.run.create",
+            lambda: {"agentrun.actor": actor or ""},
+            parent=trace_parent or {},
+        ) as span:
+            view, created = await self._create_run(body, idempotency_key, actor)
+            tracing.set_attributes(span, lambda: tracing.create_attributes(view.record, created))
+        return view, created
+
+    async def _create_run(
+        self, body: RunCreate, idempotency_key: str | None, actor: str | None
     ) -> tuple[RunView, bool]:
         names = [t.name for t in body.tools]
         choice = convert.tool_choice(body.tool_choice)
@@ -197,6 +218,8 @@ class RunService:
             "expires_in": body.expires_in or self.settings.default_expires_in,
             "stream": body.stream,
         }
+        if tracing.ENABLED:  # the create span's context: every later span joins it
+            config[tracing.CONFIG_KEY] = tracing.carrier()
         values = {
             "id": run_id(),
             "status": RunStatus.QUEUED.value,
@@ -336,8 +359,9 @@ class RunService:
                 events=[NewEvent("run.resumed", {"round": calls[0].round}, actor)],
             )
 
+        started = tracing.start_time()
         try:
-            return await self.store.submit_results(
+            outcome = await self.store.submit_results(
                 run_id=run_id,
                 token_hash=token_hash(token) if token is not None else None,
                 results=submitted,
@@ -364,12 +388,26 @@ class RunService:
                 f"tool call {exc.call_id!r} already has a different result",
                 tool_call_id=exc.call_id,
             ) from None
+        tracing.record_span(
+            "agentrun.run.submit_tool_results",
+            outcome.record.config,
+            started,
+            lambda: {
+                **tracing.run_attributes(outcome.record, actor),
+                "agentrun.tool_results.submitted": len(submitted),
+                "agentrun.tool_results.accepted": len(outcome.accepted),
+                "agentrun.run.resumed": outcome.resumed,
+                "agentrun.callback": token is not None,
+            },
+        )
+        return outcome
 
     # --- resolution ---------------------------------------------------------------------
 
     async def resolve(
         self, run_id: str, body: ResolutionIn, *, actor: str | None = None
     ) -> RunView:
+        started = tracing.start_time()
         record = await self.store.get(run_id)
         if record is None:
             raise RunNotFound(f"no run with id {run_id}")
@@ -421,11 +459,21 @@ class RunService:
         )
         if updated is None:
             return await self._refused(run_id, "resolve")
+        tracing.record_span(
+            "agentrun.run.resolve",
+            updated.config,
+            started,
+            lambda: {
+                **tracing.run_attributes(updated, actor),
+                "agentrun.resolution.action": body.action,
+            },
+        )
         return await self.view(updated)
 
     # --- cancel -------------------------------------------------------------------------
 
     async def cancel(self, run_id: str, *, actor: str | None = None) -> RunView:
+        started = tracing.start_time()
         now = self.clock()
         updated = await self.store.transition(
             run_id,
@@ -443,6 +491,12 @@ class RunService:
         )
         if updated is None:
             return await self._refused(run_id, "cancel")
+        tracing.record_span(
+            "agentrun.run.cancel",
+            updated.config,
+            started,
+            lambda: tracing.run_attributes(updated, actor),
+        )
         return await self.view(updated)
 
     async def _refused(self, run_id: str, verb: str) -> RunView:

@@ -1409,6 +1409,14 @@ class RunStore:
             rows = (await conn.execute(stmt)).all()
         return [WebhookRecord.from_row(r) for r in rows]
 
+    async def trace_contexts(self, run_ids: Iterable[str]) -> dict[str, dict[str, str]]:
+        """The stored trace context (`config["trace"]`, app.tracing) of each run that has
+        one; read only while tracing is on."""
+        stmt = sa.select(runs.c.id, runs.c.config["trace"]).where(runs.c.id.in_(list(run_ids)))
+        async with self._reader() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return {r[0]: r[1] for r in rows if isinstance(r[1], dict)}
+
     async def finish_webhook(
         self,
         delivery: WebhookRecord,

@@ -19,6 +19,7 @@ from typing import Any
 
 import structlog
 
+from app import tracing
 from app.core import (
     AgentRun,
     AgentRunError,
@@ -129,6 +130,20 @@ class RunDriver:
 
     async def _drive(self, claim: Claim) -> RunStatus | None:
         record = claim.record
+        with tracing.span(
+            "agentrun.run.drive",
+            lambda: {
+                **tracing.run_attributes(record),
+                "agentrun.worker.id": self.worker_id,
+                "agentrun.run.attempts": record.attempts,
+                "agentrun.run.turn": record.turn,
+            },
+            parent=tracing.run_context(record.config),
+        ):
+            return await self._drive_claimed(claim)
+
+    async def _drive_claimed(self, claim: Claim) -> RunStatus | None:
+        record = claim.record
         run = AgentRun.from_json(record.state)
         try:
             while True:
@@ -151,6 +166,7 @@ class RunDriver:
                 return await self._complete(claim, run, step.response)
         except LeaseLost:
             log.info("lease lost", run_id=record.id, worker=self.worker_id)
+            tracing.event("agentrun.run.lease_lost")
             # The model calls of this claim happened and were billed: keep them on the
             # ledger (outside the lease; this never touches the run's state or token).
             spent = [e for e in claim.events if e.type in LEDGER_EVENTS]
@@ -182,12 +198,14 @@ class RunDriver:
         streamed = bool(config.get("stream"))
         started = time.perf_counter()
         try:
-            if streamed:  # text deltas become `model.delta` events (app.worker.streaming)
-                from app.worker import streaming
+            with tracing.model_call(spec, request, streamed=streamed) as span:
+                if streamed:  # text deltas become `model.delta` events (app.worker.streaming)
+                    from app.worker import streaming
 
-                answer = await streaming.stream_answer(self, claim, provider, request)
-            else:
-                answer = await self._with_heartbeat(claim, provider.complete(request))
+                    answer = await streaming.stream_answer(self, claim, provider, request)
+                else:
+                    answer = await self._with_heartbeat(claim, provider.complete(request))
+                tracing.model_answered(span, answer)
         except ProviderError as err:
             err.provider = err.provider or spec["provider"]
             return await self._provider_failed(claim, err)
@@ -432,6 +450,7 @@ class RunDriver:
         claim.looked = chain
         if record is None:
             raise LeaseLost()
+        tracing.claim_ended(status.value, values)
         return status
 
 

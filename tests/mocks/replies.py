@@ -64,6 +64,7 @@ class Reply:
     chunk_delay: float = 0.0  # seconds between SSE events
     raw_body: bytes | None = None  # sent verbatim (with `status`) instead of a rendered body
     stop_after_events: int | None = None  # cut the stream after this many events
+    model: str | None = None  # the model the answer names (default: the requested one)
 
     @classmethod
     def fault(

@@ -125,6 +125,7 @@ class MockProviderServer:
         if reply.status >= 400:
             return JSONResponse(error_body(path, reply), status_code=reply.status, headers=headers)
         model = body.get("model", "mock-model") if isinstance(body, dict) else "mock-model"
+        model = reply.model or model
         if isinstance(body, dict) and body.get("stream"):
             events = RENDER_EVENTS[path](reply, model, seq)
             if reply.stop_after_events is not None:

@@ -9,7 +9,9 @@ configuration is sampled `--repeat` times (median and range); besides throughput
 reports CPU per lifecycle of the database, the workers and the client, and WAL bytes per
 lifecycle (counters that barely depend on the machine: good regression guards).
 
-Run: `.venv/bin/python bench/lifecycle.py [--runs 2000] [--repeat 3] [--server postgresql://...]`.
+Run: `.venv/bin/python bench/lifecycle.py [--runs 2000] [--repeat 3] [--server postgresql://...]`
+(`--service-only --workers 2`: the service rows alone; with `AGENTRUN_TRACING=true` and
+`OTEL_EXPORTER_OTLP_ENDPOINT` set, traced).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import psycopg  # noqa: E402
 import uvloop  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
+from app import tracing  # noqa: E402
 from app.core import AgentRun, AssistantMessage, Text, ToolCall, ToolResult, UserMessage  # noqa: E402
 from app.core.lifecycle import RunStatus  # noqa: E402
 from app.service.runs import RunService, RunView  # noqa: E402
@@ -485,6 +488,26 @@ def summary(samples: list[dict[str, float]], key: str, fmt: str = ".0f") -> str:
     return f"{median:{fmt}} ({values[0]:{fmt}}–{values[-1]:{fmt}})"
 
 
+async def service_rows(service: RunService, args: argparse.Namespace, logdir: Path) -> None:
+    """`--service-only`: the service rows alone (e.g. one build against another)."""
+    print(f"{args.runs} lifecycles per sample, median (range) of {args.repeat} samples")
+    print()
+    print("| configuration | lifecycles/s | database CPU | worker CPU | client CPU | WAL |")
+    print("|---|---|---|---|---|---|")
+    for workers in [int(w) for w in args.workers.split(",")]:
+        await service_run(service, args.runs // 4, workers, logdir)  # warm-up
+        samples = [
+            await service_run(service, args.runs, workers, logdir) for _ in range(args.repeat)
+        ]
+        print(
+            f"| service, {workers} worker process(es) × 8 | {summary(samples, 'per_second')} "
+            f"| {summary(samples, 'db_cpu_ms', '.1f')} ms "
+            f"| {summary(samples, 'worker_cpu_ms', '.1f')} ms "
+            f"| {summary(samples, 'client_cpu_ms', '.1f')} ms "
+            f"| {summary(samples, 'wal_kb', '.1f')} kB |"
+        )
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=2000)
@@ -496,6 +519,11 @@ async def main() -> None:
         ),
     )
     parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument(
+        "--service-only",
+        action="store_true",
+        help="only the service rows: no reference rows, resume latency or suspend cost",
+    )
     args = parser.parse_args()
     admin, url = fresh_database(args.server)
     logdir = Path(os.environ.get("TMPDIR", "/tmp")) / "agentrun-bench"
@@ -504,7 +532,15 @@ async def main() -> None:
         upgrade_to_head(url)
         seed(url, SEEDED)
         store = RunStore(create_engine(url, pool_size=16))
-        service = RunService(store, Settings(database_url=url))
+        settings = Settings(database_url=url)
+        # Tracing as the environment asks (AGENTRUN_TRACING, OTEL_*): this process creates
+        # and answers runs; the workers it starts read the same environment.
+        tracing.configure(settings, "bench")
+        service = RunService(store, settings)
+        if args.service_only:
+            await service_rows(service, args, logdir)
+            await store.aclose()
+            return
         await direct_sql(url, args.runs // 4, clients=8)  # warm-up
         ceiling = [await direct_sql(url, args.runs, clients=8) for _ in range(args.repeat)]
         rows = [("direct SQL (6 commits, 8 clients)", ceiling, None)]

@@ -86,14 +86,44 @@ class WebhookSender:
             total += len(batch)
 
     async def _send(self, delivery: WebhookRecord, trace: dict[str, str]) -> None:
+        body = orjson.dumps(delivery.payload).decode()
+        sent_at = datetime.now(UTC)  # what receivers check against their own clock
+        headers = {
+            "content-type": "application/json",
+            "user-agent": "agentrun-service",
+            "webhook-id": delivery.webhook_id,
+            "webhook-timestamp": str(int(sent_at.timestamp())),
+            "webhook-signature": self.signer.sign(delivery.webhook_id, sent_at, body),
+        }
+        status_code: int | None = None
+        error: str | None = None
+        started = time.perf_counter()
         with tracing.span(
             "agentrun.webhook.deliver",
             lambda: tracing.webhook_attributes(delivery),
             parent=trace,
             kind=SpanKind.CLIENT,
         ) as span:
-            status_code, error, latency_ms = await self._attempt(delivery)
+            if span is not None:  # the receiver may join the trace
+                headers.update(tracing.carrier())
+            try:
+                destination = await check_destination(
+                    delivery.url,
+                    allow_private=self.settings.webhook_allow_private,
+                    resolve=self.resolver,
+                )
+                response = await self._post(destination, body, headers)
+                status_code = response.status_code
+                if not 200 <= status_code < 300:
+                    error = f"HTTP {status_code}" + (
+                        " (redirects are not followed)" if 300 <= status_code < 400 else ""
+                    )
+            except DestinationRefused as exc:
+                error = f"refused destination: {exc}"
+            except (DestinationUnresolved, httpx.HTTPError) as exc:
+                error = f"{type(exc).__name__}: {exc}"
             tracing.webhook_answered(span, status_code, error)
+        latency_ms = round((time.perf_counter() - started) * 1000, 2)
         now = self.clock()
         retry_at = None
         if error is not None:
@@ -120,41 +150,6 @@ class WebhookSender:
             worker=self.worker_id,
             now=now,
         )
-
-    async def _attempt(self, delivery: WebhookRecord) -> tuple[int | None, str | None, float]:
-        """One request: (status code, error, latency in ms). Inside a delivery span, whose
-        context goes along as `traceparent`."""
-        body = orjson.dumps(delivery.payload).decode()
-        sent_at = datetime.now(UTC)  # what receivers check against their own clock
-        headers = {
-            "content-type": "application/json",
-            "user-agent": "agentrun-service",
-            "webhook-id": delivery.webhook_id,
-            "webhook-timestamp": str(int(sent_at.timestamp())),
-            "webhook-signature": self.signer.sign(delivery.webhook_id, sent_at, body),
-        }
-        if tracing.ENABLED:
-            headers.update(tracing.carrier())
-        status_code: int | None = None
-        error: str | None = None
-        started = time.perf_counter()
-        try:
-            destination = await check_destination(
-                delivery.url,
-                allow_private=self.settings.webhook_allow_private,
-                resolve=self.resolver,
-            )
-            response = await self._post(destination, body, headers)
-            status_code = response.status_code
-            if not 200 <= status_code < 300:
-                error = f"HTTP {status_code}" + (
-                    " (redirects are not followed)" if 300 <= status_code < 400 else ""
-                )
-        except DestinationRefused as exc:
-            error = f"refused destination: {exc}"
-        except (DestinationUnresolved, httpx.HTTPError) as exc:
-            error = f"{type(exc).__name__}: {exc}"
-        return status_code, error, round((time.perf_counter() - started) * 1000, 2)
 
     async def _post(
         self, destination: Destination, body: str, headers: dict[str, str]

@@ -11,7 +11,9 @@ from typing import Any
 import httpx
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -210,12 +212,20 @@ async def test_a_run_created_without_a_traceparent_starts_its_own_trace(
 async def test_tracing_off_records_stores_and_sends_nothing(
     client: httpx.AsyncClient, store: RunStore, hook_settings: Settings, receiver: Receiver
 ) -> None:
-    with recording() as recorded:
-        pass  # installed, then removed: what a process that never turned tracing on has
+    # A provider that was installed and removed again: a helper that kept its tracer
+    # would still record into it.
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.activate(provider)
+    tracing.activate(None)
     assert not tracing.ENABLED
     headers = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
-    run_id = await lifecycle_over_the_api(client, store, hook_settings, receiver, headers)
-    assert recorded.spans() == []
+    try:
+        run_id = await lifecycle_over_the_api(client, store, hook_settings, receiver, headers)
+        assert exporter.get_finished_spans() == ()
+    finally:
+        provider.shutdown()
     record = await store.get(run_id)
     assert record is not None and "trace" not in record.config
     assert len(receiver.delivered) == 2

@@ -37,6 +37,7 @@ from app.core import (
     Stop,
     StreamedInvalidToolCall,
     StreamedTurn,
+    SystemMessage,
     Text,
     ToolCall,
     ToolChoice,
@@ -131,7 +132,7 @@ class Config:
     tool_choice: ToolChoice | None
     output: str  # "off" | "tool" | "tool+schema"
     max_output_retries: int
-    with_history: bool
+    history: str  # "none" | "empty" | "some"
 
 
 configs = st.builds(
@@ -144,16 +145,18 @@ configs = st.builds(
     ),
     st.sampled_from(["off", "tool", "tool+schema"]),
     st.integers(0, 2),
-    st.booleans(),
+    st.sampled_from(["none", "empty", "some"]),
 )
 
 
 class ReferenceMachine(RuleBasedStateMachine):
     @initialize(config=configs)
     def start(self, config: Config) -> None:
-        history = (
-            [UserMessage("earlier"), AssistantMessage("reply")] if config.with_history else None
-        )
+        history = {
+            "none": None,
+            "empty": [],  # behaves like none (spec §1.1)
+            "some": [SystemMessage("be brief"), UserMessage("earlier"), AssistantMessage("reply")],
+        }[config.history]
         output_tool = None if config.output == "off" else OUT
         schema = (
             {"type": "object", "required": ["summary"]} if config.output == "tool+schema" else None
@@ -210,6 +213,8 @@ class ReferenceMachine(RuleBasedStateMachine):
         response = run.response()
         assert (None if response is None else n_done(Done(response))) == ref.done
         assert n_ctx(run.pending_invalid_tool_call()) == ref.pending_context()
+        cancelled = run.cancel_error("driver stop")
+        assert (cancelled.reason, n_hist(cancelled.chat_history)) == ("driver stop", ref.full())
 
     # --- the driver ---------------------------------------------------------------------
 

@@ -46,25 +46,18 @@ def test_every_operation_conforms_to_the_openapi_document(tmp_path: Path) -> Non
     base = f"http://127.0.0.1:{port}"
     try:
         wait_until(lambda: _up(base), 30, "the API to start")
+        command = [
+            SCHEMATHESIS, "run", f"{base}/openapi.json",
+            "--header", f"Authorization: Bearer {KEY}",
+            "--checks", "all",
+            "--exclude-checks", "positive_data_acceptance",  # replaced by the hooks'
+            "--max-examples", "25",
+            "--seed", "20261130",
+            "--workers", "1",
+            "--no-color",
+        ]  # fmt: skip
         run = subprocess.run(
-            [
-                SCHEMATHESIS,
-                "run",
-                f"{base}/openapi.json",
-                "--header",
-                f"Authorization: Bearer {KEY}",
-                "--checks",
-                "all",
-                "--exclude-checks",
-                "positive_data_acceptance",  # replaced by the hooks'
-                "--max-examples",
-                "25",
-                "--seed",
-                "20261130",
-                "--workers",
-                "1",
-                "--no-color",
-            ],  # fmt: skip
+            command,
             env={
                 **env,
                 "SCHEMATHESIS_HOOKS": "tests.api.schemathesis_hooks",

@@ -165,4 +165,5 @@ def configure_logging(
         lib = logging.getLogger(name)
         lib.handlers.clear()
         lib.propagate = True
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)  # start-up noise
     return redactor

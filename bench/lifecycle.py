@@ -312,10 +312,24 @@ async def own_statements(
     return result
 
 
+#: Workers that sweep finished runs as soon as they are a second old, every second: the
+#: retention sweep at its busiest, deleting while the lifecycle runs.
+SWEEPING = {
+    "AGENTRUN_RETENTION_DAYS": str(1 / 86400),
+    "AGENTRUN_RETENTION_INTERVAL": "1",
+    "AGENTRUN_RETENTION_BATCH": "200",
+}
+
+
 def start_workers(
-    url: str, workers: int, logdir: Path, label: str
+    url: str, workers: int, logdir: Path, label: str, extra_env: dict[str, str] | None = None
 ) -> list[subprocess.Popen[bytes]]:
-    env = {**os.environ, "AGENTRUN_DATABASE_URL": url, "AGENTRUN_LEASE_SECONDS": "30"}
+    env = {
+        **os.environ,
+        "AGENTRUN_DATABASE_URL": url,
+        "AGENTRUN_LEASE_SECONDS": "30",
+        **(extra_env or {}),
+    }
     return [
         subprocess.Popen(
             [AGENTRUN, "worker", "--concurrency", "8"],
@@ -335,12 +349,16 @@ def stop_workers(procs: list[subprocess.Popen[bytes]]) -> None:
 
 
 async def service_run(
-    service: RunService, lifecycles: int, workers: int, logdir: Path
+    service: RunService,
+    lifecycles: int,
+    workers: int,
+    logdir: Path,
+    extra_env: dict[str, str] | None = None,
 ) -> dict[str, float]:
     """Closed loop: the client creates runs and answers suspended ones through the
     service layer while `workers` processes drive them."""
     url = service.settings.database_url
-    procs = start_workers(url, workers, logdir, f"w{workers}")
+    procs = start_workers(url, workers, logdir, f"w{workers}", extra_env)
     await asyncio.sleep(1.5)  # workers connect and LISTEN
     body = run_body()
     created = 0
@@ -524,6 +542,11 @@ async def main() -> None:
         action="store_true",
         help="only the service rows: no reference rows, resume latency or suspend cost",
     )
+    parser.add_argument(
+        "--retention",
+        action="store_true",
+        help="add a row with the workers' retention sweep deleting finished runs throughout",
+    )
     args = parser.parse_args()
     admin, url = fresh_database(args.server)
     logdir = Path(os.environ.get("TMPDIR", "/tmp")) / "agentrun-bench"
@@ -552,6 +575,12 @@ async def main() -> None:
                 await service_run(service, args.runs, workers, logdir) for _ in range(args.repeat)
             ]
             rows.append((f"service, {workers} worker process(es) × 8", samples, workers))
+        if args.retention:  # last: the sweep deletes the seeded runs too
+            samples = [
+                await service_run(service, args.runs, 2, logdir, SWEEPING)
+                for _ in range(args.repeat)
+            ]
+            rows.append(("service, 2 × 8, retention sweeping every second", samples, 2))
         top = statistics.median(sample["per_second"] for sample in ceiling)
         print(
             f"{args.runs} lifecycles per sample, median (range) of {args.repeat} samples; "

@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from app import dashboard
-from app.api import problems, routes
+from app.api import openapi, problems, routes
 from app.api.live import EventHub
 from app.api.metrics import render as render_metrics
 from app.api.models import Health
@@ -69,6 +69,7 @@ def create_app(settings: Settings, *, worker_slots: int = 0) -> FastAPI:
         settings.auth_failure_limit, settings.auth_failure_window
     )
     problems.install(app)
+    openapi.install(app)
     app.include_router(routes.router)
     app.include_router(routes.callbacks)
     dashboard.install(app)

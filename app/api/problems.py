@@ -10,8 +10,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from app.service.errors import ServiceError
+from app.service.jsonrules import MAX_DEPTH
 
 MEDIA_TYPE = "application/problem+json"
 
@@ -80,6 +82,10 @@ CATALOGUE: dict[str, tuple[int, str, str]] = {
 }
 
 
+#: Pydantic error types of rules between fields (`app.providers.params`, `app.service.schemas`).
+CROSS_FIELD_ERRORS = frozenset({"parameter_conflict", "cross_field"})
+
+
 class Problem(BaseModel):
     """RFC 9457 problem details."""
 
@@ -127,6 +133,29 @@ def responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return out
 
 
+def _error(e: Any) -> dict[str, Any]:
+    """A pydantic error as a problem's `errors` item; the JSON rule's errors point at the
+    offending value itself (`app.service.jsonrules`)."""
+    ctx = e.get("ctx") or {}
+    if e.get("type") == "json_value" and "loc" in ctx:
+        loc = [*list(e.get("loc", ()))[:1], *ctx["loc"]]
+        return {"loc": loc, "msg": ctx["problem"], "type": "json_value"}
+    return {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+
+
+def _allowed_methods(request: Request) -> str:
+    """Every method some route serves at this path (Starlette names only the first
+    matching route's, and `/v1/runs` has a GET and a POST route)."""
+    methods: set[str] = set()
+    for route in request.app.routes:
+        match, _ = route.matches(request.scope)
+        if match != Match.NONE:
+            methods |= set(getattr(route, "methods", None) or ())
+    if "GET" in methods:
+        methods.add("HEAD")
+    return ", ".join(sorted(methods))
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(ServiceError)
     async def service_error(request: Request, exc: ServiceError) -> JSONResponse:
@@ -139,18 +168,29 @@ def install(app: FastAPI) -> None:
         errors = exc.errors()
         if any(e.get("type") == "json_invalid" for e in errors):
             return problem("malformed-json", "the request body is not valid JSON")
-        clean = [
-            {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
-            for e in errors
-        ]
+        clean = [_error(e) for e in errors]
         first = clean[0] if clean else {"loc": [], "msg": "invalid"}
         where = ".".join(str(p) for p in first["loc"][1:]) or "body"
+        # A rule between fields (which JSON Schema cannot state) is not a schema violation.
+        between = clean and all(e["type"] in CROSS_FIELD_ERRORS for e in clean)
         return problem(
-            "validation-error", f"{where}: {first['msg']}", instance=request.url.path, errors=clean
+            "invalid-request" if between else "validation-error",
+            f"{where}: {first['msg']}",
+            instance=request.url.path,
+            errors=clean,
         )
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400 and isinstance(exc.__cause__, RecursionError):
+            # FastAPI's JSON parser ran out of stack: nested far beyond the documented limit.
+            msg = f"is nested deeper than {MAX_DEPTH} levels"
+            return problem(
+                "validation-error",
+                f"body: {msg}",
+                instance=request.url.path,
+                errors=[{"loc": ["body"], "msg": msg, "type": "json_value"}],
+            )
         code = {
             401: "unauthorized",
             404: "not-found",
@@ -168,5 +208,9 @@ def install(app: FastAPI) -> None:
                 },
                 status_code=exc.status_code,
                 media_type=MEDIA_TYPE,
+                headers=exc.headers,
             )
-        return problem(code, str(exc.detail), instance=request.url.path)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = _allowed_methods(request)
+        return problem(code, str(exc.detail), instance=request.url.path, headers=headers)

@@ -22,7 +22,11 @@ router = APIRouter(prefix="/v1", tags=["runs"])
 callbacks = APIRouter(prefix="/v1/callbacks", tags=["callbacks"])
 
 Actor = Annotated[str, Depends(require_api_key)]
-RunId = Annotated[str, Path(min_length=1, max_length=40)]
+RunId = Annotated[
+    str, Path(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_-]+$", description="a run id")
+]
+#: RFC 3339 with a time zone (`Z` or an offset); parsed, not coerced from numbers.
+TIMESTAMP = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|z|[+-]\d{2}:\d{2})$"
 AUTH = responses(401)
 
 
@@ -74,7 +78,9 @@ async def create_run(
     request: Request,
     service: Service,
     actor: Actor,
-    idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
+    idempotency_key: Annotated[
+        str | None, Header(min_length=1, max_length=255, pattern=r"^[\x21-\x7e]+$")
+    ] = None,
 ) -> Response:
     in_flight: set[str] = request.app.state.idempotency_in_flight
     if idempotency_key is not None:
@@ -105,7 +111,15 @@ async def list_runs(
     _: Actor,
     status: RunStatus | None = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    cursor: Annotated[
+        str | None,
+        Query(
+            max_length=200,
+            pattern=r"^[A-Za-z0-9_-]+$",
+            description="`next_cursor` of the previous page (opaque); a cursor this service "
+            "did not make is refused with 422 `invalid-request`",
+        ),
+    ] = None,
 ) -> Response:
     views, next_cursor = await service.list_runs(status=status, limit=limit, cursor=cursor)
     page = models.RunList(data=[models.RunOut.of(v) for v in views], next_cursor=next_cursor)
@@ -142,7 +156,7 @@ async def submit_tool_results(
     summary="Submit tool results with a run's callback token (no API key)",
 )
 async def callback_tool_results(
-    token: Annotated[str, Path(min_length=1, max_length=200)],
+    token: Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_-]+$")],
     body: ToolResultsIn,
     service: Service,
 ) -> Response:
@@ -192,14 +206,12 @@ async def events(
     service: Service,
     _: Actor,
     after: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
-    last_event_id: Annotated[str | None, Header(max_length=20)] = None,
+    last_event_id: Annotated[str | None, Header(pattern=r"^[0-9]{1,10}$")] = None,
 ) -> models.EventList | EventSourceResponse:
     if "text/event-stream" in request.headers.get("accept", ""):
         await service.get_run(run_id)  # 404 before the stream starts
         start = after
         if last_event_id is not None:
-            if not last_event_id.isdigit():
-                raise InvalidRequest("Last-Event-ID must be an event sequence number")
             start = int(last_event_id)
         hub = request.app.state.event_hub
         return EventSourceResponse(hub.stream(run_id, start), ping=15)
@@ -216,14 +228,43 @@ async def events(
 async def usage(
     service: Service,
     _: Actor,
-    from_: Annotated[datetime | None, Query(alias="from")] = None,
-    to: datetime | None = None,
+    from_: Annotated[
+        str | None,
+        Query(
+            alias="from",
+            pattern=TIMESTAMP,
+            json_schema_extra={"format": "date-time"},
+            description="RFC 3339 with a time zone; default: a day before `to`",
+        ),
+    ] = None,
+    to: Annotated[
+        str | None,
+        Query(
+            pattern=TIMESTAMP,
+            json_schema_extra={"format": "date-time"},
+            description="RFC 3339 with a time zone, not before `from` (else 422 "
+            "`invalid-request`); default: now",
+        ),
+    ] = None,
 ) -> models.UsageOut:
-    end = to or datetime.now(UTC)
-    start = from_ or end - timedelta(days=1)
-    if start.tzinfo is None or end.tzinfo is None:
-        raise InvalidRequest("from and to need a time zone, e.g. 2026-11-30T00:00:00Z")
+    end = _instant(to, "to") if to is not None else datetime.now(UTC)
+    start = _instant(from_, "from") if from_ is not None else _day_before(end)
     if start > end:
         raise InvalidRequest("from must not be after to")
     totals = await service.store.usage_totals(start, end)
     return models.UsageOut.model_validate({"from": start, "to": end, **totals})
+
+
+def _day_before(moment: datetime) -> datetime:
+    try:
+        return moment - timedelta(days=1)
+    except OverflowError:  # `to` in the first day of year 1
+        return datetime.min.replace(tzinfo=UTC)
+
+
+def _instant(text: str, name: str) -> datetime:
+    """An RFC 3339 timestamp (matched by `TIMESTAMP`) as an aware UTC datetime."""
+    try:
+        return datetime.fromisoformat(text.replace("z", "Z")).astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise InvalidRequest(f"{name} is not a valid point in time: {text!r}") from None

@@ -22,7 +22,7 @@ from app.providers.base import (
     TextDelta,
     TurnComplete,
 )
-from app.providers.common import error_from_response, first_header
+from app.providers.common import error_from_response, first_header, malformed
 from app.providers.sse import SSEEvent, SSEParser
 
 
@@ -130,7 +130,10 @@ class HttpProvider:
                 status=response.status_code,
                 provider=self.name,
             )
-        return self.decode(body, request_id=self._request_id(response))
+        try:
+            return self.decode(body, request_id=self._request_id(response))
+        except ValueError as exc:  # a value no run can hold (`app.core.InvalidJsonValue`)
+            raise malformed(self.name, "response", exc) from exc
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
         content = orjson.dumps(self.encode(request, stream=True))
@@ -159,6 +162,8 @@ class HttpProvider:
                 turn = decoder.finish()
         except httpx.HTTPError as exc:
             raise self._transport_error(exc) from exc
+        except ValueError as exc:  # a value no run can hold (`app.core.InvalidJsonValue`)
+            raise malformed(self.name, "stream", exc) from exc
         yield TurnComplete(turn)
 
     async def aclose(self) -> None:

@@ -8,6 +8,7 @@ run does with what arrives; the store decides who wins a race.
 from __future__ import annotations
 
 import base64
+import re
 import secrets
 import string
 from collections.abc import Callable, Mapping
@@ -105,13 +106,19 @@ def encode_cursor(record: RunRecord) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+_RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,40}")
+
+
 def decode_cursor(cursor: str) -> tuple[datetime, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         created, rid = raw.split("|", 1)
-        return datetime.fromisoformat(created), rid
+        when = datetime.fromisoformat(created)
     except (ValueError, UnicodeDecodeError):
         raise InvalidRequest("cursor is malformed") from None
+    if when.tzinfo is None or not _RUN_ID.fullmatch(rid):
+        raise InvalidRequest("cursor is malformed")
+    return when, rid
 
 
 def finished_values(run: AgentRun) -> dict[str, Any]:

@@ -4,42 +4,52 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
-from app.providers.params import validate_params
+from app.core import MAX_JSON_INT, MIN_JSON_INT
+from app.providers.params import EXTRA_BODY, validate_params
+from app.service.jsonrules import check_body
 
 TOOL_NAME = r"^[a-zA-Z0-9_-]{1,64}$"
-INT_MIN, INT_MAX = -(2**63), 2**64 - 1
 
 
-def _numbers_fit(value: Any) -> bool:
-    if isinstance(value, dict):
-        return all(_numbers_fit(v) for v in value.values())
-    if isinstance(value, list):
-        return all(_numbers_fit(v) for v in value)
-    return not isinstance(value, int) or isinstance(value, bool) or INT_MIN <= value <= INT_MAX
+def integral(value: Any) -> Any:
+    """JSON numbers with no fractional part as `int` (JSON has one number type: `5.0` is
+    the integer 5), inside arrays and objects too; every other value as it is."""
+    cls = type(value)
+    if cls is float and value.is_integer() and MIN_JSON_INT <= value <= MAX_JSON_INT:
+        return int(value)  # (1e30 stays a float: as an int it would leave the 64-bit range)
+    if cls is list:
+        return [integral(v) for v in value]
+    if cls is dict:
+        return {k: integral(v) for k, v in value.items()}
+    return value
 
 
-def check_json_numbers(value: Any, where: str = "body") -> None:
-    """Free-form JSON is stored and hashed as JSON: integers must fit in 64 bits. (A
-    quick pass first; the place of an offending number is only worked out on failure.)"""
-    if _numbers_fit(value):
-        return
-    if isinstance(value, bool):
-        return
-    if isinstance(value, int):
-        if not INT_MIN <= value <= INT_MAX:
-            raise ValueError(f"{where}: integer out of the 64-bit range")
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            check_json_numbers(v, f"{where}.{k}")
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            check_json_numbers(v, f"{where}[{i}]")
+def _integral_float(value: Any) -> Any:
+    return integral(value) if type(value) is float else value
+
+
+#: Integer fields: `5` and `5.0` are accepted; `"5"`, `5.5` and `true` are not.
+_AS_INT = BeforeValidator(_integral_float)  # last: it runs first, before the checks
+MaxRetries = Annotated[int, Field(ge=0, le=100, strict=True), _AS_INT]
+MaxTurns = Annotated[int, Field(ge=1, le=1000, strict=True), _AS_INT]
+Concurrency = Annotated[int, Field(ge=1, le=64, strict=True), _AS_INT]
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class Body(Strict):
+    """A request body: the text and JSON rule (`app.service.jsonrules`) is applied to the
+    whole parsed body once, before its fields are validated."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def json_rule(cls, data: Any) -> Any:
+        return check_body(data)
 
 
 class ModelSpec(BaseModel):
@@ -52,7 +62,10 @@ class ModelSpec(BaseModel):
 
     @model_validator(mode="after")
     def known_params(self) -> ModelSpec:
-        validate_params(self.provider, self.model_extra or {})
+        extra = self.__pydantic_extra__ or {}
+        params = {k: v if k == EXTRA_BODY else integral(v) for k, v in extra.items()}
+        validate_params(self.provider, params)
+        extra.update(params)  # `max_tokens: 1024.0` is the integer 1024, sent as such
         return self
 
     @property
@@ -76,7 +89,7 @@ ToolChoiceIn = Literal["auto", "none", "required"] | SpecificTool
 class InvalidToolCallPolicy(Strict):
     action: Literal["fail", "retry", "repair", "skip", "stop", "ask"] = "fail"
     feedback: str | None = None  # retry: what the model is told
-    max_retries: int = Field(default=1, ge=0, le=100)  # retry: run-wide budget
+    max_retries: MaxRetries = 1  # retry: run-wide budget
     repair_to: dict[str, str] = Field(default_factory=dict)  # repair: invalid → valid name
     reason: str | None = None  # skip / stop
 
@@ -91,51 +104,41 @@ class HistoryMessage(Strict):
     id: str | None = None
 
 
-class RunCreate(Strict):
+class RunCreate(Body):
     prompt: str = Field(min_length=1)
     model: ModelSpec
     preamble: str | None = None
     history: list[HistoryMessage] = Field(default_factory=list)
     tools: list[ToolDef] = Field(default_factory=list)
     tool_choice: ToolChoiceIn | None = None
-    max_turns: int | None = Field(default=None, ge=1, le=1000)
-    tool_concurrency: int = Field(default=1, ge=1, le=64)
+    max_turns: MaxTurns | None = None
+    tool_concurrency: Concurrency = 1
     invalid_tool_call: InvalidToolCallPolicy = Field(default_factory=InvalidToolCallPolicy)
     webhook: WebhookSpec | None = None
-    expires_in: float | None = Field(default=None, gt=0, le=365 * 24 * 3600)
+    expires_in: float | None = Field(default=None, gt=0, le=365 * 24 * 3600, strict=True)
     metadata: dict[str, Any] = Field(default_factory=dict)
-    stream: bool = False
-
-    @model_validator(mode="after")
-    def json_numbers_fit(self) -> RunCreate:
-        check_json_numbers(self.model_dump(mode="python"))
-        return self
+    stream: bool = Field(default=False, strict=True)
 
     @field_validator("tools")
     @classmethod
     def unique_tool_names(cls, tools: list[ToolDef]) -> list[ToolDef]:
         names = [t.name for t in tools]
         if len(names) != len(set(names)):
-            raise ValueError("tool names must be unique")
+            raise PydanticCustomError("cross_field", "tool names must be unique")
         return tools
 
 
 class ToolResultIn(Strict):
     tool_call_id: str = Field(min_length=1, max_length=255)
     output: Any
-    is_error: bool = False
+    is_error: bool = Field(default=False, strict=True)
 
 
-class ToolResultsIn(Strict):
+class ToolResultsIn(Body):
     results: Annotated[list[ToolResultIn], Field(min_length=1, max_length=1000)]
 
-    @model_validator(mode="after")
-    def json_numbers_fit(self) -> ToolResultsIn:
-        check_json_numbers([r.output for r in self.results], "results")
-        return self
 
-
-class ResolutionIn(Strict):
+class ResolutionIn(Body):
     """The answer to a parked invalid tool call (`waiting_reason = resolution`)."""
 
     action: Literal["fail", "retry", "repair", "skip", "stop"]

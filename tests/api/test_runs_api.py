@@ -206,24 +206,33 @@ async def test_malformed_json_is_400(client: httpx.AsyncClient) -> None:
 
 
 @pytest.mark.parametrize(
-    "payload",
+    ("payload", "code"),
     [
-        {},
-        {"prompt": "", "model": {"provider": "scripted", "name": "d"}},
-        {"prompt": "x", "model": {"provider": "nope", "name": "d"}},
-        {"prompt": "x", "model": {"provider": "scripted", "name": "d"}, "max_turns": 0},
-        {"prompt": "x", "model": {"provider": "scripted", "name": "d"}, "surprise": 1},
-        {
-            "prompt": "x",
-            "model": {"provider": "scripted", "name": "d"},
-            "tools": [{"name": "a"}, {"name": "a"}],
-        },
+        ({}, "validation-error"),
+        ({"prompt": "", "model": {"provider": "scripted", "name": "d"}}, "validation-error"),
+        ({"prompt": "x", "model": {"provider": "nope", "name": "d"}}, "validation-error"),
+        (
+            {"prompt": "x", "model": {"provider": "scripted", "name": "d"}, "max_turns": 0},
+            "validation-error",
+        ),
+        (
+            {"prompt": "x", "model": {"provider": "scripted", "name": "d"}, "surprise": 1},
+            "validation-error",
+        ),
+        (  # a rule between items, which the schema cannot state
+            {
+                "prompt": "x",
+                "model": {"provider": "scripted", "name": "d"},
+                "tools": [{"name": "a"}, {"name": "a"}],
+            },
+            "invalid-request",
+        ),
     ],
 )
 async def test_invalid_bodies_are_422_and_create_nothing(
-    client: httpx.AsyncClient, payload: dict[str, Any]
+    client: httpx.AsyncClient, payload: dict[str, Any], code: str
 ) -> None:
-    assert_problem(await client.post("/v1/runs", json=payload), 422, "validation-error")
+    assert_problem(await client.post("/v1/runs", json=payload), 422, code)
     assert (await client.get("/v1/runs")).json()["data"] == []
 
 

@@ -29,6 +29,7 @@ from tests.mocks.replies import (
     RESPONSES_PATH,
     MockReasoning,
     MockToolCall,
+    MockUsage,
     Reply,
 )
 from tests.mocks.server import MockProviderServer
@@ -305,3 +306,24 @@ async def test_shared_client_is_not_closed_by_the_provider(mock: MockProviderSer
         assert not client.is_closed
         async with OpenAIChatProvider(base_url=mock.openai_base_url, client=client) as p:
             assert (await p.complete(request())).choice == (Text("b"),)
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_values_no_run_can_hold_are_a_malformed_response_not_a_crash(
+    provider: HttpProvider, mock: MockProviderServer, streamed: bool
+) -> None:
+    """Arguments nested past the core's limit, or a negative token count: a clear,
+    non-retryable provider error (not a ValueError escaping into the worker)."""
+    deep = "[" * 200 + "]" * 200
+    for reply in (
+        Reply(tool_calls=[MockToolCall("add", arguments=f'{{"a": {deep}}}')]),
+        Reply(text="hi", usage=MockUsage(input=-5)),
+    ):
+        mock.script(reply)
+        with pytest.raises(ProviderError) as caught:
+            if streamed:
+                await collect(provider, request(tools=(ADD,)))
+            else:
+                await provider.complete(request(tools=(ADD,)))
+        assert "malformed" in caught.value.message
+        assert caught.value.retryable is False

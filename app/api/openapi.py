@@ -1,0 +1,203 @@
+"""The OpenAPI document states what the service enforces, so that a client generated from
+it (or schemathesis) sends only what is accepted and knows every refusal:
+
+* every refusal is `application/problem+json` (never the `application/json` FastAPI adds
+  for a response model); the 422 of parameter validation is a problem too; every route
+  that authenticates documents the 429 of failed-authentication throttling;
+* request strings are valid Unicode without NUL, integers are within 64 bits, free-form
+  JSON values follow the same rule (`JsonValue`; `app.service.jsonrules`);
+* a query or header parameter is a plain value (FastAPI writes optional ones as "or
+  null", which HTTP cannot carry);
+* `model` is one of the providers' parameter tables (`app.providers.params`), each closed.
+
+Rules between fields (a `tool_choice` naming a defined tool, `from` not after `to`, a
+cursor this service made, a reachable webhook URL) cannot be written in JSON Schema: they
+are in the descriptions, and their refusals are 422 `/problems/invalid-request`, apart
+from the schema's own `/problems/validation-error`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from app.api.problems import MEDIA_TYPE, responses
+from app.core import MAX_JSON_INT, MIN_JSON_INT
+from app.providers.params import EXTRA_BODY, TABLES
+
+PROBLEM = {"$ref": "#/components/schemas/Problem"}
+JSON_VALUE = {"$ref": "#/components/schemas/JsonValue"}
+#: Text without NUL (as ECMA-262, Python and Rust regexes read it). Lone surrogates are
+#: refused too, but a regex over UTF-8 text (jsonschema-rs) cannot name them: they are in
+#: the description of `JsonValue` and of every request body.
+TEXT = r"^[^\u0000]*$"
+_BODIES = ("RunCreate", "ToolResultsIn", "ResolutionIn")
+
+
+def _json_value_schema() -> dict[str, Any]:
+    return {
+        "description": "Any JSON value: integers within the 64-bit range, finite numbers, "
+        "text without NUL or lone surrogates (I-JSON), nested at most 128 levels below the "
+        "top of the request body.",
+        "anyOf": [
+            {"type": "null"},
+            {"type": "boolean"},
+            {"type": "integer", "minimum": MIN_JSON_INT, "maximum": MAX_JSON_INT},
+            {"type": "number"},
+            {"type": "string", "pattern": TEXT},
+            {"type": "array", "items": JSON_VALUE},
+            {
+                "type": "object",
+                "additionalProperties": JSON_VALUE,
+                "propertyNames": {"pattern": TEXT},
+            },
+        ],
+    }
+
+
+def _is_any(schema: Any) -> bool:
+    keys = set(schema) - {"title", "description", "default", "examples"}
+    return isinstance(schema, dict) and not keys
+
+
+def _tighten(schema: Any) -> Any:
+    """Strings get the text rule, free-form values become `JsonValue`."""
+    if isinstance(schema, list):
+        return [_tighten(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if _is_any(schema):
+        return {**schema, **JSON_VALUE}
+    out = {k: _tighten(v) for k, v in schema.items()}
+    if out.get("additionalProperties") is True:
+        out["additionalProperties"] = JSON_VALUE
+    if out.get("additionalProperties") not in (None, False):
+        out.setdefault("propertyNames", {"pattern": TEXT})
+    if out.get("type") == "string" and not {"pattern", "enum", "const", "format"} & set(out):
+        out["pattern"] = TEXT
+    if out.get("type") == "integer":
+        out.setdefault("minimum", MIN_JSON_INT)
+        out.setdefault("maximum", MAX_JSON_INT)
+    return out
+
+
+def _model_schema(components: dict[str, Any]) -> dict[str, Any]:
+    """`model`: one closed object per provider, its parameters from the provider's table."""
+    variants = []
+    for provider, table in TABLES.items():
+        prefix = provider.title().replace("_", "")
+        generated = table.adapter.json_schema(
+            ref_template=f"#/components/schemas/{prefix}{{model}}"
+        )
+        for name, definition in generated.pop("$defs", {}).items():
+            components[f"{prefix}{name}"] = _tighten(definition)
+        properties = {
+            "provider": {"const": provider},
+            "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": TEXT},
+            **_tighten(generated.get("properties", {})),
+        }
+        if table.extra_body:
+            properties[EXTRA_BODY] = {
+                "type": "object",
+                "additionalProperties": JSON_VALUE,
+                "propertyNames": {"pattern": TEXT},
+                "description": "parameters newer than this service, sent verbatim",
+            }
+        variants.append(
+            {
+                "title": f"{table.wire} model",
+                "type": "object",
+                "properties": properties,
+                "required": ["provider", "name"],
+                "additionalProperties": False,
+            }
+        )
+    return {
+        "title": "ModelSpec",
+        "description": "The provider, the model's name and its request parameters.",
+        "oneOf": variants,
+        "discriminator": {"propertyName": "provider"},
+    }
+
+
+def _plain_parameter(parameter: dict[str, Any]) -> None:
+    schema = parameter.get("schema", {})
+    options = schema.get("anyOf")
+    if isinstance(options, list):
+        kept = [o for o in options if o.get("type") != "null"]
+        if len(kept) == 1:
+            rest = {k: v for k, v in schema.items() if k != "anyOf"}
+            parameter["schema"] = {**rest, **kept[0]}
+
+
+def _fix_operation(operation: dict[str, Any]) -> None:
+    for parameter in operation.get("parameters", []):
+        _plain_parameter(parameter)
+    answers: dict[str, Any] = operation.setdefault("responses", {})
+    for status, answer in list(answers.items()):
+        if not status.isdigit() or int(status) < 400:
+            continue
+        answer["content"] = {MEDIA_TYPE: {"schema": PROBLEM}}
+        if status == "422" and answer.get("description") == "Validation Error":
+            answer["description"] = responses(422)[422]["description"]
+    if "401" in answers and "429" not in answers:
+        answers["429"] = {
+            "description": responses(429)[429]["description"],
+            "content": {MEDIA_TYPE: {"schema": PROBLEM}},
+        }
+
+
+def build(app: FastAPI) -> dict[str, Any]:
+    schema = get_openapi(
+        title=app.title, version=app.version, description=app.description, routes=app.routes
+    )
+    for path in schema.get("paths", {}).values():
+        for operation in path.values():
+            _fix_operation(operation)
+    components: dict[str, Any] = schema.setdefault("components", {}).setdefault("schemas", {})
+    for unused in ("HTTPValidationError", "ValidationError"):
+        components.pop(unused, None)
+    body_parts = _referenced(components, _BODIES)
+    for name in body_parts:
+        components[name] = _tighten(components[name])
+    components["ModelSpec"] = _model_schema(components)
+    components["JsonValue"] = _json_value_schema()
+    return schema
+
+
+def _referenced(components: dict[str, Any], roots: tuple[str, ...]) -> list[str]:
+    """The component names reachable from `roots` (the request bodies' parts)."""
+    seen: list[str] = []
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in components:
+            continue
+        seen.append(name)
+        todo.extend(_refs(components[name]))
+    return seen
+
+
+def _refs(schema: Any) -> list[str]:
+    if isinstance(schema, dict):
+        found = []
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+            found.append(ref.rsplit("/", 1)[1])
+        for value in schema.values():
+            found.extend(_refs(value))
+        return found
+    if isinstance(schema, list):
+        return [r for item in schema for r in _refs(item)]
+    return []
+
+
+def install(app: FastAPI) -> None:
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = build(app)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -49,7 +49,7 @@ SCOPE = "agentrun"
 #: Where a run keeps its trace context (W3C TraceContext headers) inside `runs.config`.
 CONFIG_KEY = "trace"
 DEFAULT_SERVICE_NAME = "agentrun-service"
-#: The run-level attributes' names.
+#: The attribute that names the run, on every span of one.
 RUN_ID = "agentrun.run.id"
 
 Attributes = dict[str, Any]

@@ -62,6 +62,14 @@ class PrivatePostgres:
 
 
 def available() -> bool:
+    """Whether a private cluster can be started here. Under CI the answer is always yes:
+    a machine without the binaries fails these tests instead of skipping them."""
+    if os.environ.get("CI"):
+        return True
+    return _binaries()
+
+
+def _binaries() -> bool:
     try:
         pwd.getpwnam(SYSTEM_USER)
     except KeyError:

@@ -124,3 +124,24 @@ async def snapshot(store: RunStore, run_id: str) -> tuple[Any, ...]:
         await store.tool_calls(run_id),
         await store.events(run_id),
     )
+
+
+@asynccontextmanager
+async def api_client(settings: Settings, key: str) -> AsyncIterator[Any]:
+    """An in-process API (lifespan run) and an httpx client holding `key`; the app is
+    the client's `.app`."""
+    import httpx
+
+    from app.api.app import create_app
+
+    app = create_app(settings)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app),
+            base_url="http://test",
+            headers={"Authorization": f"Bearer {key}"},
+        ) as client,
+    ):
+        client.app = app  # type: ignore[attr-defined]
+        yield client

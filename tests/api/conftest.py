@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from app.api.app import create_app
 from app.settings import Settings
 from app.store.runs import RunStore
 from tests.conftest import make_settings
+from tests.helpers import api_client
 
 KEY = "test-key-1"
 
@@ -23,13 +23,5 @@ def api_settings(database_url: str, store: RunStore) -> Settings:
 
 @pytest.fixture
 async def client(api_settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(api_settings)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(
-            transport=transport,
-            base_url="http://test",
-            headers={"Authorization": f"Bearer {KEY}"},
-        ) as c:
-            c.app = app  # type: ignore[attr-defined]
-            yield c
+    async with api_client(api_settings, KEY) as c:
+        yield c

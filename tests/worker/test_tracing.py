@@ -18,13 +18,12 @@ from opentelemetry.trace import SpanKind, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from app import tracing
-from app.api.app import create_app
 from app.core.lifecycle import RunStatus
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.runs import RunStore
 from tests.conftest import make_settings
-from tests.helpers import results_for, run_body, running_worker, wait_for, wait_status
+from tests.helpers import api_client, results_for, run_body, running_worker, wait_for, wait_status
 from tests.mocks.receiver import SECRET, Receiver, webhook_receiver
 from tests.mocks.replies import MockToolCall, MockUsage, Reply
 from tests.mocks.server import MockProviderServer
@@ -66,15 +65,8 @@ def hook_settings(database_url: str, store: RunStore) -> Settings:
 
 @pytest.fixture
 async def client(hook_settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(hook_settings)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(
-            transport=transport,
-            base_url="http://test",
-            headers={"Authorization": f"Bearer {KEY}"},
-        ) as c:
-            yield c
+    async with api_client(hook_settings, KEY) as c:
+        yield c
 
 
 def body_json(receiver: Receiver) -> dict[str, Any]:

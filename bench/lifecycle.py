@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import random
 import resource
 import secrets
 import statistics
@@ -38,14 +39,26 @@ import uvloop  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
 from app import tracing  # noqa: E402
-from app.core import AgentRun, AssistantMessage, Text, ToolCall, ToolResult, UserMessage  # noqa: E402
+from app.core import (  # noqa: E402
+    AgentRun,
+    AssistantMessage,
+    ModelTurn,
+    Text,
+    ToolCall,
+    ToolResult,
+    Usage,
+    UserMessage,
+    stored,
+)
 from app.core.lifecycle import RunStatus  # noqa: E402
+from app.core.serde import message_to_dict  # noqa: E402
 from app.service.runs import RunService, RunView  # noqa: E402
 from app.settings import Settings  # noqa: E402
+from app.store import changes  # noqa: E402
 from app.store.db import create_engine  # noqa: E402
 from app.store.direct import Compiled, DirectPool  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
-from app.store.records import RUN_COLUMNS, NewEvent  # noqa: E402
+from app.store.records import RUN_COLUMNS, NewToolCall  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from tests.helpers import drive_once, results_for, run_body  # noqa: E402
 
@@ -424,46 +437,137 @@ async def resume_latency(service: RunService, workers: int, logdir: Path) -> flo
     return statistics.median(latencies)
 
 
+WORDS = [
+    "the",
+    "file",
+    "contains",
+    "a",
+    "function",
+    "that",
+    "reads",
+    "each",
+    "row",
+    "of",
+    "the",
+    "table",
+    "and",
+    "returns",
+    "the",
+    "total",
+    "amount",
+    "for",
+    "every",
+    "account",
+    "listed",
+    "in",
+    "the",
+    "report",
+    "after",
+    "applying",
+    "the",
+    "discount",
+    "rules",
+    "which",
+    "depend",
+    "on",
+    "the",
+    "customer",
+    "region",
+    "currency",
+    "and",
+    "the",
+    "date",
+    "of",
+    "the",
+    "last",
+    "payment",
+    "recorded",
+    "by",
+    "system",
+    "when",
+    "an",
+    "error",
+    "occurs",
+    "it",
+    "logs",
+    "message",
+    "retries",
+    "request",
+    "later",
+]
+
+
+def prose(seed: int, words: int = 60) -> str:
+    """Text about as compressible as a real transcript's (shuffled English words, digits)."""
+    rng = random.Random(seed)
+    return " ".join(
+        rng.choice(WORDS) if rng.random() > 0.1 else str(rng.randrange(10**6)) for _ in range(words)
+    )
+
+
 def run_with_history(n: int) -> AgentRun:
     """A run whose history holds `n` messages (tool rounds of the `add` tool)."""
     history: list[AssistantMessage | UserMessage] = []
     for i in range(n // 2):
         call = ToolCall.from_wire(f"c{i}", "add", {"a": i, "b": i})
-        history.append(AssistantMessage((Text(f"step {i}"), call), f"m{i}"))
-        history.append(UserMessage([ToolResult(call.id, "add", (Text(str(2 * i)),))]))
-    return AgentRun("go", max_turns=3, history=history)
+        history.append(AssistantMessage((Text(prose(2 * i)), call), f"m{i}"))
+        history.append(UserMessage([ToolResult(call.id, "add", (Text(prose(2 * i + 1)),))]))
+    return AgentRun("go", max_turns=10_000, history=history)
 
 
-async def suspend_cost(url: str) -> list[tuple[int, float, int]]:
-    """Serialize + write one suspended run, by history length (ms per suspend)."""
+async def tool_round_cost(url: str) -> list[tuple[int, float, float, int]]:
+    """A tool round of a run whose conversation holds n messages, as the worker and the
+    service make it: claim (with the log), load, the model's answer, suspend (snapshot +
+    write: timed), the results submitted (resumed). Per n: suspend ms (median), WAL per
+    round (kB, mean), control document bytes."""
     engine = create_engine(url)
     store = RunStore(engine)
     service = RunService(store, Settings(database_url=url))
     out = []
     for n in (10, 100, 1000):
-        run = run_with_history(n)
-        view, _ = await service.create_run(run_body())
-        times = []
-        for _ in range(30):
+        history = [message_to_dict(m) for m in run_with_history(n).full_history()]
+        body = run_body(history=history, max_turns=1000)
+        view, _ = await service.create_run(body)
+        times, wal = [], []
+        for r in range(30):
+            start = wal_position(url)
             now = datetime.now(UTC)
-            await store.transition(
-                view.record.id,
-                from_statuses=[RunStatus.QUEUED],
-                values={"status": "running"},
-                events=[],
-                now=now,
+            until = now + timedelta(seconds=60)
+            (record,) = await store.claim_many("bench", now, until, 1)
+            assert record.id == view.record.id
+            loaded = stored.load(record.state, record.log)
+            run = loaded.run
+            run.next_step()
+            call = ToolCall.from_wire(f"r{r}", "add", {"a": r, "b": r})
+            answer = ModelTurn(
+                choice=(Text(prose(10_000 + r)), call),
+                usage=Usage(input_tokens=100, output_tokens=20, total_tokens=120),
+                executable_tool_names=frozenset({"add"}),
+                allowed_tool_names=frozenset({"add"}),
+                message_id=f"msg{r}",
             )
+            run.model_response(answer)
             t0 = time.perf_counter()
-            state = run.to_json()
-            await store.transition(
-                view.record.id,
-                from_statuses=[RunStatus.RUNNING],
-                values={"status": "queued", "state": state, "expires_at": now + timedelta(1)},
-                events=[NewEvent("run.requires_action", {})],
-                now=now,
+            snapshot = stored.snapshot(loaded)
+            pending = [NewToolCall(0, call.id, call.name, call.arguments)]
+            change = changes.suspend_for_tools(
+                record.version,
+                snapshot,
+                run.turn(),
+                pending,
+                f"h{r}{n}",
+                now + timedelta(days=1),
+                [],
+                None,
+                {"round": run.turn()},
             )
+            suspended, _ = await store.apply(record.id, change, now)
             times.append((time.perf_counter() - t0) * 1000)
-        out.append((n, statistics.median(times), len(state)))
+            assert suspended is not None
+            view = await service.get_run(record.id)
+            await service.submit_tool_results(results_for(view), run_id=record.id)
+            wal.append((wal_position(url) - start) / 1024)
+        out.append((n, statistics.median(times), statistics.mean(wal), len(snapshot.control)))
     await store.aclose()
     return out
 
@@ -631,10 +735,12 @@ async def main() -> None:
             )
         await store.aclose()
         print()
-        print("| history messages | suspend (serialize + write) | state bytes |")
-        print("|---|---|---|")
-        for n, ms, size in await suspend_cost(url):
-            print(f"| {n} | {ms:.2f} ms | {size} |")
+        print(
+            "| history messages | suspend (snapshot + write) | WAL per tool round | control bytes |"
+        )
+        print("|---|---|---|---|")
+        for n, ms, kb, size in await tool_round_cost(url):
+            print(f"| {n} | {ms:.2f} ms | {kb:.1f} kB | {size} |")
     finally:
         drop_database(admin, url)
 

@@ -16,7 +16,7 @@ from prometheus_client.core import (
     Metric,
 )
 
-from app.core.lifecycle import RunStatus
+from app.core.lifecycle import OutboxStatus, RunStatus
 from app.store import reports
 from app.store.runs import RunStore
 
@@ -93,8 +93,8 @@ async def render(store: RunStore) -> bytes:
         "agentrun_webhook_deliveries", "Webhook deliveries by state", labels=["state"]
     )
     states: dict[str, int] = dict(m.deliveries)
-    for state in ("pending", "delivered", "failed"):
-        d.add_metric([state], states.get(state, 0))
+    for state in OutboxStatus:
+        d.add_metric([state.value], states.get(state.value, 0))
     families.append(d)
     a = CounterMetricFamily(
         "agentrun_webhook_attempts", "Webhook delivery attempts by outcome", labels=["outcome"]

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from app.core.lifecycle import RunStatus
 from app.service.runs import RunView
 from app.store.records import EventRecord
 from app.timestamps import Timestamp
@@ -33,9 +34,7 @@ class ResolveInvalidToolCall(BaseModel):
 
 class RunOut(BaseModel):
     id: str
-    status: Literal[
-        "queued", "running", "requires_action", "completed", "failed", "cancelled", "expired"
-    ]
+    status: RunStatus
     turn: int
     max_turns: int
     required_action: SubmitToolResults | ResolveInvalidToolCall | None = Field(
@@ -78,7 +77,7 @@ class RunOut(BaseModel):
             )
         return cls(
             id=r.id,
-            status=r.status.value,
+            status=r.status,
             turn=r.turn,
             max_turns=r.max_turns,
             required_action=action,
@@ -91,7 +90,7 @@ class RunOut(BaseModel):
             attempts=r.attempts,
             created_at=r.created_at,
             updated_at=r.updated_at,
-            expires_at=r.expires_at if r.status.value == "requires_action" else None,
+            expires_at=r.expires_at if r.status == RunStatus.REQUIRES_ACTION else None,
         )
 
 

@@ -16,7 +16,7 @@ from app.core.lifecycle import RunStatus
 from app.service.errors import IdempotencyInFlight, InvalidRequest
 from app.service.runs import RunService
 from app.service.schemas import ResolutionIn, RunCreate, ToolResultsIn
-from app.store.runs import SubmitOutcome
+from app.service.submissions import SubmitOutcome
 
 router = APIRouter(prefix="/v1", tags=["runs"])
 callbacks = APIRouter(prefix="/v1/callbacks", tags=["callbacks"])

@@ -21,6 +21,9 @@ class RunStatus(StrEnum):
     EXPIRED = "expired"
 
 
+#: The status a run is created in.
+INITIAL = RunStatus.QUEUED
+
 TERMINAL = frozenset(
     {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.EXPIRED}
 )
@@ -37,6 +40,15 @@ class Transition(StrEnum):
     EXPIRE = "expire"  # a suspended run waited past expires_at
     LEASE_LOST = "lease_lost"  # the reaper re-queues a run whose worker stopped heartbeating
     RETRY = "retry"  # an operator restarts a failed/expired run from its last durable state
+    STOP = "stop"  # a resolution whose action (fail, stop) ends a suspended run
+    RELEASE = "release"  # a worker gives back a run an outage interrupted
+    HEARTBEAT = "heartbeat"  # the lease holder extends its lease
+    RECORD = "record"  # the lease holder appends events (streamed text) without a change
+    ANSWER = "answer"  # some, not all, pending tool results arrived
+    ASK_AGAIN = "ask_again"  # a resolution led to the next invalid call awaiting `ask`
+    EXTEND = "extend"  # an operator extends a suspended run's expiry
+    NOTE = "note"  # an event naming who did something to a suspended run
+    BILL = "bill"  # model calls of a lost lease go on the ledger, whatever the run's status
 
 
 _S = RunStatus
@@ -49,6 +61,7 @@ TABLE: dict[tuple[RunStatus, Transition], RunStatus] = {
     (_S.RUNNING, _T.SUSPEND): _S.REQUIRES_ACTION,
     (_S.RUNNING, _T.COMPLETE): _S.COMPLETED,
     (_S.RUNNING, _T.FAIL): _S.FAILED,
+    (_S.REQUIRES_ACTION, _T.STOP): _S.FAILED,
     (_S.RUNNING, _T.BACKOFF): _S.QUEUED,
     (_S.RUNNING, _T.CANCEL): _S.CANCELLED,
     (_S.RUNNING, _T.LEASE_LOST): _S.QUEUED,
@@ -57,7 +70,26 @@ TABLE: dict[tuple[RunStatus, Transition], RunStatus] = {
     (_S.REQUIRES_ACTION, _T.EXPIRE): _S.EXPIRED,
     (_S.FAILED, _T.RETRY): _S.QUEUED,
     (_S.EXPIRED, _T.RETRY): _S.QUEUED,
+    (_S.RUNNING, _T.RELEASE): _S.QUEUED,
+    (_S.RUNNING, _T.HEARTBEAT): _S.RUNNING,
+    (_S.RUNNING, _T.RECORD): _S.RUNNING,
+    (_S.REQUIRES_ACTION, _T.ANSWER): _S.REQUIRES_ACTION,
+    (_S.REQUIRES_ACTION, _T.ASK_AGAIN): _S.REQUIRES_ACTION,
+    (_S.REQUIRES_ACTION, _T.EXTEND): _S.REQUIRES_ACTION,
+    (_S.REQUIRES_ACTION, _T.NOTE): _S.REQUIRES_ACTION,
+    **{(s, _T.BILL): s for s in RunStatus},
 }
+
+#: Transitions that keep the run in its status (only columns and events change).
+STAYS = frozenset(t for t in Transition if all(a == b for (a, x), b in TABLE.items() if x == t))
+
+
+class OutboxStatus(StrEnum):
+    """A webhook delivery's own lifecycle (`webhook_outbox.status`)."""
+
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    FAILED = "failed"
 
 
 class TransitionRefused(Exception):
@@ -84,4 +116,19 @@ def apply(run_id: str, current: RunStatus, transition: Transition) -> RunStatus:
 
 def sources(transition: Transition) -> frozenset[RunStatus]:
     """The statuses `transition` may start from (the store's `WHERE status IN ...`)."""
-    return frozenset(s for (s, t) in TABLE if t == transition)
+    return _SOURCES[transition]
+
+
+def target(transition: Transition) -> RunStatus | None:
+    """The status `transition` leads to from every source; None for the ones that keep
+    whatever status the run has (`BILL`)."""
+    return _TARGETS[transition]
+
+
+def _target(transition: Transition) -> RunStatus | None:
+    ends = {b for (a, t), b in TABLE.items() if t == transition}
+    return next(iter(ends)) if len(ends) == 1 else None
+
+
+_SOURCES = {t: frozenset(s for (s, x) in TABLE if x == t) for t in Transition}
+_TARGETS = {t: _target(t) for t in Transition}

@@ -69,6 +69,7 @@ __all__ = [
     "completion_call_to_dict",
     "dumps",
     "finish_reason_from",
+    "load_doc",
     "loads",
     "message_from",
     "message_to_dict",
@@ -492,8 +493,13 @@ def loads(data: str | bytes) -> AgentRun:
         raise StateDecodeError(f"serialized run is not valid JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise StateDecodeError("serialized run must be a JSON object")
+    return load_doc(doc, upgraded=False)
+
+
+def load_doc(doc: Doc, *, upgraded: bool = True) -> AgentRun:
+    """A run from its document (`upgraded`: already at the current schema version)."""
     try:
-        return run_from_dict(upgrade(doc))
+        return run_from_dict(doc if upgraded else upgrade(doc))
     except StateDecodeError:
         raise
     except RecursionError:  # the decoder is bounded; this only keeps the promise absolute

@@ -11,7 +11,6 @@ from typing import Any
 import orjson
 
 from app.core import (
-    AgentRun,
     AssistantMessage,
     Image,
     Json,
@@ -21,6 +20,7 @@ from app.core import (
     Text,
     ToolCall,
     ToolResult,
+    stored,
 )
 from app.core.jsonvalue import thaw
 from app.store.records import EventRecord, RunRecord, ToolCallRecord
@@ -135,9 +135,9 @@ def backoff_text(reason: dict[str, Any]) -> str:
 
 def conversation(record: RunRecord) -> tuple[list[dict[str, Any]], str | None]:
     """The run's messages (history first) as dicts, or an error when the stored state
-    cannot be decoded."""
+    cannot be decoded. `record` is read with its log (`app.core.stored`)."""
     try:
-        run = AgentRun.from_json(record.state)
+        run = stored.load(record.state, record.log).run
     except Exception as exc:  # a state this version cannot read is shown, not fatal
         return [], f"{type(exc).__name__}: {exc}"
     new = run.messages()

@@ -213,7 +213,7 @@ def listing(
 ) -> Listing:
     errors = []
     status_value: RunStatus | None = RunStatus.REQUIRES_ACTION
-    status_param = "requires_action" if status is None else status
+    status_param = RunStatus.REQUIRES_ACTION.value if status is None else status
     if status_param == "any":
         status_value = None
     else:
@@ -221,7 +221,7 @@ def listing(
             status_value = RunStatus(status_param)
         except ValueError:
             errors.append(f"unknown status {status_param!r}")
-            status_param = "requires_action"
+            status_param = RunStatus.REQUIRES_ACTION.value
     provider = provider or None
     if provider is not None and provider not in PROVIDERS:
         errors.append(f"unknown provider {provider!r}")
@@ -351,7 +351,7 @@ async def runs_rows(
 
 async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
     service = service_of(request)
-    view = await service.get_run(run_id)
+    view = await service.get_run(run_id, with_log=True)
     r = view.record
     events = await service.store.events(run_id, limit=5000)
     messages, state_error = present.conversation(r)

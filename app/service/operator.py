@@ -1,7 +1,7 @@
 """Operator actions beyond the public API: extend a suspended run's expiry, and retry a
 failed or expired run from its last durable state.
 
-Both are one compare-and-set `store.transition` with their event (naming the actor) in the
+Both are one compare-and-set change (`app.store.changes`) with their event (naming the actor) in the
 same transaction, so a refused request changes nothing and a race has one winner.
 """
 
@@ -10,9 +10,11 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any, NoReturn
 
+from app.core.events import EventType as E
 from app.core.lifecycle import RunStatus, Transition, sources
 from app.service.errors import InvalidRequest, RunNotFound, RunStateConflict
 from app.service.runs import RunService
+from app.store import changes
 from app.store.records import NewEvent, RunRecord
 from app.timestamps import iso
 
@@ -36,7 +38,7 @@ async def extend_expiry(service: RunService, run_id: str, seconds: float, actor:
     base = record.expires_at if record.expires_at is not None and record.expires_at > now else now
     new_expiry = base + timedelta(seconds=seconds)
     event = NewEvent(
-        "run.expiry_extended",
+        E.RUN_EXPIRY_EXTENDED,
         {
             "seconds": seconds,
             "previous_expires_at": iso(record.expires_at) if record.expires_at else None,
@@ -44,13 +46,8 @@ async def extend_expiry(service: RunService, run_id: str, seconds: float, actor:
         },
         actor,
     )
-    updated = await service.store.transition(
-        run_id,
-        from_statuses=[RunStatus.REQUIRES_ACTION],
-        expect_version=record.version,
-        values={"expires_at": new_expiry},
-        events=[event],
-        now=now,
+    updated, _ = await service.store.apply(
+        run_id, changes.extend(record.version, new_expiry, event), now
     )
     if updated is None:
         await _refused(service, run_id, "extend the expiry of")
@@ -68,28 +65,8 @@ async def retry_run(service: RunService, run_id: str, actor: str) -> RunRecord:
             record.status.value,
         )
     now = service.clock()
-    event = NewEvent(
-        "run.retried",
-        {"from_status": record.status.value, "previous_error": record.error},
-        actor,
-    )
-    updated = await service.store.transition(
-        run_id,
-        from_statuses=allowed,
-        expect_version=record.version,
-        values={
-            "status": RunStatus.QUEUED.value,
-            "available_at": now,
-            "waiting_reason": {"type": "queued"},
-            "error": None,
-            "model_attempts": 0,
-            "lease_owner": None,
-            "lease_expires_at": None,
-        },
-        events=[event],
-        now=now,
-        notify=True,
-    )
+    change = changes.retry(record.version, record.status, record.error, actor, now)
+    updated, _ = await service.store.apply(run_id, change, now)
     if updated is None:
         await _refused(service, run_id, "retry")
     return updated
@@ -115,13 +92,8 @@ async def note(
 ) -> RunRecord:
     """Record who did something to a suspended run that has no event of its own naming
     them (e.g. a partial tool-result submission): an event-only compare-and-set."""
-    updated = await service.store.transition(
-        run_id,
-        from_statuses=[RunStatus.REQUIRES_ACTION],
-        values={},
-        events=[NewEvent(event_type, data, actor)],
-        now=service.clock(),
-    )
+    change = changes.note(NewEvent(event_type, data, actor))
+    updated, _ = await service.store.apply(run_id, change, service.clock())
     if updated is None:
         await _refused(service, run_id, "annotate")
     return updated

@@ -17,21 +17,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app import tracing
-from app.core import (
-    AgentRun,
-    AgentRunError,
-    Continue,
-    Fail,
-    InvalidToolCallAction,
-    NeedsResolution,
-    Repair,
-    Retry,
-    Skip,
-    Stop,
-    TurnRetried,
-)
-from app.core.lifecycle import RunStatus, Transition, sources
-from app.core.serde import SCHEMA_VERSION, tool_result_from
+from app.core import AgentRun, stored
+from app.core.events import EventType as E
+from app.core.lifecycle import INITIAL, RunStatus
+from app.core.serde import SCHEMA_VERSION
 from app.service import convert
 from app.service.destinations import (
     DestinationRefused,
@@ -49,20 +38,25 @@ from app.service.errors import (
     ToolCallNotPending,
     ToolResultConflict,
 )
+from app.service.resolutions import resolution_change
 from app.service.schemas import ResolutionIn, RunCreate, ToolResultsIn
-from app.service.tokens import callback_token, new_key, token_hash
-from app.settings import Settings
-from app.store.records import NewEvent, RunRecord, ToolCallRecord
-from app.store.runs import (
-    Completion,
-    NotFoundError,
+from app.service.submissions import (
+    SUBMIT_ATTEMPTS,
     ResultConflictError,
-    RunStore,
     StatusConflict,
     SubmitOutcome,
     SubmittedResult,
     UnknownCallError,
+    accepted,
+    decide,
 )
+from app.service.tokens import callback_token, new_key, token_hash
+from app.settings import Settings
+from app.store import changes
+from app.store.changes import Change
+from app.store.errors import NotFoundError
+from app.store.records import NewEvent, RunRecord, ToolCallRecord
+from app.store.runs import RunStore
 
 Clock = Callable[[], datetime]
 
@@ -119,31 +113,6 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     if when.tzinfo is None or not _RUN_ID.fullmatch(rid):
         raise InvalidRequest("cursor is malformed")
     return when, rid
-
-
-def finished_values(run: AgentRun) -> dict[str, Any]:
-    """Columns that mirror the serialized run, written with every state change. (Not
-    `usage`: that is what the model calls were billed, which the worker adds up as it
-    makes them, failed runs and discarded attempts included: `app.worker.driver`.)"""
-    return {
-        "state": run.to_json(),
-        "schema_version": SCHEMA_VERSION,
-        "turn": run.turn(),
-    }
-
-
-def action_from(body: ResolutionIn) -> InvalidToolCallAction:
-    if body.action == "fail":
-        return Fail()
-    if body.action == "retry":
-        return Retry(body.feedback or "That tool call was invalid; try again.")
-    if body.action == "repair":
-        if not body.tool_name:
-            raise InvalidRequest("repair needs tool_name")
-        return Repair(body.tool_name)
-    if body.action == "skip":
-        return Skip(body.reason or "The tool call was skipped.")
-    return Stop(body.reason or "Stopped by an operator.")
 
 
 class RunService:
@@ -229,8 +198,7 @@ class RunService:
             config[tracing.CONFIG_KEY] = tracing.carrier()
         values = {
             "id": run_id(),
-            "status": RunStatus.QUEUED.value,
-            "state": run.to_json(),
+            "status": INITIAL.value,
             "schema_version": SCHEMA_VERSION,
             "version": 1,
             "attempts": 0,
@@ -240,12 +208,12 @@ class RunService:
             "request_hash": convert.canonical_hash(request),
             "config": config,
             "metadata": body.metadata,
-            "waiting_reason": {"type": "queued"},
+            "waiting_reason": changes.Queued().doc(),
             "turn": 0,
             "max_turns": max_turns,
         }
-        event = NewEvent("run.created", {"model": config["model"], "max_turns": max_turns}, actor)
-        record, created = await self.store.create(values, [event], now)
+        event = NewEvent(E.RUN_CREATED, {"model": config["model"], "max_turns": max_turns}, actor)
+        record, created = await self.store.create(values, [event], stored.initial(run), now)
         if not created and record.request_hash != values["request_hash"]:
             raise IdempotencyKeyReused(
                 "this Idempotency-Key was used for a different request body",
@@ -268,11 +236,19 @@ class RunService:
 
     # --- read ---------------------------------------------------------------------------
 
-    async def get_run(self, run_id: str) -> RunView:
-        record = await self.store.get(run_id)
+    async def get_run(self, run_id: str, *, with_log: bool = False) -> RunView:
+        """A run as the API shows it (`with_log`: its record carries its log too)."""
+        record = await self.store.get(run_id, with_log=with_log)
         if record is None:
             raise RunNotFound(f"no run with id {run_id}")
         return await self.view(record)
+
+    async def load_run(self, run_id: str) -> AgentRun:
+        """A run's state machine as stored, with its whole conversation."""
+        record = await self.store.get(run_id, with_log=True)
+        if record is None:
+            raise RunNotFound(f"no run with id {run_id}")
+        return stored.load(record.state, record.log).run
 
     async def list_runs(
         self, *, status: RunStatus | None, limit: int, cursor: str | None
@@ -341,40 +317,9 @@ class RunService:
             )
             for r in body.results
         ]
-        now = self.clock()
-
-        async def complete(record: RunRecord, calls: list[ToolCallRecord]) -> Completion:
-            run = AgentRun.from_json(record.state)
-            pending = run.pending_tool_calls()
-            results = []
-            for p, row in zip(pending, calls, strict=True):
-                if p.preresolved_result is not None:
-                    results.append(p.preresolved_result)
-                elif row.preresolved:
-                    results.append(tool_result_from(row.result))
-                else:
-                    results.append(convert.submitted_result(p, row.result))
-            run.tool_results(results)
-            return Completion(
-                values={
-                    **finished_values(run),
-                    "status": RunStatus.QUEUED.value,
-                    "available_at": now,
-                    "waiting_reason": {"type": "queued"},
-                    "callback_token_hash": None,
-                },
-                events=[NewEvent("run.resumed", {"round": calls[0].round}, actor)],
-            )
-
         started = tracing.start_time()
         try:
-            outcome = await self.store.submit_results(
-                run_id=run_id,
-                token_hash=token_hash(token) if token is not None else None,
-                results=submitted,
-                now=now,
-                complete=complete,
-            )
+            outcome = await self._submit(run_id, token, submitted)
         except NotFoundError:
             if token is not None:
                 raise CallbackTokenInvalid("this callback token is unknown or expired") from None
@@ -409,61 +354,34 @@ class RunService:
         )
         return outcome
 
+    async def _submit(
+        self, run_id: str | None, token: str | None, submitted: list[SubmittedResult]
+    ) -> SubmitOutcome:
+        """Read, decide (`app.service.submissions`), write with a compare-and-set on the
+        version read; a concurrent submission moved it: read and decide again."""
+        hashed = token_hash(token) if token is not None else None
+        for _ in range(SUBMIT_ATTEMPTS):
+            pending = await self.store.pending(run_id=run_id, token_hash=hashed)
+            now = self.clock()
+            change = decide(pending.record, pending.calls, submitted, now)
+            if change is None:
+                return SubmitOutcome(pending.record, [], False)
+            updated, _ = await self.store.apply(pending.record.id, change, now)
+            if updated is not None:
+                return SubmitOutcome(updated, accepted(change), change.status == RunStatus.QUEUED)
+        raise StatusConflict(pending.record)
+
     # --- resolution ---------------------------------------------------------------------
 
     async def resolve(
         self, run_id: str, body: ResolutionIn, *, actor: str | None = None
     ) -> RunView:
         started = tracing.start_time()
-        record = await self.store.get(run_id)
+        record = await self.store.get(run_id, with_log=True)
         if record is None:
             raise RunNotFound(f"no run with id {run_id}")
-        reason = record.waiting_reason or {}
-        if record.status != RunStatus.REQUIRES_ACTION or reason.get("type") != "resolution":
-            raise RunStateConflict(
-                f"run {run_id} is {record.status.value}, not waiting for a resolution",
-                record.status.value,
-            )
-        action = action_from(body)
-        run = AgentRun.from_json(record.state)
-        now = self.clock()
-        events = [NewEvent("run.resolved", {"action": body.model_dump(mode="json")}, actor)]
-        values: dict[str, Any]
-        try:
-            outcome = run.resolve_invalid_tool_call(action)
-        except AgentRunError as err:
-            values = {
-                **finished_values(run),
-                "status": RunStatus.FAILED.value,
-                "waiting_reason": None,
-                "error": {"type": type(err).__name__, "message": str(err)},
-            }
-            events.append(NewEvent("run.failed", values["error"], actor))
-        else:
-            if isinstance(outcome, NeedsResolution):
-                ctx = outcome.context
-                values = {
-                    **finished_values(run),
-                    "waiting_reason": resolution_reason(ctx.tool_name, ctx.tool_call_id, ctx.args),
-                }
-            else:
-                assert isinstance(outcome, Continue | TurnRetried)
-                values = {
-                    **finished_values(run),
-                    "status": RunStatus.QUEUED.value,
-                    "available_at": now,
-                    "waiting_reason": {"type": "queued"},
-                }
-                events.append(NewEvent("run.resumed", {}, actor))
-        updated = await self.store.transition(
-            run_id,
-            from_statuses=[RunStatus.REQUIRES_ACTION],
-            expect_version=record.version,
-            values=values,
-            events=events,
-            now=now,
-            notify=values.get("status") == RunStatus.QUEUED.value,
-        )
+        change = resolution_change(record, body, actor, self.clock())
+        updated = await self._apply(run_id, change)
         if updated is None:
             return await self._refused(run_id, "resolve")
         tracing.record_span(
@@ -481,21 +399,7 @@ class RunService:
 
     async def cancel(self, run_id: str, *, actor: str | None = None) -> RunView:
         started = tracing.start_time()
-        now = self.clock()
-        updated = await self.store.transition(
-            run_id,
-            from_statuses=sources(Transition.CANCEL),
-            values={
-                "status": RunStatus.CANCELLED.value,
-                "lease_owner": None,
-                "lease_expires_at": None,
-                "waiting_reason": None,
-                "callback_token_hash": None,
-                "error": {"type": "cancelled", "message": "the run was cancelled"},
-            },
-            events=[NewEvent("run.cancelled", {}, actor)],
-            now=now,
-        )
+        updated = await self._apply(run_id, changes.cancel(actor))
         if updated is None:
             return await self._refused(run_id, "cancel")
         tracing.record_span(
@@ -506,6 +410,11 @@ class RunService:
         )
         return await self.view(updated)
 
+    async def _apply(self, run_id: str, change: Change) -> RunRecord | None:
+        """Apply one change now; None when refused (the run moved on)."""
+        updated, _ = await self.store.apply(run_id, change, self.clock())
+        return updated
+
     async def _refused(self, run_id: str, verb: str) -> RunView:
         current = await self.store.get(run_id)
         if current is None:
@@ -513,12 +422,3 @@ class RunService:
         raise RunStateConflict(
             f"cannot {verb} run {run_id}: it is {current.status.value}", current.status.value
         )
-
-
-def resolution_reason(tool_name: str, tool_call_id: str | None, args: str) -> dict[str, Any]:
-    return {
-        "type": "resolution",
-        "tool_name": tool_name,
-        "tool_call_id": tool_call_id,
-        "arguments": args,
-    }

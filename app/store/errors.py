@@ -87,3 +87,7 @@ def is_unavailable(exc: BaseException) -> bool:
         current = current.__cause__  # not __context__: a bug raised while handling an
         # outage is still a bug
     return False
+
+
+class NotFoundError(Exception):
+    """No run has the given id (or callback token)."""

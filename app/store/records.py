@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -48,9 +49,15 @@ class RunRecord:
     last_event_seq: int
     created_at: datetime
     updated_at: datetime
+    # The run's log (`app.core.stored`: its batches as one JSON array text) when the read
+    # asked for it: to load the run whole.
+    log: str | None = None
+
+    def with_log(self, log: str | None) -> RunRecord:
+        return dataclasses.replace(self, log=log)
 
     @classmethod
-    def from_row(cls, v: Sequence[Any]) -> RunRecord:
+    def from_row(cls, v: Sequence[Any], log: str | None = None) -> RunRecord:
         """From a row whose first columns are the runs table's, in table order (what
         `runs.select()`, `RETURNING runs.*` and the direct path hand back)."""
         c = RUN_COLUMNS
@@ -80,6 +87,7 @@ class RunRecord:
             last_event_seq=v[c["last_event_seq"]],
             created_at=utc(v[c["created_at"]]),  # type: ignore[arg-type]
             updated_at=utc(v[c["updated_at"]]),  # type: ignore[arg-type]
+            log=log,
         )
 
 
@@ -144,9 +152,13 @@ class EventRecord:
 
 @dataclass(frozen=True, slots=True)
 class NewEvent:
-    type: str
+    type: str  # an `app.core.events.EventType`
     data: dict[str, Any]
     actor: str | None = None
+
+    def __post_init__(self) -> None:
+        # Stored and compared as plain text (drivers need not know the enum).
+        object.__setattr__(self, "type", str(self.type))
 
 
 @dataclass(frozen=True, slots=True)

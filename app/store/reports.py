@@ -13,7 +13,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.lifecycle import RunStatus
+from app.core.events import QUEUEING_EVENTS as _QUEUEING
+from app.core.events import EventType as E
+from app.core.lifecycle import OutboxStatus, RunStatus
 from app.store.records import RunRecord, utc
 from app.store.schema import (
     created_beyond,
@@ -25,7 +27,7 @@ from app.store.schema import (
 )
 
 #: Events after which a run is due again (claim latency is measured from them).
-QUEUEING_EVENTS = ("run.created", "run.resumed", "run.lease_lost", "run.released", "run.retried")
+QUEUEING_EVENTS = tuple(e.value for e in _QUEUEING)
 
 #: Statuses listed oldest first (they are waiting for something); the rest newest first.
 WAITING = frozenset({RunStatus.REQUIRES_ACTION, RunStatus.QUEUED, RunStatus.RUNNING})
@@ -120,7 +122,9 @@ async def suspended_since(engine: AsyncEngine, run_ids: Sequence[str]) -> dict[s
         return {}
     stmt = (
         sa.select(run_events.c.run_id, sa.func.max(run_events.c.created_at))
-        .where(run_events.c.run_id.in_(list(run_ids)), run_events.c.type == "run.requires_action")
+        .where(
+            run_events.c.run_id.in_(list(run_ids)), run_events.c.type == E.RUN_REQUIRES_ACTION.value
+        )
         .group_by(run_events.c.run_id)
     )
     async with engine.connect() as conn:
@@ -140,7 +144,7 @@ async def suspended_ages(engine: AsyncEngine, now: datetime) -> list[float]:
             run_events.c.run_id.label("run_id"),
             sa.func.max(run_events.c.created_at).label("at"),
         )
-        .where(run_events.c.type == "run.requires_action")
+        .where(run_events.c.type == E.RUN_REQUIRES_ACTION.value)
         .group_by(run_events.c.run_id)
         .subquery()
     )
@@ -324,7 +328,8 @@ async def metrics_inputs(engine: AsyncEngine, now: datetime) -> MetricsInputs:
             )
         ).all()
         outcome = sa.case(
-            (webhook_attempts.c.status_code.between(200, 299), "delivered"), else_="error"
+            (webhook_attempts.c.status_code.between(200, 299), OutboxStatus.DELIVERED.value),
+            else_="error",
         )
         attempts = (await conn.execute(sa.select(outcome, sa.func.count()).group_by(outcome))).all()
         recent = (
@@ -332,7 +337,7 @@ async def metrics_inputs(engine: AsyncEngine, now: datetime) -> MetricsInputs:
                 sa.select(run_events.c.run_id, run_events.c.type, run_events.c.created_at)
                 .where(
                     run_events.c.created_at >= hour_ago,
-                    run_events.c.type.in_([*QUEUEING_EVENTS, "run.claimed"]),
+                    run_events.c.type.in_([*QUEUEING_EVENTS, E.RUN_CLAIMED.value]),
                 )
                 .order_by(run_events.c.run_id, run_events.c.seq)
                 .limit(50000)

@@ -7,6 +7,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
+from app.core.lifecycle import RunStatus
+
 metadata = sa.MetaData(
     naming_convention={
         "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -26,7 +28,8 @@ runs = sa.Table(
     metadata,
     sa.Column("id", sa.String(40), primary_key=True),
     sa.Column("status", sa.String(20), nullable=False),
-    # The serialized AgentRun (app.core), the run's last durable state.
+    # The run's control document (app.core.stored), its last durable state without its
+    # log (`run_messages`); rows written before revision 0006 held the whole run.
     sa.Column("state", sa.Text, nullable=False),
     sa.Column("schema_version", sa.Integer, nullable=False),
     # Fencing token and optimistic lock: every transition is a compare-and-set on it.
@@ -57,7 +60,7 @@ runs = sa.Table(
 )
 # The claim's index holds queued runs only, in claim order: a generic plan picks it even
 # on an empty table (no sticky seq-scan plan), and other transitions do not write to it.
-QUEUED = sa.text("status = 'queued'")
+QUEUED = sa.text(f"status = '{RunStatus.QUEUED.value}'")
 sa.Index(
     "ix_runs_claim",
     runs.c.available_at,
@@ -84,6 +87,17 @@ def created_beyond(created: Any, run_id: str, *, ascending: bool) -> sa.ColumnEl
 
 sa.Index("ix_runs_lease", runs.c.status, runs.c.lease_expires_at)
 sa.Index("ix_runs_expiry", runs.c.status, runs.c.expires_at)
+
+# A run's log (app.core.stored): the messages and model calls it gained, one row per
+# transition that added some, written once and never updated; `runs.state` holds the rest.
+run_messages = sa.Table(
+    "run_messages",
+    metadata,
+    sa.Column("run_id", sa.String(40), sa.ForeignKey("runs.id", ondelete="CASCADE")),
+    sa.Column("seq", sa.Integer),
+    sa.Column("body", sa.Text, nullable=False),
+    sa.PrimaryKeyConstraint("run_id", "seq"),
+)
 
 # One row per pending tool call of a suspended run (rows of earlier rounds are kept).
 tool_calls = sa.Table(

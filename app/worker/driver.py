@@ -9,11 +9,9 @@ else (cancel, the reaper) won; the driver then drops what it held.
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -36,26 +34,27 @@ from app.core import (
     Retry,
     Skip,
     Stop,
+    stored,
 )
+from app.core.events import LEDGER_EVENTS
+from app.core.events import EventType as E
 from app.core.lifecycle import RunStatus
 from app.core.serde import message_to_dict, tool_result_to_dict
 from app.providers.backoff import BackoffPolicy, Delay
 from app.providers.base import ModelRequest, Provider, ProviderError, ProviderTurn, ToolSpec
 from app.service import convert
-from app.service.runs import finished_values, resolution_reason
 from app.service.tokens import callback_token, token_hash
 from app.settings import Settings
+from app.store import changes
+from app.store.changes import Backoff, Change, Resolution
 from app.store.records import NewEvent, NewToolCall, RunRecord
-from app.store.runs import LEDGER_EVENTS, RunStore
-from app.timestamps import iso
+from app.store.runs import RunStore
+from app.worker import streaming
+from app.worker.lease import Claim, Lease, LeaseLost
 
 log = structlog.get_logger("agentrun.worker")
 
 ProviderFactory = Callable[[Mapping[str, Any]], Provider]
-
-
-class LeaseLost(Exception):
-    """Our lease was taken over (cancelled, reaped); nothing we hold may be written."""
 
 
 def invalid_call_action(
@@ -81,17 +80,6 @@ def invalid_call_action(
     return Fail()
 
 
-@dataclass(slots=True)
-class Claim:
-    record: RunRecord
-    version: int
-    events: list[NewEvent]
-    # Asked at the final write: should that statement also claim the slot's next run?
-    chain: Callable[[], bool] | None = None
-    next: RunRecord | None = None  # the run that write claimed, owned by the caller
-    looked: bool = False  # whether that write looked for a next run at all
-
-
 class RunDriver:
     def __init__(
         self,
@@ -110,6 +98,7 @@ class RunDriver:
         self.callback_key = callback_key
         self.clock = clock
         self.rng = rng or random.Random()
+        self.lease = Lease(store, settings.lease_seconds, worker_id, clock)
 
     async def drive(self, record: RunRecord) -> RunStatus | None:
         """Advance a claimed run until it suspends or ends; the status it ended in, or
@@ -144,7 +133,12 @@ class RunDriver:
 
     async def _drive_claimed(self, claim: Claim) -> RunStatus | None:
         record = claim.record
-        run = AgentRun.from_json(record.state)
+        text = record.log
+        if text is None:  # (a record read without its log: read it)
+            full = await self.store.get(record.id, with_log=True)
+            text = full.log if full is not None else None
+        claim.loaded = stored.load(record.state, text)
+        run = claim.loaded.run
         try:
             while True:
                 try:
@@ -200,11 +194,9 @@ class RunDriver:
         try:
             with tracing.model_call(spec, request, streamed=streamed) as span:
                 if streamed:  # text deltas become `model.delta` events (app.worker.streaming)
-                    from app.worker import streaming
-
-                    answer = await streaming.stream_answer(self, claim, provider, request)
+                    answer = await streaming.stream_answer(self.lease, claim, provider, request)
                 else:
-                    answer = await self._with_heartbeat(claim, provider.complete(request))
+                    answer = await self.lease.hold(claim, provider.complete(request))
                 tracing.model_answered(span, answer)
         except ProviderError as err:
             err.provider = err.provider or spec["provider"]
@@ -215,7 +207,7 @@ class RunDriver:
         outcome = streaming.ingest_streamed(run, turn) if streamed else run.model_response(turn)
         claim.events.append(
             NewEvent(
-                "model.called",
+                E.MODEL_CALLED,
                 {
                     "turn": step.turn,
                     "provider": spec["provider"],
@@ -235,7 +227,7 @@ class RunDriver:
                 return await self._suspend_resolution(claim, run, outcome.context)
             claim.events.append(
                 NewEvent(
-                    "tool_call.invalid",
+                    E.TOOL_CALL_INVALID,
                     {"tool_name": outcome.context.tool_name, "action": type(action).__name__},
                 )
             )
@@ -244,24 +236,6 @@ class RunDriver:
             except AgentRunError as err:
                 return await self._fail(claim, run, err)
         return None
-
-    async def _with_heartbeat(self, claim: Claim, call: Any) -> ProviderTurn:
-        task: asyncio.Task[ProviderTurn] = asyncio.ensure_future(call)
-        interval = self.settings.lease_seconds / 3
-        try:
-            while True:
-                done, _ = await asyncio.wait({task}, timeout=interval)
-                if task in done:
-                    return task.result()
-                now = self.clock()
-                until = now + timedelta(seconds=self.settings.lease_seconds)
-                if not await self.store.heartbeat(
-                    claim.record.id, claim.version, self.worker_id, until, now
-                ):
-                    raise LeaseLost()
-        finally:
-            if not task.done():
-                task.cancel()
 
     async def _provider_failed(self, claim: Claim, err: ProviderError) -> RunStatus | None:
         attempt = claim.record.model_attempts + 1
@@ -280,23 +254,14 @@ class RunDriver:
         if delay is None:
             return await self._end_failed(claim, {"type": "provider_error", **error})
         until = now + timedelta(seconds=delay.seconds)
-        return await self._write(
-            claim,
-            RunStatus.QUEUED,
-            {
-                "status": RunStatus.QUEUED.value,
-                "available_at": until,
-                "model_attempts": attempt,
-                "model_retry_since": since,
-                "waiting_reason": backoff_reason(delay, until, attempt, policy, error),
-            },
-            notify=False,
-        )
+        reason = backoff_reason(delay, until, attempt, policy, error)
+        change = changes.back_off(claim.version, reason, since, claim.events, self._usage(claim))
+        return await self._write(claim, change)
 
     def _failed_event(self, claim: Claim, error: dict[str, Any], attempt: int) -> NewEvent:
         spec = claim.record.config["model"]
         return NewEvent(
-            "model.failed",
+            E.MODEL_FAILED,
             {**error, "attempt": attempt, "turn": claim.record.turn + 1, "model": spec["name"]},
         )
 
@@ -318,81 +283,69 @@ class RunDriver:
             )
             for i, p in enumerate(step.calls)
         ]
-        open_ids = [p.tool_call.id for p in step.calls if p.preresolved_result is None]
         token = callback_token(self.callback_key, claim.record.id, round)
-        claim.events.append(
-            NewEvent(
-                "run.requires_action",
-                {
-                    "round": round,
-                    "tool_calls": [
-                        {
-                            "id": p.tool_call.id,
-                            "name": p.tool_call.name,
-                            "arguments": p.tool_call.arguments,
-                        }
-                        for p in step.calls
-                        if p.preresolved_result is None
-                    ],
-                    "callback_url": f"{self.settings.public_url.rstrip('/')}"
-                    f"/v1/callbacks/{token}/tool-results",
-                },
-            )
+        requires_action = {
+            "round": round,
+            "tool_calls": [
+                {"id": p.tool_call.id, "name": p.tool_call.name, "arguments": p.tool_call.arguments}
+                for p in step.calls
+                if p.preresolved_result is None
+            ],
+            "callback_url": f"{self.settings.public_url.rstrip('/')}"
+            f"/v1/callbacks/{token}/tool-results",
+        }
+        change = changes.suspend_for_tools(
+            claim.version,
+            self._snapshot(claim),
+            run.turn(),
+            rows,
+            token_hash(token),
+            self._expires_at(claim),
+            claim.events,
+            self._usage(claim),
+            requires_action,
         )
-        return await self._write(
-            claim,
-            RunStatus.REQUIRES_ACTION,
-            {
-                **finished_values(run),
-                **self._suspended(claim),
-                "waiting_reason": {"type": "tool_results", "round": round, "call_ids": open_ids},
-                "callback_token_hash": token_hash(token),
-            },
-            new_tool_calls=rows,
-            round=round,
-        )
+        return await self._write(claim, change)
 
     async def _suspend_resolution(
         self, claim: Claim, run: AgentRun, ctx: InvalidToolCallContext
     ) -> RunStatus | None:
-        reason = resolution_reason(ctx.tool_name, ctx.tool_call_id, ctx.args)
-        claim.events.append(NewEvent("run.requires_action", reason))
-        return await self._write(
-            claim,
-            RunStatus.REQUIRES_ACTION,
-            {**finished_values(run), **self._suspended(claim), "waiting_reason": reason},
+        change = changes.suspend_for_resolution(
+            claim.version,
+            self._snapshot(claim),
+            run.turn(),
+            Resolution(ctx.tool_name, ctx.tool_call_id, ctx.args),
+            self._expires_at(claim),
+            claim.events,
+            self._usage(claim),
         )
+        return await self._write(claim, change)
 
-    def _suspended(self, claim: Claim) -> dict[str, Any]:
-        """Columns of a suspension; `expires_in` is the run's own, else the default."""
+    def _expires_at(self, claim: Claim) -> datetime:
+        """A suspension's expiry: after the run's own `expires_in`, else the default."""
         expires_in = claim.record.config.get("expires_in") or self.settings.default_expires_in
-        return {
-            "status": RunStatus.REQUIRES_ACTION.value,
-            "lease_owner": None,
-            "lease_expires_at": None,
-            "model_attempts": 0,
-            "model_retry_since": None,
-            "expires_at": self.clock() + timedelta(seconds=expires_in),
-        }
+        return self.clock() + timedelta(seconds=expires_in)
+
+    def _snapshot(self, claim: Claim) -> stored.Snapshot:
+        if claim.loaded is None:
+            raise RuntimeError("the claim's run is not loaded")
+        return stored.snapshot(claim.loaded)
+
+    def _usage(self, claim: Claim) -> dict[str, Any] | None:
+        return billed_usage(claim.record.usage, claim.events)
 
     async def _complete(
         self, claim: Claim, run: AgentRun, response: PromptResponse
     ) -> RunStatus | None:
-        claim.events.append(NewEvent("run.completed", {"output": response.output}))
-        return await self._write(
-            claim,
-            RunStatus.COMPLETED,
-            {
-                **finished_values(run),
-                "status": RunStatus.COMPLETED.value,
-                "output": response.output,
-                "lease_owner": None,
-                "lease_expires_at": None,
-                "waiting_reason": None,
-                "model_attempts": 0,
-                "model_retry_since": None,
-            },
+        change = changes.complete(
+            claim.version,
+            self._snapshot(claim),
+            run.turn(),
+            response.output,
+            claim.events,
+            self._usage(claim),
         )
+        return await self._write(claim, change)
 
     async def _fail(self, claim: Claim, run: AgentRun, err: AgentRunError) -> RunStatus | None:
         error: dict[str, Any] = {"type": type(err).__name__, "message": str(err)}
@@ -404,76 +357,42 @@ class RunDriver:
 
     async def _end_failed(self, claim: Claim, error: dict[str, Any]) -> RunStatus | None:
         """The stored state stays the last durable one, so an operator can retry."""
-        claim.events.append(NewEvent("run.failed", error))
-        return await self._write(
-            claim,
-            RunStatus.FAILED,
-            {
-                "status": RunStatus.FAILED.value,
-                "error": error,
-                "lease_owner": None,
-                "lease_expires_at": None,
-                "waiting_reason": None,
-            },
-        )
+        change = changes.fail(claim.version, error, claim.events, self._usage(claim))
+        return await self._write(claim, change)
 
-    async def _write(
-        self,
-        claim: Claim,
-        status: RunStatus,
-        values: dict[str, Any],
-        *,
-        new_tool_calls: list[NewToolCall] | None = None,
-        round: int | None = None,
-        notify: bool = False,
-    ) -> RunStatus | None:
-        if "status" in values and values.get("status") != status.value:
-            raise AssertionError("status mismatch")
-        usage = billed_usage(claim.record.usage, claim.events)
-        if usage is not None:
-            values = {**values, "usage": usage}
+    async def _write(self, claim: Claim, change: Change) -> RunStatus | None:
+        """End the claim with `change` (and, when the slot wants more, claim its next
+        run in the same statement); `LeaseLost` when the fencing token moved on."""
         now = self.clock()
         chain = claim.chain is not None and claim.chain()
         lease_until = now + timedelta(seconds=self.settings.lease_seconds)
-        record, claim.next = await self.store.transition_and_claim(
+        record, claim.next = await self.store.apply(
             claim.record.id,
-            from_statuses=[RunStatus.RUNNING],
-            expect_version=claim.version,
-            values=values,
-            events=claim.events,
-            now=now,
-            new_tool_calls=new_tool_calls or (),
-            round=round,
-            notify=notify,
+            change,
+            now,
             claim_for=(self.worker_id, lease_until) if chain else None,
         )
         claim.looked = chain
         if record is None:
             raise LeaseLost()
-        tracing.claim_ended(status.value, values)
-        return status
+        tracing.claim_ended(record.status.value, change.values)
+        return record.status
 
 
 def backoff_reason(
     delay: Delay, until: datetime, attempt: int, policy: BackoffPolicy, error: dict[str, Any]
-) -> dict[str, Any]:
-    """`waiting_reason` of a run waiting to retry a model call: which attempt failed and
-    how, when the next one starts, and why then (the provider's `Retry-After`, the reset
-    of its exhausted rate limit, or exponential backoff)."""
-    reason: dict[str, Any] = {
-        "type": "backoff",
-        "until": iso(until),
-        "delay_seconds": round(delay.seconds, 3),
-        "reason": delay.reason,
-        "attempt": attempt,
-        "max_attempts": policy.max_attempts,
-        "status": error.get("status"),
-        "error": error,
-    }
-    if delay.hint_seconds is not None:
-        reason["provider_hint_seconds"] = round(delay.hint_seconds, 3)
-        reason["header"] = delay.header
-    return reason
+) -> Backoff:
+    """Why a run waits to retry a model call (see `changes.Backoff`)."""
+    return Backoff(
+        until=until,
+        delay_seconds=delay.seconds,
+        reason=delay.reason,
+        attempt=attempt,
+        max_attempts=policy.max_attempts,
+        error=error,
+        hint_seconds=delay.hint_seconds,
+        header=delay.header,
+    )
 
 
 def billed_usage(usage: Mapping[str, Any] | None, events: list[NewEvent]) -> dict[str, Any] | None:

@@ -31,6 +31,7 @@ from app.core import (
     StreamedTurn,
     ToolCall,
 )
+from app.core.events import EventType
 from app.providers.base import (
     ModelRequest,
     Provider,
@@ -41,9 +42,9 @@ from app.providers.base import (
 )
 from app.store.records import NewEvent
 from app.store.runs import RunStore
-from app.worker.driver import Claim, LeaseLost, RunDriver
+from app.worker.lease import Claim, Lease, LeaseLost
 
-DELTA_EVENT = "model.delta"
+DELTA_EVENT = EventType.MODEL_DELTA
 #: A batch of deltas is written at most this long after its first fragment arrived...
 FLUSH_INTERVAL = 0.05
 #: ...or as soon as it holds this many characters.
@@ -138,7 +139,7 @@ class DeltaPublisher:
 
 
 async def stream_answer(
-    driver: RunDriver,
+    lease: Lease,
     claim: Claim,
     provider: Provider,
     request: ModelRequest,
@@ -150,11 +151,11 @@ async def stream_answer(
     the assembled turn. Raises `ProviderError` (the worker backs off as for a blocking
     call) or `LeaseLost`."""
     publisher = DeltaPublisher(
-        driver.store,
+        lease.store,
         claim.record.id,
         claim.version,
         request.turn,
-        driver.clock,
+        lease.clock,
         interval=interval,
         max_chars=max_chars,
     )
@@ -174,7 +175,7 @@ async def stream_answer(
         await publisher.close()
         return answer
 
-    return await driver._with_heartbeat(claim, consume())
+    return await lease.hold(claim, consume())
 
 
 async def _read(

@@ -23,13 +23,14 @@ from datetime import UTC, datetime, timedelta
 import structlog
 from sqlalchemy.engine import make_url
 
-from app.core.lifecycle import RunStatus
 from app.service.tokens import new_key
 from app.settings import Settings
+from app.store import changes
 from app.store.errors import is_unavailable
-from app.store.records import NewEvent, RunRecord
+from app.store.outbox import WEBHOOKS_CHANNEL
+from app.store.records import RunRecord
 from app.store.retention import purge_batch
-from app.store.runs import NOTIFY_CHANNEL, WEBHOOKS_CHANNEL, RunStore
+from app.store.runs import NOTIFY_CHANNEL, RunStore
 from app.worker.driver import ProviderFactory, RunDriver
 from app.worker.providers import make_provider
 from app.worker.webhooks import WebhookSender, new_secret
@@ -189,24 +190,8 @@ class Worker:
 
     async def _release(self, run_id: str, version: int) -> bool:
         now = self.clock()
-        return (
-            await self.store.transition(
-                run_id,
-                from_statuses=[RunStatus.RUNNING],
-                expect_version=version,
-                values={
-                    "status": RunStatus.QUEUED.value,
-                    "lease_owner": None,
-                    "lease_expires_at": None,
-                    "available_at": now,
-                    "waiting_reason": {"type": "queued"},
-                },
-                events=[NewEvent("run.released", {"worker": self.worker_id})],
-                now=now,
-                notify=True,
-            )
-            is not None
-        )
+        done, _ = await self.store.apply(run_id, changes.release(version, self.worker_id, now), now)
+        return done is not None
 
     async def _deliver_webhooks(self) -> None:
         assert self.sender is not None

@@ -44,6 +44,7 @@ from app.core import (
     ToolResult,
     Usage,
     UserMessage,
+    stored,
 )
 from tests.core.normal_forms import n_call, n_ctx, n_done, n_hist, observe
 from tests.core.reference_model import Reference
@@ -182,6 +183,9 @@ class ReferenceMachine(RuleBasedStateMachine):
         )
         self.allowed = allowed_for(config.tool_choice, output_tool)
         self.wrong_calls = 0
+        first = stored.initial(self.run)
+        self.control = first.control
+        self.log = [first.batch.body] if first.batch else []
 
     # --- the comparison ---------------------------------------------------------------
 
@@ -197,9 +201,31 @@ class ReferenceMachine(RuleBasedStateMachine):
         assert twin.to_json() == after, f"{method}: reloaded twin diverged"
         if actual[0] == "PV":
             assert after == before, f"{method}: a refused call changed the run"
+        self.step_stored(method, before, after, *args)
         event(f"{method} -> {actual[0]}")
         self.check_queries()
         return actual
+
+    def step_stored(self, method: str, before: str, after: str, *args: Any) -> None:
+        """The same call on the run as stored (control document and appended log,
+        `app.core.stored`): it loads as the run was, ends as the run is, and appends only
+        what the call added. Tool results also go to a control-only load (how the service
+        answers them), which must write the very same snapshot."""
+        log = "[" + ",".join(self.log) + "]"
+        twin = stored.load(self.control, log)
+        assert twin.run.to_json() == before, f"{method}: stored twin loaded differently"
+        observe(getattr(twin.run, method), *args)
+        snap = stored.snapshot(twin)
+        if method == "tool_results" and not self.run.is_done():
+            light = stored.load(self.control, control_only=True)
+            observe(light.run.tool_results, *args)
+            assert stored.snapshot(light) == snap, "control-only tool_results diverged"
+        self.control = snap.control
+        if snap.batch is not None:
+            assert snap.batch.seq == len(self.log) + 1
+            self.log.append(snap.batch.body)
+        reloaded = stored.load(self.control, "[" + ",".join(self.log) + "]")
+        assert reloaded.run.to_json() == after, f"{method}: stored run diverged"
 
     def check_queries(self) -> None:
         run, ref = self.run, self.ref

@@ -9,11 +9,13 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from app.core.lifecycle import RunStatus
+from app.core.lifecycle import RunStatus, Transition
 from app.service.runs import RunService
 from app.settings import Settings
+from app.store.changes import Change
 from app.store.records import NewEvent, RunRecord
-from app.store.runs import CLAIM_KEYS, EVENTS_CHANNEL, NOTIFY_CHANNEL, QUEUED, EventPlan, RunStore
+from app.store.runs import EVENTS_CHANNEL, NOTIFY_CHANNEL, RunStore
+from app.store.statements import EventPlan
 from tests.helpers import run_body
 
 
@@ -35,15 +37,13 @@ async def completed(
     store: RunStore, run_id: str, version: int
 ) -> tuple[RunRecord | None, RunRecord | None]:
     now, until = lease()
-    return await store.transition_and_claim(
-        run_id,
-        from_statuses=[RunStatus.RUNNING],
+    change = Change(
+        Transition.COMPLETE,
+        {"lease_owner": None, "output": "done"},
+        (NewEvent("run.completed", {"output": "done"}),),
         expect_version=version,
-        values={"status": RunStatus.COMPLETED.value, "lease_owner": None},
-        events=[NewEvent("run.completed", {"output": "done"})],
-        now=now,
-        claim_for=("w-next", until),
     )
+    return await store.apply(run_id, change, now, claim_for=("w-next", until))
 
 
 async def test_claim_many_takes_the_oldest_up_to_the_limit(service: RunService) -> None:
@@ -175,9 +175,7 @@ async def test_claim_plan_keeps_its_index_when_planned_generic_on_an_empty_table
     made now, on an empty table, is the one every later claim on that connection uses."""
     events = [NewEvent("run.claimed", {"worker": "w"})]
     # White-box: the claim statement exactly as the store sends it.
-    compiled = store._compile(
-        store._update_statement(CLAIM_KEYS, QUEUED, EventPlan.of(events), False, True)
-    )
+    compiled = store._compile(store.sql.claim(EventPlan.of(events)))
     now, until = lease()
     values = {
         "p_now": now,

@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine
+from sqlalchemy import create_engine as create_engine_sync
 
+from alembic import command
+from app.core import AgentRun
+from app.core.lifecycle import RunStatus
+from app.service.runs import RunService
+from app.service.schemas import ToolResultsIn
+from app.store.db import create_engine as create_async_engine
 from app.store.db import sync_url
+from app.store.migrate import alembic_config, upgrade_to_head
+from app.store.runs import RunStore
 from app.store.schema import metadata
+from tests.conftest import fresh_database, make_settings
+from tests.helpers import drive_once, results_for, run_body, suspended_run
 
 
 def test_models_and_migrations_do_not_drift(database_url: str) -> None:
@@ -22,11 +39,84 @@ def test_models_and_migrations_do_not_drift(database_url: str) -> None:
 def test_migrations_are_at_head(database_url: str) -> None:
     from alembic.script import ScriptDirectory
 
-    from app.store.migrate import alembic_config
-
     engine = create_engine(sync_url(database_url))
     with engine.connect() as conn:
         current = MigrationContext.configure(conn).get_current_revision()
     engine.dispose()
     head = ScriptDirectory.from_config(alembic_config(database_url)).get_current_head()
     assert current == head
+
+
+# --- 0006: history appended instead of rewritten -----------------------------------------
+
+
+@pytest.fixture(params=["postgres", "sqlite"])
+def own_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database of this test's own, at head."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'migrate.db'}"
+        upgrade_to_head(url)
+        yield url
+        return
+    with fresh_database(request.getfixturevalue("postgres_server")) as url:
+        yield url
+
+
+async def test_runs_stored_before_0006_move_to_the_log_and_then_resume_and_complete(
+    own_database: str,
+) -> None:
+    """Runs suspended (one partly answered) and queued under revision 0005's layout, the
+    whole run in `runs.state`, are moved by 0006 to control document + log, then resume
+    and complete with their whole conversation. The 0005 rows are made as that release
+    made them: by 0006's downgrade of runs this release created."""
+    settings = make_settings(own_database)
+    store = RunStore(create_async_engine(own_database))
+    service = RunService(store, settings)
+    suspended = [await suspended_run(service) for _ in range(3)]
+    partly = suspended[0]
+    first = partly.pending[0]
+    await service.submit_tool_results(
+        ToolResultsIn.model_validate({"results": [{"tool_call_id": first.call_id, "output": "3"}]}),
+        run_id=partly.record.id,
+    )
+    queued, _ = await service.create_run(run_body())
+    before = {v.record.id: await conversation(service, v.record.id) for v in suspended}
+    await store.aclose()
+
+    command.downgrade(alembic_config(own_database), "0005")
+    engine = create_engine_sync(sync_url(own_database))
+    with engine.connect() as conn:
+        states = dict(conn.execute(sa.text("SELECT id, state FROM runs")).all())
+        assert "run_messages" not in sa.inspect(conn).get_table_names()
+    engine.dispose()
+    for view in suspended:  # whole documents, as 0005 stored them
+        assert AgentRun.from_json(states[view.record.id]).messages() == before[view.record.id]
+
+    upgrade_to_head(own_database)
+    store = RunStore(create_async_engine(own_database))
+    service = RunService(store, settings)
+    try:
+        for view in suspended:
+            assert await conversation(service, view.record.id) == before[view.record.id]
+            current = await service.get_run(view.record.id)
+            await service.submit_tool_results(results_for(current), run_id=view.record.id)
+        for _ in range(len(suspended)):
+            await drive_once(store, settings)
+        await drive_once(store, settings)  # the queued run suspends
+        await service.submit_tool_results(
+            results_for(await service.get_run(queued.record.id)), run_id=queued.record.id
+        )
+        await drive_once(store, settings)
+        for view in [*suspended, queued]:
+            done = await service.get_run(view.record.id)
+            assert done.record.status == RunStatus.COMPLETED, done.record
+            run = await service.load_run(view.record.id)
+            assert run.is_done() and len(run.messages()) == 4  # prompt, calls, results, text
+            if view in suspended:
+                assert run.messages()[:2] == before[view.record.id]
+    finally:
+        await store.aclose()
+
+
+async def conversation(service: RunService, run_id: str) -> tuple[Any, ...]:
+    return (await service.load_run(run_id)).messages()

@@ -7,11 +7,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.core.lifecycle import RunStatus
+from app.core.lifecycle import RunStatus, Transition
 from app.service.errors import RunStateConflict
 from app.service.runs import RunService
 from app.service.tokens import new_key
 from app.settings import Settings
+from app.store.changes import Change
 from app.store.records import NewEvent
 from app.store.runs import RunStore
 from app.worker.driver import RunDriver
@@ -101,13 +102,10 @@ async def test_concurrent_claims_take_each_run_once(service: RunService) -> None
 async def test_claim_skips_runs_not_yet_due(service: RunService) -> None:
     view, _ = await service.create_run(run_body())
     now = datetime.now(UTC)
-    assert await service.store.transition(
-        view.record.id,
-        from_statuses=[RunStatus.QUEUED],
-        values={"available_at": now + timedelta(seconds=60)},
-        events=[NewEvent("test.delayed", {})],
-        now=now,
+    delay = Change(
+        Transition.BILL, {"available_at": now + timedelta(seconds=60)}, (NewEvent("x.delayed", {}),)
     )
+    assert (await service.store.apply(view.record.id, delay, now))[0] is not None
     assert await service.store.claim("w", now, now + timedelta(seconds=5)) is None
     later = now + timedelta(seconds=61)
     claimed = await service.store.claim("w", later, later + timedelta(seconds=5))
@@ -119,14 +117,13 @@ async def test_wrong_fencing_token_changes_nothing(service: RunService) -> None:
     now = datetime.now(UTC)
     claimed = await service.store.claim("w", now, now + timedelta(seconds=30))
     assert claimed is not None
-    refused = await service.store.transition(
-        view.record.id,
-        from_statuses=[RunStatus.RUNNING],
+    forged = Change(
+        Transition.COMPLETE,
+        {"output": "forged"},
+        (NewEvent("run.completed", {}),),
         expect_version=claimed.version - 1,
-        values={"status": RunStatus.COMPLETED.value, "output": "forged"},
-        events=[NewEvent("run.completed", {})],
-        now=now,
     )
+    refused, _ = await service.store.apply(view.record.id, forged, now)
     assert refused is None
     current = await service.store.get(view.record.id)
     assert current is not None and current.status == RunStatus.RUNNING

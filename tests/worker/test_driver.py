@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from app.core import AgentRun
 from app.core.lifecycle import RunStatus
 from app.service.runs import RunService
 from app.settings import Settings
@@ -25,7 +24,7 @@ async def test_run_suspends_on_tools_and_completes_after_results(
             "call_ids": [c.call_id for c in suspended.pending],
         }
         assert suspended.callback_url and "/v1/callbacks/" in suspended.callback_url
-        state = AgentRun.from_json(suspended.record.state)
+        state = await service.load_run(suspended.record.id)
         assert state.status == "ExecutingTools"
         outcome = await service.submit_tool_results(results_for(suspended), run_id=view.record.id)
         assert outcome.resumed
@@ -46,6 +45,6 @@ async def test_run_suspends_on_tools_and_completes_after_results(
         "model.called",
         "run.completed",
     ]
-    final = AgentRun.from_json(done.record.state)
+    final = await service.load_run(done.record.id)
     assert final.is_done()
     assert len(final.messages()) == 4

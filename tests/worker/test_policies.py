@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from app.core import AgentRun
 from app.core.lifecycle import RunStatus
 from app.providers.base import ModelRequest, ProviderError, ProviderTurn
 from app.service.runs import RunService
@@ -54,7 +53,7 @@ async def test_retry_policy_tells_the_model_and_continues(service: RunService) -
     assert await drive_once(service.store, service.settings) == RunStatus.COMPLETED
     run = await service.get_run(view.record.id)
     assert run.record.output == "recovered"
-    state = AgentRun.from_json(run.record.state)
+    state = await service.load_run(run.record.id)
     assert len(state.messages()) == 4  # prompt, rejected turn, feedback results, answer
 
 
@@ -72,7 +71,7 @@ async def test_repair_policy_renames_and_suspends_for_the_repaired_tool(
 async def test_skip_policy_answers_without_suspending(service: RunService) -> None:
     view, _ = await service.create_run(bad_call_body({"action": "skip", "reason": "no sub"}))
     assert await drive_once(service.store, service.settings) == RunStatus.COMPLETED
-    state = AgentRun.from_json((await service.get_run(view.record.id)).record.state)
+    state = await service.load_run(view.record.id)
     results = state.messages()[2].content  # the preresolved answer, never executed
     assert results[0].content[0].text == "no sub"  # type: ignore[union-attr]
 
@@ -99,7 +98,7 @@ async def test_max_turns_exhaustion_fails_with_the_upstream_text(service: RunSer
     failed = await service.get_run(view.record.id)
     assert failed.record.error["message"] == "MaxTurnsError: reached max turns limit: 1"  # type: ignore[index]
     # The stored state is the last durable one, so an operator can retry from it.
-    assert AgentRun.from_json(failed.record.state).status == "PreparingRequest"
+    assert (await service.load_run(failed.record.id)).status == "PreparingRequest"
 
 
 async def test_retryable_provider_error_backs_off_visibly(service: RunService) -> None:

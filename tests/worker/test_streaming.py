@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from app.core import AgentRun, AssistantMessage, Text, Usage
+from app.core import AssistantMessage, Text, Usage
 from app.core.lifecycle import RunStatus
 from app.core.serde import message_to_dict
 from app.providers.base import (
@@ -26,6 +26,7 @@ from app.providers.registry import provider_from_settings
 from app.service.runs import RunService, RunView
 from app.service.tokens import new_key
 from app.settings import Settings
+from app.store import changes
 from app.store.records import EventRecord, NewEvent
 from app.store.runs import RunStore
 from app.worker.driver import RunDriver
@@ -93,8 +94,8 @@ def delta_text(events: list[EventRecord], turn: int | None = None) -> str:
     return "".join(e.data["text"] for e in deltas(events, turn))
 
 
-def history(view: RunView) -> list[dict[str, Any]]:
-    return [message_to_dict(m) for m in AgentRun.from_json(view.record.state).messages()]
+async def history(service: RunService, view: RunView) -> list[dict[str, Any]]:
+    return [message_to_dict(m) for m in (await service.load_run(view.record.id)).messages()]
 
 
 # --- deltas from the scripted provider ------------------------------------------------------
@@ -199,11 +200,11 @@ async def test_streamed_and_blocking_runs_end_identically(service: RunService, n
     assert streamed.record.status == blocking.record.status
     assert streamed.record.output == blocking.record.output
     assert streamed.record.error == blocking.record.error
-    assert history(streamed) == history(blocking)
+    assert await history(service, streamed) == await history(service, blocking)
     assert streamed.record.usage == blocking.record.usage
     assert streamed.record.turn == blocking.record.turn
-    blocking_run = AgentRun.from_json(blocking.record.state)
-    streamed_run = AgentRun.from_json(streamed.record.state)
+    blocking_run = await service.load_run(blocking.record.id)
+    streamed_run = await service.load_run(streamed.record.id)
     assert streamed_run.usage() == blocking_run.usage()
     assert streamed_run.completion_calls() == blocking_run.completion_calls()
     assert streamed_run.status == blocking_run.status
@@ -357,14 +358,7 @@ async def test_append_events_is_fenced_and_keeps_the_version(
         (record.last_event_seq + 3, "model.delta", {"turn": 1, "text": "a"}),
     ]
     # The holder's fenced transition still applies, and its events follow.
-    moved = await store.transition(
-        record.id,
-        from_statuses=[RunStatus.RUNNING],
-        expect_version=record.version,
-        values={"status": RunStatus.QUEUED.value, "lease_owner": None},
-        events=[NewEvent("run.released", {})],
-        now=now,
-    )
+    moved, _ = await store.apply(record.id, changes.release(record.version, "w", now), now)
     assert moved is not None and moved.last_event_seq == record.last_event_seq + 4
     seqs = [e.seq for e in await store.events(record.id)]
     assert seqs == list(range(1, moved.last_event_seq + 1))
@@ -436,7 +430,7 @@ async def test_worker_streams_sse_from_a_wire_provider_end_to_end(
     events = await store.events(view.record.id)
     assert delta_text(events, 1) == "Let me add those."
     assert delta_text(events, 2) == done.record.output
-    run = AgentRun.from_json(done.record.state)
+    run = await service.load_run(done.record.id)
     assert len(run.messages()) == 4
     assert run.usage().output_tokens == 27  # input counting (cached or not) is per wire
     assert run.usage() == sum((c.usage for c in run.completion_calls()), Usage())
@@ -462,10 +456,10 @@ async def test_wire_streaming_parity_with_blocking(
             await provider.aclose()
     assert streamed.record.status == blocking.record.status == RunStatus.COMPLETED
     assert streamed.record.output == blocking.record.output
-    assert history(streamed) == history(blocking)
+    assert await history(service, streamed) == await history(service, blocking)
     assert streamed.record.usage == blocking.record.usage
-    b_run = AgentRun.from_json(blocking.record.state)
-    s_run = AgentRun.from_json(streamed.record.state)
+    b_run = await service.load_run(blocking.record.id)
+    s_run = await service.load_run(streamed.record.id)
     assert s_run.usage() == b_run.usage()
     strip = [(c.usage, c.message_id, c.finish_reason) for c in b_run.completion_calls()]
     assert [(c.usage, c.message_id, c.finish_reason) for c in s_run.completion_calls()] == strip
@@ -507,4 +501,4 @@ async def test_a_stream_cut_mid_answer_keeps_its_deltas_then_backs_off(
     # The partial text is void: `model.failed` follows it, and the turn is asked again.
     assert types[-1] == "model.failed"
     assert max(e.seq for e in deltas(events)) < events[-1].seq
-    assert AgentRun.from_json(record.state).status == "PreparingRequest"
+    assert (await service.load_run(record.id)).status == "PreparingRequest"

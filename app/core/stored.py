@@ -1,0 +1,266 @@
+"""A run as the service stores it: a small control document and an append-only log.
+
+The serialized run (`serde.run_to_dict`) holds three lists that only ever grow: the
+given `chat_history` (fixed at creation), `new_messages` and `completion_calls` (one per
+model call, with the provider's raw answer). Rewriting them on every transition made a
+tool round's cost grow with the conversation. Here they are written once: each
+transition appends one *batch* holding only the items added since the run was loaded,
+and the control document keeps their counts in their place. A finished run's response
+repeats the run's messages and calls; it keeps counts too (the log has them).
+
+A batch carries the `schema_version` it was written with, so an item is upgraded by the
+same `serde.UPGRADERS` as a whole document. A control document without the
+`"log"` marker is a whole legacy document (written before this layout): it loads as
+before, and its first snapshot writes everything it holds as the log's first batch.
+
+Pure JSON manipulation: no IO, no clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from app.core.errors import StateDecodeError
+from app.core.serde import SCHEMA_VERSION, dumps, load_doc, loads, run_to_dict, upgrade
+
+if TYPE_CHECKING:
+    from app.core.run import AgentRun
+
+Doc = dict[str, Any]
+
+#: Marks a control document (its value is the log's extent).
+LOG_KEY = "log"
+_LISTS = (("chat_history", "h"), ("new_messages", "m"), ("completion_calls", "c"))
+
+
+@dataclass(frozen=True, slots=True)
+class Extent:
+    """How much of a run's log is stored: items per list, and batches written."""
+
+    history: int | None = None  # None: the run was given no history (as rig: not [])
+    messages: int = 0
+    calls: int = 0
+    batches: int = 0
+
+    def to_doc(self) -> Doc:
+        return {"h": self.history, "m": self.messages, "c": self.calls, "b": self.batches}
+
+    @classmethod
+    def of(cls, doc: Any) -> Extent:
+        if not isinstance(doc, dict):
+            raise StateDecodeError("log: the stored run's log extent must be an object")
+        try:
+            history = doc["h"]
+            values = [doc["m"], doc["c"], doc["b"]]
+        except KeyError as exc:
+            raise StateDecodeError(f"log: missing {exc.args[0]!r}") from None
+        for v in [*values, *([history] if history is not None else [])]:
+            if type(v) is not int or v < 0:
+                raise StateDecodeError("log: counts must be non-negative integers")
+        return cls(history, *values)
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """One append to a run's log: number `seq` (1, 2, …) and its JSON text."""
+
+    seq: int
+    body: str
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What one transition writes of a run: the control document and, when the run
+    gained messages or model calls, the batch that appends them."""
+
+    control: str
+    batch: Batch | None
+    extent: Extent
+
+
+@dataclass(slots=True)
+class Loaded:
+    """A run as loaded, with where its in-memory lists start in the stored log.
+
+    `base` is (messages, calls) already stored that the run does not hold in memory: 0
+    for a full load, the stored counts for a control-only load (which cannot be turned
+    back into a whole document, only advanced and snapshotted)."""
+
+    run: AgentRun
+    extent: Extent
+    stored: bool = True  # False: a legacy whole document, nothing in the log yet
+    base: tuple[int, int] = (0, 0)
+
+
+def load(control: str, log: str | None = None, *, control_only: bool = False) -> Loaded:
+    """A run from its control document and its log (the batch bodies as one JSON array
+    text, in order); `control_only` loads it without the log: its lists start empty at
+    the stored counts (enough to answer its pending tool calls)."""
+    try:
+        doc = orjson.loads(control)
+    except orjson.JSONDecodeError as exc:
+        raise StateDecodeError(f"serialized run is not valid JSON: {exc}") from None
+    if not isinstance(doc, dict) or LOG_KEY not in doc:  # a whole (legacy) document
+        run = loads(control)
+        return Loaded(run, Extent(), stored=False)
+    extent = Extent.of(doc.pop(LOG_KEY))
+    # The control part is upgraded alone (with empty lists); the log's items are
+    # upgraded batch by batch to the current version (`_read_log`).
+    doc["chat_history"] = None if extent.history is None else []
+    doc["new_messages"] = []
+    doc["completion_calls"] = []
+    if control_only:
+        if _done_body(doc) is not None:
+            raise StateDecodeError("a finished run loads with its log")
+        run = load_doc(doc, upgraded=False)
+        return Loaded(run, extent, base=(extent.messages, extent.calls))
+    try:
+        doc = upgrade(doc)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        raise StateDecodeError(f"serialized run has an invalid shape: {exc!r}") from None
+    lists = _read_log(log, extent)
+    if extent.history is not None:
+        doc["chat_history"] = lists["h"]
+    doc["new_messages"] = lists["m"]
+    doc["completion_calls"] = lists["c"]
+    done = _done_body(doc)
+    if done is not None:
+        for key, short in (("messages", "m"), ("completion_calls", "c")):
+            if type(done.get(key)) is int:
+                done[key] = lists[short][: done[key]]
+    return Loaded(load_doc(doc), extent)
+
+
+def split_document(text: str) -> tuple[str, str | None]:
+    """A whole (legacy) document as (control document, first batch body or None),
+    without decoding its items: the batch keeps the document's schema version, upgraded
+    on load. For the data migration that moves stored runs to this layout."""
+    doc = orjson.loads(text)
+    if not isinstance(doc, dict) or LOG_KEY in doc:
+        return text, None
+    version = doc.get("schema_version", 0)
+    history = doc.pop("chat_history", None)
+    messages = doc.pop("new_messages", None) or []
+    calls = doc.pop("completion_calls", None) or []
+    new: Doc = {"v": version}
+    if history is not None:
+        new["h"] = history
+    if messages:
+        new["m"] = messages
+    if calls:
+        new["c"] = calls
+    done = _done_body(doc)
+    if done is not None:
+        if done.get("messages") == messages:
+            done["messages"] = len(messages)
+        if calls and done.get("completion_calls", []) == calls:
+            done["completion_calls"] = len(calls)
+    batches = 1 if len(new) > 1 else 0
+    extent = Extent(None if history is None else len(history), len(messages), len(calls), batches)
+    doc[LOG_KEY] = extent.to_doc()
+    return dumps(doc), (dumps(new) if batches else None)
+
+
+def _done_body(doc: Doc) -> Doc | None:
+    state = doc.get("state")
+    if isinstance(state, dict) and isinstance(state.get("Done"), dict):
+        return state["Done"]  # type: ignore[no-any-return]
+    return None
+
+
+def _read_log(log: str | None, extent: Extent) -> dict[str, list[Any]]:
+    """The log's lists, each batch brought to the current schema version."""
+    lists: dict[str, list[Any]] = {"h": [], "m": [], "c": []}
+    try:
+        batches = orjson.loads(log) if log else []
+    except orjson.JSONDecodeError as exc:
+        raise StateDecodeError(f"run log is not valid JSON: {exc}") from None
+    if not isinstance(batches, list) or len(batches) != extent.batches:
+        raise StateDecodeError(
+            f"run log holds {len(batches) if isinstance(batches, list) else 'no'} batches, "
+            f"its run expects {extent.batches}"
+        )
+    for batch in batches:
+        if not isinstance(batch, dict):
+            raise StateDecodeError("run log: a batch must be an object")
+        version = batch.get("v", SCHEMA_VERSION)
+        if version != SCHEMA_VERSION:  # upgraded as the lists of a whole document are
+            doc = upgrade(
+                {
+                    "schema_version": version,
+                    "chat_history": batch.get("h", []),
+                    "new_messages": batch.get("m", []),
+                    "completion_calls": batch.get("c", []),
+                    "state": "PreparingRequest",
+                }
+            )
+            batch = {
+                "h": doc["chat_history"],
+                "m": doc["new_messages"],
+                "c": doc["completion_calls"],
+            }
+        for short in lists:
+            items = batch.get(short, [])
+            if not isinstance(items, list):
+                raise StateDecodeError(f"run log: batch list {short!r} must be an array")
+            lists[short].extend(items)
+    want = {"h": extent.history or 0, "m": extent.messages, "c": extent.calls}
+    for short, n in want.items():
+        if len(lists[short]) != n:
+            raise StateDecodeError(
+                f"run log holds {len(lists[short])} items of {short!r}, its run expects {n}"
+            )
+    return lists
+
+
+def snapshot(loaded: Loaded) -> Snapshot:
+    """The control document of the run as it is now, and the batch of what it added
+    since it was loaded (or last snapshotted); `loaded` then counts those as stored."""
+    doc = run_to_dict(loaded.run)
+    extent = loaded.extent if loaded.stored else Extent()
+    base_m, base_c = loaded.base
+    new: Doc = {}
+    history = doc.pop("chat_history")
+    if not loaded.stored:
+        if history is not None:
+            new["h"] = history
+        history_count = None if history is None else len(history)
+    else:
+        history_count = extent.history
+    messages = doc.pop("new_messages")
+    calls = doc.pop("completion_calls")
+    fresh_m = messages[extent.messages - base_m :]
+    fresh_c = calls[extent.calls - base_c :]
+    if fresh_m:
+        new["m"] = fresh_m
+    if fresh_c:
+        new["c"] = fresh_c
+    total_m = base_m + len(messages)
+    total_c = base_c + len(calls)
+    done = _done_body(doc)
+    if done is not None:
+        if base_m or base_c:
+            raise StateDecodeError("a finished run is snapshotted from a full load")
+        if done.get("messages") == messages:
+            done["messages"] = len(messages)
+        if done.get("completion_calls", []) == calls and calls:
+            done["completion_calls"] = len(calls)
+    batch = None
+    batches = extent.batches
+    if new:
+        batches += 1
+        new["v"] = SCHEMA_VERSION
+        batch = Batch(batches, dumps(new))
+    after = Extent(history_count, total_m, total_c, batches)
+    doc[LOG_KEY] = after.to_doc()
+    loaded.extent = after
+    loaded.stored = True
+    return Snapshot(dumps(doc), batch, after)
+
+
+def initial(run: AgentRun) -> Snapshot:
+    """The snapshot of a run just created (its whole log is new)."""
+    return snapshot(Loaded(run, Extent(), stored=False))

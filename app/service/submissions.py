@@ -1,0 +1,144 @@
+"""Who wins a tool-result submission, and what it writes: pure rules over the run as read.
+
+A submission reads the suspended run and its pending calls, decides here, and writes one
+compare-and-set change on the version it read (`RunService.submit_tool_results`); a
+concurrent submission moves the version, so the loser reads again and decides again. A
+refused request (unknown id, a different result for an answered call, a run no longer
+waiting) raises before anything is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from app.core import AgentRun, stored
+from app.core.events import EventType as E
+from app.core.lifecycle import RunStatus
+from app.core.serde import tool_result_from
+from app.service import convert
+from app.store import changes
+from app.store.changes import Answer, Change, ToolResults
+from app.store.records import NewEvent, RunRecord, ToolCallRecord
+
+#: Re-reads allowed when concurrent submissions to one run keep moving its version.
+SUBMIT_ATTEMPTS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class SubmittedResult:
+    call_id: str
+    result: dict[str, Any]  # {"output": ..., "is_error": bool}
+    result_hash: str
+    actor: str | None = None  # who submitted it: recorded on its tool_result.received
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitOutcome:
+    record: RunRecord
+    accepted: list[str]  # call ids newly answered by this request
+    resumed: bool
+
+
+class StatusConflict(Exception):
+    """The run is not waiting for tool results; `record` is what it is now."""
+
+    def __init__(self, record: RunRecord) -> None:
+        super().__init__(record.status.value)
+        self.record = record
+
+
+class UnknownCallError(Exception):
+    def __init__(self, call_id: str) -> None:
+        super().__init__(call_id)
+        self.call_id = call_id
+
+
+class ResultConflictError(Exception):
+    def __init__(self, call_id: str) -> None:
+        super().__init__(call_id)
+        self.call_id = call_id
+
+
+def decide(
+    record: RunRecord,
+    calls: list[ToolCallRecord],
+    results: Sequence[SubmittedResult],
+    now: datetime,
+) -> Change | None:
+    """The change a submission makes to the run as read, None when it changes nothing
+    (every result was already there, identical), or a refusal (raised).
+
+    Results go to the first unanswered call with their id (ids may repeat within a
+    round); one identical to a stored answer is a retry, not a conflict. When the last
+    open call is answered the run resumes: its results are fed to its state, loaded
+    without its log (the log only grows, by the results' message)."""
+    reason = record.waiting_reason or {}
+    if record.status != RunStatus.REQUIRES_ACTION or reason.get("type") != "tool_results":
+        raise StatusConflict(record)
+    answered: dict[int, SubmittedResult] = {}
+    for submitted in results:
+        candidates = [c for c in calls if c.call_id == submitted.call_id]
+        if not candidates:
+            raise UnknownCallError(submitted.call_id)
+        open_ = [c for c in candidates if c.result_hash is None and c.position not in answered]
+        if open_:
+            answered[open_[0].position] = submitted
+            continue
+        earlier = [c.result_hash for c in candidates] + [
+            answered[c.position].result_hash for c in candidates if c.position in answered
+        ]
+        if submitted.result_hash not in earlier:
+            raise ResultConflictError(submitted.call_id)
+    if not answered:
+        return None
+    round = int(reason["round"])
+    events = [
+        NewEvent(E.TOOL_RESULT_RECEIVED, {"tool_call_id": s.call_id}, s.actor)
+        for s in answered.values()
+    ]
+    answers = [Answer(round, pos, s.result, s.result_hash) for pos, s in answered.items()]
+    remaining = [
+        c.call_id
+        for c in calls
+        if c.result_hash is None and not c.preresolved and c.position not in answered
+    ]
+    if remaining:
+        return changes.answer(record.version, answers, ToolResults(round, tuple(remaining)), events)
+    loaded = stored.load(record.state, control_only=True)
+    feed_results(loaded.run, calls, answered)
+    actor = next(iter(answered.values())).actor
+    return changes.resume(
+        record.version,
+        stored.snapshot(loaded),
+        loaded.run.turn(),
+        now,
+        events,
+        answers,
+        actor=actor,
+        round=round,
+    )
+
+
+def accepted(change: Change) -> list[str]:
+    """The call ids a submission's change answers."""
+    return [str(e.data["tool_call_id"]) for e in change.events if "tool_call_id" in e.data]
+
+
+def feed_results(
+    run: AgentRun, calls: list[ToolCallRecord], answered: dict[int, SubmittedResult]
+) -> None:
+    """Every pending call's result, in the run's order: the run's own (preresolved),
+    a stored answer, or one of this submission."""
+    results = []
+    for p, row in zip(run.pending_tool_calls(), calls, strict=True):
+        if p.preresolved_result is not None:
+            results.append(p.preresolved_result)
+        elif row.preresolved:
+            results.append(tool_result_from(row.result))
+        else:
+            result = answered[row.position].result if row.position in answered else row.result
+            results.append(convert.submitted_result(p, result))
+    run.tool_results(results)

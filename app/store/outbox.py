@@ -1,0 +1,147 @@
+"""The webhook outbox: deliveries written with the change they announce (by the
+change's own statement, `app.store.statements`), claimed and finished by the workers'
+senders, read by the dashboard and the API."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from app.core.lifecycle import OutboxStatus
+from app.store.records import WebhookRecord
+from app.store.schema import runs, webhook_attempts, webhook_outbox
+
+WEBHOOKS_CHANNEL = "agentrun_webhooks"
+
+
+class Outbox:
+    """Mixed into `RunStore` (uses its engine and connections)."""
+
+    engine: AsyncEngine
+    is_postgres: bool
+
+    def _reader(self) -> Any:
+        raise NotImplementedError
+
+    def _one_statement(self) -> Any:
+        raise NotImplementedError
+
+    async def claim_webhooks(
+        self, now: datetime, lease_until: datetime, limit: int = 20
+    ) -> list[WebhookRecord]:
+        """Take due deliveries; pushing `next_attempt_at` to the lease end keeps another
+        worker off them while they are in flight (a crashed sender's rows come back)."""
+        due = (
+            sa.select(webhook_outbox.c.id)
+            .where(
+                webhook_outbox.c.status == OutboxStatus.PENDING.value,
+                webhook_outbox.c.next_attempt_at <= now,
+            )
+            .order_by(webhook_outbox.c.next_attempt_at, webhook_outbox.c.id)
+            .limit(limit)
+        )
+        if self.is_postgres:
+            due = due.with_for_update(skip_locked=True)
+        stmt = (
+            webhook_outbox.update()
+            .where(webhook_outbox.c.id.in_(due.scalar_subquery()))
+            .values(attempts=webhook_outbox.c.attempts + 1, next_attempt_at=lease_until)
+            .returning(*webhook_outbox.c)
+        )
+        async with self._one_statement() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return [WebhookRecord.from_row(r) for r in rows]
+
+    async def trace_contexts(self, run_ids: Iterable[str]) -> dict[str, dict[str, str]]:
+        """The stored trace context (`config["trace"]`, app.tracing) of each run that has
+        one; read only while tracing is on."""
+        stmt = sa.select(runs.c.id, runs.c.config["trace"]).where(runs.c.id.in_(list(run_ids)))
+        async with self._reader() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return {r[0]: r[1] for r in rows if isinstance(r[1], dict)}
+
+    async def finish_webhook(
+        self,
+        delivery: WebhookRecord,
+        *,
+        status_code: int | None,
+        error: str | None,
+        latency_ms: float,
+        next_attempt_at: datetime | None,
+        worker: str,
+        now: datetime,
+    ) -> None:
+        """Log the attempt; the delivery is delivered (2xx), retried later, or failed."""
+        delivered = status_code is not None and 200 <= status_code < 300
+        if delivered:
+            state, due = OutboxStatus.DELIVERED, delivery.next_attempt_at
+        elif next_attempt_at is not None:
+            state, due = OutboxStatus.PENDING, next_attempt_at
+        else:
+            state, due = OutboxStatus.FAILED, delivery.next_attempt_at
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                webhook_attempts.insert().values(
+                    outbox_id=delivery.id,
+                    attempt=delivery.attempts,
+                    status_code=status_code,
+                    error=error,
+                    latency_ms=latency_ms,
+                    worker=worker,
+                    created_at=now,
+                )
+            )
+            await conn.execute(
+                webhook_outbox.update()
+                .where(webhook_outbox.c.id == delivery.id)
+                .values(
+                    status=state.value,
+                    next_attempt_at=due,
+                    last_status=status_code,
+                    last_error=error,
+                    last_latency_ms=latency_ms,
+                    delivered_at=now if delivered else None,
+                )
+            )
+
+    async def webhook_deliveries(self, run_id: str) -> list[dict[str, Any]]:
+        """A run's deliveries with their latest outcome (for the dashboard and the API)."""
+        stmt = (
+            webhook_outbox.select()
+            .where(webhook_outbox.c.run_id == run_id)
+            .order_by(webhook_outbox.c.id)
+        )
+        async with self._reader() as conn:
+            rows = (await conn.execute(stmt)).all()
+        keys = (
+            "event_type",
+            "webhook_id",
+            "url",
+            "status",
+            "attempts",
+            "last_status",
+            "last_error",
+            "last_latency_ms",
+            "created_at",
+            "delivered_at",
+        )
+        out = []
+        for row in rows:
+            record = WebhookRecord.from_row(row)
+            out.append({k: getattr(record, k) for k in keys})
+        return out
+
+    async def webhook_attempts(self, webhook_id: str) -> list[dict[str, Any]]:
+        stmt = (
+            sa.select(webhook_attempts)
+            .join(webhook_outbox, webhook_outbox.c.id == webhook_attempts.c.outbox_id)
+            .where(webhook_outbox.c.webhook_id == webhook_id)
+            .order_by(webhook_attempts.c.attempt)
+        )
+        async with self._reader() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return [dict(r._mapping) for r in rows]

@@ -1,0 +1,551 @@
+"""The lifecycle's SQL, built (not run) here: one statement per shape, cached.
+
+Building SQLAlchemy statements per call costs more CPU than the database spends on them,
+so each shape (the columns set, the source statuses, the events' kinds, the rows beside
+the change) is built once and reused. On PostgreSQL a change is one statement: the
+compare-and-set UPDATE as a CTE, its events, usage-ledger rows, outbox rows, pending
+calls, answers and the run's log batch as data-modifying CTEs beside it, and a
+live-stream NOTIFY for watched runs; so a transition costs one round trip and one commit.
+SQLite runs the UPDATE alone and writes the rest in the same transaction
+(`app.store.sqlite_rows`). Pure: `tests/store/test_plans.py` compiles and EXPLAINs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+
+from app.core.events import LEDGER_EVENTS, WEBHOOK_EVENTS
+from app.core.lifecycle import OutboxStatus, RunStatus
+from app.store.records import NewEvent
+from app.store.schema import (
+    model_calls,
+    run_events,
+    run_messages,
+    run_watchers,
+    runs,
+    tool_calls,
+    webhook_outbox,
+)
+from app.timestamps import iso
+
+EVENTS_CHANNEL = "agentrun_events"
+LEDGER_COLUMNS = (
+    "turn",
+    "provider",
+    "model",
+    "outcome",
+    "input_tokens",
+    "output_tokens",
+    "cached_input_tokens",
+    "reasoning_tokens",
+    "total_tokens",
+    "cost_usd",
+    "latency_ms",
+    "error",
+)
+TOOL_CALL_COLUMNS = (
+    "round",
+    "position",
+    "call_id",
+    "name",
+    "arguments",
+    "preresolved",
+    "result",
+    "submitted_at",
+)
+OUTBOX_COLUMNS = (
+    "run_id",
+    "event_seq",
+    "event_type",
+    "webhook_id",
+    "url",
+    "payload",
+    "status",
+    "attempts",
+    "next_attempt_at",
+    "created_at",
+)
+
+
+def ledger_row(event: NewEvent) -> dict[str, Any]:
+    """The usage-ledger row a model.called / model.failed event stands for."""
+    d = event.data
+    usage = d.get("usage") or {}
+    ok = event.type == "model.called"
+    return {
+        "turn": int(d.get("turn") or 0),
+        "provider": str(d.get("provider") or ""),
+        "model": str(d.get("model") or ""),
+        "outcome": "ok" if ok else "error",
+        "input_tokens": int(usage.get("input_tokens", 0)),
+        "output_tokens": int(usage.get("output_tokens", 0)),
+        "cached_input_tokens": int(usage.get("cached_input_tokens", 0)),
+        "reasoning_tokens": int(usage.get("reasoning_tokens", 0)),
+        "total_tokens": int(usage.get("total_tokens", 0)),
+        "cost_usd": d.get("cost_usd"),
+        "latency_ms": d.get("latency_ms"),
+        "error": None if ok else str(d.get("message") or ""),
+    }
+
+
+def webhook_payload(event: NewEvent, run_id: str, status: str, now: datetime) -> dict[str, Any]:
+    return {
+        "type": event.type,
+        "timestamp": iso(now),
+        "data": {"run_id": run_id, "status": status, **event.data},
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class EventPlan:
+    """What a batch of events writes besides the event rows themselves."""
+
+    n: int
+    ledger: tuple[int, ...]  # positions of usage-ledger events
+    webhooks: tuple[int, ...]  # positions of webhook events
+
+    @classmethod
+    def of(cls, events: Sequence[NewEvent]) -> EventPlan:
+        return cls(
+            len(events),
+            tuple(i for i, e in enumerate(events) if e.type in LEDGER_EVENTS),
+            tuple(i for i, e in enumerate(events) if e.type in WEBHOOK_EVENTS),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """Everything that changes a change's statement (not its values)."""
+
+    keys: tuple[str, ...]  # the columns set
+    statuses: tuple[str, ...]  # the statuses it may start from
+    plan: EventPlan
+    fenced: bool  # compare-and-set on `version` too
+    bump: bool = True  # moves the fencing token (event-only records do not)
+    tool_rows: int = 0
+    answers: int = 0
+    batch: bool = False  # appends a batch to the run's log
+    chain: EventPlan | None = None  # also claims the next due run (its events' plan)
+
+
+def notify_each(channel: str, changed: Any, *, watched_only: bool = False) -> Any:
+    """NOTIFY for each run in `changed`, as a scalar subquery over it: no run there (a
+    refused compare-and-set, or nothing to claim), no notification. `watched_only`: only
+    runs whose live stream some API process is serving (`run_watchers`), since a NOTIFY
+    makes each notifying commit of the cluster wait for the one before it."""
+    notify = sa.select(sa.func.count(sa.func.pg_notify(channel, changed.c.id)))
+    if watched_only:
+        notify = notify.where(
+            sa.exists().where(
+                run_watchers.c.run_id == changed.c.id, run_watchers.c.expires_at > sa.func.now()
+            )
+        )
+    return notify.correlate(None).scalar_subquery()
+
+
+def status_in(statuses: Iterable[str]) -> sa.ColumnElement[bool]:
+    """`status IN (...)` for a run found by its key, as a filter only: `status || ''` keeps
+    status-led indexes from serving the lookup, so the primary key does. Seen: with
+    `status` bare, a plan made while few runs were suspended found the run through
+    ix_runs_lease, reading every suspended run on each submission. The statuses are
+    literals (enum values), part of the shape."""
+    status = runs.c.status.concat(sa.literal_column("''"))
+    return status.in_([sa.literal_column(f"'{RunStatus(s).value}'") for s in statuses])
+
+
+def typed(name: str, t: Any) -> Any:
+    """An explicitly typed parameter for a SELECT list (the server must know each
+    parameter's type when it prepares the statement); JSON needs its own bind type so
+    the value is serialized."""
+    if isinstance(t, sa.Float):
+        return sa.cast(sa.bindparam(name, type_=sa.Float()), postgresql.DOUBLE_PRECISION)
+    if isinstance(t, sa.JSON):
+        return sa.bindparam(name, type_=postgresql.JSONB())
+    return sa.cast(sa.bindparam(name), t)
+
+
+def log_of(run_id: Any) -> Any:
+    """PostgreSQL: a run's log as one JSON array text (its batches in order), or NULL."""
+    agg = sa.func.string_agg(
+        run_messages.c.body,
+        postgresql.aggregate_order_by(sa.literal_column("','"), run_messages.c.seq),
+    )
+    return (
+        sa.select(sa.func.concat(sa.literal_column("'['"), agg, sa.literal_column("']'")))
+        .where(run_messages.c.run_id == run_id)
+        .scalar_subquery()
+    )
+
+
+class Statements:
+    """The statement of each shape, for one dialect, built on first use."""
+
+    def __init__(self, is_postgres: bool, webhook_url: str | None) -> None:
+        self.is_postgres = is_postgres
+        self.webhook_url = webhook_url
+        self._cache: dict[Any, Any] = {}
+
+    def _cached(self, key: Any, build: Any) -> Any:
+        stmt = self._cache.get(key)
+        if stmt is None:
+            stmt = self._cache[key] = build()
+        return stmt
+
+    # --- changes ------------------------------------------------------------------------
+
+    def change(self, shape: Shape) -> Any:
+        """The compare-and-set UPDATE of one run by id. With `shape.chain` (the claim's
+        events), the same statement also claims the next due run (`n_`-prefixed
+        parameters); the row then holds both runs side by side (FULL JOIN: either may be
+        missing), the claimed run's columns and log last."""
+        return self._cached(shape, lambda: self._change(shape))
+
+    def _change(self, shape: Shape) -> Any:
+        dml = self.dml(shape.keys, shape.statuses, shape.plan.n, shape.fenced, False, shape.bump)
+        if not self.is_postgres:
+            return dml.returning(*runs.c)
+        changed = dml.returning(*runs.c).cte("changed")
+        stmt = self.with_rows(changed, shape.plan, shape.tool_rows, shape.answers, shape.batch)
+        if shape.chain is not None:
+            claimed = self.dml(
+                claim_keys(), (RunStatus.QUEUED.value,), shape.chain.n, False, True, prefix="n_"
+            )
+            claimed = claimed.returning(*runs.c).cte("n_changed")
+            stmt = self.side_ctes(stmt, claimed, shape.chain, "n_")
+            stmt = stmt.add_columns(*claimed.c, log_of(claimed.c.id).label("n_log"))
+            stmt = stmt.select_from(changed.join(claimed, sa.true(), full=True))
+        return stmt
+
+    def claim(self, plan: EventPlan) -> Any:
+        """The claim of up to `p_limit` due queued runs (PostgreSQL: with each run's log)."""
+
+        def build() -> Any:
+            dml = self.dml(claim_keys(), (RunStatus.QUEUED.value,), plan.n, False, True)
+            if not self.is_postgres:
+                return dml.returning(*runs.c)
+            changed = dml.returning(*runs.c).cte("changed")
+            stmt = self.side_ctes(sa.select(changed), changed, plan)
+            return stmt.add_columns(log_of(changed.c.id).label("log"))
+
+        return self._cached(("claim", plan), build)
+
+    def dml(
+        self,
+        keys: tuple[str, ...],
+        statuses: tuple[str, ...],
+        n_events: int,
+        fenced: bool,
+        claim: bool,
+        bump: bool = True,
+        prefix: str = "",
+    ) -> Any:
+        """The UPDATE itself: by id (`claim`: the oldest due queued runs, at most
+        `p_limit`), compare-and-set on status (and `version` when `fenced`); `bump`
+        moves the fencing token. `prefix` names the parameters of a chained claim."""
+        if claim:
+            due = (
+                sa.select(runs.c.id)
+                .where(
+                    # A literal, not a parameter: it matches ix_runs_claim's predicate, so
+                    # even a generic plan uses that index.
+                    runs.c.status == sa.literal_column(f"'{RunStatus.QUEUED.value}'"),
+                    runs.c.available_at <= sa.bindparam("p_now"),
+                )
+                .order_by(runs.c.available_at, runs.c.id)
+                .limit(sa.bindparam(f"{prefix}p_limit", type_=sa.Integer()))
+            )
+            if self.is_postgres:
+                # Joined as a derived table (not `IN`): it runs once, locking what it
+                # picks, so a concurrent claim's row lock cannot make the re-check skip
+                # the rows this claim picked.
+                picked = due.with_for_update(skip_locked=True).subquery("due")
+                chosen: sa.ColumnElement[bool] = runs.c.id == picked.c.id
+            else:  # SQLite: writers are serialized
+                chosen = runs.c.id.in_(due)
+        else:
+            chosen = runs.c.id == sa.bindparam("p_id")
+        where = [chosen]
+        if not claim:  # (a claim's pick is row-locked and re-checked by its subquery)
+            where.append(status_in(statuses))
+        if fenced:
+            where.append(runs.c.version == sa.bindparam("p_version"))
+        values: dict[str, Any] = {
+            k: sa.bindparam(f"{prefix}v_{k}", type_=runs.c[k].type) for k in keys
+        }
+        if claim:
+            values["attempts"] = runs.c.attempts + 1
+        if bump:
+            values["version"] = runs.c.version + 1
+        return (
+            runs.update()
+            .where(*where)
+            .values(
+                **values,
+                last_event_seq=runs.c.last_event_seq + n_events,
+                updated_at=sa.bindparam("p_now"),
+            )
+        )
+
+    def with_rows(
+        self,
+        changed: Any,
+        plan: EventPlan,
+        tool_rows: int = 0,
+        answers: int = 0,
+        batch: bool = False,
+    ) -> Any:
+        """PostgreSQL: the change (`changed`, a `RETURNING runs.*` CTE) with its events,
+        ledger, outbox, tool-call rows, answers, log batch and live-stream NOTIFY, as one
+        statement (data-modifying CTEs)."""
+        stmt = self.side_ctes(sa.select(changed), changed, plan)
+        if tool_rows:
+            stmt = self._tool_call_ctes(stmt, changed, tool_rows)
+        for i in range(answers):
+            stmt = stmt.add_cte(self._answer(changed, i).cte(f"answered{i}"))
+        if batch:
+            appended = run_messages.insert().from_select(
+                ["run_id", "seq", "body"],
+                sa.select(
+                    changed.c.id,
+                    sa.bindparam("b_seq", type_=sa.Integer()),
+                    sa.bindparam("b_body", type_=sa.Text()),
+                ),
+            )
+            stmt = stmt.add_cte(appended.cte("logged"))
+        return stmt
+
+    def _tool_call_ctes(self, stmt: Any, changed: Any, n: int) -> Any:
+        """The pending calls of a suspension: upserted by position, and rows of an earlier
+        suspension at the same round beyond them removed (an operator retry)."""
+        rows = [
+            sa.select(
+                changed.c.id,
+                *[typed(f"t{i}_{c}", tool_calls.c[c].type) for c in TOOL_CALL_COLUMNS],
+            )
+            for i in range(n)
+        ]
+        insert = postgresql.insert(tool_calls).from_select(
+            ["run_id", *TOOL_CALL_COLUMNS], rows[0] if n == 1 else sa.union_all(*rows)
+        )
+        upsert = insert.on_conflict_do_update(
+            index_elements=["run_id", "round", "position"],
+            set_={c: insert.excluded[c] for c in TOOL_CALL_COLUMNS[2:]},
+        )
+        stale = tool_calls.delete().where(
+            tool_calls.c.run_id == sa.select(changed.c.id).scalar_subquery(),
+            tool_calls.c.round == sa.bindparam("t0_round", type_=sa.Integer()),
+            tool_calls.c.position >= n,
+        )
+        return stmt.add_cte(upsert.cte("tooled")).add_cte(stale.cte("pruned"))
+
+    def _answer(self, changed: Any, i: int) -> Any:
+        """One submitted result, written only when the run's compare-and-set succeeded
+        (`changed` is empty otherwise)."""
+        return (
+            tool_calls.update()
+            .where(
+                tool_calls.c.run_id == sa.select(changed.c.id).scalar_subquery(),
+                tool_calls.c.round == sa.bindparam(f"a{i}_round", type_=sa.Integer()),
+                tool_calls.c.position == sa.bindparam(f"a{i}_position", type_=sa.Integer()),
+            )
+            .values(
+                result=sa.bindparam(f"a{i}_result", type_=postgresql.JSONB()),
+                result_hash=sa.bindparam(f"a{i}_hash", type_=sa.String()),
+                submitted_at=sa.bindparam("p_now", type_=sa.DateTime(timezone=True)),
+            )
+        )
+
+    def side_ctes(self, stmt: Any, changed: Any, plan: EventPlan, prefix: str = "") -> Any:
+        """The event rows of `changed` (with their ledger and outbox rows)."""
+        n = plan.n
+        if not n:
+            return stmt
+        now = sa.bindparam("p_now", type_=sa.DateTime(timezone=True))
+
+        def seq(i: int) -> Any:
+            return changed.c.last_event_seq - (n - 1 - i)
+
+        def data(i: int) -> Any:
+            return sa.bindparam(f"{prefix}e{i}_data", type_=postgresql.JSONB())
+
+        def event_type(i: int) -> Any:
+            return sa.bindparam(f"{prefix}e{i}_type", type_=sa.String())
+
+        rows = [
+            sa.select(
+                changed.c.id,
+                seq(i),
+                event_type(i),
+                data(i),
+                sa.bindparam(f"{prefix}e{i}_actor", type_=sa.String()),
+                now,
+            )
+            for i in range(n)
+        ]
+        appended = (
+            run_events.insert()
+            .from_select(
+                ["run_id", "seq", "type", "data", "actor", "created_at"],
+                rows[0] if n == 1 else sa.union_all(*rows),
+            )
+            .cte(f"{prefix}appended")
+        )
+        stmt = stmt.add_cte(appended).add_columns(
+            notify_each(EVENTS_CHANNEL, changed, watched_only=True).label(
+                f"{prefix}events_notified"
+            )
+        )
+        if plan.ledger:
+            ledger = [
+                sa.select(
+                    changed.c.id,
+                    *[typed(f"{prefix}l{i}_{c}", model_calls.c[c].type) for c in LEDGER_COLUMNS],
+                    now,
+                )
+                for i in plan.ledger
+            ]
+            stmt = stmt.add_cte(
+                model_calls.insert()
+                .from_select(
+                    ["run_id", *LEDGER_COLUMNS, "created_at"],
+                    ledger[0] if len(ledger) == 1 else sa.union_all(*ledger),
+                )
+                .cte(f"{prefix}ledgered")
+            )
+        if plan.webhooks:
+            stmt = self._outbox_cte(stmt, changed, plan, seq, data, event_type, now, prefix)
+        return stmt
+
+    def _outbox_cte(
+        self,
+        stmt: Any,
+        changed: Any,
+        plan: EventPlan,
+        seq: Any,
+        data: Any,
+        event_type: Any,
+        now: Any,
+        prefix: str,
+    ) -> Any:
+        run_url: Any = sa.literal_column(f"{changed.name}.config -> 'webhook' ->> 'url'")
+        targets: list[tuple[str, Any, Any]] = [("", run_url, run_url.is_not(None))]
+        if self.webhook_url:
+            global_url = sa.bindparam("p_global_url", type_=sa.Text())
+            targets.append(("_g", global_url, sa.true()))
+        outbox = []
+        for i in plan.webhooks:
+            payload = sa.func.jsonb_build_object(
+                "type",
+                event_type(i),
+                "timestamp",
+                sa.bindparam("p_now_iso", type_=sa.String()),
+                "data",
+                sa.func.jsonb_build_object("run_id", changed.c.id, "status", changed.c.status).op(
+                    "||"
+                )(data(i)),
+            )
+            for suffix, url, present in targets:
+                webhook_id = sa.func.concat("msg_", changed.c.id, "_", seq(i), suffix)
+                outbox.append(
+                    sa.select(
+                        changed.c.id,
+                        seq(i),
+                        event_type(i),
+                        webhook_id,
+                        url,
+                        payload,
+                        sa.literal(OutboxStatus.PENDING.value),
+                        sa.literal(0),
+                        now,
+                        now,
+                    ).where(present)
+                )
+        announced = (
+            webhook_outbox.insert()
+            .from_select(
+                list(OUTBOX_COLUMNS), outbox[0] if len(outbox) == 1 else sa.union_all(*outbox)
+            )
+            .returning(webhook_outbox.c.id)
+            .cte(f"{prefix}announced")
+        )
+        # Wake the senders (after the commit) only when a delivery was written.
+        written = sa.select(sa.func.count()).select_from(announced).scalar_subquery()
+        return stmt.add_cte(announced).add_columns(written.label(f"{prefix}webhooks_announced"))
+
+    # --- inserts and reads ----------------------------------------------------------------
+
+    def insert(self, keys: tuple[str, ...], plan: EventPlan, idempotent: bool) -> Any:
+        """A new run (with its events and first log batch, on PostgreSQL)."""
+
+        def build() -> Any:
+            insert = postgresql.insert(runs) if self.is_postgres else sqlite.insert(runs)
+            dml = insert.values({k: sa.bindparam(f"v_{k}", type_=runs.c[k].type) for k in keys})
+            if idempotent:
+                dml = dml.on_conflict_do_nothing(index_elements=["idempotency_key"])
+            if self.is_postgres:
+                return self.with_rows(dml.returning(*runs.c).cte("changed"), plan, batch=True)
+            return dml.returning(*runs.c)
+
+        return self._cached(("insert", keys, plan, idempotent), build)
+
+    def by(self, column: str, *, with_log: bool = False) -> Any:
+        """`SELECT runs.* WHERE <column> = :p_key` (PostgreSQL `with_log`: and its log)."""
+
+        def build() -> Any:
+            stmt = runs.select().where(runs.c[column] == sa.bindparam("p_key"))
+            if with_log and self.is_postgres:
+                stmt = stmt.add_columns(log_of(runs.c.id).label("log"))
+            return stmt
+
+        return self._cached(("by", column, with_log), build)
+
+    def log(self) -> Any:
+        """A run's log batches in order (the portable read)."""
+        return self._cached(
+            ("log",),
+            lambda: (
+                sa.select(run_messages.c.body)
+                .where(run_messages.c.run_id == sa.bindparam("p_key"))
+                .order_by(run_messages.c.seq)
+            ),
+        )
+
+    def submission_read(self, column: str) -> Any:
+        """A run and the calls of its pending round, in one query (PostgreSQL)."""
+
+        def build() -> Any:
+            pairs: list[Any] = []
+            for c in tool_calls.columns:
+                pairs += [sa.literal_column(f"'{c.name}'"), c]
+            call = sa.func.jsonb_build_object(*pairs)
+            calls = (
+                sa.select(
+                    sa.func.coalesce(
+                        sa.func.jsonb_agg(
+                            postgresql.aggregate_order_by(call, tool_calls.c.position)
+                        ),
+                        sa.literal_column("'[]'::jsonb"),
+                    )
+                )
+                .where(
+                    tool_calls.c.run_id == runs.c.id,
+                    tool_calls.c.round == runs.c.waiting_reason["round"].as_integer(),
+                )
+                .scalar_subquery()
+            )
+            return sa.select(runs, calls.label("calls")).where(
+                runs.c[column] == sa.bindparam("p_key")
+            )
+
+        return self._cached(("submission", column), build)
+
+
+def claim_keys() -> tuple[str, ...]:
+    """The columns a claim sets (sorted, as shapes key them)."""
+    return ("lease_expires_at", "lease_owner", "status", "waiting_reason")

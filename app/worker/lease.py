@@ -1,0 +1,73 @@
+"""A claim and its lease: what a worker holds while it drives a run.
+
+The lease is kept alive while a model call runs (a heartbeat every third of it); a
+heartbeat the fencing token refuses means someone else won the run (cancel, the
+reaper), so the call is abandoned with `LeaseLost` and nothing the claim holds is
+written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TypeVar
+
+from app.core.stored import Loaded
+from app.store.records import NewEvent, RunRecord
+from app.store.runs import RunStore
+
+R = TypeVar("R")
+
+
+class LeaseLost(Exception):
+    """Our lease was taken over (cancelled, reaped); nothing we hold may be written."""
+
+
+@dataclass(slots=True)
+class Claim:
+    record: RunRecord
+    version: int
+    events: list[NewEvent]
+    # Asked at the final write: should that statement also claim the slot's next run?
+    chain: Callable[[], bool] | None = None
+    next: RunRecord | None = None  # the run that write claimed, owned by the caller
+    looked: bool = False  # whether that write looked for a next run at all
+    loaded: Loaded | None = None  # the run as loaded (app.core.stored), for its snapshot
+
+
+class Lease:
+    """Heartbeats of one worker's claims."""
+
+    def __init__(
+        self,
+        store: RunStore,
+        lease_seconds: float,
+        worker_id: str,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.store = store
+        self.lease_seconds = lease_seconds
+        self.worker_id = worker_id
+        self.clock = clock
+
+    async def hold(self, claim: Claim, call: Awaitable[R]) -> R:
+        """Await `call`, extending the claim's lease meanwhile; `LeaseLost` (the call
+        cancelled) when a heartbeat is refused."""
+        task: asyncio.Future[R] = asyncio.ensure_future(call)
+        interval = self.lease_seconds / 3
+        try:
+            while True:
+                done, _ = await asyncio.wait({task}, timeout=interval)
+                if task in done:
+                    return task.result()
+                now = self.clock()
+                until = now + timedelta(seconds=self.lease_seconds)
+                if not await self.store.heartbeat(
+                    claim.record.id, claim.version, self.worker_id, until, now
+                ):
+                    raise LeaseLost()
+        finally:
+            if not task.done():
+                task.cancel()

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from app.service.runs import RunView
-from app.store.records import EventRecord
+from app.service.types import EventRecord
 from app.timestamps import Timestamp
 
 

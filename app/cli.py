@@ -1,4 +1,6 @@
-"""`agentrun`: serve | api | worker | migrate | purge."""
+"""`agentrun`: serve | api | worker | migrate | purge. Parses the command line; the
+processes are built by the composition root (app.main), imported only once a command
+needs it."""
 
 from __future__ import annotations
 
@@ -8,12 +10,6 @@ from datetime import UTC, datetime, timedelta
 
 from app.logs import configure_logging
 from app.settings import get_settings
-
-
-def _migrate(database_url: str) -> None:
-    from app.store.migrate import upgrade_to_head
-
-    upgrade_to_head(database_url)
 
 
 def parse_age(text: str) -> timedelta:
@@ -27,17 +23,6 @@ def parse_age(text: str) -> timedelta:
     if not amount > 0 or amount == float("inf"):
         raise argparse.ArgumentTypeError(f"the age must be positive: {text!r}")
     return timedelta(**{units[unit]: amount})
-
-
-async def _purge(database_url: str, age: timedelta, batch: int) -> int:
-    from app.store.db import create_engine
-    from app.store.retention import purge
-
-    engine = create_engine(database_url, pool_size=1)
-    try:
-        return await purge(engine, datetime.now(UTC) - age, batch)
-    finally:
-        await engine.dispose()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,32 +61,34 @@ def main(argv: list[str] | None = None) -> int:
             return 2
 
     if args.command == "migrate":
-        _migrate(settings.database_url)
+        from app.main import migrate
+
+        migrate(settings.database_url)
         print("database is at the latest revision")
         return 0
     if args.command == "purge":
         import asyncio
 
-        deleted = asyncio.run(_purge(settings.database_url, args.older_than, args.batch))
+        from app.main import purge as purge_finished
+
+        cutoff = datetime.now(UTC) - args.older_than
+        deleted = asyncio.run(purge_finished(settings.database_url, cutoff, args.batch))
         print(f"deleted {deleted} finished runs")
         return 0
     if args.command == "worker":
         import uvloop
 
-        from app.worker.worker import run_worker
+        from app.main import run_worker
 
         # uvloop: the worker is CPU-bound on event-loop work between short statements.
         uvloop.run(run_worker(settings, args.concurrency))
         return 0
     if args.command in ("serve", "api"):
-        try:
-            from app.api.server import run_server
-        except ImportError:
-            print("the HTTP API is not built yet (see the issues)", file=sys.stderr)
-            return 2
+        from app.main import migrate, serve_http
+
         if args.command == "serve":
-            _migrate(settings.database_url)
-        return run_server(
+            migrate(settings.database_url)
+        return serve_http(
             settings,
             host=args.host,
             port=args.port,

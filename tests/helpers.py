@@ -132,7 +132,7 @@ async def api_client(settings: Settings, key: str) -> AsyncIterator[Any]:
     the client's `.app`."""
     import httpx
 
-    from app.api.app import create_app
+    from app.main import create_app
 
     app = create_app(settings)
     async with (

@@ -17,8 +17,7 @@ from prometheus_client.core import (
 )
 
 from app.core.lifecycle import OutboxStatus, RunStatus
-from app.store import reports
-from app.store.runs import RunStore
+from app.service.reads import RunReads
 
 AGE_BUCKETS = (60.0, 300.0, 900.0, 3600.0, 6 * 3600.0, 86400.0, 7 * 86400.0)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -48,9 +47,9 @@ class Snapshot:
         yield from self.families
 
 
-async def render(store: RunStore) -> bytes:
+async def render(reads: RunReads) -> bytes:
     now = datetime.now(UTC)
-    m = await reports.metrics_inputs(store.engine, now)
+    m = await reads.metrics(now)
     families: list[Metric] = []
     g = GaugeMetricFamily("agentrun_runs", "Runs by status", labels=["status"])
     for status in RunStatus:

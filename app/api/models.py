@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from app.core.lifecycle import RunStatus
 from app.service.runs import RunView
-from app.store.records import EventRecord
+from app.service.types import EventRecord
 from app.timestamps import Timestamp
 
 

@@ -1,4 +1,5 @@
-"""The /v1 routes: a thin layer over `app.service.runs.RunService`."""
+"""The /v1 routes: a thin layer over `app.service.runs.RunService` (and its reads,
+`app.service.reads.RunReads`)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ from pydantic import BaseModel
 from sse_starlette import EventSourceResponse
 
 from app.api import models
+from app.api.live import server_sent_events
 from app.api.problems import responses
 from app.api.security import require_api_key
 from app.core.lifecycle import RunStatus
 from app.service.errors import IdempotencyInFlight, InvalidRequest
+from app.service.live import EventHub
+from app.service.reads import RunReads
 from app.service.runs import RunService
 from app.service.schemas import ResolutionIn, RunCreate, ToolResultsIn
-from app.service.submissions import SubmitOutcome
+from app.service.types import SubmitOutcome
 
 router = APIRouter(prefix="/v1", tags=["runs"])
 callbacks = APIRouter(prefix="/v1/callbacks", tags=["callbacks"])
@@ -36,7 +40,13 @@ async def service_of(request: Request) -> RunService:
     return service
 
 
+async def reads_of(request: Request) -> RunReads:
+    reads: RunReads = request.app.state.reads
+    return reads
+
+
 Service = Annotated[RunService, Depends(service_of)]
+Reads = Annotated[RunReads, Depends(reads_of)]
 
 
 def json_body(
@@ -213,8 +223,8 @@ async def events(
         start = after
         if last_event_id is not None:
             start = int(last_event_id)
-        hub = request.app.state.event_hub
-        return EventSourceResponse(hub.stream(run_id, start), ping=15)
+        hub: EventHub = request.app.state.event_hub
+        return EventSourceResponse(server_sent_events(hub, run_id, start), ping=15)
     records = await service.events(run_id, after=after)
     return models.EventList(data=[models.EventOut.of(e) for e in records])
 
@@ -226,7 +236,7 @@ async def events(
     summary="Usage and cost of every model call (attempts included) in a time range",
 )
 async def usage(
-    service: Service,
+    reads: Reads,
     _: Actor,
     from_: Annotated[
         str | None,
@@ -251,7 +261,7 @@ async def usage(
     start = _instant(from_, "from") if from_ is not None else _day_before(end)
     if start > end:
         raise InvalidRequest("from must not be after to")
-    totals = await service.store.usage_totals(start, end)
+    totals = await reads.usage(start, end)
     return models.UsageOut.model_validate({"from": start, "to": end, **totals})
 
 

@@ -1,9 +1,7 @@
-"""Bearer API keys (constant-time comparison) and the request-size limit."""
+"""Bearer API keys (compared by app.service.keys) and the request-size limit."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import ipaddress
 import math
 
@@ -12,6 +10,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.problems import problem
 from app.service.errors import ServiceError
+from app.service.keys import actor_of, key_matches
 
 
 class Unauthorized(ServiceError):
@@ -47,21 +46,6 @@ def check_throttle(request: Request) -> str:
     if wait is not None:
         raise TooManyFailedAuthentications(wait)
     return address
-
-
-def key_matches(presented: str, keys: list[str]) -> bool:
-    """Compare against every key, always, in constant time."""
-    found = False
-    for key in keys:
-        found |= hmac.compare_digest(presented.encode(), key.encode())
-    return found
-
-
-def actor_of(key: str | None) -> str:
-    """Who did it, for the event log: a short, non-reversible tag of the key."""
-    if key is None:
-        return "open-mode"
-    return "key:" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
 async def require_api_key(request: Request) -> str:

@@ -1,18 +1,22 @@
-"""`agentrun serve` / `agentrun api`: uvicorn around the app, with the open-mode guard."""
+"""`agentrun serve` / `agentrun api`: uvicorn around the app (built by the composition
+root's factory), with the open-mode guard."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from types import FrameType
 
 import uvicorn
+from fastapi import FastAPI
 
-from app.api.app import create_app
 from app.api.security import is_loopback
 from app.settings import Settings
 
 
-def run_server(settings: Settings, *, host: str, port: int, workers: int) -> int:
+def run_server(
+    settings: Settings, make_app: Callable[[Settings], FastAPI], *, host: str, port: int
+) -> int:
     if not settings.api_key_list:
         if not is_loopback(host):
             print(
@@ -30,7 +34,7 @@ def run_server(settings: Settings, *, host: str, port: int, workers: int) -> int
         # Callback URLs point at this server unless the deployment says otherwise.
         shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
         settings = settings.model_copy(update={"public_url": f"http://{shown}:{port}"})
-    app = create_app(settings, worker_slots=workers)
+    app = make_app(settings)
     # log_config=None: uvicorn logs through the process's configuration (app.logs).
     config = uvicorn.Config(
         app, host=host, port=port, log_level="info", access_log=False, log_config=None

@@ -2,7 +2,7 @@
 
 A pure ASGI middleware, outermost in the application: it sees every exception a route,
 a dependency, another middleware or a streaming body raises. An outage (as
-`app.store.errors.is_unavailable` recognises it) becomes `503 application/problem+json`
+`app.service.errors.is_unavailable` recognises it) becomes `503 application/problem+json`
 (`/problems/service-unavailable`) with `Retry-After`, and the connection stays usable
 (a 500 from Starlette's error middleware closes it). When the response has already
 started (an SSE stream), the body is ended cleanly: the client reconnects with
@@ -16,7 +16,7 @@ import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.problems import problem
-from app.store.errors import RETRY_AFTER_SECONDS, is_unavailable
+from app.service.errors import RETRY_AFTER_SECONDS, is_unavailable
 
 log = structlog.get_logger("agentrun.api")
 

@@ -19,9 +19,8 @@ from fastapi import Request
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from starlette.responses import Response
 
-from app.api.security import actor_of, key_matches
-from app.service.tokens import new_key
-from app.store.runs import RunStore
+from app.service.keys import actor_of, key_matches
+from app.service.reads import RunReads
 
 COOKIE = "agentrun_admin"
 COOKIE_PATH = "/admin"
@@ -56,8 +55,8 @@ class Session:
 async def serializer(request: Request) -> URLSafeTimedSerializer:
     cached: URLSafeTimedSerializer | None = getattr(request.app.state, "dashboard_signer", None)
     if cached is None:
-        store: RunStore = request.app.state.store
-        key = await store.secret(SECRET_NAME, new_key)
+        reads: RunReads = request.app.state.reads
+        key = await reads.shared_secret(SECRET_NAME)
         cached = URLSafeTimedSerializer(key, salt="agentrun-dashboard-session")
         request.app.state.dashboard_signer = cached
     return cached

@@ -23,7 +23,7 @@ from app.core import (
     stored,
 )
 from app.core.jsonvalue import thaw
-from app.store.records import EventRecord, RunRecord, ToolCallRecord
+from app.service.types import EventRecord, RunRecord, ToolCallRecord
 
 
 def duration(seconds: float | None) -> str:

@@ -22,16 +22,14 @@ from fastapi.templating import Jinja2Templates
 from pydantic import ValidationError
 from starlette.datastructures import FormData
 
-from app.api.security import client_address
 from app.core.lifecycle import TERMINAL, RunStatus, Transition, sources
 from app.dashboard import auth, present
 from app.service import operator
 from app.service.errors import ServiceError
+from app.service.reads import RunReads
 from app.service.runs import RunService, RunView
 from app.service.schemas import ResolutionIn, ToolResultsIn
-from app.store import reports as queries
-from app.store.records import RunRecord
-from app.store.runs import RunStore
+from app.service.types import BadCursor, RunFilter, RunRecord
 
 HERE = Path(__file__).resolve().parent
 templates = Jinja2Templates(directory=str(HERE / "templates"))
@@ -95,9 +93,15 @@ def service_of(request: Request) -> RunService:
     return service
 
 
-def store_of(request: Request) -> RunStore:
-    store: RunStore = request.app.state.store
-    return store
+def reads_of(request: Request) -> RunReads:
+    reads: RunReads = request.app.state.reads
+    return reads
+
+
+def client_address(request: Request) -> str:
+    """The address failed logins are throttled by: what uvicorn reports, as for the API's
+    bearer keys (the throttle, `app.state.auth_throttle`, is the API's and shared)."""
+    return request.client.host if request.client else "unknown"
 
 
 async def render(
@@ -191,7 +195,7 @@ async def logout(_: Session, form: Form) -> Response:
 
 @dataclass(slots=True)
 class Listing:
-    filter: queries.RunFilter
+    filter: RunFilter
     status_param: str
     meta: str
     cursor: str | None
@@ -237,7 +241,7 @@ def listing(
             errors.append("metadata filter: use key=value (key: letters, digits, _ . -)")
             meta = ""
     return Listing(
-        queries.RunFilter(status_value, provider, meta_key, meta_value),
+        RunFilter(status_value, provider, meta_key, meta_value),
         status_param,
         meta,
         cursor or None,
@@ -246,29 +250,17 @@ def listing(
 
 
 async def rows_of(request: Request, page: Listing) -> tuple[list[present.Row], str | None]:
-    service = service_of(request)
+    reads = reads_of(request)
     try:
-        records, next_cursor = await queries.page_of_runs(
-            service.store.engine, page.filter, limit=PAGE_SIZE, cursor=page.cursor
+        records, next_cursor = await reads.runs_page(
+            page.filter, limit=PAGE_SIZE, cursor=page.cursor
         )
-    except queries.BadCursor as exc:
+    except BadCursor as exc:
         page.errors.append(str(exc))
         page.cursor = None
-        records, next_cursor = await queries.page_of_runs(
-            service.store.engine, page.filter, limit=PAGE_SIZE, cursor=None
-        )
-    rounds = {
-        r.id: int(r.waiting_reason["round"])
-        for r in records
-        if r.status == RunStatus.REQUIRES_ACTION
-        and r.waiting_reason is not None
-        and r.waiting_reason.get("type") == "tool_results"
-    }
-    pending = await service.store.pending_calls(rounds)
-    since = await queries.suspended_since(
-        service.store.engine,
-        [r.id for r in records if r.status == RunStatus.REQUIRES_ACTION],
-    )
+        records, next_cursor = await reads.runs_page(page.filter, limit=PAGE_SIZE, cursor=None)
+    pending = await reads.pending_calls(records)
+    since = await reads.suspended_since(records)
     t = now()
     rows = []
     for r in records:
@@ -298,7 +290,7 @@ async def runs_page(
 ) -> HTMLResponse:
     page = listing(status, provider, meta, cursor)
     rows, next_cursor = await rows_of(request, page)
-    counts = await store_of(request).count_by_status()
+    counts = await reads_of(request).count_by_status()
     return await render(
         request,
         "runs.html",
@@ -329,7 +321,7 @@ async def runs_rows(
     the page and its scroll position stay put."""
     page = listing(status, provider, meta, cursor)
     rows, next_cursor = await rows_of(request, page)
-    counts = await store_of(request).count_by_status()
+    counts = await reads_of(request).count_by_status()
     return await render(
         request,
         "_rows.html",
@@ -350,15 +342,14 @@ async def runs_rows(
 
 
 async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
-    service = service_of(request)
-    view = await service.get_run(run_id, with_log=True)
+    reads = reads_of(request)
+    view = await service_of(request).get_run(run_id, with_log=True)
     r = view.record
-    events = await service.store.events(run_id, limit=5000)
+    events = await reads.events(run_id, limit=5000)
     messages, state_error = present.conversation(r)
-    store = service.store
-    deliveries = await store.webhook_deliveries(run_id)
-    ledger = await queries.run_ledger(store.engine, run_id)
-    since = await queries.suspended_since(store.engine, [run_id])
+    deliveries = await reads.deliveries(run_id)
+    ledger = await reads.ledger(run_id)
+    since = await reads.suspended_since([r])
     t = now()
     waiting = since.get(r.id, r.updated_at) if r.status == RunStatus.REQUIRES_ACTION else None
     answered = [c for c in view.pending if c.result_hash is not None or c.preresolved]
@@ -408,7 +399,7 @@ async def run_page(
 @router.get("/runs/{run_id}/poll")
 async def run_poll(request: Request, run_id: str, _: Session, v: int = 0, seq: int = 0) -> Response:
     """204 while nothing changed; otherwise tells htmx to reload the page."""
-    record = await store_of(request).get(run_id)
+    record = await reads_of(request).run(run_id)
     if record is None or (record.version, record.last_event_seq) != (v, seq):
         return Response(status_code=200, headers={"HX-Refresh": "true"})
     return Response(status_code=204)
@@ -585,22 +576,18 @@ async def run_action(
 
 @router.get("/overview", response_class=HTMLResponse)
 async def overview(request: Request, session: Session) -> HTMLResponse:
-    store = store_of(request)
     t = now()
-    counts = await store.count_by_status()
-    ages = await queries.suspended_ages(store.engine, t)
-    histogram = queries.age_histogram(ages)
-    act = await queries.activity(store.engine, t)
-    per_minute = [(str(i), n) for i, n in enumerate(act.completed_per_minute)]
+    o = await reads_of(request).overview(t)
+    per_minute = [(str(i), n) for i, n in enumerate(o.activity.completed_per_minute)]
     return await render(
         request,
         "overview.html",
         {
-            "counts": [(s.value, counts.get(s.value, 0)) for s in RunStatus],
-            "total": sum(counts.values()),
-            "age_bars": present.bars(histogram),
-            "oldest": max(ages) if ages else None,
-            "activity": act,
+            "counts": [(s.value, o.counts.get(s.value, 0)) for s in RunStatus],
+            "total": sum(o.counts.values()),
+            "age_bars": present.bars(o.age_histogram),
+            "oldest": max(o.suspended_ages) if o.suspended_ages else None,
+            "activity": o.activity,
             "minute_bars": present.bars(per_minute, width=480, height=80),
             "now": t,
         },

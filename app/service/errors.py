@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+# Re-exported for the API: which failures mean "the database is not there right now" is
+# the store's knowledge (app.store.errors); the API answers them 503 with this Retry-After.
+from app.store.errors import RETRY_AFTER_SECONDS as RETRY_AFTER_SECONDS
+from app.store.errors import is_unavailable as is_unavailable
+
 
 class ServiceError(Exception):
     code = "service-error"

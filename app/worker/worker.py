@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import os
 import random
-import signal
 import socket
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -263,18 +262,3 @@ class Worker:
             except Exception:
                 log.exception("LISTEN connection lost; reconnecting")
                 await asyncio.sleep(1.0)
-
-
-async def run_worker(settings: Settings, concurrency: int) -> None:
-    from app.store.db import create_engine
-
-    engine = create_engine(settings.database_url, pool_size=concurrency + 2)
-    store = RunStore(engine, webhook_url=settings.webhook_url)
-    worker = Worker(store, settings, concurrency=concurrency)
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, worker.stop)
-    try:
-        await worker.run()
-    finally:
-        await store.aclose()

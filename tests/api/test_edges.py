@@ -148,6 +148,6 @@ def test_api_json_sse_and_webhooks_write_timestamps_alike(
 
 
 def create_app_with(settings: Settings) -> Any:
-    from app.api.app import create_app
+    from app.main import create_app
 
     return create_app(settings, worker_slots=1)

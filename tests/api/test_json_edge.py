@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.api.app import create_app
 from app.core import MAX_JSON_DEPTH
+from app.main import create_app
 from app.store.db import sync_url
 from tests.conftest import make_settings
 from tests.mocks.uvicorn_thread import serve_in_thread

@@ -1,93 +1,32 @@
-"""The live-event hub: on PostgreSQL a stream is woken by NOTIFY, which only watched runs'
-commits send, so the hub must watch what it streams and stop watching when it ends."""
+"""A run's events as server-sent events: named by type, `id` the sequence number (what
+Last-Event-ID resumes from), the event as JSON, and the stream ends with the run."""
 
 from __future__ import annotations
 
-import asyncio
-from datetime import UTC, datetime
+import orjson
 
-import pytest
-
-from app.api.live import EventHub
+from app.api.live import server_sent_events
+from app.service.live import EventHub
 from app.service.runs import RunService
 from app.settings import Settings
-from app.store.records import NewEvent
 from app.store.runs import RunStore
 from tests.helpers import run_body
 
-POSTGRES = pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 
-
-@POSTGRES
-async def test_a_stream_is_woken_by_its_runs_commits_and_watches_only_while_open(
+async def test_events_become_server_sent_events_until_the_run_ends(
     store: RunStore, settings: Settings
 ) -> None:
-    # No fallback look at the log within the test: only a NOTIFY can wake the stream.
-    hub = EventHub(store, settings.database_url, 0.05, fallback_seconds=600, first_look_seconds=600)
-    view, _ = await RunService(store, settings).create_run(run_body())
-    run_id = view.record.id
-    stream = hub.stream(run_id, after=0)
-    try:
-        first = await anext(stream)
-        assert first.event == "run.created"
-        assert (run_id, hub.watcher) in await store.watched()
-        pending = asyncio.ensure_future(anext(stream))
-        await asyncio.sleep(0.1)  # the stream is now waiting for a wake-up
-        assert await store.append_events(run_id, None, [NewEvent("note", {})], datetime.now(UTC))
-        woken = await asyncio.wait_for(pending, 30)
-        assert woken.event == "note"
-    finally:
-        await stream.aclose()
-    for _ in range(100):  # the watch is dropped in the background
-        if (run_id, hub.watcher) not in await store.watched():
-            break
-        await asyncio.sleep(0.05)
-    else:
-        raise AssertionError("the watch outlived its last stream")
-    await hub.close()
-
-
-@POSTGRES
-async def test_closing_the_hub_drops_its_watches(store: RunStore, settings: Settings) -> None:
-    hub = EventHub(store, settings.database_url, 0.05)
-    view, _ = await RunService(store, settings).create_run(run_body())
-    stream = hub.stream(view.record.id, after=0)
-    await anext(stream)
-    assert (view.record.id, hub.watcher) in await store.watched()
-    await hub.close()
-    assert [w for w in await store.watched() if w[1] == hub.watcher] == []
-    await stream.aclose()
-
-
-@POSTGRES
-async def test_a_commit_that_missed_its_notify_reaches_the_stream_by_the_log(
-    store: RunStore, settings: Settings, postgres_url: str
-) -> None:
-    """A cancel whose statement began before the stream watched the run (it waited on the
-    run's row lock, held by another session) sends no NOTIFY; the stream's look at the log
-    after its first wait and its periodic re-check must deliver it anyway."""
-    import psycopg
-
     service = RunService(store, settings)
-    hub = EventHub(store, settings.database_url, 0.05, fallback_seconds=1.0, first_look_seconds=0.3)
+    hub = EventHub(store, settings.database_url, 0.05)
     view, _ = await service.create_run(run_body())
-    run_id = view.record.id
-    dsn = postgres_url.replace("postgresql+psycopg://", "postgresql://")
-    async with await psycopg.AsyncConnection.connect(dsn) as locker:
-        await locker.execute("SELECT 1 FROM runs WHERE id = %s FOR UPDATE", (run_id,))
-        cancel = asyncio.ensure_future(service.cancel(run_id, actor="test"))
-        await asyncio.sleep(0.2)  # the cancel's statement has begun and waits on the lock
-        assert not cancel.done()
-        stream = hub.stream(run_id, after=0)
-        try:
-            assert (await anext(stream)).event == "run.created"
-            assert (run_id, hub.watcher) in await store.watched()
-            pending = asyncio.ensure_future(anext(stream))
-            await asyncio.sleep(0.5)  # past the first look: only the re-check is left
-            await locker.commit()  # the cancel commits now, without a NOTIFY for us
-            await asyncio.wait_for(cancel, 10)
-            delivered = await asyncio.wait_for(pending, 5)
-            assert delivered.event == "run.cancelled"
-        finally:
-            await stream.aclose()
-            await hub.close()
+    await service.cancel(view.record.id, actor="someone")
+    try:
+        sent = [e async for e in server_sent_events(hub, view.record.id, 0)]
+        assert [(e.event, e.id) for e in sent] == [("run.created", "1"), ("run.cancelled", "2")]
+        body = orjson.loads(str(sent[1].data))
+        assert body["seq"] == 2 and body["type"] == "run.cancelled"
+        assert body["actor"] == "someone" and body["created_at"].endswith("Z")
+        resumed = [e async for e in server_sent_events(hub, view.record.id, 1)]
+        assert [e.id for e in resumed] == ["2"]
+    finally:
+        await hub.close()

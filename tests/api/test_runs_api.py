@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from app.api.problems import CATALOGUE
-from app.api.security import actor_of
+from app.service.keys import actor_of
 from app.store.runs import RunStore
 from tests.api.conftest import KEY
 from tests.helpers import drive_once, run_body

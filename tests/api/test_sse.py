@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from app.api.app import create_app
+from app.main import create_app
 from app.settings import Settings
 from tests.api.sse_client import read_events
 from tests.conftest import make_settings

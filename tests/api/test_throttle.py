@@ -6,8 +6,8 @@ from __future__ import annotations
 import httpx
 from fastapi import FastAPI
 
-from app.api.app import create_app
 from app.api.throttle import FailureThrottle
+from app.main import create_app
 from app.settings import Settings
 from tests.api.conftest import KEY
 from tests.conftest import make_settings

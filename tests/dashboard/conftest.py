@@ -10,7 +10,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.api.app import create_app
+from app.main import create_app
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.runs import RunStore

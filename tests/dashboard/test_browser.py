@@ -24,8 +24,8 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from app.api.app import create_app
-from app.api.security import actor_of
+from app.main import create_app
+from app.service.keys import actor_of
 from app.store.migrate import upgrade_to_head
 from tests.conftest import make_settings
 from tests.helpers import run_body

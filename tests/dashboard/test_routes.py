@@ -13,10 +13,10 @@ import pytest
 import sqlalchemy as sa
 from fastapi import FastAPI
 
-from app.api.security import actor_of
 from app.core import AgentRun, AssistantMessage, Reasoning, Text, UserMessage
 from app.core.lifecycle import RunStatus
 from app.dashboard import views
+from app.service.keys import actor_of
 from app.service.runs import RunService
 from app.store.schema import runs
 from tests.dashboard.conftest import KEY, csrf_of, log_in
@@ -159,7 +159,7 @@ async def test_logout(admin: httpx.AsyncClient) -> None:
 
 
 async def test_open_mode_login_is_labelled_and_takes_any_key(database_url: str, store: Any) -> None:
-    from app.api.app import create_app
+    from app.main import create_app
     from tests.conftest import make_settings
 
     app = create_app(make_settings(database_url))

@@ -316,7 +316,7 @@ async def test_usage_totals_equal_provider_reported_usage_including_a_retried_ca
 
 
 async def test_usage_endpoint_and_metrics(store: RunStore, database_url: str) -> None:
-    from app.api.app import create_app
+    from app.main import create_app
 
     settings = make_settings(database_url, api_keys="k")
     service = RunService(store, settings)

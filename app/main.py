@@ -1,0 +1,121 @@
+"""The composition root: the one place that builds the engine, the store, the service and
+its reads, the live-event hub and the worker, and wires them into the processes the CLI
+starts (`serve`, `api`, `worker`, `purge`, `migrate`).
+
+Nothing below imports this module (an import-linter contract). The web stack (FastAPI,
+the dashboard) is imported only by the functions that serve it, so a worker process
+never loads it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from app.service.live import EventHub
+from app.service.reads import RunReads
+from app.service.runs import RunService
+from app.settings import Settings
+from app.store.db import create_engine
+from app.store.runs import RunStore
+from app.worker.worker import Worker
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+
+@dataclass(frozen=True, slots=True)
+class Components:
+    store: RunStore
+    service: RunService
+    reads: RunReads
+    hub: EventHub | None  # when the process serves live event streams
+    worker: Worker | None  # when the process drives runs
+    worker_task: asyncio.Task[None] | None
+
+
+@asynccontextmanager
+async def running(
+    settings: Settings, *, pool_size: int, worker_slots: int = 0, hub: bool = False
+) -> AsyncIterator[Components]:
+    """Everything a process needs, started; stopped in reverse order on exit (the worker
+    finishes or releases what it holds, the hub drops its watches, the store sends its
+    pending wake-ups and closes its pools)."""
+    engine = create_engine(settings.database_url, pool_size=pool_size)
+    store = RunStore(engine, webhook_url=settings.webhook_url)
+    event_hub = EventHub(store, settings.database_url, settings.poll_interval) if hub else None
+    worker = Worker(store, settings, concurrency=worker_slots) if worker_slots else None
+    task = asyncio.create_task(worker.run()) if worker is not None else None
+    try:
+        yield Components(
+            store, RunService(store, settings), RunReads(store), event_hub, worker, task
+        )
+    finally:
+        try:
+            if worker is not None and task is not None:
+                worker.stop()
+                await task
+        finally:
+            if event_hub is not None:
+                await event_hub.close()
+            await store.aclose()
+
+
+def create_app(settings: Settings, *, worker_slots: int = 0) -> FastAPI:
+    """The HTTP API with the dashboard; with `worker_slots`, workers in the same process
+    (`agentrun serve`)."""
+    from app import dashboard
+    from app.api.app import create_api
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with running(
+            settings, pool_size=10 + worker_slots, worker_slots=worker_slots, hub=True
+        ) as c:
+            app.state.service = c.service
+            app.state.reads = c.reads
+            app.state.event_hub = c.hub
+            yield
+
+    app = create_api(settings, lifespan)
+    dashboard.install(app)
+    return app
+
+
+def serve_http(settings: Settings, *, host: str, port: int, workers: int) -> int:
+    """`agentrun serve` (with `workers` in-process slots) and `agentrun api` (none)."""
+    from app.api.server import run_server
+
+    return run_server(settings, lambda s: create_app(s, worker_slots=workers), host=host, port=port)
+
+
+async def run_worker(settings: Settings, concurrency: int) -> None:
+    """`agentrun worker`: until SIGTERM or SIGINT, then a clean stop."""
+    async with running(settings, pool_size=concurrency + 2, worker_slots=concurrency) as c:
+        assert c.worker is not None and c.worker_task is not None
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, c.worker.stop)
+        await c.worker_task
+
+
+def migrate(database_url: str) -> None:
+    from app.store.migrate import upgrade_to_head
+
+    upgrade_to_head(database_url)
+
+
+async def purge(database_url: str, cutoff: datetime, batch: int) -> int:
+    """`agentrun purge`: delete runs that finished before `cutoff`; how many."""
+    from app.store.retention import purge as purge_finished
+
+    engine = create_engine(database_url, pool_size=1)
+    try:
+        return await purge_finished(engine, cutoff, batch)
+    finally:
+        await engine.dispose()

@@ -1,0 +1,118 @@
+"""What the API and the dashboard read, through the service layer.
+
+They never touch the store or its engine: health, usage, metrics and the dashboard's
+pages come from here, which calls the store's public reads and its report queries
+(`app.store.reports`). Writes stay in `RunService` and `app.service.operator`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from app.core.lifecycle import RunStatus
+from app.service.tokens import new_key
+from app.service.types import (
+    Activity,
+    EventRecord,
+    MetricsInputs,
+    RunFilter,
+    RunRecord,
+    ToolCallRecord,
+)
+from app.store import reports
+from app.store.runs import RunStore
+
+
+def waiting_round(record: RunRecord) -> int | None:
+    """The round of tool calls a run waits on for results, if it does."""
+    reason = record.waiting_reason
+    if (
+        record.status != RunStatus.REQUIRES_ACTION
+        or reason is None
+        or reason.get("type") != "tool_results"
+    ):
+        return None
+    return int(reason["round"])
+
+
+@dataclass(frozen=True, slots=True)
+class Overview:
+    """The dashboard's overview: runs by status, suspended ages, last-hour activity."""
+
+    counts: dict[str, int]
+    suspended_ages: list[float]  # seconds each suspended run has waited
+    age_histogram: list[tuple[str, int]]
+    activity: Activity
+
+
+class RunReads:
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+
+    async def ready(self) -> None:
+        """Return when the database answers a query; raise whatever reaching it raised."""
+        async with self.store.engine.connect() as conn:
+            await conn.execute(sa.text("SELECT 1"))
+
+    async def shared_secret(self, name: str) -> str:
+        """A service-wide secret every process shares (made by the first to ask)."""
+        return await self.store.secret(name, new_key)
+
+    async def run(self, run_id: str) -> RunRecord | None:
+        return await self.store.get(run_id)
+
+    async def events(self, run_id: str, *, after: int = 0, limit: int = 1000) -> list[EventRecord]:
+        return await self.store.events(run_id, after=after, limit=limit)
+
+    async def count_by_status(self) -> dict[str, int]:
+        return await self.store.count_by_status()
+
+    async def usage(self, start: datetime, end: datetime) -> dict[str, Any]:
+        """The usage ledger's sums in [start, end): overall, by run status, by model."""
+        return await self.store.usage_totals(start, end)
+
+    async def metrics(self, now: datetime) -> MetricsInputs:
+        """Everything /metrics reports, read at once."""
+        return await reports.metrics_inputs(self.store.engine, now)
+
+    # --- the dashboard ------------------------------------------------------------------
+
+    async def runs_page(
+        self, f: RunFilter, *, limit: int, cursor: str | None
+    ) -> tuple[list[RunRecord], str | None]:
+        """One page of runs matching `f` and the cursor of the next (raises `BadCursor`)."""
+        return await reports.page_of_runs(self.store.engine, f, limit=limit, cursor=cursor)
+
+    async def pending_calls(self, records: Iterable[RunRecord]) -> dict[str, list[ToolCallRecord]]:
+        """The tool calls each run waits on (none for a run that waits on nothing), in one
+        query for all of them."""
+        rounds = {r.id: n for r in records if (n := waiting_round(r)) is not None}
+        return await self.store.pending_calls(rounds)
+
+    async def suspended_since(self, records: Iterable[RunRecord]) -> dict[str, datetime]:
+        """When each suspended run among `records` last suspended."""
+        ids = [r.id for r in records if r.status == RunStatus.REQUIRES_ACTION]
+        return await reports.suspended_since(self.store.engine, ids)
+
+    async def deliveries(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's webhook deliveries with their latest outcome."""
+        return await self.store.webhook_deliveries(run_id)
+
+    async def ledger(self, run_id: str) -> dict[str, Any]:
+        """The run's usage-ledger totals: calls, failed calls, cost."""
+        return await reports.run_ledger(self.store.engine, run_id)
+
+    async def overview(self, now: datetime) -> Overview:
+        counts = await self.store.count_by_status()
+        ages = await reports.suspended_ages(self.store.engine, now)
+        return Overview(
+            counts=counts,
+            suspended_ages=ages,
+            age_histogram=reports.age_histogram(ages),
+            activity=await reports.activity(self.store.engine, now),
+        )

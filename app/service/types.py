@@ -1,0 +1,26 @@
+"""The records the service hands to the API and the dashboard.
+
+They are the store's own records, re-exported: plain frozen dataclasses that hold no
+connection (the store lets no ORM object out), so converting each one into a look-alike
+would cost CPU on the hottest reads (event streams, list pages) and buy no isolation.
+What this module buys is the boundary: the API and the dashboard import these names from
+here, never from `app.store` (an import-linter contract), so when the store's layout
+changes the service can put views of its own here, in one place.
+"""
+
+from __future__ import annotations
+
+from app.service.submissions import SubmitOutcome
+from app.store.records import EventRecord, RunRecord, ToolCallRecord
+from app.store.reports import Activity, BadCursor, MetricsInputs, RunFilter
+
+__all__ = [
+    "Activity",
+    "BadCursor",
+    "EventRecord",
+    "MetricsInputs",
+    "RunFilter",
+    "RunRecord",
+    "SubmitOutcome",
+    "ToolCallRecord",
+]

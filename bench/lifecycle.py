@@ -42,6 +42,7 @@ from app import tracing  # noqa: E402
 from app.core import (  # noqa: E402
     AgentRun,
     AssistantMessage,
+    CallTools,
     ModelTurn,
     Text,
     ToolCall,
@@ -505,13 +506,16 @@ def prose(seed: int, words: int = 60) -> str:
     )
 
 
-def run_with_history(n: int) -> AgentRun:
-    """A run whose history holds `n` messages (tool rounds of the `add` tool)."""
+def run_with_history(n: int, *, long: bool = False) -> AgentRun:
+    """A run whose history holds `n` messages (tool rounds of the `add` tool); `long`:
+    each message a paragraph of `prose` (else a few words, the ceiling's 2.3 kB run)."""
     history: list[AssistantMessage | UserMessage] = []
     for i in range(n // 2):
         call = ToolCall.from_wire(f"c{i}", "add", {"a": i, "b": i})
-        history.append(AssistantMessage((Text(prose(2 * i)), call), f"m{i}"))
-        history.append(UserMessage([ToolResult(call.id, "add", (Text(prose(2 * i + 1)),))]))
+        said = prose(2 * i) if long else f"step {i}"
+        got = prose(2 * i + 1) if long else str(2 * i)
+        history.append(AssistantMessage((Text(said), call), f"m{i}"))
+        history.append(UserMessage([ToolResult(call.id, "add", (Text(got),))]))
     return AgentRun("go", max_turns=10_000, history=history)
 
 
@@ -525,7 +529,7 @@ async def tool_round_cost(url: str) -> list[tuple[int, float, float, int]]:
     service = RunService(store, Settings(database_url=url))
     out = []
     for n in (10, 100, 1000):
-        history = [message_to_dict(m) for m in run_with_history(n).full_history()]
+        history = [message_to_dict(m) for m in run_with_history(n, long=True).full_history()]
         body = run_body(history=history, max_turns=1000)
         view, _ = await service.create_run(body)
         times, wal = [], []
@@ -547,6 +551,7 @@ async def tool_round_cost(url: str) -> list[tuple[int, float, float, int]]:
                 message_id=f"msg{r}",
             )
             run.model_response(answer)
+            assert isinstance(run.next_step(), CallTools)
             t0 = time.perf_counter()
             snapshot = stored.snapshot(loaded)
             pending = [NewToolCall(0, call.id, call.name, call.arguments)]
@@ -567,6 +572,7 @@ async def tool_round_cost(url: str) -> list[tuple[int, float, float, int]]:
             view = await service.get_run(record.id)
             await service.submit_tool_results(results_for(view), run_id=record.id)
             wal.append((wal_position(url) - start) / 1024)
+        await service.cancel(view.record.id)  # (the next n's run is the only one due)
         out.append((n, statistics.median(times), statistics.mean(wal), len(snapshot.control)))
     await store.aclose()
     return out

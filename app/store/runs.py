@@ -470,7 +470,10 @@ class RunStore(Watchers, Outbox):
         wakes: list[str] = []
         (status,) = change.sources
         async with self.engine.begin() as conn:
-            stmt = sa.select(runs.c.id).where(runs.c.status == status.value, due).limit(100)
+            # The status as a literal: it matches the partial index's predicate (a
+            # parameter could not, in a generic plan).
+            in_status = runs.c.status == sa.literal_column(f"'{status.value}'")
+            stmt = sa.select(runs.c.id).where(in_status, due).limit(100)
             if self.is_postgres:
                 stmt = stmt.with_for_update(skip_locked=True)
             ids = list((await conn.execute(stmt)).scalars())

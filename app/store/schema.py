@@ -55,8 +55,6 @@ runs = sa.Table(
     sa.Column("last_event_seq", sa.Integer, nullable=False, server_default="0"),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
-    sa.UniqueConstraint("idempotency_key"),
-    sa.UniqueConstraint("callback_token_hash"),
 )
 # The claim's index holds queued runs only, in claim order: a generic plan picks it even
 # on an empty table (no sticky seq-scan plan), and other transitions do not write to it.
@@ -85,8 +83,31 @@ def created_beyond(created: Any, run_id: str, *, ascending: bool) -> sa.ColumnEl
     )
 
 
-sa.Index("ix_runs_lease", runs.c.status, runs.c.lease_expires_at)
-sa.Index("ix_runs_expiry", runs.c.status, runs.c.expires_at)
+# The indexes below hold only the rows that need them (partial), so a transition of a
+# run writes entries in few of them: every update that is not HOT adds an entry to each
+# index whose predicate the new row version matches.
+RUNNING = sa.text(f"status = '{RunStatus.RUNNING.value}'")
+SUSPENDED = sa.text(f"status = '{RunStatus.REQUIRES_ACTION.value}'")
+sa.Index(
+    "ix_runs_lease", runs.c.lease_expires_at, postgresql_where=RUNNING, sqlite_where=RUNNING
+)
+sa.Index("ix_runs_expiry", runs.c.expires_at, postgresql_where=SUSPENDED, sqlite_where=SUSPENDED)
+HAS_KEY = runs.c.idempotency_key.is_not(None)
+HAS_TOKEN = runs.c.callback_token_hash.is_not(None)
+sa.Index(
+    "uq_runs_idempotency_key",
+    runs.c.idempotency_key,
+    unique=True,
+    postgresql_where=HAS_KEY,
+    sqlite_where=HAS_KEY,
+)
+sa.Index(
+    "uq_runs_callback_token_hash",
+    runs.c.callback_token_hash,
+    unique=True,
+    postgresql_where=HAS_TOKEN,
+    sqlite_where=HAS_TOKEN,
+)
 
 # A run's log (app.core.stored): the messages and model calls it gained, one row per
 # transition that added some, written once and never updated; `runs.state` holds the rest.
@@ -120,16 +141,13 @@ tool_calls = sa.Table(
 run_events = sa.Table(
     "run_events",
     metadata,
-    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
-    sa.Column(
-        "run_id", sa.String(40), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False
-    ),
-    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("run_id", sa.String(40), sa.ForeignKey("runs.id", ondelete="CASCADE")),
+    sa.Column("seq", sa.Integer),
     sa.Column("type", sa.String(60), nullable=False),
     sa.Column("data", Json, nullable=False),
     sa.Column("actor", sa.String(100)),
     sa.Column("created_at", Timestamp, nullable=False),
-    sa.UniqueConstraint("run_id", "seq"),
+    sa.PrimaryKeyConstraint("run_id", "seq"),
 )
 
 # Runs whose live event stream an API process is serving (one row per run and process,

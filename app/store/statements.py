@@ -487,7 +487,10 @@ class Statements:
             insert = postgresql.insert(runs) if self.is_postgres else sqlite.insert(runs)
             dml = insert.values({k: sa.bindparam(f"v_{k}", type_=runs.c[k].type) for k in keys})
             if idempotent:
-                dml = dml.on_conflict_do_nothing(index_elements=["idempotency_key"])
+                dml = dml.on_conflict_do_nothing(
+                    index_elements=["idempotency_key"],
+                    index_where=runs.c.idempotency_key.is_not(None),
+                )
             if self.is_postgres:
                 return self.with_rows(dml.returning(*runs.c).cte("changed"), plan, batch=True)
             return dml.returning(*runs.c)

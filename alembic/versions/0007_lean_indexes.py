@@ -1,0 +1,105 @@
+"""lean indexes: partial indexes on runs, run_events keyed by (run_id, seq)
+
+Revision ID: 0007
+Revises: 0006
+Create Date: 2026-11-30 17:10:00
+
+A transition that is not a HOT update adds an entry to every index of `runs` whose
+predicate its new row version matches. The lease and expiry indexes now hold only running
+and suspended runs, and the two unique keys only rows that have one (NULLs were indexed
+too). `run_events` loses its surrogate id: (run_id, seq) was unique already and is how
+every reader finds events, so each event costs one index entry instead of two. On
+PostgreSQL the run's configuration moves out of line (see below).
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = '0007'
+down_revision: str | None = '0006'
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+RUNNING = sa.text("status = 'running'")
+SUSPENDED = sa.text("status = 'requires_action'")
+
+
+def _partial(name: str, column: str, where: sa.TextClause, unique: bool = False) -> None:
+    op.create_index(
+        name, 'runs', [column], unique=unique, postgresql_where=where, sqlite_where=where
+    )
+
+
+def upgrade() -> None:
+    op.drop_index('ix_runs_lease', table_name='runs')
+    op.drop_index('ix_runs_expiry', table_name='runs')
+    _partial('ix_runs_lease', 'lease_expires_at', RUNNING)
+    _partial('ix_runs_expiry', 'expires_at', SUSPENDED)
+    with op.batch_alter_table('runs') as batch:
+        batch.drop_constraint('uq_runs_idempotency_key', type_='unique')
+        batch.drop_constraint('uq_runs_callback_token_hash', type_='unique')
+    _partial(
+        'uq_runs_idempotency_key', 'idempotency_key', sa.text('idempotency_key IS NOT NULL'), True
+    )
+    _partial(
+        'uq_runs_callback_token_hash',
+        'callback_token_hash',
+        sa.text('callback_token_hash IS NOT NULL'),
+        True,
+    )
+    if op.get_bind().dialect.name == 'postgresql':
+        # A run's configuration is written once and read with it: stored out of line
+        # (TOAST), an update of the run logs an 18-byte pointer to it instead of the
+        # document. The control document stays inline (it changes with every update).
+        op.execute("ALTER TABLE runs ALTER COLUMN config SET STORAGE EXTERNAL")
+        op.execute("ALTER TABLE runs ALTER COLUMN metadata SET STORAGE EXTERNAL")
+        op.execute("ALTER TABLE runs ALTER COLUMN state SET STORAGE MAIN")
+        op.execute("ALTER TABLE runs SET (toast_tuple_target = 256)")
+    with op.batch_alter_table('run_events') as batch:
+        batch.drop_constraint('uq_run_events_run_id_seq', type_='unique')
+        batch.drop_constraint('pk_run_events', type_='primary')
+        batch.drop_column('id')
+        batch.create_primary_key('pk_run_events', ['run_id', 'seq'])
+
+
+def downgrade() -> None:
+    postgres = op.get_bind().dialect.name == 'postgresql'
+    if postgres:
+        op.execute("ALTER TABLE runs RESET (toast_tuple_target)")
+        op.execute("ALTER TABLE runs ALTER COLUMN config SET STORAGE EXTENDED")
+        op.execute("ALTER TABLE runs ALTER COLUMN metadata SET STORAGE EXTENDED")
+        op.execute("ALTER TABLE runs ALTER COLUMN state SET STORAGE EXTENDED")
+        op.execute("ALTER TABLE run_events DROP CONSTRAINT pk_run_events")
+        op.execute("ALTER TABLE run_events ADD COLUMN id BIGSERIAL")
+        op.execute("ALTER TABLE run_events ADD CONSTRAINT pk_run_events PRIMARY KEY (id)")
+        op.execute(
+            "ALTER TABLE run_events ADD CONSTRAINT uq_run_events_run_id_seq UNIQUE (run_id, seq)"
+        )
+    else:  # SQLite: the table as 0001 made it, rows copied in order
+        op.execute(
+            "CREATE TABLE run_events_0006 (id INTEGER NOT NULL, run_id VARCHAR(40) NOT NULL, "
+            "seq INTEGER NOT NULL, type VARCHAR(60) NOT NULL, data JSON NOT NULL, "
+            "actor VARCHAR(100), created_at DATETIME NOT NULL, "
+            "CONSTRAINT pk_run_events PRIMARY KEY (id), "
+            "CONSTRAINT fk_run_events_run_id_runs FOREIGN KEY(run_id) REFERENCES runs (id) "
+            "ON DELETE CASCADE, "
+            "CONSTRAINT uq_run_events_run_id_seq UNIQUE (run_id, seq))"
+        )
+        op.execute(
+            "INSERT INTO run_events_0006 (run_id, seq, type, data, actor, created_at) "
+            "SELECT run_id, seq, type, data, actor, created_at FROM run_events "
+            "ORDER BY run_id, seq"
+        )
+        op.execute("DROP TABLE run_events")
+        op.execute("ALTER TABLE run_events_0006 RENAME TO run_events")
+    op.drop_index('uq_runs_callback_token_hash', table_name='runs')
+    op.drop_index('uq_runs_idempotency_key', table_name='runs')
+    with op.batch_alter_table('runs') as batch:
+        batch.create_unique_constraint('uq_runs_idempotency_key', ['idempotency_key'])
+        batch.create_unique_constraint('uq_runs_callback_token_hash', ['callback_token_hash'])
+    op.drop_index('ix_runs_expiry', table_name='runs')
+    op.drop_index('ix_runs_lease', table_name='runs')
+    op.create_index('ix_runs_lease', 'runs', ['status', 'lease_expires_at'])
+    op.create_index('ix_runs_expiry', 'runs', ['status', 'expires_at'])

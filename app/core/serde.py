@@ -234,11 +234,23 @@ def completion_call_to_dict(c: CompletionCall) -> Doc:
     return out
 
 
-def response_to_dict(r: PromptResponse) -> Doc:
+def _repeats(items: tuple[Any, ...] | None, of: list[Any]) -> bool:
+    return items is not None and len(items) == len(of) and all(a is b for a, b in zip(items, of))
+
+
+def response_to_dict(r: PromptResponse, run: AgentRun | None = None) -> Doc:
+    """A response; with `run`, the messages and calls it repeats from the run's own
+    lists are written as their count (the stored layout's log holds them)."""
     out: Doc = {"output": r.output, "usage": usage_to_dict(r.usage)}
     if r.completion_calls:
-        out["completion_calls"] = [completion_call_to_dict(c) for c in r.completion_calls]
-    out["messages"] = None if r.messages is None else [message_to_dict(m) for m in r.messages]
+        if run is not None and _repeats(r.completion_calls, run._completion_calls):
+            out["completion_calls"] = len(r.completion_calls)
+        else:
+            out["completion_calls"] = [completion_call_to_dict(c) for c in r.completion_calls]
+    if run is not None and _repeats(r.messages, run._new_messages):
+        out["messages"] = len(run._new_messages)
+    else:
+        out["messages"] = None if r.messages is None else [message_to_dict(m) for m in r.messages]
     out["content"] = [assistant_content_to_dict(c) for c in r.content]
     return out
 
@@ -269,7 +281,10 @@ def model_turn_to_dict(t: ModelTurn) -> Doc:
     return out
 
 
-def run_to_dict(run: AgentRun) -> Doc:
+def run_to_dict(run: AgentRun, *, log: bool = False) -> Doc:
+    """The whole run; `log`: without its conversation lists (`chat_history`,
+    `new_messages`, `completion_calls`), and a finished run's response counting the
+    messages and calls it repeats from them (`app.core.stored` writes those once)."""
     from app.core.run import Advancing, Executing, Finished, Resolving
 
     r = run
@@ -306,7 +321,25 @@ def run_to_dict(run: AgentRun) -> Doc:
         state_doc = {"ExecutingTools": [pending_to_dict(p) for p in state.calls]}
     else:
         assert isinstance(state, Finished)
-        state_doc = {"Done": response_to_dict(state.response)}
+        state_doc = {"Done": response_to_dict(state.response, r if log else None)}
+    if log:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "max_turns": r._max_turns,
+            "max_invalid_tool_call_retries": r._max_invalid_tool_call_retries,
+            "tool_choice": tool_choice_to_json(r._tool_choice),
+            "output_tool_name": r._output_tool_name,
+            "output_schema": r._output_schema,
+            "max_output_retries": r._max_output_retries,
+            "output_retries": r._output_retries,
+            "current_turn": r._current_turn,
+            "usage": usage_to_dict(r._usage),
+            "completion_call_index": r._completion_call_index,
+            "invalid_tool_call_retries": r._invalid_tool_call_retries,
+            "rollback_pending": r._rollback_pending,
+            "streamed_completion_call_recorded": r._streamed_completion_call_recorded,
+            "state": state_doc,
+        }
     return {
         "schema_version": SCHEMA_VERSION,
         "max_turns": r._max_turns,

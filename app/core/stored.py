@@ -24,7 +24,16 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from app.core.errors import StateDecodeError
-from app.core.serde import SCHEMA_VERSION, dumps, load_doc, loads, run_to_dict, upgrade
+from app.core.serde import (
+    SCHEMA_VERSION,
+    completion_call_to_dict,
+    dumps,
+    load_doc,
+    loads,
+    message_to_dict,
+    run_to_dict,
+    upgrade,
+)
 
 if TYPE_CHECKING:
     from app.core.run import AgentRun
@@ -218,47 +227,48 @@ def _read_log(log: str | None, extent: Extent) -> dict[str, list[Any]]:
 
 def snapshot(loaded: Loaded) -> Snapshot:
     """The control document of the run as it is now, and the batch of what it added
-    since it was loaded (or last snapshotted); `loaded` then counts those as stored."""
-    doc = run_to_dict(loaded.run)
+    since it was loaded (or last snapshotted); `loaded` then counts those as stored.
+    Only the new items are serialized: the cost does not grow with the conversation."""
+    run = loaded.run
+    doc = run_to_dict(run, log=True)
     extent = loaded.extent if loaded.stored else Extent()
     base_m, base_c = loaded.base
+    messages = run.messages()
+    calls = run.completion_calls()
     new: Doc = {}
-    history = doc.pop("chat_history")
-    if not loaded.stored:
-        if history is not None:
-            new["h"] = history
-        history_count = None if history is None else len(history)
-    else:
+    if loaded.stored:
         history_count = extent.history
-    messages = doc.pop("new_messages")
-    calls = doc.pop("completion_calls")
+    else:
+        full = run.full_history()
+        given = full[: len(full) - len(messages)]
+        history_count = None if run_has_no_history(run) else len(given)
+        if history_count is not None:
+            new["h"] = [message_to_dict(m) for m in given]
     fresh_m = messages[extent.messages - base_m :]
     fresh_c = calls[extent.calls - base_c :]
     if fresh_m:
-        new["m"] = fresh_m
+        new["m"] = [message_to_dict(m) for m in fresh_m]
     if fresh_c:
-        new["c"] = fresh_c
-    total_m = base_m + len(messages)
-    total_c = base_c + len(calls)
+        new["c"] = [completion_call_to_dict(c) for c in fresh_c]
     done = _done_body(doc)
-    if done is not None:
-        if base_m or base_c:
-            raise StateDecodeError("a finished run is snapshotted from a full load")
-        if done.get("messages") == messages:
-            done["messages"] = len(messages)
-        if done.get("completion_calls", []) == calls and calls:
-            done["completion_calls"] = len(calls)
+    if done is not None and (base_m or base_c):
+        raise StateDecodeError("a finished run is snapshotted from a full load")
     batch = None
     batches = extent.batches
     if new:
         batches += 1
         new["v"] = SCHEMA_VERSION
         batch = Batch(batches, dumps(new))
-    after = Extent(history_count, total_m, total_c, batches)
+    after = Extent(history_count, base_m + len(messages), base_c + len(calls), batches)
     doc[LOG_KEY] = after.to_doc()
     loaded.extent = after
     loaded.stored = True
     return Snapshot(dumps(doc), batch, after)
+
+
+def run_has_no_history(run: AgentRun) -> bool:
+    """Whether the run was given no history at all (rig keeps None apart from [])."""
+    return run._chat_history is None
 
 
 def initial(run: AgentRun) -> Snapshot:

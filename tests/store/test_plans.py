@@ -48,11 +48,13 @@ async def test_a_runs_lifecycle_reaches_every_row_by_its_key_on_empty_tables(
         suspended = await suspended_run(service)  # create, claim, suspend: two tool calls
         await service.submit_tool_results(results_for(suspended), run_id=suspended.record.id)
         await drive_once(store, settings)  # claim, complete
+        await service.load_run(suspended.record.id)  # the run with its log
     finally:
         await store.aclose()
     statements = {compiled.sql: (compiled, values) for compiled, values in sent}
     touching = [s for s in statements.values() if "runs" in s[0].sql]
-    assert len(touching) >= 4  # create, suspend, submission read and write, completion
+    assert len(touching) >= 5  # create, suspend, submission read and write, completion, log read
+    assert any("run_messages" in s[0].sql and "string_agg" in s[0].sql for s in touching)
     for compiled, values in touching:
         plan = await generic_plan(empty_postgres_url, compiled, values)
         assert "Seq Scan" not in plan, plan

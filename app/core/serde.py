@@ -235,7 +235,11 @@ def completion_call_to_dict(c: CompletionCall) -> Doc:
 
 
 def _repeats(items: tuple[Any, ...] | None, of: list[Any]) -> bool:
-    return items is not None and len(items) == len(of) and all(a is b for a, b in zip(items, of))
+    return (
+        items is not None
+        and len(items) == len(of)
+        and all(a is b for a, b in zip(items, of, strict=True))
+    )
 
 
 def response_to_dict(r: PromptResponse, run: AgentRun | None = None) -> Doc:

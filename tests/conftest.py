@@ -21,6 +21,7 @@ from app.settings import Settings
 from app.store.db import create_engine
 from app.store.migrate import upgrade_to_head
 from app.store.runs import RunStore
+from tests.helpers import RUN_TABLES
 
 BACKENDS = ["sqlite", "postgres"]
 
@@ -116,7 +117,7 @@ async def store(database_url: str) -> AsyncIterator[RunStore]:
     engine = create_engine(database_url)
     store = RunStore(engine)
     async with engine.begin() as conn:
-        for table in ("run_events", "tool_calls", "runs", "usage_daily"):
+        for table in (*RUN_TABLES, "usage_daily"):
             await conn.exec_driver_sql(f"DELETE FROM {table}")
     yield store
     await store.aclose()

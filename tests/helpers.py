@@ -13,6 +13,7 @@ from app.service.runs import RunService, RunView
 from app.service.schemas import RunCreate, ToolResultsIn
 from app.settings import Settings
 from app.store.runs import RunStore
+from app.store.schema import RUN_ROWS
 from app.worker.worker import Worker
 
 T = TypeVar("T")
@@ -145,3 +146,7 @@ async def api_client(settings: Settings, key: str) -> AsyncIterator[Any]:
     ):
         client.app = app  # type: ignore[attr-defined]
         yield client
+
+
+#: Every table of runs' rows and the runs (children first), to empty between tests.
+RUN_TABLES = (*(t.name for t in RUN_ROWS), "runs")

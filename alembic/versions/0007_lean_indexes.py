@@ -9,7 +9,8 @@ predicate its new row version matches. The lease and expiry indexes now hold onl
 and suspended runs, and the two unique keys only rows that have one (NULLs were indexed
 too). `run_events` loses its surrogate id: (run_id, seq) was unique already and is how
 every reader finds events, so each event costs one index entry instead of two. On
-PostgreSQL the run's configuration moves out of line (see below).
+PostgreSQL the run's configuration moves out of line (see below). The tables of a run's
+rows lose their foreign key to `runs` (app/store/schema.py says why).
 """
 
 from collections.abc import Sequence
@@ -22,6 +23,11 @@ down_revision: str | None = '0006'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+EXTERNAL = ('config', 'metadata')
+MAIN = (
+    'id', 'status', 'state', 'lease_owner', 'idempotency_key', 'request_hash',
+    'callback_token_hash', 'waiting_reason', 'output', 'error', 'usage',
+)
 RUNNING = sa.text("status = 'running'")
 SUSPENDED = sa.text("status = 'requires_action'")
 
@@ -32,7 +38,20 @@ def _partial(name: str, column: str, where: sa.TextClause, unique: bool = False)
     )
 
 
+#: (table, foreign key to runs) dropped: see app/store/schema.py.
+CHILDREN = (
+    ('run_events', 'fk_run_events_run_id_runs'),
+    ('run_messages', 'fk_run_messages_run_id_runs'),
+    ('tool_calls', 'fk_tool_calls_run_id_runs'),
+    ('model_calls', 'fk_model_calls_run_id_runs'),
+    ('webhook_outbox', 'fk_webhook_outbox_run_id_runs'),
+)
+
+
 def upgrade() -> None:
+    for table, fk in CHILDREN:
+        with op.batch_alter_table(table) as batch:
+            batch.drop_constraint(fk, type_='foreignkey')
     op.drop_index('ix_runs_lease', table_name='runs')
     op.drop_index('ix_runs_expiry', table_name='runs')
     _partial('ix_runs_lease', 'lease_expires_at', RUNNING)
@@ -50,12 +69,15 @@ def upgrade() -> None:
         True,
     )
     if op.get_bind().dialect.name == 'postgresql':
-        # A run's configuration is written once and read with it: stored out of line
-        # (TOAST), an update of the run logs an 18-byte pointer to it instead of the
-        # document. The control document stays inline (it changes with every update).
-        op.execute("ALTER TABLE runs ALTER COLUMN config SET STORAGE EXTERNAL")
-        op.execute("ALTER TABLE runs ALTER COLUMN metadata SET STORAGE EXTERNAL")
-        op.execute("ALTER TABLE runs ALTER COLUMN state SET STORAGE MAIN")
+        # A run's configuration and metadata are written once and read with it: stored
+        # out of line (TOAST), each later update of the run logs an 18-byte pointer to
+        # them instead of the documents. The columns that change with the run stay in
+        # the row (MAIN: compressed in place when the row is long, moved out only if it
+        # could not fit a page), so an update writes no TOAST rows.
+        for column in EXTERNAL:
+            op.execute(f"ALTER TABLE runs ALTER COLUMN {column} SET STORAGE EXTERNAL")
+        for column in MAIN:
+            op.execute(f"ALTER TABLE runs ALTER COLUMN {column} SET STORAGE MAIN")
         op.execute("ALTER TABLE runs SET (toast_tuple_target = 256)")
     with op.batch_alter_table('run_events') as batch:
         batch.drop_constraint('uq_run_events_run_id_seq', type_='unique')
@@ -68,9 +90,8 @@ def downgrade() -> None:
     postgres = op.get_bind().dialect.name == 'postgresql'
     if postgres:
         op.execute("ALTER TABLE runs RESET (toast_tuple_target)")
-        op.execute("ALTER TABLE runs ALTER COLUMN config SET STORAGE EXTENDED")
-        op.execute("ALTER TABLE runs ALTER COLUMN metadata SET STORAGE EXTENDED")
-        op.execute("ALTER TABLE runs ALTER COLUMN state SET STORAGE EXTENDED")
+        for column in (*EXTERNAL, *MAIN):
+            op.execute(f"ALTER TABLE runs ALTER COLUMN {column} SET STORAGE EXTENDED")
         op.execute("ALTER TABLE run_events DROP CONSTRAINT pk_run_events")
         op.execute("ALTER TABLE run_events ADD COLUMN id BIGSERIAL")
         op.execute("ALTER TABLE run_events ADD CONSTRAINT pk_run_events PRIMARY KEY (id)")
@@ -83,8 +104,6 @@ def downgrade() -> None:
             "seq INTEGER NOT NULL, type VARCHAR(60) NOT NULL, data JSON NOT NULL, "
             "actor VARCHAR(100), created_at DATETIME NOT NULL, "
             "CONSTRAINT pk_run_events PRIMARY KEY (id), "
-            "CONSTRAINT fk_run_events_run_id_runs FOREIGN KEY(run_id) REFERENCES runs (id) "
-            "ON DELETE CASCADE, "
             "CONSTRAINT uq_run_events_run_id_seq UNIQUE (run_id, seq))"
         )
         op.execute(
@@ -103,3 +122,6 @@ def downgrade() -> None:
     op.drop_index('ix_runs_lease', table_name='runs')
     op.create_index('ix_runs_lease', 'runs', ['status', 'lease_expires_at'])
     op.create_index('ix_runs_expiry', 'runs', ['status', 'expires_at'])
+    for table, fk in CHILDREN:
+        with op.batch_alter_table(table) as batch:
+            batch.create_foreign_key(fk, 'runs', ['run_id'], ['id'], ondelete='CASCADE')

@@ -205,7 +205,9 @@ class RunService:
             "model_attempts": 0,
             "available_at": now,
             "idempotency_key": idempotency_key,
-            "request_hash": convert.canonical_hash(request),
+            # Only an idempotent create is compared with a later one (not stored
+            # otherwise: every write of the run would carry it).
+            "request_hash": convert.canonical_hash(request) if idempotency_key else None,
             "config": config,
             "metadata": body.metadata,
             "waiting_reason": changes.Queued().doc(),

@@ -24,7 +24,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.lifecycle import TERMINAL
-from app.store.schema import model_calls, runs, usage_daily
+from app.store.schema import RUN_ROWS, model_calls, runs, usage_daily
 
 TOKENS = (
     "input_tokens",
@@ -69,7 +69,10 @@ async def purge_batch(engine: AsyncEngine, cutoff: datetime, batch: int = 200) -
             return 0
         status_of = {row.id: row.status for row in found}
         await _keep_usage(conn, status_of, postgres)
-        await conn.execute(runs.delete().where(runs.c.id.in_(list(status_of))))
+        ids = list(status_of)
+        for table in RUN_ROWS:
+            await conn.execute(table.delete().where(table.c.run_id.in_(ids)))
+        await conn.execute(runs.delete().where(runs.c.id.in_(ids)))
     return len(found)
 
 

@@ -109,12 +109,18 @@ sa.Index(
     sqlite_where=HAS_TOKEN,
 )
 
+# The tables below hold rows of a run, written only by the statement (PostgreSQL) or
+# transaction (SQLite) of a change that the run's compare-and-set let through, so a row
+# never names a missing run. They carry no foreign key: its check locks the run's row for
+# every child row (a WAL record and a trigger each), and deletion is explicit
+# (`app.store.retention`, which deletes a run's rows of every table in RUN_ROWS).
+
 # A run's log (app.core.stored): the messages and model calls it gained, one row per
 # transition that added some, written once and never updated; `runs.state` holds the rest.
 run_messages = sa.Table(
     "run_messages",
     metadata,
-    sa.Column("run_id", sa.String(40), sa.ForeignKey("runs.id", ondelete="CASCADE")),
+    sa.Column("run_id", sa.String(40)),  # (no foreign key: see RUN_ROWS)
     sa.Column("seq", sa.Integer),
     sa.Column("body", sa.Text, nullable=False),
     sa.PrimaryKeyConstraint("run_id", "seq"),
@@ -124,7 +130,7 @@ run_messages = sa.Table(
 tool_calls = sa.Table(
     "tool_calls",
     metadata,
-    sa.Column("run_id", sa.String(40), sa.ForeignKey("runs.id", ondelete="CASCADE")),
+    sa.Column("run_id", sa.String(40)),  # (no foreign key: see RUN_ROWS)
     sa.Column("round", sa.Integer),  # the run's turn when the calls were requested
     sa.Column("position", sa.Integer),  # order within the round; ids may repeat
     sa.Column("call_id", sa.String(255), nullable=False),
@@ -141,7 +147,7 @@ tool_calls = sa.Table(
 run_events = sa.Table(
     "run_events",
     metadata,
-    sa.Column("run_id", sa.String(40), sa.ForeignKey("runs.id", ondelete="CASCADE")),
+    sa.Column("run_id", sa.String(40)),  # (no foreign key: see RUN_ROWS)
     sa.Column("seq", sa.Integer),
     sa.Column("type", sa.String(60), nullable=False),
     sa.Column("data", Json, nullable=False),
@@ -177,7 +183,7 @@ webhook_outbox = sa.Table(
     metadata,
     sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
     sa.Column(
-        "run_id", sa.String(40), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False
+        "run_id", sa.String(40), nullable=False  # (no foreign key: see RUN_ROWS)
     ),
     sa.Column("event_seq", sa.Integer, nullable=False),
     sa.Column("event_type", sa.String(60), nullable=False),
@@ -223,7 +229,7 @@ model_calls = sa.Table(
     metadata,
     sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
     sa.Column(
-        "run_id", sa.String(40), sa.ForeignKey("runs.id", ondelete="CASCADE"), nullable=False
+        "run_id", sa.String(40), nullable=False  # (no foreign key: see RUN_ROWS)
     ),
     sa.Column("turn", sa.Integer, nullable=False),
     sa.Column("provider", sa.String(40), nullable=False),
@@ -261,3 +267,6 @@ usage_daily = sa.Table(
     sa.Column("cost_usd", sa.Float),
     sa.PrimaryKeyConstraint("day", "provider", "model", "run_status"),
 )
+
+#: Tables whose rows belong to a run (by `run_id`), deleted with it.
+RUN_ROWS = (run_events, run_messages, tool_calls, model_calls, webhook_outbox)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers import RUN_TABLES
+
 
 @pytest.fixture
 def clean_postgres(postgres_url: str) -> str:
     import psycopg
 
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        for table in ("run_events", "tool_calls", "runs"):
+        for table in RUN_TABLES:
             conn.execute(f"DELETE FROM {table}")
     return postgres_url

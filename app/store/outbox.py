@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.lifecycle import OutboxStatus
 from app.store.records import WebhookRecord
-from app.store.schema import runs, webhook_attempts, webhook_outbox
+from app.store.schema import run_configs, webhook_attempts, webhook_outbox
 
 WEBHOOKS_CHANNEL = "agentrun_webhooks"
 
@@ -59,7 +59,9 @@ class Outbox:
     async def trace_contexts(self, run_ids: Iterable[str]) -> dict[str, dict[str, str]]:
         """The stored trace context (`config["trace"]`, app.tracing) of each run that has
         one; read only while tracing is on."""
-        stmt = sa.select(runs.c.id, runs.c.config["trace"]).where(runs.c.id.in_(list(run_ids)))
+        stmt = sa.select(run_configs.c.run_id, run_configs.c.config["trace"]).where(
+            run_configs.c.run_id.in_(list(run_ids))
+        )
         async with self._reader() as conn:
             rows = (await conn.execute(stmt)).all()
         return {r[0]: r[1] for r in rows if isinstance(r[1], dict)}

@@ -11,8 +11,12 @@ from typing import Any
 from app.core.lifecycle import RunStatus
 from app.store.schema import runs
 
-#: Position of each column of `runs` in a `runs.*` row.
-RUN_COLUMNS = {column.name: i for i, column in enumerate(runs.columns)}
+#: Position of each field in a run record's row: `runs.*`, then the run's configuration
+#: and metadata (`run_configs`, `app.store.schema.select_runs`).
+RUN_COLUMNS = {
+    name: i for i, name in enumerate([*(c.name for c in runs.columns), "config", "metadata"])
+}
+RUN_WIDTH = len(RUN_COLUMNS)
 
 
 def utc(value: datetime | None) -> datetime | None:
@@ -58,8 +62,8 @@ class RunRecord:
 
     @classmethod
     def from_row(cls, v: Sequence[Any], log: str | None = None) -> RunRecord:
-        """From a row whose first columns are the runs table's, in table order (what
-        `runs.select()`, `RETURNING runs.*` and the direct path hand back)."""
+        """From a row whose first columns are the runs table's, in table order, then the
+        run's config and metadata (`select_runs()`, and the changes' statements)."""
         c = RUN_COLUMNS
         return cls(
             id=v[c["id"]],

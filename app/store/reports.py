@@ -20,8 +20,10 @@ from app.store.records import RunRecord, utc
 from app.store.schema import (
     created_beyond,
     model_calls,
+    run_configs,
     run_events,
     runs,
+    select_runs,
     webhook_attempts,
     webhook_outbox,
 )
@@ -81,9 +83,9 @@ def _conditions(f: RunFilter) -> list[sa.ColumnElement[bool]]:
     if f.status is not None:
         where.append(runs.c.status == f.status.value)
     if f.provider:
-        where.append(runs.c.config[("model", "provider")].as_string() == f.provider)
+        where.append(run_configs.c.config[("model", "provider")].as_string() == f.provider)
     if f.meta_key:
-        value = runs.c.metadata[f.meta_key]
+        value = run_configs.c.metadata[f.meta_key]
         if f.meta_value is None:
             where.append(value.as_string().is_not(None))
         else:
@@ -97,7 +99,7 @@ async def page_of_runs(
 ) -> tuple[list[RunRecord], str | None]:
     """One keyset page on (created_at, id): oldest first for waiting statuses, newest
     first otherwise; the cursor of the next page, or None on the last one."""
-    stmt = runs.select().where(*_conditions(f)).limit(limit + 1)
+    stmt = select_runs().where(*_conditions(f)).limit(limit + 1)
     if f.ascending:
         stmt = stmt.order_by(runs.c.created_at.asc(), runs.c.id.asc())
     else:

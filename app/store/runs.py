@@ -27,8 +27,16 @@ from app.store.changes import Change
 from app.store.direct import Compiled, DirectPool, compile_statement
 from app.store.errors import NotFoundError
 from app.store.outbox import WEBHOOKS_CHANNEL, Outbox
-from app.store.records import RUN_COLUMNS, EventRecord, NewEvent, RunRecord, ToolCallRecord
-from app.store.schema import created_beyond, run_events, runs, service_secrets, tool_calls
+from app.store.records import RUN_WIDTH, EventRecord, NewEvent, RunRecord, ToolCallRecord
+from app.store.schema import (
+    created_beyond,
+    run_configs,
+    run_events,
+    runs,
+    select_runs,
+    service_secrets,
+    tool_calls,
+)
 from app.store.sqlite_rows import tool_row, write_events, write_rows
 from app.store.statements import (
     EVENTS_CHANNEL,
@@ -230,10 +238,12 @@ class RunStore(Watchers, Outbox):
             wakes.extend(channels)
         if row is None:
             return None, None
+        if not self.is_postgres and conn is not None:
+            row = await self._configured(conn, row)
         record = RunRecord.from_row(row) if row[0] is not None else None
         claimed = None
-        if chain is not None and row[-1 - len(RUN_COLUMNS)] is not None:
-            claimed = RunRecord.from_row(row[-1 - len(RUN_COLUMNS) : -1], log=row[-1])
+        if chain is not None and row[-1 - RUN_WIDTH] is not None:
+            claimed = RunRecord.from_row(row[-1 - RUN_WIDTH : -1], log=row[-1])
         if record is not None and not self.is_postgres and conn is not None:
             await write_events(
                 conn,
@@ -261,8 +271,9 @@ class RunStore(Watchers, Outbox):
     ) -> tuple[RunRecord, bool]:
         """Insert a run with its log's first batch; with an idempotency key already taken,
         return the stored run."""
+        config, meta = values["config"], values["metadata"]
         values = {
-            **values,
+            **{k: v for k, v in values.items() if k not in ("config", "metadata")},
             "state": snapshot.control,
             "last_event_seq": len(events),
             "created_at": now,
@@ -272,6 +283,7 @@ class RunStore(Watchers, Outbox):
         keys = tuple(sorted(values))
         stmt = self.sql.insert(keys, EventPlan.of(events), key is not None)
         params: dict[str, Any] = {f"v_{k}": values[k] for k in keys}
+        params.update({"c_config": config, "c_metadata": meta})
         params.update(_event_params(events, now, self.webhook_url))
         batch = snapshot.batch
         if batch is not None:
@@ -279,6 +291,10 @@ class RunStore(Watchers, Outbox):
         async with self._single() as conn:
             row = await self._fetch(conn, stmt, params)
             if row is not None and conn is not None:
+                await conn.execute(
+                    run_configs.insert().values(run_id=row[0], config=config, metadata=meta)
+                )
+                row = (*row, config, meta)
                 await write_events(conn, row[0], len(events), events, now)
                 await write_rows(conn, row[0], now, batch=batch)
             if row is None:  # the idempotency key is taken: the stored run answers
@@ -308,7 +324,8 @@ class RunStore(Watchers, Outbox):
             rows = await self._direct.fetchall(self._compile(stmt), params)
             return [RunRecord.from_row(row, log=row[-1]) for row in rows]
         async with self.engine.begin() as conn:
-            records = [RunRecord.from_row(row) for row in await conn.execute(stmt, params)]
+            rows = [await self._configured(conn, r) for r in await conn.execute(stmt, params)]
+            records = [RunRecord.from_row(row) for row in rows]
             out = []
             for record in records:
                 await write_events(conn, record.id, record.last_event_seq, change.events, now)
@@ -353,6 +370,19 @@ class RunStore(Watchers, Outbox):
             record = RunRecord.from_row(row)
             return record.with_log(await self._log(conn, run_id)) if with_log else record
 
+    async def _configured(self, conn: AsyncConnection, row: Any) -> tuple[Any, ...]:
+        """SQLite: a `RETURNING runs.*` row with the run's config and metadata added."""
+        if row[0] is None:
+            return tuple(row)
+        found = (
+            await conn.execute(
+                sa.select(run_configs.c.config, run_configs.c.metadata).where(
+                    run_configs.c.run_id == row[0]
+                )
+            )
+        ).first()
+        return (*row, *(found if found is not None else (None, None)))
+
     async def _log(self, conn: AsyncConnection, run_id: str) -> str:
         bodies = (await conn.execute(self.sql.log(), {"p_key": run_id})).scalars()
         return "[" + ",".join(bodies) + "]"
@@ -361,7 +391,7 @@ class RunStore(Watchers, Outbox):
         self, *, status: RunStatus | None, limit: int, before: tuple[datetime, str] | None
     ) -> list[RunRecord]:
         """Newest first; keyset pagination on (created_at, id)."""
-        stmt = runs.select().order_by(runs.c.created_at.desc(), runs.c.id.desc()).limit(limit)
+        stmt = select_runs().order_by(runs.c.created_at.desc(), runs.c.id.desc()).limit(limit)
         if status is not None:
             stmt = stmt.where(runs.c.status == status.value)
         if before is not None:
@@ -407,7 +437,7 @@ class RunStore(Watchers, Outbox):
             calls = [ToolCallRecord.from_mapping(c) for c in row[-1]]
             return Pending(RunRecord.from_row(row), calls)
         async with self._reader() as conn:
-            row = (await conn.execute(runs.select().where(runs.c[column] == key))).first()
+            row = (await conn.execute(select_runs().where(runs.c[column] == key))).first()
             if row is None:
                 raise NotFoundError(run_id or "callback")
             record = RunRecord.from_row(row)

@@ -44,8 +44,6 @@ runs = sa.Table(
     sa.Column("idempotency_key", sa.String(255)),
     sa.Column("request_hash", sa.String(64)),
     sa.Column("callback_token_hash", sa.String(64)),
-    sa.Column("config", Json, nullable=False),
-    sa.Column("metadata", Json, nullable=False),
     sa.Column("waiting_reason", Json),
     sa.Column("turn", sa.Integer, nullable=False, server_default="0"),
     sa.Column("max_turns", sa.Integer, nullable=False),
@@ -88,9 +86,7 @@ def created_beyond(created: Any, run_id: str, *, ascending: bool) -> sa.ColumnEl
 # index whose predicate the new row version matches.
 RUNNING = sa.text(f"status = '{RunStatus.RUNNING.value}'")
 SUSPENDED = sa.text(f"status = '{RunStatus.REQUIRES_ACTION.value}'")
-sa.Index(
-    "ix_runs_lease", runs.c.lease_expires_at, postgresql_where=RUNNING, sqlite_where=RUNNING
-)
+sa.Index("ix_runs_lease", runs.c.lease_expires_at, postgresql_where=RUNNING, sqlite_where=RUNNING)
 sa.Index("ix_runs_expiry", runs.c.expires_at, postgresql_where=SUSPENDED, sqlite_where=SUSPENDED)
 HAS_KEY = runs.c.idempotency_key.is_not(None)
 HAS_TOKEN = runs.c.callback_token_hash.is_not(None)
@@ -114,6 +110,34 @@ sa.Index(
 # never names a missing run. They carry no foreign key: its check locks the run's row for
 # every child row (a WAL record and a trigger each), and deletion is explicit
 # (`app.store.retention`, which deletes a run's rows of every table in RUN_ROWS).
+
+# What a run was created with and never changes: its configuration (model, tools,
+# policies, webhook, trace context) and the client's metadata. Apart from `runs` because
+# every update of a run writes its whole row again (WAL), and these are most of it.
+run_configs = sa.Table(
+    "run_configs",
+    metadata,
+    sa.Column("run_id", sa.String(40), primary_key=True),
+    sa.Column("config", Json, nullable=False),
+    sa.Column("metadata", Json, nullable=False),
+)
+
+
+def config_of(run_id: Any) -> Any:
+    """A run's configuration, as a scalar subquery (one primary-key lookup)."""
+    return sa.select(run_configs.c.config).where(run_configs.c.run_id == run_id).scalar_subquery()
+
+
+def metadata_of(run_id: Any) -> Any:
+    return sa.select(run_configs.c.metadata).where(run_configs.c.run_id == run_id).scalar_subquery()
+
+
+def select_runs() -> sa.Select[Any]:
+    """`runs.*, config, metadata`: a run record's row (`app.store.records.RunRecord`)."""
+    return sa.select(*runs.c, run_configs.c.config, run_configs.c.metadata).select_from(
+        runs.join(run_configs, run_configs.c.run_id == runs.c.id)
+    )
+
 
 # A run's log (app.core.stored): the messages and model calls it gained, one row per
 # transition that added some, written once and never updated; `runs.state` holds the rest.
@@ -183,7 +207,9 @@ webhook_outbox = sa.Table(
     metadata,
     sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
     sa.Column(
-        "run_id", sa.String(40), nullable=False  # (no foreign key: see RUN_ROWS)
+        "run_id",
+        sa.String(40),
+        nullable=False,  # (no foreign key: see RUN_ROWS)
     ),
     sa.Column("event_seq", sa.Integer, nullable=False),
     sa.Column("event_type", sa.String(60), nullable=False),
@@ -229,7 +255,9 @@ model_calls = sa.Table(
     metadata,
     sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
     sa.Column(
-        "run_id", sa.String(40), nullable=False  # (no foreign key: see RUN_ROWS)
+        "run_id",
+        sa.String(40),
+        nullable=False,  # (no foreign key: see RUN_ROWS)
     ),
     sa.Column("turn", sa.Integer, nullable=False),
     sa.Column("provider", sa.String(40), nullable=False),
@@ -269,4 +297,4 @@ usage_daily = sa.Table(
 )
 
 #: Tables whose rows belong to a run (by `run_id`), deleted with it.
-RUN_ROWS = (run_events, run_messages, tool_calls, model_calls, webhook_outbox)
+RUN_ROWS = (run_configs, run_events, run_messages, tool_calls, model_calls, webhook_outbox)

@@ -24,11 +24,15 @@ from app.core.events import LEDGER_EVENTS, WEBHOOK_EVENTS
 from app.core.lifecycle import OutboxStatus, RunStatus
 from app.store.records import NewEvent
 from app.store.schema import (
+    config_of,
+    metadata_of,
     model_calls,
+    run_configs,
     run_events,
     run_messages,
     run_watchers,
     runs,
+    select_runs,
     tool_calls,
     webhook_outbox,
 )
@@ -183,6 +187,15 @@ def log_of(run_id: Any) -> Any:
     )
 
 
+def record_of(changed: Any) -> Any:
+    """A run record's columns of a `RETURNING runs.*` CTE: its row, config, metadata."""
+    return sa.select(
+        changed,
+        config_of(changed.c.id).label("config"),
+        metadata_of(changed.c.id).label("metadata"),
+    )
+
+
 class Statements:
     """The statement of each shape, for one dialect, built on first use."""
 
@@ -218,7 +231,12 @@ class Statements:
             )
             claimed = claimed.returning(*runs.c).cte("n_changed")
             stmt = self.side_ctes(stmt, claimed, shape.chain, "n_")
-            stmt = stmt.add_columns(*claimed.c, log_of(claimed.c.id).label("n_log"))
+            stmt = stmt.add_columns(
+                *claimed.c,
+                config_of(claimed.c.id).label("n_config"),
+                metadata_of(claimed.c.id).label("n_metadata"),
+                log_of(claimed.c.id).label("n_log"),
+            )
             stmt = stmt.select_from(changed.join(claimed, sa.true(), full=True))
         return stmt
 
@@ -230,7 +248,7 @@ class Statements:
             if not self.is_postgres:
                 return dml.returning(*runs.c)
             changed = dml.returning(*runs.c).cte("changed")
-            stmt = self.side_ctes(sa.select(changed), changed, plan)
+            stmt = self.side_ctes(record_of(changed), changed, plan)
             return stmt.add_columns(log_of(changed.c.id).label("log"))
 
         return self._cached(("claim", plan), build)
@@ -299,11 +317,12 @@ class Statements:
         tool_rows: int = 0,
         answers: int = 0,
         batch: bool = False,
+        head: Any = None,
     ) -> Any:
         """PostgreSQL: the change (`changed`, a `RETURNING runs.*` CTE) with its events,
         ledger, outbox, tool-call rows, answers, log batch and live-stream NOTIFY, as one
         statement (data-modifying CTEs)."""
-        stmt = self.side_ctes(sa.select(changed), changed, plan)
+        stmt = self.side_ctes(record_of(changed) if head is None else head, changed, plan)
         if tool_rows:
             stmt = self._tool_call_ctes(stmt, changed, tool_rows)
         for i in range(answers):
@@ -433,7 +452,12 @@ class Statements:
         now: Any,
         prefix: str,
     ) -> Any:
-        run_url: Any = sa.literal_column(f"{changed.name}.config -> 'webhook' ->> 'url'")
+        run_url: Any = (
+            sa.select(sa.literal_column("run_configs.config -> 'webhook' ->> 'url'"))
+            .select_from(run_configs)
+            .where(run_configs.c.run_id == changed.c.id)
+            .scalar_subquery()
+        )
         targets: list[tuple[str, Any, Any]] = [("", run_url, run_url.is_not(None))]
         if self.webhook_url:
             global_url = sa.bindparam("p_global_url", type_=sa.Text())
@@ -491,9 +515,19 @@ class Statements:
                     index_elements=["idempotency_key"],
                     index_where=runs.c.idempotency_key.is_not(None),
                 )
-            if self.is_postgres:
-                return self.with_rows(dml.returning(*runs.c).cte("changed"), plan, batch=True)
-            return dml.returning(*runs.c)
+            if not self.is_postgres:
+                return dml.returning(*runs.c)
+            changed = dml.returning(*runs.c).cte("changed")
+            config = typed("c_config", run_configs.c.config.type)
+            meta = typed("c_metadata", run_configs.c.metadata.type)
+            configured = run_configs.insert().from_select(
+                ["run_id", "config", "metadata"], sa.select(changed.c.id, config, meta)
+            )
+            # (The configuration this statement inserts is not visible to it: the
+            # record's columns come from the parameters.)
+            head = sa.select(changed, config.label("config"), meta.label("metadata"))
+            stmt = self.with_rows(changed, plan, batch=True, head=head)
+            return stmt.add_cte(configured.cte("configured"))
 
         return self._cached(("insert", keys, plan, idempotent), build)
 
@@ -501,7 +535,7 @@ class Statements:
         """`SELECT runs.* WHERE <column> = :p_key` (PostgreSQL `with_log`: and its log)."""
 
         def build() -> Any:
-            stmt = runs.select().where(runs.c[column] == sa.bindparam("p_key"))
+            stmt = select_runs().where(runs.c[column] == sa.bindparam("p_key"))
             if with_log and self.is_postgres:
                 stmt = stmt.add_columns(log_of(runs.c.id).label("log"))
             return stmt
@@ -542,8 +576,10 @@ class Statements:
                 )
                 .scalar_subquery()
             )
-            return sa.select(runs, calls.label("calls")).where(
-                runs.c[column] == sa.bindparam("p_key")
+            return (
+                select_runs()
+                .add_columns(calls.label("calls"))
+                .where(runs.c[column] == sa.bindparam("p_key"))
             )
 
         return self._cached(("submission", column), build)

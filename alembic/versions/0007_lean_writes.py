@@ -1,4 +1,4 @@
-"""lean indexes: partial indexes on runs, run_events keyed by (run_id, seq)
+"""lean writes: partial indexes on runs, run_events keyed by (run_id, seq), run_configs
 
 Revision ID: 0007
 Revises: 0006
@@ -8,26 +8,24 @@ A transition that is not a HOT update adds an entry to every index of `runs` who
 predicate its new row version matches. The lease and expiry indexes now hold only running
 and suspended runs, and the two unique keys only rows that have one (NULLs were indexed
 too). `run_events` loses its surrogate id: (run_id, seq) was unique already and is how
-every reader finds events, so each event costs one index entry instead of two. On
-PostgreSQL the run's configuration moves out of line (see below). The tables of a run's
-rows lose their foreign key to `runs` (app/store/schema.py says why).
+every reader finds events, so each event costs one index entry instead of two. A run's
+configuration and metadata, written once, move to `run_configs` (every update of a run
+writes its whole row to the WAL again; they were most of it). The tables of a run's rows
+lose their foreign key to `runs` (app/store/schema.py says why).
 """
 
 from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import postgresql
 
 revision: str = '0007'
 down_revision: str | None = '0006'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-EXTERNAL = ('config', 'metadata')
-MAIN = (
-    'id', 'status', 'state', 'lease_owner', 'idempotency_key', 'request_hash',
-    'callback_token_hash', 'waiting_reason', 'output', 'error', 'usage',
-)
+JSON = sa.JSON().with_variant(postgresql.JSONB(), 'postgresql')
 RUNNING = sa.text("status = 'running'")
 SUSPENDED = sa.text("status = 'requires_action'")
 
@@ -68,17 +66,19 @@ def upgrade() -> None:
         sa.text('callback_token_hash IS NOT NULL'),
         True,
     )
-    if op.get_bind().dialect.name == 'postgresql':
-        # A run's configuration and metadata are written once and read with it: stored
-        # out of line (TOAST), each later update of the run logs an 18-byte pointer to
-        # them instead of the documents. The columns that change with the run stay in
-        # the row (MAIN: compressed in place when the row is long, moved out only if it
-        # could not fit a page), so an update writes no TOAST rows.
-        for column in EXTERNAL:
-            op.execute(f"ALTER TABLE runs ALTER COLUMN {column} SET STORAGE EXTERNAL")
-        for column in MAIN:
-            op.execute(f"ALTER TABLE runs ALTER COLUMN {column} SET STORAGE MAIN")
-        op.execute("ALTER TABLE runs SET (toast_tuple_target = 256)")
+    op.create_table(
+        'run_configs',
+        sa.Column('run_id', sa.String(length=40), nullable=False),
+        sa.Column('config', JSON, nullable=False),
+        sa.Column('metadata', JSON, nullable=False),
+        sa.PrimaryKeyConstraint('run_id', name=op.f('pk_run_configs')),
+    )
+    op.execute(
+        "INSERT INTO run_configs (run_id, config, metadata) SELECT id, config, metadata FROM runs"
+    )
+    with op.batch_alter_table('runs') as batch:
+        batch.drop_column('config')
+        batch.drop_column('metadata')
     with op.batch_alter_table('run_events') as batch:
         batch.drop_constraint('uq_run_events_run_id_seq', type_='unique')
         batch.drop_constraint('pk_run_events', type_='primary')
@@ -88,10 +88,18 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     postgres = op.get_bind().dialect.name == 'postgresql'
+    with op.batch_alter_table('runs') as batch:
+        batch.add_column(sa.Column('config', JSON, nullable=True))
+        batch.add_column(sa.Column('metadata', JSON, nullable=True))
+    op.execute(
+        "UPDATE runs SET config = (SELECT config FROM run_configs WHERE run_id = runs.id), "
+        "metadata = (SELECT metadata FROM run_configs WHERE run_id = runs.id)"
+    )
+    with op.batch_alter_table('runs') as batch:
+        batch.alter_column('config', nullable=False, existing_type=JSON)
+        batch.alter_column('metadata', nullable=False, existing_type=JSON)
+    op.drop_table('run_configs')
     if postgres:
-        op.execute("ALTER TABLE runs RESET (toast_tuple_target)")
-        for column in (*EXTERNAL, *MAIN):
-            op.execute(f"ALTER TABLE runs ALTER COLUMN {column} SET STORAGE EXTENDED")
         op.execute("ALTER TABLE run_events DROP CONSTRAINT pk_run_events")
         op.execute("ALTER TABLE run_events ADD COLUMN id BIGSERIAL")
         op.execute("ALTER TABLE run_events ADD CONSTRAINT pk_run_events PRIMARY KEY (id)")

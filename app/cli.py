@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "migrate":
         from app.main import migrate
 
-        migrate(settings.database_url)
+        migrate(settings.direct_database_url)
         print("database is at the latest revision")
         return 0
     if args.command == "purge":
@@ -72,7 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         from app.main import purge as purge_finished
 
         cutoff = datetime.now(UTC) - args.older_than
-        deleted = asyncio.run(purge_finished(settings.database_url, cutoff, args.batch))
+        deleted = asyncio.run(
+            purge_finished(
+                settings.database_url, cutoff, args.batch, pgbouncer=settings.database_pgbouncer
+            )
+        )
         print(f"deleted {deleted} finished runs")
         return 0
     if args.command == "worker":
@@ -87,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         from app.main import migrate, serve_http
 
         if args.command == "serve":
-            migrate(settings.database_url)
+            migrate(settings.direct_database_url)
         return serve_http(
             settings,
             host=args.host,

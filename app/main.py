@@ -21,7 +21,7 @@ from app.service.live import EventHub
 from app.service.reads import RunReads
 from app.service.runs import RunService
 from app.settings import Settings
-from app.store.db import create_engine
+from app.store.db import create_engine, engine_for
 from app.store.runs import RunStore
 from app.worker.worker import Worker
 
@@ -41,14 +41,15 @@ class Components:
 
 @asynccontextmanager
 async def running(
-    settings: Settings, *, pool_size: int, worker_slots: int = 0, hub: bool = False
+    settings: Settings, *, pool_size: int | None = None, worker_slots: int = 0, hub: bool = False
 ) -> AsyncIterator[Components]:
     """Everything a process needs, started; stopped in reverse order on exit (the worker
     finishes or releases what it holds, the hub drops its watches, the store sends its
-    pending wake-ups and closes its pools)."""
-    engine = create_engine(settings.database_url, pool_size=pool_size)
+    pending wake-ups and closes its pool)."""
+    engine = engine_for(settings, pool_size=pool_size)
     store = RunStore(engine, webhook_url=settings.webhook_url)
-    event_hub = EventHub(store, settings.database_url, settings.poll_interval) if hub else None
+    listen_url = settings.direct_database_url
+    event_hub = EventHub(store, listen_url, settings.poll_interval) if hub else None
     worker = Worker(store, settings, concurrency=worker_slots) if worker_slots else None
     task = asyncio.create_task(worker.run()) if worker is not None else None
     try:
@@ -74,9 +75,7 @@ def create_app(settings: Settings, *, worker_slots: int = 0) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with running(
-            settings, pool_size=10 + worker_slots, worker_slots=worker_slots, hub=True
-        ) as c:
+        async with running(settings, worker_slots=worker_slots, hub=True) as c:
             app.state.service = c.service
             app.state.reads = c.reads
             app.state.event_hub = c.hub
@@ -96,7 +95,7 @@ def serve_http(settings: Settings, *, host: str, port: int, workers: int) -> int
 
 async def run_worker(settings: Settings, concurrency: int) -> None:
     """`agentrun worker`: until SIGTERM or SIGINT, then a clean stop."""
-    async with running(settings, pool_size=concurrency + 2, worker_slots=concurrency) as c:
+    async with running(settings, worker_slots=concurrency) as c:
         assert c.worker is not None and c.worker_task is not None
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -110,11 +109,11 @@ def migrate(database_url: str) -> None:
     upgrade_to_head(database_url)
 
 
-async def purge(database_url: str, cutoff: datetime, batch: int) -> int:
+async def purge(database_url: str, cutoff: datetime, batch: int, *, pgbouncer: bool = False) -> int:
     """`agentrun purge`: delete runs that finished before `cutoff`; how many."""
     from app.store.retention import purge as purge_finished
 
-    engine = create_engine(database_url, pool_size=1)
+    engine = create_engine(database_url, pool_size=1, pgbouncer=pgbouncer)
     try:
         return await purge_finished(engine, cutoff, batch)
     finally:

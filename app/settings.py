@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -12,6 +13,15 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="AGENTRUN_", extra="ignore")
 
     database_url: str = "sqlite:///./agentrun.db"
+    # PostgreSQL connection budget (README, "Connection budget"): each process keeps one
+    # pool of this many connections (unset: app.store.db.DEFAULT_POOL_SIZE), plus one
+    # LISTEN connection on `database_listen_url` (unset: `database_url`).
+    database_pool_size: int | None = Field(default=None, ge=1)
+    database_pool_timeout: float = Field(default=30.0, gt=0)  # wait for a pooled connection
+    database_listen_url: str | None = None  # a direct (not transaction-pooled) server URL
+    # `database_url` goes through PgBouncer in transaction mode: no named prepared
+    # statements and no session settings (they would land on other clients' sessions).
+    database_pgbouncer: bool = False
     api_keys: str = ""  # comma-separated bearer keys; empty = open mode (loopback only)
     webhook_secret: str | None = None
     public_url: str = "http://127.0.0.1:8000"
@@ -51,6 +61,20 @@ class Settings(BaseSettings):
     openai_base_url: str | None = Field(default=None, validation_alias="OPENAI_BASE_URL")
     anthropic_api_key: str | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
     anthropic_base_url: str | None = Field(default=None, validation_alias="ANTHROPIC_BASE_URL")
+
+    @model_validator(mode="after")
+    def _listen_beside_pgbouncer(self) -> Self:
+        if self.database_pgbouncer and not self.database_listen_url:
+            raise ValueError(
+                "AGENTRUN_DATABASE_PGBOUNCER needs AGENTRUN_DATABASE_LISTEN_URL: LISTEN holds "
+                "a server session, which transaction pooling does not give a client"
+            )
+        return self
+
+    @property
+    def direct_database_url(self) -> str:
+        """The server itself, not a transaction pooler: for LISTEN and migrations."""
+        return self.database_listen_url or self.database_url
 
     @property
     def api_key_list(self) -> list[str]:

@@ -272,7 +272,8 @@ async def own_statements(
     when no Python service runs around it. Each client creates a run, then claims whatever
     is due and takes it one step: a new run suspends (its results are read and written at
     once), a resumed one completes."""
-    pool = DirectPool(make_url(url), clients)
+    engine = create_engine(url, pool_size=clients)
+    pool = DirectPool(engine)
     version, turn = RUN_COLUMNS["version"], RUN_COLUMNS["turn"]
     target = created = completed = 0
 
@@ -323,6 +324,7 @@ async def own_statements(
     await batch(lifecycles)
     result = meter.stop(completed)
     await pool.aclose()
+    await engine.dispose()
     return result
 
 

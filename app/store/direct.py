@@ -2,25 +2,32 @@
 
 SQLAlchemy still builds every statement (one source of the SQL, shared with SQLite); this
 module compiles it once to text with `$n` placeholders and runs it, as its own autocommit
-statement, on an asyncpg pool (prepared and cached per connection). Measured on this box
-for one run transition: 0.09 ms of client CPU, against 0.28 ms through psycopg's raw
-cursor and about 0.8 ms through SQLAlchemy's async engine; CPU is what limits throughput
-here (README, lifecycle benchmark). The rest of the store keeps SQLAlchemy and psycopg.
+statement, on a raw asyncpg connection borrowed from the engine's pool (prepared and
+cached per connection), skipping SQLAlchemy's execution layer: CPU is what limits
+throughput here (README, lifecycle benchmark; `bench/statement_cpu.py` measures the
+paths). The process has that one pool (README, "Connection budget").
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
 import orjson
 import sqlalchemy as sa
-from sqlalchemy.engine import URL, Dialect
+import sqlalchemy.exc
+from sqlalchemy import event
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
+from sqlalchemy.util import await_, greenlet_spawn
+
+from app.store.db import transaction_pooled
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +55,14 @@ def _json(value: Any) -> str:
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
 
 
+#: The text is compiled for psycopg's `%(name)s` style whatever the engine's driver (the
+#: SQL is the same PostgreSQL; only the placeholders differ, and they are renumbered here).
+_PYFORMAT: Dialect = postgresql.psycopg.dialect()  # type: ignore[no-untyped-call]
+
+
 def compile_statement(stmt: Any, dialect: Dialect) -> Compiled:
+    if dialect.name == "postgresql" and dialect.driver != "psycopg":
+        dialect = _PYFORMAT
     compiled = stmt.compile(dialect=dialect)
     constants: dict[str, Any] = {}
     json_names: set[str] = set()
@@ -76,68 +90,122 @@ def compile_statement(stmt: Any, dialect: Dialect) -> Compiled:
     return Compiled(sql, slots)
 
 
-async def _init(conn: Any) -> None:
-    # JSON parameters arrive as text already (see Compiled); results decode with orjson.
-    for name in ("json", "jsonb"):
-        await conn.set_type_codec(name, encoder=str, decoder=orjson.loads, schema="pg_catalog")
-
-
-#: The pool's session settings (see DirectPool).
+#: Session settings of the lifecycle's statements (see DirectPool).
 SESSION_SETTINGS = {"plan_cache_mode": "force_generic_plan", "enable_seqscan": "off"}
+_SET = "; ".join(f"SET {name} = {value}" for name, value in SESSION_SETTINGS.items())
+_RESET = "; ".join(f"RESET {name}" for name in SESSION_SETTINGS)
+
+#: Key, in a pooled connection's `info`, of "its session has SESSION_SETTINGS".
+_LIFECYCLE = "agentrun_lifecycle_settings"
+
+#: Set while the direct path checks a connection out (the checkout hook leaves it alone).
+_direct: ContextVar[bool] = ContextVar("agentrun_direct_checkout", default=False)
 
 
-async def _keep(conn: Any) -> None:
-    """Connections go back to the pool as they are: these statements leave no session
-    state (no locks, cursors, LISTEN or SET), and asyncpg's default reset costs a round
-    trip per statement."""
+def _defaults_on_checkout(
+    _dbapi_connection: Any, record: ConnectionPoolEntry, _proxy: PoolProxiedConnection
+) -> None:
+    """A connection the direct path used goes back to the server's defaults before
+    SQLAlchemy runs anything else on it (reports, lists: planned as they always were)."""
+    driver = record.driver_connection
+    if _direct.get() or not record.info.get(_LIFECYCLE) or driver is None:
+        return
+    try:
+        await_(driver.execute(_RESET))
+    except Exception as exc:  # the pool drops this connection and takes another
+        raise sqlalchemy.exc.DisconnectionError(str(exc)) from exc
+    record.info[_LIFECYCLE] = False
 
 
 class DirectPool:
-    """An asyncpg pool, created on first use (inside the running loop). Every statement
-    is planned generically: each is keyed by a unique column or is the claim (served by
-    its partial index), and re-planning a CTE per execution costs more than running it.
-    Sequential scans are off for the same reason: a plan made while a table was empty
-    (a new deployment's tool_calls, say) would otherwise scan it on every execution for
-    the connection's life, however large it grew: the performance notes' sticky plan."""
+    """The lifecycle's statements on raw asyncpg connections of `engine`'s pool (one pool
+    per process). Every statement is planned generically: each is keyed by a unique
+    column or is the claim (served by its partial index), and re-planning a CTE per
+    execution costs more than running it. Sequential scans are off for the same reason: a
+    plan made while a table was empty (a new deployment's tool_calls, say) would otherwise
+    scan it on every execution for the connection's life, however large it grew: the
+    performance notes' sticky plan. These two settings are set on a connection when this
+    path borrows it and reset when SQLAlchemy next takes it (one round trip each way,
+    only when the connection changes hands), so the other queries keep the defaults.
 
-    def __init__(self, url: URL, max_size: int) -> None:
-        self.dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
-        self.max_size = max(1, max_size)
-        self._pool: asyncio.Future[Any] | None = None
+    Behind a transaction-mode pooler (`create_engine(pgbouncer=True)`) a session setting
+    would stay on whichever server session ran it, so none is set; statements are then
+    unnamed (planned at each execution, with the values: no sticky plan either)."""
 
-    async def _acquire_pool(self) -> Any:
-        if self._pool is None:
-            self._pool = asyncio.ensure_future(
-                asyncpg.create_pool(
-                    self.dsn,
-                    min_size=1,
-                    max_size=self.max_size,
-                    init=_init,
-                    reset=_keep,
-                    server_settings=SESSION_SETTINGS,
-                )
-            )
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self._pool = engine.sync_engine.pool
+        checkedin = getattr(self._pool, "checkedin", None)  # a QueuePool's idle count
+        self._checkedin: Callable[[], int] = checkedin if callable(checkedin) else lambda: 0
+        self._settings = not transaction_pooled(engine)
+        if self._settings and not event.contains(self._pool, "checkout", _defaults_on_checkout):
+            event.listen(self._pool, "checkout", _defaults_on_checkout)
+
+    async def _checkout(self) -> PoolProxiedConnection:
+        """A connection of the pool. One that sits in it already is taken without a
+        greenlet (a third of this path's CPU); making or awaiting one needs SQLAlchemy's
+        greenlet, and so does a pooled connection due for recycling (found out by trying:
+        the pool takes it back unchanged, to reconnect below)."""
+        if self._checkedin():
+            try:
+                return self._pool.connect()
+            except sqlalchemy.exc.MissingGreenlet:
+                pass
+        return await greenlet_spawn(self._pool.connect)
+
+    async def _borrow(self) -> PoolProxiedConnection:
+        token = _direct.set(True)
         try:
-            return await asyncio.shield(self._pool)
-        except Exception:
-            self._pool = None  # the next call tries again (the database may be back)
-            raise
+            fairy = await self._checkout()
+        finally:
+            _direct.reset(token)
+        if self._settings and not fairy.info.get(_LIFECYCLE):
+            try:
+                await fairy.driver_connection.execute(_SET)  # type: ignore[union-attr]
+            except BaseException as exc:
+                self._give_back(fairy, exc)
+                raise
+            fairy.info[_LIFECYCLE] = True
+        return fairy
+
+    @staticmethod
+    def _give_back(fairy: PoolProxiedConnection, exc: BaseException | None = None) -> None:
+        """Back to the pool: as it is after a statement or an error the server reported
+        (the session is in sync), closed first after anything else (a cancellation or a
+        broken connection may leave the protocol mid-statement)."""
+        driver = fairy.driver_connection
+        healthy = exc is None or (
+            isinstance(exc, asyncpg.PostgresError)
+            and not isinstance(exc, asyncpg.PostgresConnectionError)
+        )
+        if not healthy or driver is None or driver.is_closed():
+            fairy.invalidate(exc if isinstance(exc, Exception) else None)
+        fairy.close()  # no round trip: no transaction was begun through SQLAlchemy
 
     async def fetchone(self, compiled: Compiled, values: Mapping[str, Any]) -> Any:
         """The first row (a tuple) of one autocommit statement, or None."""
-        pool = await self._acquire_pool()
-        async with pool.acquire() as conn:
-            row = await conn.fetchrow(compiled.sql, *compiled.params(values))
+        fairy = await self._borrow()
+        try:
+            row = await fairy.driver_connection.fetchrow(  # type: ignore[union-attr]
+                compiled.sql, *compiled.params(values)
+            )
+        except BaseException as exc:
+            self._give_back(fairy, exc)
+            raise
+        self._give_back(fairy)
         return tuple(row) if row is not None else None
 
     async def fetchall(self, compiled: Compiled, values: Mapping[str, Any]) -> list[Any]:
-        pool = await self._acquire_pool()
-        async with pool.acquire() as conn:
-            rows = await conn.fetch(compiled.sql, *compiled.params(values))
+        fairy = await self._borrow()
+        try:
+            rows = await fairy.driver_connection.fetch(  # type: ignore[union-attr]
+                compiled.sql, *compiled.params(values)
+            )
+        except BaseException as exc:
+            self._give_back(fairy, exc)
+            raise
+        self._give_back(fairy)
         return [tuple(row) for row in rows]
 
     async def aclose(self) -> None:
-        if self._pool is not None:
-            pending, self._pool = self._pool, None
-            with contextlib.suppress(Exception):
-                await (await pending).close()
+        """Nothing of its own to close: the connections are the engine's (disposed with it)."""

@@ -96,7 +96,7 @@ class RunStore(Watchers, Outbox):
             engine.execution_options(isolation_level="AUTOCOMMIT") if self.is_postgres else None
         )
         # The lifecycle's hot statements skip SQLAlchemy's execution layer on PostgreSQL.
-        self._direct = DirectPool(engine.url, _pool_size(engine.pool)) if self.is_postgres else None
+        self._direct = DirectPool(engine) if self.is_postgres else None
         self._compiled: dict[int, tuple[Any, Compiled]] = {}
         # Wake-ups (workers: a run is due; webhook senders: a delivery is) go out after
         # the commit, coalesced (app.store.wakeups), not as NOTIFYs inside it.

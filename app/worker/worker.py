@@ -243,7 +243,7 @@ class Worker:
     async def _listen(self) -> None:
         import psycopg
 
-        url = make_url(self.settings.database_url).set(drivername="postgresql")
+        url = make_url(self.settings.direct_database_url).set(drivername="postgresql")
         conninfo = url.render_as_string(hide_password=False)
         while True:
             try:

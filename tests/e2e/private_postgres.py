@@ -13,7 +13,7 @@ import secrets
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -23,13 +23,20 @@ BIN = Path(os.environ.get("AGENTRUN_PG_BIN", "/usr/lib/postgresql/15/bin"))
 SYSTEM_USER = "postgres"
 
 
+#: Server settings of every private cluster (a test may add or override some).
+SETTINGS = {"fsync": "off", "full_page_writes": "off", "max_connections": "100"}
+
+
 class PrivatePostgres:
-    def __init__(self, root: Path, port: int, password: str) -> None:
+    def __init__(
+        self, root: Path, port: int, password: str, settings: Mapping[str, str] | None = None
+    ) -> None:
         self.root = root
         self.data = root / "data"
         self.sockets = root / "sockets"
         self.port = port
         self.password = password
+        self.settings = {**SETTINGS, **(settings or {})}
 
     @property
     def url(self) -> str:
@@ -42,9 +49,8 @@ class PrivatePostgres:
         return subprocess.run(command, check=check, capture_output=True, text=True, timeout=60)
 
     def start(self) -> None:
-        options = (
-            f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 "
-            "-c fsync=off -c full_page_writes=off -c max_connections=100"
+        options = f"-p {self.port} -k {self.sockets} -c listen_addresses=127.0.0.1 " + " ".join(
+            f"-c {name}={value}" for name, value in self.settings.items()
         )
         self._run(
             "pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.root / "pg.log"),
@@ -78,10 +84,11 @@ def _binaries() -> bool:
 
 
 @contextmanager
-def private_postgres() -> Iterator[PrivatePostgres]:
-    """A running private cluster with a database `agentrun` owned by a password user."""
+def private_postgres(settings: Mapping[str, str] | None = None) -> Iterator[PrivatePostgres]:
+    """A running private cluster with a database `agentrun` owned by a password user;
+    `settings` (e.g. {"max_connections": "50"}) over SETTINGS."""
     root = Path(tempfile.mkdtemp(prefix="agentrun-pg-"))
-    cluster = PrivatePostgres(root, free_port(), "pw-" + secrets.token_hex(12))
+    cluster = PrivatePostgres(root, free_port(), "pw-" + secrets.token_hex(12), settings)
     cluster.sockets.mkdir()
     if os.geteuid() == 0:
         user = pwd.getpwnam(SYSTEM_USER)

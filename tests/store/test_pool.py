@@ -1,0 +1,149 @@
+"""One pool per process (app.store.db, app.store.direct): the hot path borrows the engine's
+connections, its session settings stay on its own statements, the process never holds
+more than the pool, a connection the pool must replace is replaced, and an engine made
+for PgBouncer leaves nothing in a server session."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import warnings
+from collections.abc import AsyncIterator
+
+import psycopg
+import pytest
+import sqlalchemy as sa
+
+from app.service.runs import RunService
+from app.store.db import create_engine
+from app.store.direct import DirectPool, compile_statement
+from app.store.errors import is_unavailable
+from app.store.runs import RunStore
+from tests.conftest import make_settings
+from tests.helpers import drive_once, results_for, run_body, suspended_run
+
+SESSION = sa.select(
+    sa.func.current_setting("enable_seqscan"),
+    sa.func.current_setting("plan_cache_mode"),
+    sa.func.pg_backend_pid(),
+)
+
+
+@pytest.fixture
+async def one_connection(postgres_url: str) -> AsyncIterator[DirectPool]:
+    engine = create_engine(postgres_url, pool_size=1)
+    yield DirectPool(engine)
+    await engine.dispose()
+
+
+async def _sqlalchemy(pool: DirectPool, autocommit: bool = False) -> tuple[str, str, int]:
+    engine = pool.engine.execution_options(isolation_level="AUTOCOMMIT") if autocommit else None
+    async with (engine or pool.engine).connect() as conn:
+        row = (await conn.execute(SESSION)).one()
+    return (row[0], row[1], row[2])
+
+
+async def test_the_lifecycle_settings_hold_for_the_direct_path_only(
+    one_connection: DirectPool,
+) -> None:
+    direct = compile_statement(SESSION, one_connection.engine.dialect)
+    hot = await one_connection.fetchone(direct, {})
+    assert hot[:2] == ("off", "force_generic_plan")
+    # The same server session (one pool), back at the defaults for everything else.
+    assert await _sqlalchemy(one_connection) == ("on", "auto", hot[2])
+    assert (await one_connection.fetchone(direct, {}))[:2] == ("off", "force_generic_plan")
+    assert await _sqlalchemy(one_connection, autocommit=True) == ("on", "auto", hot[2])
+
+
+async def test_a_process_never_holds_more_connections_than_its_pool(
+    empty_postgres_url: str,
+) -> None:
+    store = RunStore(create_engine(empty_postgres_url, pool_size=2))
+    service = RunService(store, make_settings(empty_postgres_url))
+    database = empty_postgres_url.rsplit("/", 1)[1]
+    seen: list[int] = []
+
+    async def observe(stop: asyncio.Event) -> None:
+        async with await psycopg.AsyncConnection.connect(
+            empty_postgres_url, autocommit=True
+        ) as conn:
+            while not stop.is_set():
+                cursor = await conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE datname = %s AND pid <> pg_backend_pid()",
+                    (database,),
+                )
+                row = await cursor.fetchone()
+                seen.append(row[0] if row else 0)
+                await asyncio.sleep(0.005)
+
+    async def one_run() -> None:
+        view, _ = await service.create_run(run_body())
+        await store.get(view.record.id)  # the direct path
+        await store.events(view.record.id)  # SQLAlchemy's
+
+    stop = asyncio.Event()
+    watcher = asyncio.create_task(observe(stop))
+    try:
+        await asyncio.gather(*(one_run() for _ in range(60)))
+    finally:
+        stop.set()
+        await watcher
+        await store.aclose()
+    assert seen and max(seen) <= 2, max(seen)
+
+
+async def test_a_connection_the_pool_must_replace_is_replaced(
+    one_connection: DirectPool,
+) -> None:
+    """A pooled connection due for a new one (here soft-invalidated: as after a recycle)
+    is replaced on its next checkout; one the server ended fails one statement as an
+    outage (503 / give-back) and is replaced for the next."""
+    pid = compile_statement(sa.select(sa.func.pg_backend_pid()), one_connection.engine.dialect)
+    first = (await one_connection.fetchone(pid, {}))[0]
+    async with one_connection.engine.connect() as conn:  # due for a new connection
+        (await conn.get_raw_connection()).invalidate(soft=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        second = (await one_connection.fetchone(pid, {}))[0]
+        gc.collect()  # an abandoned connect attempt would warn as it is collected
+    assert second != first
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], caught
+
+    url = one_connection.engine.url.set(drivername="postgresql")
+    dsn = url.render_as_string(hide_password=False)
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as admin:
+        await admin.execute("SELECT pg_terminate_backend(%s)", (second,))  # the server ends it
+    with pytest.raises(Exception) as failed:
+        await one_connection.fetchone(pid, {})
+    assert is_unavailable(failed.value)
+    assert (await one_connection.fetchone(pid, {}))[0] not in (first, second)
+
+
+@pytest.mark.parametrize("pgbouncer", [False, True])
+async def test_an_engine_for_pgbouncer_leaves_nothing_in_a_server_session(
+    postgres_url: str, pgbouncer: bool
+) -> None:
+    """Transaction pooling hands each transaction any server session: a statement
+    prepared under a name, or a SET, would be found (or not) by other clients'."""
+    engine = create_engine(postgres_url, pool_size=1, pgbouncer=pgbouncer)
+    store = RunStore(engine)
+    settings = make_settings(postgres_url)
+    try:
+        service = RunService(store, settings)
+        suspended = await suspended_run(service)
+        await service.submit_tool_results(results_for(suspended), run_id=suspended.record.id)
+        await drive_once(store, settings)
+        await store.events(suspended.record.id)
+        direct = DirectPool(engine)
+        prepared = sa.select(sa.func.count()).select_from(sa.text("pg_prepared_statements"))
+        named = (await direct.fetchone(compile_statement(prepared, engine.dialect), {}))[0]
+        session = await direct.fetchone(compile_statement(SESSION, engine.dialect), {})
+    finally:
+        await store.aclose()
+    if pgbouncer:
+        assert named == 0
+        assert session[:2] == ("on", "auto")
+    else:
+        assert named > 0  # the statements are prepared once per connection
+        assert session[:2] == ("off", "force_generic_plan")

@@ -1,0 +1,55 @@
+"""Settings of the connection budget (README, "Connection budget"), read from the
+environment as a process reads them."""
+
+from __future__ import annotations
+
+import pydantic
+import pytest
+
+from app.settings import Settings
+from app.store.db import DEFAULT_POOL_SIZE, engine_for, transaction_pooled
+
+SERVER = "postgresql://agentrun@db.internal:5432/agentrun"
+BOUNCER = "postgresql://agentrun@pgbouncer.internal:6432/agentrun"
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("POOL_SIZE", "LISTEN_URL", "PGBOUNCER"):
+        monkeypatch.delenv(f"AGENTRUN_DATABASE_{name}", raising=False)
+
+
+async def test_a_process_pool_is_sized_by_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AGENTRUN_DATABASE_URL", SERVER)
+    default = engine_for(Settings())
+    monkeypatch.setenv("AGENTRUN_DATABASE_POOL_SIZE", "3")
+    sized = engine_for(Settings())
+    try:
+        assert default.pool.size() == DEFAULT_POOL_SIZE  # type: ignore[attr-defined]
+        assert sized.pool.size() == 3  # type: ignore[attr-defined]
+        assert sized.pool.overflow() == -3  # type: ignore[attr-defined]  # and no overflow
+        assert not transaction_pooled(sized)
+    finally:
+        await default.dispose()
+        await sized.dispose()
+
+
+async def test_behind_pgbouncer_listen_goes_to_the_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AGENTRUN_DATABASE_URL", BOUNCER)
+    assert Settings().direct_database_url == BOUNCER  # by default the one URL serves both
+    monkeypatch.setenv("AGENTRUN_DATABASE_PGBOUNCER", "true")
+    with pytest.raises(pydantic.ValidationError, match="AGENTRUN_DATABASE_LISTEN_URL"):
+        Settings()
+    monkeypatch.setenv("AGENTRUN_DATABASE_LISTEN_URL", SERVER)
+    settings = Settings()
+    assert settings.direct_database_url == SERVER
+    engine = engine_for(settings)
+    try:
+        assert transaction_pooled(engine)
+        assert engine.url.host == "pgbouncer.internal"
+    finally:
+        await engine.dispose()

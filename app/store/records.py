@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.core.lifecycle import RunStatus
-from app.store.schema import runs
+from app.store.schema import run_events, runs, tool_calls
 
 #: Position of each field in a run record's row: `runs.*`, then the run's configuration
 #: and metadata (`run_configs`, `app.store.schema.select_runs`).
@@ -17,6 +17,8 @@ RUN_COLUMNS = {
     name: i for i, name in enumerate([*(c.name for c in runs.columns), "config", "metadata"])
 }
 RUN_WIDTH = len(RUN_COLUMNS)
+TOOL_CALL_COLUMNS = tuple(c.name for c in tool_calls.columns)
+EVENT_COLUMNS = tuple(c.name for c in run_events.columns)
 
 
 def utc(value: datetime | None) -> datetime | None:
@@ -110,7 +112,10 @@ class ToolCallRecord:
 
     @classmethod
     def from_row(cls, row: Any) -> ToolCallRecord:
-        return cls.from_mapping(row._mapping)
+        """From a `tool_calls.*` row: a SQLAlchemy row, or a plain tuple in table order."""
+        if hasattr(row, "_mapping"):
+            return cls.from_mapping(row._mapping)
+        return cls.from_mapping(dict(zip(TOOL_CALL_COLUMNS, row, strict=True)))
 
     @classmethod
     def from_mapping(cls, m: Any) -> ToolCallRecord:
@@ -143,7 +148,8 @@ class EventRecord:
 
     @classmethod
     def from_row(cls, row: Any) -> EventRecord:
-        m = row._mapping
+        """From a `run_events.*` row: a SQLAlchemy row, or a plain tuple in table order."""
+        m = row._mapping if hasattr(row, "_mapping") else dict(zip(EVENT_COLUMNS, row, strict=True))
         return cls(
             run_id=m["run_id"],
             seq=m["seq"],

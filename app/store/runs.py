@@ -29,9 +29,7 @@ from app.store.errors import NotFoundError
 from app.store.outbox import WEBHOOKS_CHANNEL, Outbox
 from app.store.records import RUN_WIDTH, EventRecord, NewEvent, RunRecord, ToolCallRecord
 from app.store.schema import (
-    created_beyond,
     run_configs,
-    run_events,
     runs,
     select_runs,
     service_secrets,
@@ -60,12 +58,6 @@ class Pending:
 
     record: RunRecord
     calls: list[ToolCallRecord]
-
-
-def _pool_size(pool: Any) -> int:
-    """The SQLAlchemy pool's size, so the direct pool matches it."""
-    size = getattr(pool, "size", None)
-    return int(size()) if callable(size) else 10
 
 
 def _event_params(
@@ -387,18 +379,22 @@ class RunStore(Watchers, Outbox):
         bodies = (await conn.execute(self.sql.log(), {"p_key": run_id})).scalars()
         return "[" + ",".join(bodies) + "]"
 
+    async def _rows(self, stmt: Any, params: dict[str, Any]) -> list[Any]:
+        """Every row of a read: on the direct pool (PostgreSQL), else one connection."""
+        if self._direct is not None:
+            return await self._direct.fetchall(self._compile(stmt), params)
+        async with self._reader() as conn:
+            return list((await conn.execute(stmt, params)).all())
+
     async def list_runs(
         self, *, status: RunStatus | None, limit: int, before: tuple[datetime, str] | None
     ) -> list[RunRecord]:
         """Newest first; keyset pagination on (created_at, id)."""
-        stmt = select_runs().order_by(runs.c.created_at.desc(), runs.c.id.desc()).limit(limit)
-        if status is not None:
-            stmt = stmt.where(runs.c.status == status.value)
+        stmt = self.sql.list_runs(status, before is not None)
+        params: dict[str, Any] = {"p_limit": limit}
         if before is not None:
-            stmt = stmt.where(created_beyond(*before, ascending=False))
-        async with self._reader() as conn:
-            rows = (await conn.execute(stmt)).all()
-        return [RunRecord.from_row(r) for r in rows]
+            params["p_created"], params["p_id"] = before
+        return [RunRecord.from_row(r) for r in await self._rows(stmt, params)]
 
     async def tool_calls(self, run_id: str, round: int | None = None) -> list[ToolCallRecord]:
         stmt = tool_calls.select().where(tool_calls.c.run_id == run_id)
@@ -413,13 +409,16 @@ class RunStore(Watchers, Outbox):
         """The tool calls of each run's given round, for many runs in one query."""
         if not rounds:
             return {}
-        stmt = (
-            tool_calls.select()
-            .where(sa.tuple_(tool_calls.c.run_id, tool_calls.c.round).in_(list(rounds.items())))
-            .order_by(tool_calls.c.run_id, tool_calls.c.position)
-        )
-        async with self._reader() as conn:
-            rows = (await conn.execute(stmt)).all()
+        if self._direct is not None:
+            params = {"p_ids": list(rounds), "p_rounds": list(rounds.values())}
+            rows = await self._rows(self.sql.pending_calls(), params)
+        else:
+            stmt = (
+                tool_calls.select()
+                .where(sa.tuple_(tool_calls.c.run_id, tool_calls.c.round).in_(list(rounds.items())))
+                .order_by(tool_calls.c.run_id, tool_calls.c.position)
+            )
+            rows = await self._rows(stmt, {})
         out: dict[str, list[ToolCallRecord]] = {run_id: [] for run_id in rounds}
         for row in rows:
             record = ToolCallRecord.from_row(row)
@@ -452,15 +451,8 @@ class RunStore(Watchers, Outbox):
         return Pending(record, [ToolCallRecord.from_row(r) for r in rows])
 
     async def events(self, run_id: str, *, after: int = 0, limit: int = 1000) -> list[EventRecord]:
-        stmt = (
-            run_events.select()
-            .where(run_events.c.run_id == run_id, run_events.c.seq > after)
-            .order_by(run_events.c.seq)
-            .limit(limit)
-        )
-        async with self._reader() as conn:
-            rows = (await conn.execute(stmt)).all()
-        return [EventRecord.from_row(r) for r in rows]
+        params = {"p_id": run_id, "p_after": after, "p_limit": limit}
+        return [EventRecord.from_row(r) for r in await self._rows(self.sql.events(), params)]
 
     async def count_by_status(self) -> dict[str, int]:
         stmt = sa.select(runs.c.status, sa.func.count()).group_by(runs.c.status)

@@ -67,7 +67,7 @@ sa.Index(
 sa.Index("ix_runs_created", runs.c.created_at, runs.c.id)
 
 
-def created_beyond(created: Any, run_id: str, *, ascending: bool) -> sa.ColumnElement[bool]:
+def created_beyond(created: Any, run_id: Any, *, ascending: bool) -> sa.ColumnElement[bool]:
     """Keyset pagination on (created_at, id), served by ix_runs_created: the runs after
     the cursor's run in the page order."""
     if ascending:

@@ -25,6 +25,7 @@ from app.core.lifecycle import OutboxStatus, RunStatus
 from app.store.records import NewEvent
 from app.store.schema import (
     config_of,
+    created_beyond,
     metadata_of,
     model_calls,
     run_configs,
@@ -583,6 +584,61 @@ class Statements:
             )
 
         return self._cached(("submission", column), build)
+
+    # --- the API's reads ------------------------------------------------------------------
+
+    def list_runs(self, status: RunStatus | None, paged: bool) -> Any:
+        """Runs newest first, of one status or all, after a keyset cursor when `paged`."""
+
+        def build() -> Any:
+            stmt = (
+                select_runs()
+                .order_by(runs.c.created_at.desc(), runs.c.id.desc())
+                .limit(sa.bindparam("p_limit", type_=sa.Integer()))
+            )
+            if status is not None:
+                stmt = stmt.where(runs.c.status == sa.literal_column(f"'{status.value}'"))
+            if paged:
+                created = sa.bindparam("p_created", type_=runs.c.created_at.type)
+                stmt = stmt.where(
+                    created_beyond(
+                        created, sa.bindparam("p_id", type_=sa.String()), ascending=False
+                    )
+                )
+            return stmt
+
+        return self._cached(("list", status, paged), build)
+
+    def pending_calls(self) -> Any:
+        """PostgreSQL: the calls of many runs' rounds (`p_ids`, `p_rounds` zipped)."""
+
+        def build() -> Any:
+            wanted = sa.select(
+                sa.func.unnest(sa.bindparam("p_ids", type_=postgresql.ARRAY(sa.String()))),
+                sa.func.unnest(sa.bindparam("p_rounds", type_=postgresql.ARRAY(sa.Integer()))),
+            )
+            return (
+                tool_calls.select()
+                .where(sa.tuple_(tool_calls.c.run_id, tool_calls.c.round).in_(wanted))
+                .order_by(tool_calls.c.run_id, tool_calls.c.position)
+            )
+
+        return self._cached(("pending_calls",), build)
+
+    def events(self) -> Any:
+        """A run's events after a sequence number, in order, at most `p_limit`."""
+        return self._cached(
+            ("events",),
+            lambda: (
+                run_events.select()
+                .where(
+                    run_events.c.run_id == sa.bindparam("p_id", type_=sa.String()),
+                    run_events.c.seq > sa.bindparam("p_after", type_=sa.Integer()),
+                )
+                .order_by(run_events.c.seq)
+                .limit(sa.bindparam("p_limit", type_=sa.Integer()))
+            ),
+        )
 
 
 def claim_keys() -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from app.store.db import create_engine
 from app.store.runs import RunStore
 from tests.conftest import make_settings
 from tests.e2e.checks import assert_all_completed_once
-from tests.e2e.processes import spawn, stop
+from tests.e2e.processes import spawn, stop, wait_until
 from tests.helpers import RUN_TABLES, results_for, run_body
 
 RUNS = 200
@@ -57,11 +57,12 @@ async def answer_until_done(
 async def test_two_worker_processes_complete_every_run_once(
     pg_service: RunService, postgres_url: str, tmp_path: Path
 ) -> None:
-    workers = [
-        spawn(["worker", "--concurrency", "8"], postgres_url, tmp_path / f"w{i}.log")
-        for i in range(2)
-    ]
+    logs = [tmp_path / f"w{i}.log" for i in range(2)]
+    workers = [spawn(["worker", "--concurrency", "8"], postgres_url, log) for log in logs]
     try:
+        # Both ready before the first run (on a busy machine one could otherwise take all).
+        for log in logs:
+            wait_until(lambda log=log: "worker started" in log.read_text(), 30, f"{log.name}")
         ids = [(await pg_service.create_run(run_body()))[0].record.id for _ in range(RUNS)]
         await answer_until_done(pg_service, ids, timeout=120)
     finally:

@@ -1,18 +1,53 @@
-"""A run's live event stream as server-sent events: the hub (app.service.live) decides
-what to send and when; this names each event by its type and `seq` (the `id` a client
-resumes from with Last-Event-ID)."""
+"""A run's live event stream as server-sent events, and waits for a run's status: the hub
+(app.service.live) decides what to send and when; this names each event by its type and
+`seq` (the `id` a client resumes from with Last-Event-ID), and gives up a wait whose client
+has gone."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Set
 
 import orjson
 from sse_starlette.event import ServerSentEvent
+from starlette.requests import Request
 
+from app.core.lifecycle import RunStatus
 from app.service.live import EventHub
-from app.service.types import EventRecord
+from app.service.types import EventRecord, RunRecord
 from app.timestamps import iso
+
+
+class ClientGone(Exception):
+    """The client of a wait disconnected before it ended."""
+
+
+async def wait_while_connected(
+    request: Request, hub: EventHub, run_id: str, statuses: Set[RunStatus], timeout: float
+) -> RunRecord | None:
+    """`hub.until`, given up (`ClientGone`) when the client disconnects: a wait must not
+    outlive its client (one that gives up after 10 s and asks again would otherwise pile
+    up waits)."""
+    waiting = asyncio.ensure_future(hub.until(run_id, statuses, timeout))
+    gone = asyncio.ensure_future(_disconnect(request))
+    try:
+        await asyncio.wait({waiting, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (gone, waiting):
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+    if waiting.cancelled():
+        raise ClientGone
+    return waiting.result()
+
+
+async def _disconnect(request: Request) -> None:
+    """Returns when the client disconnects (a GET's empty body is read first)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 async def server_sent_events(

@@ -11,12 +11,12 @@ from pydantic import BaseModel
 from sse_starlette import EventSourceResponse
 
 from app.api import models
-from app.api.live import server_sent_events
+from app.api.live import ClientGone, server_sent_events, wait_while_connected
 from app.api.problems import responses
 from app.api.security import require_api_key
 from app.core.lifecycle import RunStatus
-from app.service.errors import IdempotencyInFlight, InvalidRequest
-from app.service.live import EventHub
+from app.service.errors import IdempotencyInFlight, InvalidRequest, RunNotFound
+from app.service.live import FINAL, SETTLED, EventHub
 from app.service.reads import RunReads
 from app.service.runs import RunService
 from app.service.schemas import ResolutionIn, RunCreate, ToolResultsIn
@@ -227,6 +227,70 @@ async def events(
         return EventSourceResponse(server_sent_events(hub, run_id, start), ping=15)
     records = await service.events(run_id, after=after)
     return models.EventList(data=[models.EventOut.of(e) for e in records])
+
+
+#: The longest a wait may be asked to last (proxies commonly cut idle requests at 60 s).
+MAX_WAIT_SECONDS = 60.0
+WAIT_OUTCOME = "Wait-Outcome"
+WAIT_DESCRIPTION = f"""Holds the request until the run's status is one of `status` (default:
+`requires_action` or any terminal status) or `timeout` seconds pass, then answers with the
+run as `GET /v1/runs/{{run_id}}` shows it: 200 either way, and the `{WAIT_OUTCOME}` header
+says which: `reached` (the status is one you named), `final` (the run is `completed` or
+`cancelled`, which it never leaves, though you did not name it), `timeout` (also when the
+server is shutting down). A run already in a wanted status is answered at once. The
+server holds no database connection while it waits: it is woken by the run's commits."""
+
+
+@router.get(
+    "/runs/{run_id}/wait",
+    response_model=models.RunOut,
+    responses={
+        200: {
+            "description": "The run when the wait ended",
+            "headers": {
+                WAIT_OUTCOME: {
+                    "description": "why the wait ended",
+                    "schema": {"type": "string", "enum": ["reached", "final", "timeout"]},
+                }
+            },
+        },
+        **AUTH,
+        **responses(404, 422),
+    },
+    summary="Wait until a run reaches a status (long poll)",
+    description=WAIT_DESCRIPTION,
+)
+async def wait_for_run(
+    run_id: RunId,
+    request: Request,
+    service: Service,
+    _: Actor,
+    status: Annotated[
+        list[RunStatus] | None,
+        Query(
+            description="a status to wait for; repeat for several (default: "
+            "`requires_action` and the terminal statuses)"
+        ),
+    ] = None,
+    timeout: Annotated[
+        float,
+        Query(ge=0, le=MAX_WAIT_SECONDS, description="seconds to wait at most (0: answer at once)"),
+    ] = 30.0,
+) -> Response:
+    wanted = frozenset(status) if status else SETTLED
+    hub: EventHub = request.app.state.event_hub
+    try:
+        record = await wait_while_connected(request, hub, run_id, wanted, timeout)
+    except ClientGone:
+        return Response(status_code=499)  # nobody reads it (nginx's "client closed request")
+    if record is None:
+        raise RunNotFound(f"no run with id {run_id}")
+    if record.status in wanted:
+        outcome = "reached"
+    else:
+        outcome = "final" if record.status in FINAL else "timeout"
+    view = await service.view(record)
+    return json_body(models.RunOut.of(view), headers={WAIT_OUTCOME: outcome})
 
 
 @router.get(

@@ -1,12 +1,14 @@
-"""Live event streams: any API process serves any run's stream (the API sends them as
-server-sent events: app.api.live).
+"""Live event streams and waits: any API process serves any run's stream (the API sends
+them as server-sent events: app.api.live) and holds requests until a run reaches a status
+(`EventHub.until`, the API's `GET /v1/runs/{id}/wait`).
 
 On PostgreSQL one LISTEN connection per API process receives a NOTIFY for every event
 commit of a run it watches (the run id as payload) and wakes that run's subscribers; the
-process marks the runs it streams in `run_watchers` (kept alive, dropped when the last
-subscriber leaves), since only watched runs' commits notify. On SQLite subscribers poll.
-Either way events are read from the log, so a stream resumes from Last-Event-ID with no
-gap and no duplicate.
+process marks the runs it streams or waits on in `run_watchers` (kept alive, dropped when
+the last subscriber leaves), since only watched runs' commits notify. On SQLite subscribers
+poll. Either way events are read from the log, so a stream resumes from Last-Event-ID with
+no gap and no duplicate. Between wake-ups nobody holds a database connection: a woken run
+is read once for all its subscribers.
 """
 
 from __future__ import annotations
@@ -17,13 +19,13 @@ import contextlib
 import os
 import secrets
 import socket
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Set
 
 import structlog
 from sqlalchemy.engine import make_url
 
-from app.core.lifecycle import TERMINAL
-from app.service.types import EventRecord
+from app.core.lifecycle import TABLE, TERMINAL, RunStatus
+from app.service.types import EventRecord, RunRecord
 from app.store.runs import EVENTS_CHANNEL, RunStore
 
 log = structlog.get_logger("agentrun.api")
@@ -34,6 +36,16 @@ WATCH_TTL_SECONDS = 30.0
 #: before the watch existed may not have notified: look at the log again this soon (and
 #: then every `fallback_seconds` that pass without a notification).
 FIRST_LOOK_SECONDS = 1.0
+#: What a wait waits for unless told: the run suspended (someone must act) or ended.
+SETTLED = frozenset({RunStatus.REQUIRES_ACTION, *TERMINAL})
+#: Statuses no transition leaves (completed, cancelled; an operator may retry a failed or
+#: expired run): a wait for anything else would only time out, so it ends at once.
+FINAL = frozenset(s for s in RunStatus if all(to == s for (f, _), to in TABLE.items() if f == s))
+
+
+def newer(a: RunRecord | None, b: RunRecord) -> bool:
+    """Whether `b` is a later state of the run than `a` (each change bumps one or both)."""
+    return a is None or (b.version, b.last_event_seq) > (a.version, a.last_event_seq)
 
 
 class RunFeed:
@@ -49,7 +61,10 @@ class RunFeed:
         self.generation = 0  # bumped by every notification
         self.refreshed_generation = -1
         self.refreshed_at = 0.0  # loop time of the last read of the log
+        self.record: RunRecord | None = None  # the run as last read
+        self.record_generation = -1
         self.subscribers = 0
+        self.watched: asyncio.Future[None] | None = None  # the watch is written
         self.lock = asyncio.Lock()
         self.changed = asyncio.Condition()
 
@@ -74,27 +89,60 @@ class RunFeed:
             self.ended = record is None or (
                 record.status in TERMINAL and record.last_event_seq <= self.fetched
             )
+            if record is None or newer(self.record, record):
+                self.record = record
+            self.record_generation = generation
             self.refreshed_generation = generation
             self.refreshed_at = asyncio.get_running_loop().time()
+
+    async def refresh_record(self) -> RunRecord | None:
+        """The run (not its events: waits need only its status), read once per
+        notification for every subscriber. Leaves `refreshed_at` alone: the log has not
+        been read, so a stream of this feed still polls it on time."""
+        async with self.lock:
+            if self.record_generation != self.generation:
+                generation = self.generation
+                record = await self.store.get(self.run_id)
+                if record is None or newer(self.record, record):
+                    self.record = record
+                self.record_generation = generation
+            return self.record
+
+    def offer(self, record: RunRecord) -> None:
+        """A read of the run made elsewhere: kept if it is later than the feed's."""
+        if newer(self.record, record):
+            self.record = record
 
     def after(self, seq: int) -> list[EventRecord]:
         start = bisect.bisect_right([e.seq for e in self.events], seq)
         return self.events[start:]
 
-    async def wait(self, seen_generation: int, timeout: float) -> None:
+    async def wait(
+        self,
+        seen_generation: int,
+        timeout: float,
+        *,
+        poll: bool = True,
+        stop: Callable[[], bool] | None = None,
+    ) -> None:
         """Until a notification, or `timeout`. A wait that heard nothing makes the next
         `refresh` read the log anyway (unless another subscriber of this feed just did):
         a commit may have missed its NOTIFY (its statement began before this process
         watched the run; a LISTEN connection was re-established), and on SQLite nothing
-        notifies at all. So a missed notification costs at most one `timeout`."""
+        notifies at all. So a missed notification costs at most one `timeout`. Without
+        `poll` (a wait cut short by its caller's deadline) the timeout forces no read;
+        `stop` ends the wait early when it holds at a `notify_all`."""
+
+        def woken() -> bool:
+            return self.generation > seen_generation or (stop is not None and stop())
+
         async with self.changed:
             try:
-                await asyncio.wait_for(
-                    self.changed.wait_for(lambda: self.generation > seen_generation), timeout
-                )
+                await asyncio.wait_for(self.changed.wait_for(woken), timeout)
                 return
             except TimeoutError:
-                pass
+                if not poll:
+                    return
             stale = asyncio.get_running_loop().time() - self.refreshed_at >= timeout / 2
             if stale and self.generation == seen_generation:
                 self.generation += 1
@@ -120,7 +168,12 @@ class EventHub:
         self.watcher = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self._feeds: dict[str, RunFeed] = {}
         self._tasks: list[asyncio.Task[None]] = []
-        self._unwatching: set[asyncio.Task[None]] = set()
+        self._chores: set[asyncio.Task[None]] = set()
+        # Watches to write and drop, written by one task in batches (`_write_watches`).
+        self._to_watch: dict[str, RunFeed] = {}
+        self._to_unwatch: set[str] = set()
+        self._writer: asyncio.Task[None] | None = None
+        self._released = False
 
     def _ensure_listening(self) -> None:
         if self.store.is_postgres and not self._tasks:
@@ -129,14 +182,35 @@ class EventHub:
                 asyncio.create_task(self._renew_watches()),
             ]
 
+    @property
+    def _timeout(self) -> float:
+        """How long a subscriber waits for a wake-up before it reads anyway: on SQLite,
+        where nothing notifies, the poll interval."""
+        return self.fallback_seconds if self.store.is_postgres else self.poll_interval
+
     async def close(self) -> None:
-        for task in [*self._tasks, *self._unwatching]:
+        tasks = [*self._tasks, *self._chores, *([self._writer] if self._writer else [])]
+        for task in tasks:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         if self._tasks:
             with contextlib.suppress(Exception):
                 await self.store.unwatch(self.watcher)
+
+    def release(self) -> None:
+        """End every wait now, each answering with the run as last read (the process is
+        shutting down: a wait must not hold up the server's graceful stop). Streams are
+        left alone (their server ends them). Call it on the event loop's thread."""
+        self._released = True
+        task = asyncio.get_running_loop().create_task(self._wake_waits())
+        self._chores.add(task)
+        task.add_done_callback(self._chores.discard)
+
+    async def _wake_waits(self) -> None:
+        for feed in list(self._feeds.values()):
+            async with feed.changed:
+                feed.changed.notify_all()
 
     async def _renew_watches(self) -> None:
         while True:
@@ -146,12 +220,55 @@ class EventHub:
             except Exception:
                 log.exception("renewing live-stream watches failed")
 
-    async def _unwatch(self, run_id: str) -> None:
+    def _watched(self, feed: RunFeed) -> asyncio.Future[None]:
+        """Done once the feed's run is in `run_watchers` (asked again if that failed)."""
+        failed = (
+            feed.watched is not None
+            and feed.watched.done()
+            and (feed.watched.cancelled() or feed.watched.exception() is not None)
+        )
+        if feed.watched is None or failed:
+            feed.watched = asyncio.get_running_loop().create_future()
+            feed.watched.add_done_callback(lambda f: f.cancelled() or f.exception())
+            self._to_watch[feed.run_id] = feed
+            self._write_soon()
+        return feed.watched
+
+    def _write_soon(self) -> None:
+        if self._writer is None:
+            self._writer = asyncio.create_task(self._write_watches())
+
+    async def _write_watches(self) -> None:
+        """Writes the watches asked for meanwhile in one statement, and drops those
+        nobody came back for in another: 1,000 waits arriving together cost a few
+        statements, not 1,000. One task, so a watch is never dropped after it was
+        written anew."""
         try:
-            if run_id not in self._feeds:  # nobody came back for it meanwhile
-                await self.store.unwatch(self.watcher, [run_id])
-        except Exception:
-            log.exception("dropping a live-stream watch failed; it lapses by itself")
+            while self._to_watch or self._to_unwatch:
+                batch, self._to_watch = self._to_watch, {}
+                gone = sorted(r for r in self._to_unwatch if r not in self._feeds)
+                self._to_unwatch.clear()
+                if gone:
+                    try:
+                        await self.store.unwatch(self.watcher, gone)
+                    except Exception:
+                        log.exception(
+                            "dropping live-stream watches failed; they lapse by themselves"
+                        )
+                if not batch:
+                    continue
+                try:
+                    await self.store.watch(self.watcher, list(batch), WATCH_TTL_SECONDS)
+                except Exception as exc:
+                    for feed in batch.values():
+                        if feed.watched is not None and not feed.watched.done():
+                            feed.watched.set_exception(exc)
+                else:
+                    for feed in batch.values():
+                        if feed.watched is not None and not feed.watched.done():
+                            feed.watched.set_result(None)
+        finally:
+            self._writer = None
 
     async def _listen(self) -> None:
         import psycopg
@@ -174,20 +291,32 @@ class EventHub:
                 log.exception("event LISTEN connection lost; reconnecting")
                 await asyncio.sleep(1.0)
 
-    async def stream(self, run_id: str, after: int) -> AsyncGenerator[EventRecord, None]:
-        """The run's events after `after`, then live ones until the run has ended."""
+    @contextlib.asynccontextmanager
+    async def _subscribed(self, run_id: str) -> AsyncIterator[RunFeed]:
+        """The run's feed (shared by every stream and wait on it in this process), once
+        the run is watched; the watch is dropped when the last subscriber leaves."""
         self._ensure_listening()
         feed = self._feeds.get(run_id)
-        new = feed is None
         if feed is None:
             feed = self._feeds[run_id] = RunFeed(self.store, run_id)
         feed.subscribers += 1
-        # Without LISTEN (SQLite) each wait times out into a poll.
-        timeout = self.fallback_seconds if self.store.is_postgres else self.poll_interval
-        first_wait = min(timeout, self.first_look_seconds)
         try:
-            if new:
-                await self.store.watch(self.watcher, [run_id], WATCH_TTL_SECONDS)
+            if self.store.is_postgres:
+                await asyncio.shield(self._watched(feed))
+            yield feed
+        finally:
+            feed.subscribers -= 1
+            if feed.subscribers == 0:
+                self._feeds.pop(run_id, None)
+                if self.store.is_postgres:
+                    self._to_unwatch.add(run_id)
+                    self._write_soon()
+
+    async def stream(self, run_id: str, after: int) -> AsyncGenerator[EventRecord, None]:
+        """The run's events after `after`, then live ones until the run has ended."""
+        timeout = self._timeout
+        first_wait = min(timeout, self.first_look_seconds)
+        async with self._subscribed(run_id) as feed:
             last = after
             while True:
                 seen = feed.generation
@@ -202,11 +331,44 @@ class EventHub:
                     return
                 await feed.wait(seen, first_wait)
                 first_wait = timeout
-        finally:
-            feed.subscribers -= 1
-            if feed.subscribers == 0:
-                self._feeds.pop(run_id, None)
-                if self.store.is_postgres:
-                    task = asyncio.create_task(self._unwatch(run_id))
-                    self._unwatching.add(task)
-                    task.add_done_callback(self._unwatching.discard)
+
+    async def until(
+        self, run_id: str, statuses: Set[RunStatus], timeout: float
+    ) -> RunRecord | None:
+        """The run once its status is one of `statuses` or `FINAL`, else as last read
+        when `timeout` seconds have passed (or `release` was called); None when there is
+        no such run. Reads the run once, then only when one of its commits wakes this
+        process (or the wait's poll comes due): no database connection is held between."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        record = await self.store.get(run_id)
+        if record is None or settled(record, statuses) or timeout <= 0 or self._released:
+            return record
+        wait = min(self._timeout, self.first_look_seconds)
+        async with self._subscribed(run_id) as feed:
+            feed.offer(record)
+            while True:
+                seen = feed.generation
+                latest = await feed.refresh_record()
+                if latest is None or settled(latest, statuses) or self._released:
+                    return latest
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    return latest
+                await feed.wait(
+                    seen, min(wait, remaining), poll=wait <= remaining, stop=self._is_released
+                )
+                wait = self._timeout
+
+    def _is_released(self) -> bool:
+        return self._released
+
+    def subscribers(self, run_id: str) -> int:
+        """The streams and waits this process holds on the run."""
+        feed = self._feeds.get(run_id)
+        return 0 if feed is None else feed.subscribers
+
+
+def settled(record: RunRecord, statuses: Set[RunStatus]) -> bool:
+    """Whether a wait for `statuses` is over: the run is in one, or can never leave its."""
+    return record.status in statuses or record.status in FINAL

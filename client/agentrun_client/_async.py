@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import time
-from collections.abc import AsyncIterator, Collection, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Collection, Iterable, Mapping
 from types import TracebackType
 from typing import Any, Unpack
 
@@ -32,6 +32,7 @@ from agentrun_client.models import (
     RunPage,
     RunStatus,
     SubmitOutcome,
+    SubmitToolResults,
     ToolResult,
     Usage,
 )
@@ -151,20 +152,29 @@ class AsyncClient:
     ) -> Run:
         """Serve an existing run's tool calls from `tools` until it ends (what `run` does
         after creating it)."""
-        after = 0
-        while True:
-            run, after = await self.runs.wait_from(run_id, SUSPENDED_OR_FINISHED, deadline, after)
-            calls = run.pending_tool_calls
-            if run.status != RunStatus.REQUIRES_ACTION or not calls:
-                return run
-            results = await tools.execute_all(calls, run_id=run_id)
-            try:
-                await self.runs.submit_tool_outputs(run_id, results)
-            except Conflict:
-                pass  # answered by someone else meanwhile, or the run moved on: wait again
-            except ValidationError as exc:
-                if exc.code != "tool-call-not-pending":
-                    raise
+        statuses = SUSPENDED_OR_FINISHED
+        async with self.runs.waiter(run_id, deadline=deadline) as waiter:
+            while True:
+                run = await waiter.until(statuses)
+                statuses = SUSPENDED_OR_FINISHED
+                if run.is_terminal:
+                    return run
+                if run.status != RunStatus.REQUIRES_ACTION:
+                    continue  # it moved on: until its next suspension
+                if not isinstance(run.required_action, SubmitToolResults):
+                    return run  # a resolution: for a person (`runs.resolve`)
+                calls = run.pending_tool_calls
+                if not calls:  # every call answered (some by others): until it moves on
+                    statuses = _base.MOVED_ON
+                    continue
+                results = await tools.execute_all(calls, run_id=run_id)
+                try:
+                    await self.runs.submit_tool_outputs(run_id, results)
+                except Conflict:
+                    pass  # answered by someone else meanwhile, or the run moved on
+                except ValidationError as exc:
+                    if exc.code != "tool-call-not-pending":
+                        raise
 
 
 class AsyncRuns:
@@ -268,35 +278,22 @@ class AsyncRuns:
     ) -> Run:
         """The run once its status is one of `statuses` (default: suspended or ended) or it
         has ended; `WaitTimeout` after `timeout` seconds."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        return (await self.wait_from(run_id, _base.statuses_of(statuses), deadline, 0))[0]
+        async with self.waiter(run_id, timeout=timeout) as waiter:
+            return await waiter.until(_base.statuses_of(statuses))
 
-    async def wait_from(
-        self, run_id: str, statuses: frozenset[RunStatus], deadline: float | None, after: int
-    ) -> tuple[Run, int]:
-        """`wait`, looking at events after `after` only; also the last event seen.
-
-        Served from the live event stream: a wake-up event makes it look at the run. (When
-        the API holds a request until a status, `GET …/wait`, this is the one function that
-        changes.)"""
-        run = await self.get(run_id)
-        if run.status in statuses or run.is_terminal:
-            return run, after
-        wake = _base.wake_events(statuses)
-        try:
-            async for event in self._follow(run_id, after, deadline):
-                after = event.seq
-                if event.type in wake or event.type in TERMINAL_EVENTS:
-                    run = await self.get(run_id)
-                    if run.status in statuses or run.is_terminal:
-                        return run, after
-        except DeadlineReached:
-            raise WaitTimeout(f"run {run_id} is still {run.status}", run) from None
-        return await self.get(run_id), after
+    def waiter(
+        self, run_id: str, *, timeout: float | None = None, deadline: float | None = None
+    ) -> AsyncRunWaiter:
+        """Successive waits on one run within `timeout` seconds (or until the
+        `time.monotonic()` `deadline`), over one live connection; use it as an async
+        context manager."""
+        if deadline is None and timeout is not None:
+            deadline = time.monotonic() + timeout
+        return AsyncRunWaiter(self, run_id, deadline)
 
     async def _follow(
         self, run_id: str, after: int, deadline: float | None
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         path = _base.run_path(run_id, "/events")
         retry = self._client.retry
         attempt, started = 0, time.monotonic()
@@ -350,3 +347,46 @@ class AsyncRuns:
                     delay = min(delay, max(0.0, deadline - time.monotonic()))
                 await asyncio.sleep(delay)
             attempt += 0 if got else 1
+
+
+class AsyncRunWaiter:
+    """`RunWaiter` (in `_sync.py`), asynchronously."""
+
+    def __init__(self, runs: AsyncRuns, run_id: str, deadline: float | None) -> None:
+        self._runs = runs
+        self.run_id = run_id
+        self.deadline = deadline
+        self.run: Run | None = None  # as last read
+        self._events: AsyncGenerator[Event, None] | None = None
+
+    async def until(self, statuses: frozenset[RunStatus]) -> Run:
+        """The run once its status is in `statuses` or it has ended (`WaitTimeout` at the
+        deadline)."""
+        run = self.run = await self._runs.get(self.run_id)
+        if run.status in statuses or run.is_terminal:
+            return run
+        if self._events is None:
+            self._events = self._runs._follow(self.run_id, 0, self.deadline)
+        wake = _base.wake_events(statuses) | TERMINAL_EVENTS
+        try:
+            async for event in self._events:
+                if event.type in wake:
+                    run = self.run = await self._runs.get(self.run_id)
+                    if run.status in statuses or run.is_terminal:
+                        return run
+        except DeadlineReached:
+            raise WaitTimeout(f"run {self.run_id} is still {run.status}", run) from None
+        self.run = await self._runs.get(self.run_id)  # the stream ended: so has the run
+        return self.run
+
+    async def aclose(self) -> None:
+        if self._events is not None:
+            await self._events.aclose()
+
+    async def __aenter__(self) -> AsyncRunWaiter:
+        return self
+
+    async def __aexit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()

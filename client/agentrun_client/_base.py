@@ -15,6 +15,7 @@ import httpx
 
 from agentrun_client.models import (
     SUSPENDED_OR_FINISHED,
+    TERMINAL,
     Event,
     EventType,
     RunStatus,
@@ -224,6 +225,10 @@ _REACHES: dict[RunStatus, frozenset[str]] = {
     RunStatus.CANCELLED: frozenset({EventType.RUN_CANCELLED}),
     RunStatus.EXPIRED: frozenset({EventType.RUN_EXPIRED}),
 }
+
+
+#: What an executor waits for when every pending call is answered, some by others.
+MOVED_ON: frozenset[RunStatus] = TERMINAL | {RunStatus.QUEUED, RunStatus.RUNNING}
 
 
 def wake_events(statuses: Iterable[RunStatus]) -> frozenset[str]:

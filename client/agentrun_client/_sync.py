@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import time
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Generator, Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Unpack
 
@@ -32,6 +32,7 @@ from agentrun_client.models import (
     RunPage,
     RunStatus,
     SubmitOutcome,
+    SubmitToolResults,
     ToolResult,
     Usage,
 )
@@ -160,20 +161,29 @@ class Client:
         if loop is None:
             with asyncio.Runner() as own:
                 return self.execute(run_id, tools, deadline=deadline, loop=own)
-        after = 0
-        while True:
-            run, after = self.runs.wait_from(run_id, SUSPENDED_OR_FINISHED, deadline, after)
-            calls = run.pending_tool_calls
-            if run.status != RunStatus.REQUIRES_ACTION or not calls:
-                return run
-            results = loop.run(tools.execute_all(calls, run_id=run_id))
-            try:
-                self.runs.submit_tool_outputs(run_id, results)
-            except Conflict:
-                pass  # answered by someone else meanwhile, or the run moved on: wait again
-            except ValidationError as exc:
-                if exc.code != "tool-call-not-pending":
-                    raise
+        statuses = SUSPENDED_OR_FINISHED
+        with self.runs.waiter(run_id, deadline=deadline) as waiter:
+            while True:
+                run = waiter.until(statuses)
+                statuses = SUSPENDED_OR_FINISHED
+                if run.is_terminal:
+                    return run
+                if run.status != RunStatus.REQUIRES_ACTION:
+                    continue  # it moved on: until its next suspension
+                if not isinstance(run.required_action, SubmitToolResults):
+                    return run  # a resolution: for a person (`runs.resolve`)
+                calls = run.pending_tool_calls
+                if not calls:  # every call answered (some by others): until it moves on
+                    statuses = _base.MOVED_ON
+                    continue
+                results = loop.run(tools.execute_all(calls, run_id=run_id))
+                try:
+                    self.runs.submit_tool_outputs(run_id, results)
+                except Conflict:
+                    pass  # answered by someone else meanwhile, or the run moved on
+                except ValidationError as exc:
+                    if exc.code != "tool-call-not-pending":
+                        raise
 
 
 class Runs:
@@ -274,33 +284,22 @@ class Runs:
     ) -> Run:
         """The run once its status is one of `statuses` (default: suspended or ended) or it
         has ended; `WaitTimeout` after `timeout` seconds."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        return self.wait_from(run_id, _base.statuses_of(statuses), deadline, 0)[0]
+        with self.waiter(run_id, timeout=timeout) as waiter:
+            return waiter.until(_base.statuses_of(statuses))
 
-    def wait_from(
-        self, run_id: str, statuses: frozenset[RunStatus], deadline: float | None, after: int
-    ) -> tuple[Run, int]:
-        """`wait`, looking at events after `after` only; also the last event seen.
+    def waiter(
+        self, run_id: str, *, timeout: float | None = None, deadline: float | None = None
+    ) -> RunWaiter:
+        """Successive waits on one run within `timeout` seconds (or until the
+        `time.monotonic()` `deadline`), over one live connection; use it as a context
+        manager."""
+        if deadline is None and timeout is not None:
+            deadline = time.monotonic() + timeout
+        return RunWaiter(self, run_id, deadline)
 
-        Served from the live event stream: a wake-up event makes it look at the run. (When
-        the API holds a request until a status, `GET …/wait`, this is the one function that
-        changes.)"""
-        run = self.get(run_id)
-        if run.status in statuses or run.is_terminal:
-            return run, after
-        wake = _base.wake_events(statuses)
-        try:
-            for event in self._follow(run_id, after, deadline):
-                after = event.seq
-                if event.type in wake or event.type in TERMINAL_EVENTS:
-                    run = self.get(run_id)
-                    if run.status in statuses or run.is_terminal:
-                        return run, after
-        except DeadlineReached:
-            raise WaitTimeout(f"run {run_id} is still {run.status}", run) from None
-        return self.get(run_id), after
-
-    def _follow(self, run_id: str, after: int, deadline: float | None) -> Iterator[Event]:
+    def _follow(
+        self, run_id: str, after: int, deadline: float | None
+    ) -> Generator[Event, None, None]:
         path = _base.run_path(run_id, "/events")
         retry = self._client.retry
         attempt, started = 0, time.monotonic()
@@ -352,3 +351,51 @@ class Runs:
                     delay = min(delay, max(0.0, deadline - time.monotonic()))
                 time.sleep(delay)
             attempt += 0 if got else 1
+
+
+class RunWaiter:
+    """Waits for one run's statuses, one wait after another, on one live event stream: a
+    wait that returns leaves the stream where it was for the next. It reads the run, and
+    again after each event that can lead to a status waited for.
+
+    (When the API can hold a request until a status, `GET /v1/runs/{id}/wait`, `until` is
+    the one method that changes.)"""
+
+    def __init__(self, runs: Runs, run_id: str, deadline: float | None) -> None:
+        self._runs = runs
+        self.run_id = run_id
+        self.deadline = deadline
+        self.run: Run | None = None  # as last read
+        self._events: Generator[Event, None, None] | None = None
+
+    def until(self, statuses: frozenset[RunStatus]) -> Run:
+        """The run once its status is in `statuses` or it has ended (`WaitTimeout` at the
+        deadline)."""
+        run = self.run = self._runs.get(self.run_id)
+        if run.status in statuses or run.is_terminal:
+            return run
+        if self._events is None:
+            self._events = self._runs._follow(self.run_id, 0, self.deadline)
+        wake = _base.wake_events(statuses) | TERMINAL_EVENTS
+        try:
+            for event in self._events:
+                if event.type in wake:
+                    run = self.run = self._runs.get(self.run_id)
+                    if run.status in statuses or run.is_terminal:
+                        return run
+        except DeadlineReached:
+            raise WaitTimeout(f"run {self.run_id} is still {run.status}", run) from None
+        self.run = self._runs.get(self.run_id)  # the stream ended: so has the run
+        return self.run
+
+    def close(self) -> None:
+        if self._events is not None:
+            self._events.close()
+
+    def __enter__(self) -> RunWaiter:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -29,7 +29,7 @@ MUL = {"name": "mul", "parameters": {"type": "object"}}
 
 async def test_create_get_cancel_are_typed(asgi: AsyncClient) -> None:
     run = await asgi.runs.create(
-        prompt="hi", model=scripted(delay_ms=5000), metadata={"k": "v"}, max_turns=2
+        prompt="hi", model=scripted(), tools=[ADD], metadata={"k": "v"}, max_turns=2
     )
     assert isinstance(run, Run) and run.status == RunStatus.QUEUED
     assert run.metadata == {"k": "v"} and run.max_turns == 2 and run.created_at.tzinfo
@@ -103,7 +103,7 @@ async def _until(client: AsyncClient, run_id: str, status: RunStatus) -> Run:
 
 async def test_list_follows_cursors(asgi: AsyncClient) -> None:
     ids = [
-        (await asgi.runs.create(prompt=f"p{i}", model=scripted(delay_ms=5000))).id for i in range(5)
+        (await asgi.runs.create(prompt=f"p{i}", model=scripted(), tools=[ADD])).id for i in range(5)
     ]
     page = await asgi.runs.list_page(limit=2)
     assert len(page.data) == 2 and page.next_cursor is not None

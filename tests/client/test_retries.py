@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from agentrun_client import APIConnectionError, AsyncClient, RetryPolicy, Unavailable
 from tests.client.conftest import KEY, scripted
 
+ADD = {"name": "add", "parameters": {"type": "object"}}
 FAST = RetryPolicy(max_retries=3, base_delay=0.001, max_delay=0.002)
 
 
@@ -54,7 +55,7 @@ async def test_a_create_whose_response_was_lost_is_replayed_not_repeated(
 ) -> None:
     transport = Faulty(asgi_app, ["drop", "drop"])
     async with client_with(transport) as client:
-        run = await client.runs.create(prompt="once", model=scripted(delay_ms=5000))
+        run = await client.runs.create(prompt="once", model=scripted(), tools=[ADD])
         await client.runs.cancel(run.id)
     keys = {r.headers["idempotency-key"] for r in transport.requests[:3]}
     assert len(transport.requests) == 4 and len(keys) == 1, "one key across the attempts"
@@ -104,7 +105,7 @@ async def test_unsafe_calls_are_retried_only_when_never_processed(
     asgi_app: FastAPI, faults: list[str | int], outcome: Callable[..., Exception] | None
 ) -> None:
     async with client_with(Faulty(asgi_app, [])) as setup:
-        run = await setup.runs.create(prompt="x", model=scripted(delay_ms=5000))
+        run = await setup.runs.create(prompt="x", model=scripted(), tools=[ADD])
     transport = Faulty(asgi_app, faults)
     async with client_with(transport) as client:
         if outcome is None:

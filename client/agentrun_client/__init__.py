@@ -1,9 +1,9 @@
 """The Python client of agentrun-service (docs/client.md): `Client` / `AsyncClient`, typed
 models and exceptions, and tool executors built from one `ToolRegistry`."""
 
-from agentrun_client._async import AsyncClient, AsyncRuns
+from agentrun_client._async import AsyncClient, AsyncRuns, AsyncRunWaiter
 from agentrun_client._base import RetryPolicy, RunOptions
-from agentrun_client._sync import Client, Runs
+from agentrun_client._sync import Client, Runs, RunWaiter
 from agentrun_client.errors import (
     AgentrunError,
     APIConnectionError,
@@ -48,6 +48,7 @@ __all__ = [
     "APITimeoutError",
     "AgentrunError",
     "AsyncClient",
+    "AsyncRunWaiter",
     "AsyncRuns",
     "BadRequest",
     "Client",
@@ -67,6 +68,7 @@ __all__ = [
     "RunPage",
     "RunStatus",
     "RunUsage",
+    "RunWaiter",
     "Runs",
     "ServerError",
     "SubmitOutcome",

@@ -113,6 +113,7 @@ class Tool:
         self.is_async = inspect.iscoroutinefunction(fn)
         self.context_param: str | None = None
         self._positional: list[str] = []
+        self._names: dict[str, str] = {}  # field -> parameter name
         hints = typing.get_type_hints(fn, include_extras=True)
         fields: dict[str, Any] = {}
         for p in inspect.signature(fn).parameters.values():
@@ -125,10 +126,14 @@ class Tool:
             if p.kind == p.POSITIONAL_ONLY:
                 self._positional.append(p.name)
             default = ... if p.default is p.empty else p.default
+            # Fields are named apart from the parameters (aliases): a parameter may be
+            # called `json` or `model_name` without meeting BaseModel's own names.
+            field = f"p{len(self._names)}"
+            self._names[field] = p.name
+            info = Field(default, alias=p.name)
             if p.name in param_docs:
-                fields[p.name] = (annotation, Field(default, description=param_docs[p.name]))
-            else:
-                fields[p.name] = (annotation, default)
+                info = Field(default, alias=p.name, description=param_docs[p.name])
+            fields[field] = (annotation, info)
         self.arguments: type[BaseModel] = pydantic.create_model(
             f"{self.name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
         )
@@ -148,7 +153,7 @@ class Tool:
         return self.arguments.model_validate(arguments)
 
     async def _invoke(self, args: BaseModel, context: ToolCallContext) -> Any:
-        values = {name: getattr(args, name) for name in type(args).model_fields}
+        values = {name: getattr(args, field) for field, name in self._names.items()}
         positional = [values.pop(name) for name in self._positional]
         if self.context_param is not None:
             values[self.context_param] = context

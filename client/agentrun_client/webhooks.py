@@ -146,7 +146,10 @@ class WebhookExecutor:
     async def _handle(self, payload: dict[str, Any]) -> None:
         data = payload.get("data") or {}
         if self.on_event is not None:
-            await self.on_event(payload)
+            try:
+                await self.on_event(payload)
+            except Exception:  # the tools are executed all the same
+                log.exception("webhook executor: on_event failed")
         if payload.get("type") != EventType.RUN_REQUIRES_ACTION:
             return
         callback_url = data.get("callback_url")

@@ -168,3 +168,16 @@ def test_registration_refusals() -> None:
     with pytest.raises(TypeError, match=r"\*args"):
         registry.add(lambda *a: None, name="star")
     assert "add" in registry and len(registry) == 2 and registry.get("ship") is not None
+
+
+async def test_parameters_may_bear_names_pydantic_models_use() -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def query(json: str, model_name: str = "m", schema: int = 1) -> str:
+        return f"{json}/{model_name}/{schema}"
+
+    [definition] = registry.definitions()
+    assert list(definition["parameters"]["properties"]) == ["json", "model_name", "schema"]
+    result = await registry.execute(call("query", {"json": "j", "schema": 2}), run_id="r")
+    assert result.output == "j/m/2"

@@ -53,13 +53,23 @@ class Live:
         return AsyncClient(self.base_url, KEY, **kw)  # type: ignore[arg-type]
 
 
-@pytest.fixture
-def live(database_url: str) -> Iterator[Live]:
-    """The API with two worker slots on a loopback port (both databases)."""
+def serve(database_url: str) -> Iterator[Live]:
     port = free_port()
     settings = server_settings(database_url, port)
     with serve_in_thread(create_app(settings, worker_slots=2), port) as base:
         yield Live(base, settings)
+
+
+@pytest.fixture
+def live(database_url: str) -> Iterator[Live]:
+    """The API with two worker slots on a loopback port (both databases)."""
+    yield from serve(database_url)
+
+
+@pytest.fixture
+def live_sqlite(sqlite_url: str) -> Iterator[Live]:
+    """The same on SQLite only, whose streams see each commit within 20 ms."""
+    yield from serve(sqlite_url)
 
 
 @pytest.fixture

@@ -73,11 +73,20 @@ def test_events_resume_after_a_dropped_connection_with_no_gap(live: Live) -> Non
     assert transport.streams[1].headers["last-event-id"] == str(seen[0].seq)
 
 
+def test_wait_for_a_status_that_does_not_last(live_sqlite: Live) -> None:
+    # (`wait` returns on the status the run is in: one that lasts less than the stream's
+    # latency can pass unseen, hence the model's 300 ms and SQLite's 20 ms polling.)
+    with live_sqlite.client() as client:
+        run = client.runs.create(prompt="x", model=scripted(delay_ms=300), tools=ADD_MUL)
+        running = client.runs.wait(run.id, [RunStatus.RUNNING], timeout=30)
+        assert running.status == RunStatus.RUNNING
+        assert client.runs.wait(run.id, "requires_action").status == RunStatus.REQUIRES_ACTION
+        client.runs.cancel(run.id)
+
+
 def test_wait_for_statuses_and_timeout(live: Live) -> None:
     with live.client() as client:
-        run = client.runs.create(prompt="x", model=scripted(delay_ms=200), tools=ADD_MUL)
-        running = client.runs.wait(run.id, RunStatus.RUNNING, timeout=30)
-        assert running.status in (RunStatus.RUNNING, RunStatus.REQUIRES_ACTION)
+        run = client.runs.create(prompt="x", model=scripted(), tools=ADD_MUL)
         suspended = client.runs.wait(run.id, timeout=30)  # suspended or finished
         assert suspended.status == RunStatus.REQUIRES_ACTION
         assert [c.name for c in suspended.pending_tool_calls] == ["add", "mul"]

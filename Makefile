@@ -3,10 +3,10 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-$(BIN)/agentrun: pyproject.toml
+$(BIN)/agentrun: pyproject.toml client/pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev]' -e './client[webhooks]'
 	touch $(BIN)/agentrun
 
 .PHONY: install run test lint bench
@@ -16,9 +16,10 @@ run: install
 	$(BIN)/agentrun serve
 
 lint: install
-	$(BIN)/ruff check app tests bench
-	$(BIN)/ruff format --check app tests bench
+	$(BIN)/ruff check app tests bench client examples
+	$(BIN)/ruff format --check app tests bench client examples
 	$(BIN)/mypy --strict app
+	$(BIN)/mypy --strict client/agentrun_client
 	$(BIN)/lint-imports
 
 test: lint

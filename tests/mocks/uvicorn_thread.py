@@ -19,8 +19,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve_in_thread(app: Any) -> Iterator[str]:
-    port = free_port()
+def serve_in_thread(app: Any, port: int | None = None) -> Iterator[str]:
+    """`app` on 127.0.0.1 (`port`, else a free one), until the block ends."""
+    port = port or free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     )

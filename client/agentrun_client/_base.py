@@ -1,0 +1,254 @@
+"""What the sync and async clients share and that does no IO: the retry policy, the
+request bodies, the server-sent-events decoder and which events can wake a `wait`."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypedDict
+
+import httpx
+
+from agentrun_client.models import (
+    SUSPENDED_OR_FINISHED,
+    TERMINAL,
+    Event,
+    EventType,
+    RunStatus,
+    ToolResult,
+)
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8000"
+#: The server sends a heartbeat every 15 s: a stream silent for this long is dead.
+STREAM_READ_TIMEOUT = 60.0
+
+
+class HasDefinitions(Protocol):
+    """A source of tool definitions (`ToolRegistry`)."""
+
+    def definitions(self) -> list[dict[str, Any]]: ...
+
+
+Tools = HasDefinitions | Sequence[Mapping[str, Any]]
+
+
+class RunOptions(TypedDict, total=False):
+    """The optional fields of `POST /v1/runs` (docs/client.md says what each does)."""
+
+    preamble: str
+    history: Sequence[Mapping[str, Any]]
+    tool_choice: str | Mapping[str, Any]
+    max_turns: int
+    tool_concurrency: int
+    invalid_tool_call: Mapping[str, Any]
+    webhook: str | Mapping[str, Any]
+    expires_in: float
+    metadata: Mapping[str, Any]
+    stream: bool
+
+
+def settings(base_url: str | None, api_key: str | None) -> tuple[str, dict[str, str]]:
+    """The base URL and default headers (from the arguments, else `AGENTRUN_BASE_URL` and
+    `AGENTRUN_API_KEY`)."""
+    url = base_url or os.environ.get("AGENTRUN_BASE_URL") or DEFAULT_BASE_URL
+    key = api_key if api_key is not None else os.environ.get("AGENTRUN_API_KEY")
+    headers = {"User-Agent": "agentrun-client/0.1"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    return url.rstrip("/"), headers
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Retries of calls that are safe to repeat, within a bounded budget.
+
+    Safe calls (GET, creates with an `Idempotency-Key`, tool-result submissions, which the
+    API accepts again as a no-op) are retried on connection errors, timeouts, 502/503/504
+    and 429; other calls only when the request cannot have been processed (the connection
+    was never made, or 429). `Retry-After` is honoured; otherwise the delay doubles from
+    `base_delay` up to `max_delay`, with jitter. No retry starts once `max_elapsed` seconds
+    would have passed since the first attempt.
+    """
+
+    max_retries: int = 4
+    max_elapsed: float = 60.0
+    base_delay: float = 0.25
+    max_delay: float = 8.0
+    rng: random.Random = field(default_factory=random.Random, compare=False, repr=False)
+
+    def backoff(self, attempt: int) -> float:
+        ceiling = min(self.max_delay, self.base_delay * 2.0**attempt)
+        return ceiling / 2 + self.rng.uniform(0, ceiling / 2)
+
+    def delay(self, attempt: int, elapsed: float, retry_after: float | None = None) -> float | None:
+        """Seconds to wait before retry number `attempt + 1`; None when the budget is spent."""
+        if attempt >= self.max_retries:
+            return None
+        wait = retry_after if retry_after is not None else self.backoff(attempt)
+        if elapsed + wait > self.max_elapsed:
+            return None
+        return wait
+
+
+NO_RETRIES = RetryPolicy(max_retries=0)
+RETRY_STATUSES_SAFE = frozenset({429, 502, 503, 504})
+
+
+def retryable_status(status: int, safe: bool) -> bool:
+    return status in RETRY_STATUSES_SAFE if safe else status == 429
+
+
+def retryable_error(exc: httpx.TransportError, safe: bool) -> bool:
+    """A connection never made is always safe to retry; anything later only when the call
+    is."""
+    return safe or isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One API request; `safe` marks it as repeatable (see `RetryPolicy`); `path` may be
+    an absolute URL."""
+
+    method: str
+    path: str
+    params: Mapping[str, Any] | None = None
+    json: Any = None
+    headers: Mapping[str, str] | None = None
+    safe: bool = False
+    anonymous: bool = False  # sent without the API key (to a callback URL)
+
+
+def with_read_timeout(timeout: httpx.Timeout, read: float) -> httpx.Timeout:
+    return httpx.Timeout(connect=timeout.connect, read=read, write=timeout.write, pool=timeout.pool)
+
+
+def tool_definitions(tools: Tools | None) -> list[dict[str, Any]]:
+    if tools is None:
+        return []
+    if hasattr(tools, "definitions"):
+        return list(tools.definitions())
+    return [dict(t) for t in tools]
+
+
+def create_call(
+    prompt: str,
+    model: Mapping[str, Any],
+    tools: Tools | None,
+    idempotency_key: str | None,
+    options: Mapping[str, Any],
+) -> Call:
+    """`POST /v1/runs`, made safe to retry by an `Idempotency-Key` (one is generated when
+    none is given: a retry after a lost response replays the run instead of making a
+    second)."""
+    body: dict[str, Any] = {"prompt": prompt, "model": dict(model)}
+    definitions = tool_definitions(tools)
+    if definitions:
+        body["tools"] = definitions
+    for name, value in options.items():
+        if value is None:
+            continue
+        if name == "webhook" and isinstance(value, str):
+            value = {"url": value}
+        body[name] = value
+    key = idempotency_key or f"agentrun-client-{uuid.uuid4()}"
+    return Call("POST", "/v1/runs", json=body, headers={"Idempotency-Key": key}, safe=True)
+
+
+def results_body(results: Iterable[ToolResult | Mapping[str, Any]]) -> dict[str, Any]:
+    items = [
+        r.model_dump(mode="json", include={"tool_call_id", "output", "is_error"})
+        if isinstance(r, ToolResult)
+        else dict(r)
+        for r in results
+    ]
+    return {"results": items}
+
+
+def usage_params(from_: Any, to: Any) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for name, value in (("from", from_), ("to", to)):
+        if value is None:
+            continue
+        if hasattr(value, "isoformat"):
+            if value.tzinfo is None:
+                raise ValueError(f"{name} must be timezone-aware")
+            value = value.isoformat()
+        params[name] = str(value)
+    return params
+
+
+def run_path(run_id: str, suffix: str = "") -> str:
+    if not run_id or not all(c.isalnum() or c in "_-" for c in run_id):
+        raise ValueError(f"not a run id: {run_id!r}")
+    return f"/v1/runs/{run_id}{suffix}"
+
+
+class SSEDecoder:
+    """Server-sent events, one line at a time; a complete message is a run `Event`
+    (heartbeat comments and messages without data are skipped)."""
+
+    def __init__(self) -> None:
+        self._data: list[str] = []
+
+    def feed(self, line: str) -> Event | None:
+        if line == "":
+            data, self._data = self._data, []
+            return Event.model_validate(json.loads("\n".join(data))) if data else None
+        if line.startswith(":"):
+            return None
+        name, _, value = line.partition(":")
+        if name == "data":
+            self._data.append(value.removeprefix(" "))
+        return None  # `id` and `event` repeat what the data holds; `retry` is not used
+
+
+#: The events after which a run may be in each status.
+_REACHES: dict[RunStatus, frozenset[str]] = {
+    RunStatus.QUEUED: frozenset(
+        {
+            EventType.RUN_CREATED,
+            EventType.RUN_RESUMED,
+            EventType.RUN_LEASE_LOST,
+            EventType.RUN_RELEASED,
+            EventType.RUN_RETRIED,
+            EventType.MODEL_FAILED,  # a backoff puts the run back in the queue
+        }
+    ),
+    RunStatus.RUNNING: frozenset({EventType.RUN_CLAIMED}),
+    RunStatus.REQUIRES_ACTION: frozenset({EventType.RUN_REQUIRES_ACTION}),
+    RunStatus.COMPLETED: frozenset({EventType.RUN_COMPLETED}),
+    RunStatus.FAILED: frozenset({EventType.RUN_FAILED}),
+    RunStatus.CANCELLED: frozenset({EventType.RUN_CANCELLED}),
+    RunStatus.EXPIRED: frozenset({EventType.RUN_EXPIRED}),
+}
+
+
+#: What an executor waits for when every pending call is answered, some by others.
+MOVED_ON: frozenset[RunStatus] = TERMINAL | {RunStatus.QUEUED, RunStatus.RUNNING}
+
+
+def wake_events(statuses: Iterable[RunStatus]) -> frozenset[str]:
+    """Event types after which `wait` looks at the run again."""
+    out: set[str] = set()
+    for s in statuses:
+        out |= _REACHES[s]
+    return frozenset(out)
+
+
+def statuses_of(statuses: Iterable[RunStatus | str] | None) -> frozenset[RunStatus]:
+    if statuses is None:
+        return SUSPENDED_OR_FINISHED
+    if isinstance(statuses, str):
+        statuses = [statuses]
+    chosen = frozenset(RunStatus(s) for s in statuses)
+    if not chosen:
+        raise ValueError("wait for at least one status")
+    return chosen
+
+
+class DeadlineReached(Exception):
+    """Internal: a stream followed with a deadline reached it."""

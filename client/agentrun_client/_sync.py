@@ -1,0 +1,401 @@
+"""The synchronous client (`Client`). `_async.py` is the same with `async`/`await`: a
+change to one is made to the other."""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import time
+from collections.abc import Collection, Generator, Iterable, Iterator, Mapping
+from types import TracebackType
+from typing import Any, Unpack
+
+import httpx
+
+from agentrun_client import _base
+from agentrun_client._base import Call, DeadlineReached, RetryPolicy, RunOptions, Tools
+from agentrun_client.errors import (
+    APIConnectionError,
+    APITimeoutError,
+    Conflict,
+    ValidationError,
+    WaitTimeout,
+    error_for,
+    retry_after_of,
+)
+from agentrun_client.models import (
+    SUSPENDED_OR_FINISHED,
+    TERMINAL_EVENTS,
+    Event,
+    EventList,
+    Run,
+    RunPage,
+    RunStatus,
+    SubmitOutcome,
+    SubmitToolResults,
+    ToolResult,
+    Usage,
+)
+from agentrun_client.tools import ToolRegistry
+
+
+class Client:
+    """The API, synchronously.
+
+    `base_url` and `api_key` default to `AGENTRUN_BASE_URL` (else http://127.0.0.1:8000)
+    and `AGENTRUN_API_KEY`. `retry` bounds the retries of safe calls (`RetryPolicy`);
+    `http_client` replaces the underlying `httpx.Client` (its base URL and headers are then
+    the caller's to set).
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float | httpx.Timeout = 30.0,
+        retry: RetryPolicy | None = None,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.BaseTransport | None = None,
+        http_client: httpx.Client | None = None,
+    ) -> None:
+        url, default_headers = _base.settings(base_url, api_key)
+        self.base_url = url
+        self.retry = retry or RetryPolicy()
+        self.timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+        self._owns_http = http_client is None
+        self.http = http_client or httpx.Client(
+            base_url=url,
+            headers={**default_headers, **(headers or {})},
+            timeout=self.timeout,
+            transport=transport,
+        )
+        self.runs = Runs(self)
+
+    def close(self) -> None:
+        if self._owns_http:
+            self.http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def request(self, call: Call) -> httpx.Response:
+        """Send `call`, retrying within the policy; a refusal raises its `APIError`."""
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            try:
+                request = self.http.build_request(
+                    call.method, call.path, params=call.params, json=call.json, headers=call.headers
+                )
+                if call.anonymous:
+                    request.headers.pop("authorization", None)
+                response = self.http.send(request)
+            except httpx.TransportError as exc:
+                delay = None
+                if _base.retryable_error(exc, call.safe):
+                    delay = self.retry.delay(attempt, time.monotonic() - started)
+                if delay is None:
+                    kind = (
+                        APITimeoutError
+                        if isinstance(exc, httpx.TimeoutException)
+                        else APIConnectionError
+                    )
+                    raise kind(f"{call.method} {call.path}: {type(exc).__name__}: {exc}") from exc
+            else:
+                if response.is_success:
+                    return response
+                delay = None
+                if _base.retryable_status(response.status_code, call.safe):
+                    delay = self.retry.delay(
+                        attempt, time.monotonic() - started, retry_after_of(response)
+                    )
+                if delay is None:
+                    raise error_for(response)
+            time.sleep(delay)
+            attempt += 1
+
+    def usage(self, *, from_: Any = None, to: Any = None) -> Usage:
+        """Tokens and cost of every model call in a time range (default: the last day);
+        `from_`/`to` are aware datetimes or RFC 3339 text."""
+        call = Call("GET", "/v1/usage", params=_base.usage_params(from_, to), safe=True)
+        return Usage.model_validate(self.request(call).json())
+
+    def run(
+        self,
+        prompt: str,
+        *,
+        tools: ToolRegistry,
+        model: Mapping[str, Any],
+        timeout: float | None = None,
+        idempotency_key: str | None = None,
+        **options: Unpack[RunOptions],
+    ) -> Run:
+        """Create a run with the registry's tools, execute its tool calls here whenever it
+        suspends, and return it once it has ended (or suspended for something only a
+        person can answer: a `resolve_invalid_tool_call`). Tools run on an event loop of
+        this call's own (sync functions in threads); inside async code use `AsyncClient`.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        run = self.runs.create(
+            prompt=prompt, model=model, tools=tools, idempotency_key=idempotency_key, **options
+        )
+        with asyncio.Runner() as loop:
+            return self.execute(run.id, tools, deadline=deadline, loop=loop)
+
+    def execute(
+        self,
+        run_id: str,
+        tools: ToolRegistry,
+        *,
+        deadline: float | None = None,
+        loop: asyncio.Runner | None = None,
+    ) -> Run:
+        """Serve an existing run's tool calls from `tools` until it ends (what `run` does
+        after creating it)."""
+        if loop is None:
+            with asyncio.Runner() as own:
+                return self.execute(run_id, tools, deadline=deadline, loop=own)
+        statuses = SUSPENDED_OR_FINISHED
+        with self.runs.waiter(run_id, deadline=deadline) as waiter:
+            while True:
+                run = waiter.until(statuses)
+                statuses = SUSPENDED_OR_FINISHED
+                if run.is_terminal:
+                    return run
+                if run.status != RunStatus.REQUIRES_ACTION:
+                    continue  # it moved on: until its next suspension
+                if not isinstance(run.required_action, SubmitToolResults):
+                    return run  # a resolution: for a person (`runs.resolve`)
+                calls = run.pending_tool_calls
+                if not calls:  # every call answered (some by others): until it moves on
+                    statuses = _base.MOVED_ON
+                    continue
+                results = loop.run(tools.execute_all(calls, run_id=run_id))
+                try:
+                    self.runs.submit_tool_outputs(run_id, results)
+                except Conflict:
+                    pass  # answered by someone else meanwhile, or the run moved on
+                except ValidationError as exc:
+                    if exc.code != "tool-call-not-pending":
+                        raise
+
+
+class Runs:
+    """`/v1/runs`: create, get, list, cancel, submit_tool_outputs, resolve, events, wait."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def _json(self, call: Call) -> Any:
+        return self._client.request(call).json()
+
+    def create(
+        self,
+        *,
+        prompt: str,
+        model: Mapping[str, Any],
+        tools: Tools | None = None,
+        idempotency_key: str | None = None,
+        **options: Unpack[RunOptions],
+    ) -> Run:
+        """Create a run; retried safely (with `idempotency_key`, or one made here)."""
+        call = _base.create_call(prompt, model, tools, idempotency_key, options)
+        return Run.model_validate(self._json(call))
+
+    def get(self, run_id: str) -> Run:
+        return Run.model_validate(self._json(Call("GET", _base.run_path(run_id), safe=True)))
+
+    def list_page(
+        self, *, status: RunStatus | str | None = None, limit: int = 20, cursor: str | None = None
+    ) -> RunPage:
+        """One page, newest first; `next_cursor` fetches the next."""
+        params: dict[str, Any] = {"limit": limit}
+        if status is not None:
+            params["status"] = str(RunStatus(status))
+        if cursor is not None:
+            params["cursor"] = cursor
+        return RunPage.model_validate(self._json(Call("GET", "/v1/runs", params, safe=True)))
+
+    def list(self, *, status: RunStatus | str | None = None, page_size: int = 100) -> Iterator[Run]:
+        """Every run (of `status`), newest first, fetching pages as the iteration goes."""
+        cursor: str | None = None
+        while True:
+            page = self.list_page(status=status, limit=page_size, cursor=cursor)
+            yield from page.data
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def cancel(self, run_id: str) -> Run:
+        """Cancel a run that has not ended (`Conflict` with `current_status` otherwise)."""
+        return Run.model_validate(self._json(Call("POST", _base.run_path(run_id, "/cancel"))))
+
+    def submit_tool_outputs(
+        self, run_id: str, results: Iterable[ToolResult | Mapping[str, Any]]
+    ) -> SubmitOutcome:
+        """Answer some or all pending tool calls (an identical re-send is a no-op, so this
+        is retried safely)."""
+        call = Call(
+            "POST",
+            _base.run_path(run_id, "/tool-results"),
+            json=_base.results_body(results),
+            safe=True,
+        )
+        return SubmitOutcome.model_validate(self._json(call))
+
+    def submit_via_callback(
+        self, callback_url: str, results: Iterable[ToolResult | Mapping[str, Any]]
+    ) -> SubmitOutcome:
+        """Answer through a run's `callback_url` (needs no API key; none is sent), retried
+        like `submit_tool_outputs`."""
+        body = _base.results_body(results)
+        call = Call("POST", callback_url, json=body, safe=True, anonymous=True)
+        return SubmitOutcome.model_validate(self._json(call))
+
+    def resolve(self, run_id: str, action: str, **fields: Any) -> Run:
+        """Answer a parked invalid tool call: `action` is fail|retry|repair|skip|stop, with
+        `feedback`, `tool_name` or `reason` as the action takes."""
+        body = {"action": action, **{k: v for k, v in fields.items() if v is not None}}
+        call = Call("POST", _base.run_path(run_id, "/resolution"), json=body)
+        return Run.model_validate(self._json(call))
+
+    def list_events(self, run_id: str, *, after: int = 0) -> builtins.list[Event]:
+        """The event log as it is now (no waiting)."""
+        call = Call("GET", _base.run_path(run_id, "/events"), {"after": after}, safe=True)
+        return EventList.model_validate(self._json(call)).data
+
+    def events(self, run_id: str, *, after: int = 0) -> Iterator[Event]:
+        """The run's events after `after`, live until the run ends; a dropped connection
+        is resumed with `Last-Event-ID` (no gap, no duplicate)."""
+        return self._follow(run_id, after, None)
+
+    def wait(
+        self,
+        run_id: str,
+        statuses: Collection[RunStatus | str] | RunStatus | str | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Run:
+        """The run once its status is one of `statuses` (default: suspended or ended) or it
+        has ended; `WaitTimeout` after `timeout` seconds."""
+        with self.waiter(run_id, timeout=timeout) as waiter:
+            return waiter.until(_base.statuses_of(statuses))
+
+    def waiter(
+        self, run_id: str, *, timeout: float | None = None, deadline: float | None = None
+    ) -> RunWaiter:
+        """Successive waits on one run within `timeout` seconds (or until the
+        `time.monotonic()` `deadline`), over one live connection; use it as a context
+        manager."""
+        if deadline is None and timeout is not None:
+            deadline = time.monotonic() + timeout
+        return RunWaiter(self, run_id, deadline)
+
+    def _follow(
+        self, run_id: str, after: int, deadline: float | None
+    ) -> Generator[Event, None, None]:
+        path = _base.run_path(run_id, "/events")
+        retry = self._client.retry
+        attempt, started = 0, time.monotonic()
+        while True:
+            headers = {"Accept": "text/event-stream"}
+            if after:
+                headers["Last-Event-ID"] = str(after)
+            read = _base.STREAM_READ_TIMEOUT
+            if deadline is not None:
+                read = max(0.001, min(read, deadline - time.monotonic()))
+            timeout = _base.with_read_timeout(self._client.timeout, read)
+            delay: float | None = None
+            got = False
+            try:
+                with self._client.http.stream("GET", path, headers=headers, timeout=timeout) as r:
+                    if r.status_code != 200:
+                        r.read()
+                        if _base.retryable_status(r.status_code, True):
+                            wait = retry_after_of(r)
+                            delay = retry.delay(attempt, time.monotonic() - started, wait)
+                        if delay is None:
+                            raise error_for(r)
+                    else:
+                        decoder = _base.SSEDecoder()
+                        for line in r.iter_lines():
+                            event = decoder.feed(line)
+                            if deadline is not None and time.monotonic() >= deadline:
+                                raise DeadlineReached
+                            if event is None or event.seq <= after:
+                                continue
+                            got, after = True, event.seq
+                            attempt, started = 0, time.monotonic()
+                            yield event
+                            if event.type in TERMINAL_EVENTS:
+                                return
+            except httpx.TransportError as exc:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise DeadlineReached from None
+                delay = retry.delay(attempt, time.monotonic() - started)
+                if delay is None:
+                    raise APIConnectionError(f"GET {path} (stream): {exc!r}") from exc
+            if delay is None:  # the server ended the stream
+                if not got and self.get(run_id).is_terminal:
+                    return  # nothing more will come
+                if not got:  # (a live run's stream is followed, whatever the budget says)
+                    delay = retry.delay(attempt, time.monotonic() - started) or retry.max_delay
+            if delay:
+                if deadline is not None:
+                    delay = min(delay, max(0.0, deadline - time.monotonic()))
+                time.sleep(delay)
+            attempt += 0 if got else 1
+
+
+class RunWaiter:
+    """Waits for one run's statuses, one wait after another, on one live event stream: a
+    wait that returns leaves the stream where it was for the next. It reads the run, and
+    again after each event that can lead to a status waited for.
+
+    (When the API can hold a request until a status, `GET /v1/runs/{id}/wait`, `until` is
+    the one method that changes.)"""
+
+    def __init__(self, runs: Runs, run_id: str, deadline: float | None) -> None:
+        self._runs = runs
+        self.run_id = run_id
+        self.deadline = deadline
+        self.run: Run | None = None  # as last read
+        self._events: Generator[Event, None, None] | None = None
+
+    def until(self, statuses: frozenset[RunStatus]) -> Run:
+        """The run once its status is in `statuses` or it has ended (`WaitTimeout` at the
+        deadline)."""
+        run = self.run = self._runs.get(self.run_id)
+        if run.status in statuses or run.is_terminal:
+            return run
+        if self._events is None:
+            self._events = self._runs._follow(self.run_id, 0, self.deadline)
+        wake = _base.wake_events(statuses) | TERMINAL_EVENTS
+        try:
+            for event in self._events:
+                if event.type in wake:
+                    run = self.run = self._runs.get(self.run_id)
+                    if run.status in statuses or run.is_terminal:
+                        return run
+        except DeadlineReached:
+            raise WaitTimeout(f"run {self.run_id} is still {run.status}", run) from None
+        self.run = self._runs.get(self.run_id)  # the stream ended: so has the run
+        return self.run
+
+    def close(self) -> None:
+        if self._events is not None:
+            self._events.close()
+
+    def __enter__(self) -> RunWaiter:
+        return self
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

@@ -1,0 +1,194 @@
+"""The API's response bodies as typed models (the shapes of the service's `/openapi.json`).
+
+Unknown fields are kept (`extra="allow"`), so a newer server does not break an older
+client; an unknown kind of `required_action` parses as `RequiredAction`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RunStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    REQUIRES_ACTION = "requires_action"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+
+TERMINAL: frozenset[RunStatus] = frozenset(
+    {RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.CANCELLED, RunStatus.EXPIRED}
+)
+#: What `wait` waits for unless told: suspended or finished.
+SUSPENDED_OR_FINISHED: frozenset[RunStatus] = TERMINAL | {RunStatus.REQUIRES_ACTION}
+
+
+class EventType(StrEnum):
+    """The event types a run's log, SSE and webhooks carry (a newer server may add more:
+    `Event.type` is a plain string)."""
+
+    RUN_CREATED = "run.created"
+    RUN_CLAIMED = "run.claimed"
+    MODEL_CALLED = "model.called"
+    MODEL_FAILED = "model.failed"
+    MODEL_DELTA = "model.delta"
+    TOOL_CALL_INVALID = "tool_call.invalid"
+    RUN_REQUIRES_ACTION = "run.requires_action"
+    TOOL_RESULT_RECEIVED = "tool_result.received"
+    TOOL_RESULT_BY_OPERATOR = "tool_result.submitted_by_operator"
+    RUN_RESOLVED = "run.resolved"
+    RUN_RESUMED = "run.resumed"
+    RUN_COMPLETED = "run.completed"
+    RUN_FAILED = "run.failed"
+    RUN_CANCELLED = "run.cancelled"
+    RUN_EXPIRED = "run.expired"
+    RUN_LEASE_LOST = "run.lease_lost"
+    RUN_RELEASED = "run.released"
+    RUN_RETRIED = "run.retried"
+    RUN_EXPIRY_EXTENDED = "run.expiry_extended"
+
+
+#: Events that end a run's live stream.
+TERMINAL_EVENTS = frozenset(
+    {EventType.RUN_COMPLETED, EventType.RUN_FAILED, EventType.RUN_CANCELLED, EventType.RUN_EXPIRED}
+)
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class ToolCall(Model):
+    id: str
+    name: str
+    arguments: Any
+    answered: bool = False
+
+
+class SubmitToolResults(Model):
+    type: Literal["submit_tool_results"] = "submit_tool_results"
+    tool_calls: list[ToolCall]
+    callback_url: str | None = None
+
+
+class ResolveInvalidToolCall(Model):
+    type: Literal["resolve_invalid_tool_call"] = "resolve_invalid_tool_call"
+    tool_name: str
+    tool_call_id: str | None = None
+    arguments: str = ""
+
+
+class RequiredAction(Model):
+    """A kind of required action this client does not know yet."""
+
+    type: str
+
+
+Action = Annotated[
+    SubmitToolResults | ResolveInvalidToolCall | RequiredAction,
+    Field(union_mode="left_to_right"),
+]
+
+
+class RunUsage(Model):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+class Run(Model):
+    id: str
+    status: RunStatus
+    turn: int
+    max_turns: int
+    required_action: Action | None = None
+    waiting_reason: dict[str, Any] | None = None
+    output: str | None = None
+    usage: RunUsage | None = None
+    error: dict[str, Any] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    model: dict[str, Any] = Field(default_factory=dict)
+    attempts: int = 0
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None = None
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    @property
+    def pending_tool_calls(self) -> list[ToolCall]:
+        """The tool calls that still wait for a result (empty unless suspended for tools)."""
+        action = self.required_action
+        if isinstance(action, SubmitToolResults):
+            return [c for c in action.tool_calls if not c.answered]
+        return []
+
+
+class RunPage(Model):
+    data: list[Run]
+    next_cursor: str | None = None
+
+
+class ToolResult(Model):
+    """One answer to a tool call, as submitted."""
+
+    tool_call_id: str
+    output: Any
+    is_error: bool = False
+
+
+class SubmitOutcome(Model):
+    run: Run
+    accepted: list[str] = Field(description="tool call ids newly answered by this request")
+    resumed: bool = Field(description="true when this request answered the last pending call")
+
+
+class Event(Model):
+    seq: int
+    type: str
+    data: dict[str, Any] = Field(default_factory=dict)
+    actor: str | None = None
+    created_at: datetime
+
+
+class EventList(Model):
+    data: list[Event]
+
+
+class UsageTotals(Model):
+    calls: int
+    failed_calls: int
+    input_tokens: int
+    output_tokens: int
+    cached_input_tokens: int
+    reasoning_tokens: int
+    total_tokens: int
+    cost_usd: float | None = None
+
+
+class Usage(UsageTotals):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    from_: datetime = Field(alias="from")
+    to: datetime
+    by_status: dict[str, UsageTotals] = Field(default_factory=dict)
+    by_model: dict[str, UsageTotals] = Field(default_factory=dict)
+
+
+class FieldError(Model):
+    """One item of a 422 problem's `errors`: where (`loc`, e.g. `["body", "prompt"]`) and
+    what is wrong."""
+
+    loc: list[str | int]
+    msg: str
+    type: str = ""

@@ -1,0 +1,94 @@
+"""The client and the examples against a real `agentrun serve` process on 127.0.0.1 (its
+own SQLite file, the `scripted` provider), each example run as a program of its own."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agentrun_client import Client, NotFound, RunStatus, ToolRegistry
+from tests.client.conftest import KEY, SECRET, scripted
+from tests.e2e.processes import spawn, stop, wait_until
+from tests.mocks.uvicorn_thread import free_port
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """`agentrun serve`; the environment a program needs to use it."""
+    tmp = tmp_path_factory.mktemp("serve")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {
+        "AGENTRUN_API_KEYS": KEY,
+        "AGENTRUN_PUBLIC_URL": base,
+        "AGENTRUN_WEBHOOK_SECRET": SECRET,
+        "AGENTRUN_WEBHOOK_ALLOW_PRIVATE": "true",
+        "AGENTRUN_POLL_INTERVAL": "0.02",
+    }
+    proc = spawn(
+        ["serve", "--port", str(port)], f"sqlite:///{tmp}/agentrun.db", tmp / "serve.log", **env
+    )
+
+    def ready() -> bool:
+        try:
+            return httpx.get(f"{base}/readyz").status_code == 200
+        except httpx.TransportError:
+            assert proc.poll() is None, (tmp / "serve.log").read_text()
+            return False
+
+    try:
+        wait_until(ready, 30, "agentrun serve to be ready")
+        yield {
+            "AGENTRUN_BASE_URL": base,
+            "AGENTRUN_API_KEY": KEY,
+            "AGENTRUN_WEBHOOK_SECRET": SECRET,
+        }
+    finally:
+        assert stop(proc) == 0
+
+
+def example(name: str, service: dict[str, str], **env: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / name)],
+        env={**os.environ, **service, **env},
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_inline_executor_example(service: dict[str, str]) -> None:
+    out = example("inline_executor.py", service)
+    assert "add(1.0, 2.0) = 3.0" in out and "add(3.0, 4.0) = 7.0" in out
+    assert " completed: 1+2=3 and 3+4=7" in out
+
+
+def test_webhook_executor_example(service: dict[str, str]) -> None:
+    out = example("webhook_executor.py", service, PORT=str(free_port()))
+    assert "add(20.0, 22.0)" in out and " completed: 20+22=42" in out
+
+
+def test_sync_client_against_the_process(service: dict[str, str]) -> None:
+    registry = ToolRegistry()
+
+    @registry.tool
+    def add(a: float = 1, b: float = 1) -> float:
+        return a + b
+
+    with Client(service["AGENTRUN_BASE_URL"], KEY) as client:
+        run = client.run("x", tools=registry, model=scripted(), timeout=30)
+        assert run.status == RunStatus.COMPLETED and run.output == "Tool results: add: 2"
+        assert run.id in {r.id for r in client.runs.list(status="completed", page_size=1)}
+        assert client.runs.list_events(run.id)[-1].type == "run.completed"
+        with pytest.raises(NotFound):
+            client.runs.get("run_missing")

@@ -16,7 +16,7 @@ import orjson
 import sqlalchemy as sa
 from alembic import op
 
-from app.core.stored import LOG_KEY, split_document
+from app.core.stored import DEFAULTS, LOG_KEY, split_document
 
 revision: str = '0006'
 down_revision: str | None = '0005'
@@ -71,6 +71,7 @@ def downgrade() -> None:
         extent = doc.pop(LOG_KEY, None)
         if extent is None:
             continue
+        doc = {**DEFAULTS, **doc}
         lists: dict[str, list] = {'h': [], 'm': [], 'c': []}
         bodies = conn.execute(
             sa.select(run_messages.c.body).where(run_messages.c.run_id == run_id)

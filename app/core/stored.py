@@ -42,6 +42,19 @@ Doc = dict[str, Any]
 
 #: Marks a control document (its value is the log's extent).
 LOG_KEY = "log"
+#: Fields a control document leaves out when they hold these values (most runs never
+#: change them), filled in again on load: every byte of it is written with every change.
+DEFAULTS: dict[str, Any] = {
+    "max_invalid_tool_call_retries": 0,
+    "tool_choice": None,
+    "output_tool_name": None,
+    "output_schema": None,
+    "max_output_retries": 0,
+    "output_retries": 0,
+    "invalid_tool_call_retries": 0,
+    "rollback_pending": False,
+    "streamed_completion_call_recorded": False,
+}
 _LISTS = (("chat_history", "h"), ("new_messages", "m"), ("completion_calls", "c"))
 
 
@@ -116,6 +129,8 @@ def load(control: str, log: str | None = None, *, control_only: bool = False) ->
         run = loads(control)
         return Loaded(run, Extent(), stored=False)
     extent = Extent.of(doc.pop(LOG_KEY))
+    for key, value in DEFAULTS.items():
+        doc.setdefault(key, value)
     # The control part is upgraded alone (with empty lists); the log's items are
     # upgraded batch by batch to the current version (`_read_log`).
     doc["chat_history"] = None if extent.history is None else []
@@ -260,6 +275,9 @@ def snapshot(loaded: Loaded) -> Snapshot:
         new["v"] = SCHEMA_VERSION
         batch = Batch(batches, dumps(new))
     after = Extent(history_count, base_m + len(messages), base_c + len(calls), batches)
+    for key, value in DEFAULTS.items():
+        if key in doc and doc[key] == value and type(doc[key]) is type(value):
+            del doc[key]
     doc[LOG_KEY] = after.to_doc()
     loaded.extent = after
     loaded.stored = True

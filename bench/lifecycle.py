@@ -87,9 +87,16 @@ def seed(url: str, rows: int) -> None:
         conn.execute(
             """
             INSERT INTO runs (id, status, state, schema_version, version, available_at,
-                              config, metadata, max_turns, created_at, updated_at)
-            SELECT 'seed_' || g, 'completed', '{}', 1, 1, now(), '{}', '{}', 1, now(), now()
+                              max_turns, created_at, updated_at)
+            SELECT 'seed_' || g, 'completed', '{}', 1, 1, now(), 1, now(), now()
             FROM generate_series(1, %s) g
+            """,
+            (rows,),
+        )
+        conn.execute(
+            """
+            INSERT INTO run_configs (run_id, config, metadata)
+            SELECT 'seed_' || g, '{}', '{}' FROM generate_series(1, %s) g
             """,
             (rows,),
         )

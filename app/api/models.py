@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from app.core.lifecycle import RunStatus
+from app.service import conversations
 from app.service.runs import RunView
 from app.service.types import EventRecord
 from app.timestamps import Timestamp
@@ -50,6 +51,12 @@ class RunOut(BaseModel):
     created_at: Timestamp
     updated_at: Timestamp
     expires_at: Timestamp | None
+    previous_run_id: str | None = Field(
+        default=None, description="the run this one continues (`previous_run_id` on create)"
+    )
+    conversation_id: str = Field(
+        description="the first run of this run's conversation (its own id unless it continues one)"
+    )
 
     @classmethod
     def of(cls, view: RunView) -> RunOut:
@@ -91,6 +98,8 @@ class RunOut(BaseModel):
             created_at=r.created_at,
             updated_at=r.updated_at,
             expires_at=r.expires_at if r.status == RunStatus.REQUIRES_ACTION else None,
+            previous_run_id=conversations.previous_of(r),
+            conversation_id=conversations.conversation_of(r),
         )
 
 
@@ -119,6 +128,40 @@ class EventOut(BaseModel):
 
 class EventList(BaseModel):
     data: list[EventOut]
+
+
+class HistoryMessageOut(BaseModel):
+    """A message in the shape `history` takes on `POST /v1/runs` (it can be sent back)."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str | list[dict[str, Any]] = Field(
+        description="text (system) or the message's items: `text`, `image`, `toolcall` "
+        "and `reasoning` (assistant), `text`, `image` and `toolresult` (user)"
+    )
+    id: str | None = Field(default=None, description="the provider's message id (assistant)")
+
+
+class ConversationMessageOut(BaseModel):
+    index: int = Field(description="the message's position in the conversation, from 0")
+    from_history: bool = Field(
+        description="true for messages the run was given (its `history`, or the "
+        "conversation of the run it continues), false for its own (its prompt, the model's "
+        "answers, tool results)"
+    )
+    message: HistoryMessageOut
+
+    @classmethod
+    def of(cls, e: conversations.Entry) -> ConversationMessageOut:
+        return cls(
+            index=e.index,
+            from_history=e.from_history,
+            message=HistoryMessageOut.model_validate(e.message),
+        )
+
+
+class MessageList(BaseModel):
+    data: list[ConversationMessageOut]
+    next_cursor: str | None
 
 
 class Health(BaseModel):

@@ -8,7 +8,8 @@ it (or schemathesis) sends only what is accepted and knows every refusal:
   JSON values follow the same rule (`JsonValue`; `app.service.jsonrules`);
 * a query or header parameter is a plain value (FastAPI writes optional ones as "or
   null", which HTTP cannot carry);
-* `model` is one of the providers' parameter tables (`app.providers.params`), each closed.
+* `model` is one of the providers' parameter tables (`app.providers.params`), each closed;
+  it may be left out (continuing a run), never null.
 
 Rules between fields (a `tool_choice` naming a defined tool, `from` not after `to`, a
 cursor this service made, a reachable webhook URL) cannot be written in JSON Schema: they
@@ -163,6 +164,8 @@ def build(app: FastAPI) -> dict[str, Any]:
     for name in body_parts:
         components[name] = _tighten(components[name])
     components["ModelSpec"] = _model_schema(components)
+    create = components["RunCreate"]["properties"]
+    create["model"] = {"$ref": "#/components/schemas/ModelSpec"}
     components["JsonValue"] = _json_value_schema()
     return schema
 

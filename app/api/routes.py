@@ -79,9 +79,9 @@ async def results_out(service: RunService, outcome: SubmitOutcome) -> Response:
     responses={
         200: {"model": models.RunOut, "description": "Idempotent replay: the run already made"},
         **AUTH,
-        **responses(400, 409, 413, 422),
+        **responses(400, 404, 409, 413, 422),
     },
-    summary="Create a run",
+    summary="Create a run (or continue a completed one: `previous_run_id`)",
 )
 async def create_run(
     body: RunCreate,
@@ -144,6 +144,39 @@ async def list_runs(
 )
 async def get_run(run_id: RunId, service: Service, _: Actor) -> Response:
     return json_body(models.RunOut.of(await service.get_run(run_id)))
+
+
+@router.get(
+    "/runs/{run_id}/messages",
+    response_model=models.MessageList,
+    responses={**AUTH, **responses(404, 422)},
+    summary="The run's conversation, oldest first, a page at a time",
+    description="Every message the run's model sees after its preamble: the history it "
+    "was given (`from_history`: its `history`, or the whole conversation of the run it "
+    "continues) and its own (its prompt, the model's answers, the tool results), as stored "
+    "when the request is served. Each `message` has the shape `history` takes on "
+    "`POST /v1/runs`.",
+)
+async def messages(
+    run_id: RunId,
+    service: Service,
+    _: Actor,
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    cursor: Annotated[
+        str | None,
+        Query(
+            max_length=200,
+            pattern=r"^[A-Za-z0-9_-]+$",
+            description="`next_cursor` of the previous page (opaque); a cursor this service "
+            "did not make is refused with 422 `invalid-request`",
+        ),
+    ] = None,
+) -> Response:
+    entries, next_cursor = await service.messages(run_id, limit=limit, cursor=cursor)
+    page = models.MessageList(
+        data=[models.ConversationMessageOut.of(e) for e in entries], next_cursor=next_cursor
+    )
+    return json_body(page)
 
 
 @router.post(

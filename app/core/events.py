@@ -29,6 +29,7 @@ class EventType(StrEnum):
     RUN_RELEASED = "run.released"  # its worker gave it back (after a database outage)
     RUN_RETRIED = "run.retried"  # an operator put a failed or expired run back
     RUN_EXPIRY_EXTENDED = "run.expiry_extended"
+    RUN_CONTINUED = "run.continued"  # on a finished run: a new run continues its conversation
 
 
 E = EventType

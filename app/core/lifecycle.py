@@ -49,6 +49,7 @@ class Transition(StrEnum):
     EXTEND = "extend"  # an operator extends a suspended run's expiry
     NOTE = "note"  # an event naming who did something to a suspended run
     BILL = "bill"  # model calls of a lost lease go on the ledger, whatever the run's status
+    ANNOTATE = "annotate"  # an event on a finished run (a later run continued it)
 
 
 _S = RunStatus
@@ -78,6 +79,7 @@ TABLE: dict[tuple[RunStatus, Transition], RunStatus] = {
     (_S.REQUIRES_ACTION, _T.EXTEND): _S.REQUIRES_ACTION,
     (_S.REQUIRES_ACTION, _T.NOTE): _S.REQUIRES_ACTION,
     **{(s, _T.BILL): s for s in RunStatus},
+    **{(s, _T.ANNOTATE): s for s in TERMINAL},
 }
 
 #: Transitions that keep the run in its status (only columns and events change).
@@ -121,7 +123,7 @@ def sources(transition: Transition) -> frozenset[RunStatus]:
 
 def target(transition: Transition) -> RunStatus | None:
     """The status `transition` leads to from every source; None for the ones that keep
-    whatever status the run has (`BILL`)."""
+    whatever status the run has (`BILL`, `ANNOTATE`)."""
     return _TARGETS[transition]
 
 

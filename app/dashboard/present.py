@@ -22,6 +22,7 @@ from app.core import (
     ToolResult,
     stored,
 )
+from app.core.events import EventType
 from app.core.jsonvalue import thaw
 from app.service.types import EventRecord, RunRecord, ToolCallRecord
 
@@ -204,6 +205,15 @@ def _result_text(content: Any) -> str:
     if isinstance(content, Image):
         return f"[image {content.media_type or ''}]"
     return repr(content)
+
+
+def continued_by(events: Sequence[EventRecord]) -> list[str]:
+    """The runs that continued this one (its `run.continued` events), oldest first."""
+    return [
+        str(e.data["run_id"])
+        for e in events
+        if e.type == EventType.RUN_CONTINUED and isinstance(e.data.get("run_id"), str)
+    ]
 
 
 # --- the event timeline ----------------------------------------------------------------

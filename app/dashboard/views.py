@@ -24,7 +24,7 @@ from starlette.datastructures import FormData
 
 from app.core.lifecycle import TERMINAL, RunStatus, Transition, sources
 from app.dashboard import auth, present
-from app.service import operator
+from app.service import conversations, operator
 from app.service.errors import ServiceError
 from app.service.reads import RunReads
 from app.service.runs import RunService, RunView
@@ -341,11 +341,24 @@ async def runs_rows(
 # --- run detail ------------------------------------------------------------------------
 
 
+TIMELINE_EVENTS = 5000
+
+
+async def continued_by(reads: RunReads, run_id: str, shown: list[Any]) -> list[str]:
+    """The runs that continued this one: their `run.continued` events come after its end,
+    possibly past the timeline's first `TIMELINE_EVENTS` events."""
+    events = list(shown)
+    while len(shown) == TIMELINE_EVENTS:
+        shown = await reads.events(run_id, after=shown[-1].seq, limit=TIMELINE_EVENTS)
+        events.extend(shown)
+    return present.continued_by(events)
+
+
 async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
     reads = reads_of(request)
     view = await service_of(request).get_run(run_id, with_log=True)
     r = view.record
-    events = await reads.events(run_id, limit=5000)
+    events = await reads.events(run_id, limit=TIMELINE_EVENTS)
     messages, state_error = present.conversation(r)
     deliveries = await reads.deliveries(run_id)
     ledger = await reads.ledger(run_id)
@@ -365,6 +378,9 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
         else None,
         "messages": messages,
         "state_error": state_error,
+        "conversation_id": conversations.conversation_of(r),
+        "previous_run_id": conversations.previous_of(r),
+        "continued_by": await continued_by(reads, run_id, events),
         "timeline": present.timeline(events),
         "deliveries": deliveries,
         "open_calls": open_calls,

@@ -21,7 +21,7 @@ from app.core import AgentRun, stored
 from app.core.events import EventType as E
 from app.core.lifecycle import INITIAL, RunStatus
 from app.core.serde import SCHEMA_VERSION
-from app.service import convert
+from app.service import conversations, convert
 from app.service.destinations import (
     DestinationRefused,
     DestinationUnresolved,
@@ -39,7 +39,7 @@ from app.service.errors import (
     ToolResultConflict,
 )
 from app.service.resolutions import resolution_change
-from app.service.schemas import ResolutionIn, RunCreate, ToolResultsIn
+from app.service.schemas import InvalidToolCallPolicy, ResolutionIn, RunCreate, ToolResultsIn
 from app.service.submissions import (
     SUBMIT_ATTEMPTS,
     ResultConflictError,
@@ -159,41 +159,56 @@ class RunService:
     async def _create_run(
         self, body: RunCreate, idempotency_key: str | None, actor: str | None
     ) -> tuple[RunView, bool]:
-        names = [t.name for t in body.tools]
-        choice = convert.tool_choice(body.tool_choice)
+        before = None
+        if body.previous_run_id is not None:
+            previous = await self.store.get(body.previous_run_id, with_log=True)
+            before = conversations.continuation(previous, body.previous_run_id)
+        elif body.model is None:
+            raise InvalidRequest("model is required unless previous_run_id names a run to continue")
+        agent = conversations.agent_settings(body, before)
+        names = [t["name"] for t in agent["tools"] or []]
+        choice = convert.tool_choice_from_config(agent["tool_choice"])
         if choice is not None and choice.kind == "specific":
             unknown = [n for n in choice.function_names if n not in names]
             if unknown:
                 raise InvalidRequest(f"tool_choice names a tool that is not defined: {unknown[0]}")
-        bad_repairs = [t for t in body.invalid_tool_call.repair_to.values() if t not in names]
+        policy = InvalidToolCallPolicy.model_validate(agent["invalid_tool_call"])
+        bad_repairs = [t for t in policy.repair_to.values() if t not in names]
         if bad_repairs:
             raise InvalidRequest(
                 f"invalid_tool_call.repair_to names an undefined tool: {bad_repairs[0]}"
             )
-        if body.webhook is not None:
-            await self._check_webhook(body.webhook.url)
-        policy = body.invalid_tool_call
+        if agent["webhook"] is not None:
+            await self._check_webhook(agent["webhook"]["url"])
         max_turns = body.max_turns or self.settings.default_max_turns
+        history = [convert.history_message(m) for m in body.history]
+        if before is not None:
+            history = [*before.history, *history]
         run = AgentRun(
             body.prompt,
             max_turns=max_turns,
-            history=[convert.history_message(m) for m in body.history] or None,
+            history=history or None,
             tool_choice=choice,
             max_invalid_tool_call_retries=policy.max_retries if policy.action == "retry" else 0,
         )
         request = body.model_dump(mode="json")
+        if before is not None:  # what the body left out is inherited: part of the request
+            request["fields_set"] = sorted(body.model_fields_set)
         now = self.clock()
         config = {
-            "model": body.model.model_dump(mode="json"),
-            "preamble": body.preamble,
-            "tools": [t.model_dump(mode="json") for t in body.tools],
-            "tool_choice": request["tool_choice"],
-            "tool_concurrency": body.tool_concurrency,
-            "invalid_tool_call": policy.model_dump(mode="json"),
-            "webhook": request["webhook"],
+            **agent,
+            "tools": agent["tools"] or [],
             "expires_in": body.expires_in or self.settings.default_expires_in,
             "stream": body.stream,
         }
+        created_data: dict[str, Any] = {"model": config["model"], "max_turns": max_turns}
+        if before is not None:
+            continued = {
+                conversations.PREVIOUS_KEY: before.previous_id,
+                conversations.CONVERSATION_KEY: before.conversation_id,
+            }
+            config.update(continued)
+            created_data.update(continued)
         if tracing.ENABLED:  # the create span's context: every later span joins it
             config[tracing.CONFIG_KEY] = tracing.carrier()
         values = {
@@ -214,14 +229,43 @@ class RunService:
             "turn": 0,
             "max_turns": max_turns,
         }
-        event = NewEvent(E.RUN_CREATED, {"model": config["model"], "max_turns": max_turns}, actor)
+        event = NewEvent(E.RUN_CREATED, created_data, actor)
         record, created = await self.store.create(values, [event], stored.initial(run), now)
         if not created and record.request_hash != values["request_hash"]:
             raise IdempotencyKeyReused(
                 "this Idempotency-Key was used for a different request body",
                 run_id=record.id,
             )
+        if before is not None:
+            await self._note_continued(before, record, actor, replayed=not created)
         return await self.view(record), created
+
+    async def _note_continued(
+        self,
+        before: conversations.Continuation,
+        record: RunRecord,
+        actor: str | None,
+        *,
+        replayed: bool,
+    ) -> None:
+        """`run.continued` on the earlier run, naming the new one. Written after the new
+        run's commit: a create that died in between is noted by its idempotent replay."""
+        if replayed and await self._continued_noted(before.previous_id, record.id):
+            return
+        data = {"run_id": record.id, conversations.CONVERSATION_KEY: before.conversation_id}
+        await self._apply(
+            before.previous_id, changes.annotate(NewEvent(E.RUN_CONTINUED, data, actor))
+        )
+
+    async def _continued_noted(self, previous_id: str, run_id: str) -> bool:
+        after = 0
+        while True:
+            events = await self.store.events(previous_id, after=after)
+            if not events:
+                return False
+            if any(e.type == E.RUN_CONTINUED and e.data.get("run_id") == run_id for e in events):
+                return True
+            after = events[-1].seq
 
     async def _check_webhook(self, url: str) -> None:
         """Refuse a destination no delivery could reach (SSRF guard, unresolvable host);
@@ -251,6 +295,17 @@ class RunService:
         if record is None:
             raise RunNotFound(f"no run with id {run_id}")
         return stored.load(record.state, record.log).run
+
+    async def messages(
+        self, run_id: str, *, limit: int, cursor: str | None
+    ) -> tuple[list[conversations.Entry], str | None]:
+        """A page of the run's conversation, oldest first (`app.service.conversations`)."""
+        if cursor:
+            conversations.decode_cursor(cursor)  # a malformed cursor costs no read
+        record = await self.store.get(run_id, with_log=True)
+        if record is None:
+            raise RunNotFound(f"no run with id {run_id}")
+        return conversations.page(record, limit, cursor)
 
     async def list_runs(
         self, *, status: RunStatus | None, limit: int, cursor: str | None

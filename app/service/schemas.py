@@ -12,6 +12,29 @@ from app.providers.params import EXTRA_BODY, validate_params
 from app.service.jsonrules import check_body
 
 TOOL_NAME = r"^[a-zA-Z0-9_-]{1,64}$"
+RUN_ID = r"^[A-Za-z0-9_-]{1,40}$"
+#: The fields a continuing run takes from the run it continues unless its body sets them
+#: (present in the body, `null` and `[]` included: they override).
+INHERITED = (
+    "model",
+    "preamble",
+    "tools",
+    "tool_choice",
+    "tool_concurrency",
+    "invalid_tool_call",
+    "webhook",
+)
+CONTINUE_DESCRIPTION = (
+    "Continue the conversation of this earlier run, which must be `completed` (else 409 "
+    "`run-state-conflict` naming its status; 404 if there is no such run). Its whole "
+    "conversation (its `history`, prompt and messages) becomes this run's history, followed "
+    "by this run's `history` (if any) and `prompt`. These fields are taken from the earlier "
+    "run unless this body sets them (a field present, `null` or `[]` included, overrides): "
+    + ", ".join(f"`{name}`" for name in INHERITED)
+    + ". The others (`max_turns`, `expires_in`, `metadata`, `stream`) are this run's own, "
+    "with their usual defaults. The run's `conversation_id` is the first run's id. "
+    "`model` is required unless this is set (else 422 `invalid-request`)."
+)
 
 
 def integral(value: Any) -> Any:
@@ -106,7 +129,12 @@ class HistoryMessage(Strict):
 
 class RunCreate(Body):
     prompt: str = Field(min_length=1)
-    model: ModelSpec
+    # Optional only when continuing a run (`previous_run_id`): the service checks that.
+    # Left out, never null (`model_not_null`; `app.api.openapi` drops null from the schema).
+    model: ModelSpec | None = None
+    previous_run_id: str | None = Field(
+        default=None, pattern=RUN_ID, description=CONTINUE_DESCRIPTION
+    )
     preamble: str | None = None
     history: list[HistoryMessage] = Field(default_factory=list)
     tools: list[ToolDef] = Field(default_factory=list)
@@ -118,6 +146,14 @@ class RunCreate(Body):
     expires_in: float | None = Field(default=None, gt=0, le=365 * 24 * 3600, strict=True)
     metadata: dict[str, Any] = Field(default_factory=dict)
     stream: bool = Field(default=False, strict=True)
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def model_not_null(cls, value: Any) -> Any:
+        """`model` may be left out (continuing a run), not set to null."""
+        if value is None:
+            raise PydanticCustomError("model_type", "model must be an object")
+        return value
 
     @field_validator("tools")
     @classmethod

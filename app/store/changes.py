@@ -432,3 +432,9 @@ def extend(version: int, expires_at: datetime, event: NewEvent) -> Change:
 
 def note(event: NewEvent) -> Change:
     return Change(T.NOTE, {}, (event,))
+
+
+def annotate(event: NewEvent) -> Change:
+    """An event on a finished run, which keeps its status (`run.continued`: a later run
+    continues its conversation)."""
+    return Change(T.ANNOTATE, {}, (event,))

@@ -26,8 +26,10 @@ from agentrun_client.errors import (
 from agentrun_client.models import (
     SUSPENDED_OR_FINISHED,
     TERMINAL_EVENTS,
+    ConversationMessage,
     Event,
     EventList,
+    MessagePage,
     Run,
     RunPage,
     RunStatus,
@@ -131,7 +133,7 @@ class AsyncClient:
         prompt: str,
         *,
         tools: ToolRegistry,
-        model: Mapping[str, Any],
+        model: Mapping[str, Any] | None = None,
         timeout: float | None = None,
         idempotency_key: str | None = None,
         **options: Unpack[RunOptions],
@@ -190,12 +192,13 @@ class AsyncRuns:
         self,
         *,
         prompt: str,
-        model: Mapping[str, Any],
+        model: Mapping[str, Any] | None = None,
         tools: Tools | None = None,
         idempotency_key: str | None = None,
         **options: Unpack[RunOptions],
     ) -> Run:
-        """Create a run; retried safely (with `idempotency_key`, or one made here)."""
+        """Create a run; retried safely (with `idempotency_key`, or one made here).
+        `previous_run_id=` continues a completed run (then `model` may be left out)."""
         call = _base.create_call(prompt, model, tools, idempotency_key, options)
         return Run.model_validate(await self._json(call))
 
@@ -222,6 +225,28 @@ class AsyncRuns:
             page = await self.list_page(status=status, limit=page_size, cursor=cursor)
             for run in page.data:
                 yield run
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    async def messages_page(
+        self, run_id: str, *, limit: int = 50, cursor: str | None = None
+    ) -> MessagePage:
+        """One page of the run's conversation, oldest first; `next_cursor` fetches the next."""
+        path = _base.run_path(run_id, "/messages")
+        call = Call("GET", path, _base.page_params(limit, cursor), safe=True)
+        return MessagePage.model_validate(await self._json(call))
+
+    async def messages(
+        self, run_id: str, *, page_size: int = 100
+    ) -> AsyncIterator[ConversationMessage]:
+        """The run's whole conversation, oldest first (`message` of each can be sent back
+        as `history`), fetching pages as the iteration goes."""
+        cursor: str | None = None
+        while True:
+            page = await self.messages_page(run_id, limit=page_size, cursor=cursor)
+            for message in page.data:
+                yield message
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor

@@ -37,8 +37,12 @@ Tools = HasDefinitions | Sequence[Mapping[str, Any]]
 
 
 class RunOptions(TypedDict, total=False):
-    """The optional fields of `POST /v1/runs` (docs/client.md says what each does)."""
+    """The optional fields of `POST /v1/runs` (docs/client.md says what each does).
+    `previous_run_id` continues a completed run: its conversation, and its `model`,
+    `preamble`, `tools`, `tool_choice`, `tool_concurrency`, `invalid_tool_call` and
+    `webhook` unless given here."""
 
+    previous_run_id: str
     preamble: str
     history: Sequence[Mapping[str, Any]]
     tool_choice: str | Mapping[str, Any]
@@ -136,15 +140,17 @@ def tool_definitions(tools: Tools | None) -> list[dict[str, Any]]:
 
 def create_call(
     prompt: str,
-    model: Mapping[str, Any],
+    model: Mapping[str, Any] | None,
     tools: Tools | None,
     idempotency_key: str | None,
     options: Mapping[str, Any],
 ) -> Call:
     """`POST /v1/runs`, made safe to retry by an `Idempotency-Key` (one is generated when
     none is given: a retry after a lost response replays the run instead of making a
-    second)."""
-    body: dict[str, Any] = {"prompt": prompt, "model": dict(model)}
+    second). `model` may be left out only with `previous_run_id` (it is inherited)."""
+    body: dict[str, Any] = {"prompt": prompt}
+    if model is not None:
+        body["model"] = dict(model)
     definitions = tool_definitions(tools)
     if definitions:
         body["tools"] = definitions
@@ -178,6 +184,13 @@ def usage_params(from_: Any, to: Any) -> dict[str, str]:
                 raise ValueError(f"{name} must be timezone-aware")
             value = value.isoformat()
         params[name] = str(value)
+    return params
+
+
+def page_params(limit: int, cursor: str | None) -> dict[str, Any]:
+    params: dict[str, Any] = {"limit": limit}
+    if cursor is not None:
+        params["cursor"] = cursor
     return params
 
 

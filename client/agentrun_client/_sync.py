@@ -26,8 +26,10 @@ from agentrun_client.errors import (
 from agentrun_client.models import (
     SUSPENDED_OR_FINISHED,
     TERMINAL_EVENTS,
+    ConversationMessage,
     Event,
     EventList,
+    MessagePage,
     Run,
     RunPage,
     RunStatus,
@@ -131,7 +133,7 @@ class Client:
         prompt: str,
         *,
         tools: ToolRegistry,
-        model: Mapping[str, Any],
+        model: Mapping[str, Any] | None = None,
         timeout: float | None = None,
         idempotency_key: str | None = None,
         **options: Unpack[RunOptions],
@@ -199,12 +201,13 @@ class Runs:
         self,
         *,
         prompt: str,
-        model: Mapping[str, Any],
+        model: Mapping[str, Any] | None = None,
         tools: Tools | None = None,
         idempotency_key: str | None = None,
         **options: Unpack[RunOptions],
     ) -> Run:
-        """Create a run; retried safely (with `idempotency_key`, or one made here)."""
+        """Create a run; retried safely (with `idempotency_key`, or one made here).
+        `previous_run_id=` continues a completed run (then `model` may be left out)."""
         call = _base.create_call(prompt, model, tools, idempotency_key, options)
         return Run.model_validate(self._json(call))
 
@@ -227,6 +230,25 @@ class Runs:
         cursor: str | None = None
         while True:
             page = self.list_page(status=status, limit=page_size, cursor=cursor)
+            yield from page.data
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def messages_page(
+        self, run_id: str, *, limit: int = 50, cursor: str | None = None
+    ) -> MessagePage:
+        """One page of the run's conversation, oldest first; `next_cursor` fetches the next."""
+        path = _base.run_path(run_id, "/messages")
+        call = Call("GET", path, _base.page_params(limit, cursor), safe=True)
+        return MessagePage.model_validate(self._json(call))
+
+    def messages(self, run_id: str, *, page_size: int = 100) -> Iterator[ConversationMessage]:
+        """The run's whole conversation, oldest first (`message` of each can be sent back
+        as `history`), fetching pages as the iteration goes."""
+        cursor: str | None = None
+        while True:
+            page = self.messages_page(run_id, limit=page_size, cursor=cursor)
             yield from page.data
             if page.next_cursor is None:
                 return

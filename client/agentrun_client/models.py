@@ -53,6 +53,7 @@ class EventType(StrEnum):
     RUN_RELEASED = "run.released"
     RUN_RETRIED = "run.retried"
     RUN_EXPIRY_EXTENDED = "run.expiry_extended"
+    RUN_CONTINUED = "run.continued"  # on a finished run: `data.run_id` continues it
 
 
 #: Events that end a run's live stream.
@@ -121,6 +122,8 @@ class Run(Model):
     created_at: datetime
     updated_at: datetime
     expires_at: datetime | None = None
+    previous_run_id: str | None = None
+    conversation_id: str | None = None  # the first run's id (its own unless it continues one)
 
     @property
     def is_terminal(self) -> bool:
@@ -137,6 +140,30 @@ class Run(Model):
 
 class RunPage(Model):
     data: list[Run]
+    next_cursor: str | None = None
+
+
+class Message(Model):
+    """A message in the shape `history` takes on create: `role`, `content` (text, or the
+    items: `text`, `image`, `toolcall`, `reasoning`, `toolresult`) and an assistant `id`."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str | list[dict[str, Any]]
+    id: str | None = None
+
+    def as_history(self) -> dict[str, Any]:
+        """What `history=[...]` takes on create."""
+        return self.model_dump(mode="json", include={"role", "content", "id"})
+
+
+class ConversationMessage(Model):
+    index: int
+    from_history: bool  # given to the run (its history, or an earlier run's), not its own
+    message: Message
+
+
+class MessagePage(Model):
+    data: list[ConversationMessage]
     next_cursor: str | None = None
 
 

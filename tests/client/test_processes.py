@@ -92,3 +92,18 @@ def test_sync_client_against_the_process(service: dict[str, str]) -> None:
         assert client.runs.list_events(run.id)[-1].type == "run.completed"
         with pytest.raises(NotFound):
             client.runs.get("run_missing")
+
+
+def test_conversation_example(service: dict[str, str]) -> None:
+    out = example("conversation.py", service)
+    assert "add(2.0, 3.0) = 5.0" in out and "add(5.0, 10.0) = 15.0" in out
+    assert " completed: 2+3=5" in out and " completed: 5+10=15" in out
+    lines = [
+        line.split() for line in out.splitlines() if line.startswith("  ") and "(" not in line[:8]
+    ]
+    conversation = [line for line in lines if line and line[0].isdigit()]
+    assert [c[1] for c in conversation] == ["history"] * 4 + ["own"] * 4
+    assert conversation[0][2:] == ["user", "What", "is", "2+3?"]
+    assert conversation[4][2:] == ["user", "Now", "add", "10", "to", "that."]
+    assert conversation[-1][2:] == ["assistant", "5+10=15"]
+    assert conversation[6][2:] == ["user", "[add", "returned", "15.0]"]

@@ -26,12 +26,22 @@ def test_terminal_statuses_absorb_everything_but_an_operator_retry() -> None:
         for transition in Transition:
             if transition == T.RETRY and status in (S.FAILED, S.EXPIRED):
                 continue
-            if transition == T.BILL:  # events only (a lost lease's model calls)
+            if transition in (T.BILL, T.ANNOTATE):  # events only, the status kept
                 assert apply("run_1", status, transition) == status
                 continue
             with pytest.raises(TransitionRefused) as refused:
                 apply("run_1", status, transition)
             assert refused.value.current == status
+
+
+def test_only_a_finished_run_is_annotated_and_it_keeps_its_status() -> None:
+    """`run.continued` goes on the earlier run of a conversation: finished, it stays so."""
+    assert sources(T.ANNOTATE) == TERMINAL
+    for status in TERMINAL:
+        assert apply("run_1", status, T.ANNOTATE) == status
+    for status in set(RunStatus) - TERMINAL:
+        with pytest.raises(TransitionRefused):
+            apply("run_1", status, T.ANNOTATE)
 
 
 def test_refusal_names_the_winner() -> None:

@@ -528,26 +528,36 @@ def run_with_history(n: int, *, long: bool = False) -> AgentRun:
     return AgentRun("go", max_turns=10_000, history=history)
 
 
-async def tool_round_cost(url: str) -> list[tuple[int, float, float, int]]:
+ROUND_SIZES = (10, 100, 1000)
+
+
+async def tool_round_cost(url: str, rounds: int = 60) -> list[tuple[int, float, float, float, int]]:
     """A tool round of a run whose conversation holds n messages, as the worker and the
     service make it: claim (with the log), load, the model's answer, suspend (snapshot +
-    write: timed), the results submitted (resumed). Per n: suspend ms (median), WAL per
-    round (kB, mean), control document bytes."""
+    write: timed), the results submitted (resumed). The three runs take turns, so the
+    machine's drift falls on each alike. Per n: suspend ms (median), of which the
+    snapshot (µs, median), WAL per round (kB, mean), control document bytes."""
     engine = create_engine(url)
     store = RunStore(engine)
     service = RunService(store, Settings(database_url=url))
-    out = []
-    for n in (10, 100, 1000):
+    ids = {}
+    for n in ROUND_SIZES:
         history = [message_to_dict(m) for m in run_with_history(n, long=True).full_history()]
-        body = run_body(history=history, max_turns=1000)
-        view, _ = await service.create_run(body)
-        times, wal = [], []
-        for r in range(30):
+        view, _ = await service.create_run(run_body(history=history, max_turns=1000))
+        ids[n] = view.record.id
+    times: dict[int, list[float]] = {n: [] for n in ROUND_SIZES}
+    snaps: dict[int, list[float]] = {n: [] for n in ROUND_SIZES}
+    wal: dict[int, list[float]] = {n: [] for n in ROUND_SIZES}
+    size: dict[int, int] = {}
+    for r in range(rounds):
+        for n in ROUND_SIZES:
             start = wal_position(url)
             now = datetime.now(UTC)
-            until = now + timedelta(seconds=60)
-            (record,) = await store.claim_many("bench", now, until, 1)
-            assert record.id == view.record.id
+            claimed, _ = await store.apply(
+                ids[n], changes.claim("bench", now + timedelta(seconds=60)), now
+            )
+            record = await store.get(ids[n], with_log=True)
+            assert claimed is not None and record is not None
             loaded = stored.load(record.state, record.log)
             run = loaded.run
             run.next_step()
@@ -563,6 +573,7 @@ async def tool_round_cost(url: str) -> list[tuple[int, float, float, int]]:
             assert isinstance(run.next_step(), CallTools)
             t0 = time.perf_counter()
             snapshot = stored.snapshot(loaded)
+            t1 = time.perf_counter()
             pending = [NewToolCall(0, call.id, call.name, call.arguments)]
             change = changes.suspend_for_tools(
                 record.version,
@@ -576,15 +587,24 @@ async def tool_round_cost(url: str) -> list[tuple[int, float, float, int]]:
                 {"round": run.turn()},
             )
             suspended, _ = await store.apply(record.id, change, now)
-            times.append((time.perf_counter() - t0) * 1000)
+            times[n].append((time.perf_counter() - t0) * 1000)
+            snaps[n].append((t1 - t0) * 1e6)
             assert suspended is not None
             view = await service.get_run(record.id)
             await service.submit_tool_results(results_for(view), run_id=record.id)
-            wal.append((wal_position(url) - start) / 1024)
-        await service.cancel(view.record.id)  # (the next n's run is the only one due)
-        out.append((n, statistics.median(times), statistics.mean(wal), len(snapshot.control)))
+            wal[n].append((wal_position(url) - start) / 1024)
+            size[n] = len(snapshot.control)
     await store.aclose()
-    return out
+    return [
+        (
+            n,
+            statistics.median(times[n]),
+            statistics.median(snaps[n]),
+            statistics.mean(wal[n]),
+            size[n],
+        )
+        for n in ROUND_SIZES
+    ]
 
 
 SEEDED = 10_000

@@ -3,13 +3,16 @@
 #   docker run IMAGE agentrun api --host 0.0.0.0      (HTTP API)
 #   docker run IMAGE agentrun worker --concurrency 8  (worker)
 #   docker run IMAGE agentrun migrate                 (schema migrations)
+#   docker run IMAGE agentrun runs list --base-url …  (the client's command line)
 FROM python:3.11-slim AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 RUN python -m venv /opt/venv
 COPY pyproject.toml README.md ./
 COPY app ./app
-RUN /opt/venv/bin/pip install .
+COPY client ./client
+# The client (agentrun_client) too: `agentrun runs …` and `agentrun-client` use it.
+RUN /opt/venv/bin/pip install . ./client
 
 FROM python:3.11-slim AS runtime
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1

@@ -9,7 +9,12 @@ $(BIN)/agentrun: pyproject.toml client/pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]' -e './client[webhooks]'
 	touch $(BIN)/agentrun
 
-.PHONY: install run test lint bench
+# `docker compose` (Compose v2) where it exists, else `docker-compose` (v1); either reads
+# docker-compose.yml. `make up WORKERS=3 AGENTRUN_API_KEYS=change-me`, `make down`.
+COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
+WORKERS ?= 1
+
+.PHONY: install run test lint bench up down
 install: $(BIN)/agentrun
 
 run: install
@@ -27,3 +32,9 @@ test: lint
 
 bench: install
 	$(BIN)/python bench/core.py
+
+up:
+	$(COMPOSE) up -d --build --scale worker=$(WORKERS)
+
+down:
+	$(COMPOSE) down

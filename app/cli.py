@@ -1,10 +1,12 @@
-"""`agentrun`: serve | api | worker | migrate | purge. Parses the command line; the
+"""`agentrun`: serve | api | worker | migrate | purge | runs. Parses the command line; the
 processes are built by the composition root (app.main), imported only once a command
-needs it."""
+needs it. `runs …` is the client's command line (`agentrun_client.cli`), a distribution of
+its own that the service does not depend on."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from datetime import UTC, datetime, timedelta
 
@@ -25,7 +27,27 @@ def parse_age(text: str) -> timedelta:
     return timedelta(**{units[unit]: amount})
 
 
+CLIENT_MISSING = """agentrun runs: the client is not installed in this environment.
+Install it from this repository (`pip install ./client`, or `make install`), then run
+`agentrun runs --help`; it also installs the same commands as `agentrun-client`."""
+
+
+def client_commands(argv: list[str]) -> int:
+    """`agentrun runs …`, delegated to the client's command line when it is installed."""
+    try:
+        cli = importlib.import_module("agentrun_client.cli")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("agentrun_client", "agentrun_client.cli"):
+            raise
+        print(CLIENT_MISSING, file=sys.stderr)
+        return 2
+    return int(cli.main(argv, prog="agentrun"))
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["runs"]:  # before the server's settings: this is a client of any server
+        return client_commands(argv)
     parser = argparse.ArgumentParser(prog="agentrun", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="migrate, then run the HTTP API with in-process workers")
@@ -48,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         help="age of the runs to delete: 30d, 12h, 90m, 3600s (a bare number is days)",
     )
     purge.add_argument("--batch", type=int, default=500, help="runs per transaction")
+    sub.add_parser(  # (parsed by the client: `client_commands`)
+        "runs", help="create, get, list, wait, events, submit, cancel over the HTTP API"
+    )
     args = parser.parse_args(argv)
     settings = get_settings()
     configure_logging(settings)

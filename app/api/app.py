@@ -22,9 +22,13 @@ from app.service.errors import RETRY_AFTER_SECONDS
 from app.service.reads import RunReads
 from app.settings import Settings
 
-DESCRIPTION = """Durable agent runs. A run drives a model through a multi-turn tool-calling
+DESCRIPTION = f"""Durable agent runs. A run drives a model through a multi-turn tool-calling
 loop; when the model asks for tools the run suspends (`requires_action`) until the results
-are posted, by API key or by the run's callback URL. Errors are RFC 9457 problems."""
+are posted, by API key or by the run's callback URL. Errors are RFC 9457 problems.
+
+What every run option does, every event type with its payload, the webhook payloads and
+headers, statuses, waiting reasons and errors: `{routes.REFERENCE}` in the service's
+repository. A Python client with tool executors: `client/` there (`docs/client.md`)."""
 
 
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]

@@ -22,6 +22,9 @@ from app.service.runs import RunService
 from app.service.schemas import ResolutionIn, RunCreate, ToolResultsIn
 from app.service.types import SubmitOutcome
 
+#: The reference of the API's bodies, events and webhooks (in the repository).
+REFERENCE = "docs/reference.md"
+
 router = APIRouter(prefix="/v1", tags=["runs"])
 callbacks = APIRouter(prefix="/v1/callbacks", tags=["callbacks"])
 
@@ -82,6 +85,7 @@ async def results_out(service: RunService, outcome: SubmitOutcome) -> Response:
         **responses(400, 404, 409, 413, 422),
     },
     summary="Create a run (or continue a completed one: `previous_run_id`)",
+    description=f"Every field and what it does: `{REFERENCE}#creating-a-run`.",
 )
 async def create_run(
     body: RunCreate,
@@ -141,6 +145,8 @@ async def list_runs(
     response_model=models.RunOut,
     responses={**AUTH, **responses(404)},
     summary="Get a run",
+    description=f"Statuses, `waiting_reason`, `required_action`, `error`: "
+    f"`{REFERENCE}#the-run-object`.",
 )
 async def get_run(run_id: RunId, service: Service, _: Actor) -> Response:
     return json_body(models.RunOut.of(await service.get_run(run_id)))
@@ -184,6 +190,7 @@ async def messages(
     response_model=models.ToolResultsOut,
     responses={**AUTH, **responses(400, 404, 409, 413, 422)},
     summary="Submit tool results (partial and idempotent)",
+    description=f"`output`, `is_error` and the answers to each case: `{REFERENCE}#tool-results`.",
 )
 async def submit_tool_results(
     run_id: RunId, body: ToolResultsIn, service: Service, actor: Actor
@@ -212,6 +219,7 @@ async def callback_tool_results(
     response_model=models.RunOut,
     responses={**AUTH, **responses(400, 404, 409, 413, 422)},
     summary="Resolve a parked invalid tool call",
+    description=f"The actions: `{REFERENCE}#resolutions`.",
 )
 async def resolve(
     run_id: RunId, body: ResolutionIn, service: Service, actor: Actor
@@ -242,6 +250,8 @@ async def cancel(run_id: RunId, service: Service, actor: Actor) -> models.RunOut
         **responses(404, 422),
     },
     summary="The run's event log (JSON, or a live server-sent event stream)",
+    description=f"Every event type and its `data`: `{REFERENCE}#events` (the webhooks "
+    f"announce five of them: `{REFERENCE}#webhooks`).",
 )
 async def events(
     run_id: RunId,

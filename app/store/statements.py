@@ -100,10 +100,12 @@ def ledger_row(event: NewEvent) -> dict[str, Any]:
 
 
 def webhook_payload(event: NewEvent, run_id: str, status: str, now: datetime) -> dict[str, Any]:
+    """The event's data with the run's id and status, which win over keys of the same
+    name in the data (a failed model call's `status` is its HTTP status)."""
     return {
         "type": event.type,
         "timestamp": iso(now),
-        "data": {"run_id": run_id, "status": status, **event.data},
+        "data": {**event.data, "run_id": run_id, "status": status},
     }
 
 
@@ -470,10 +472,10 @@ class Statements:
                 event_type(i),
                 "timestamp",
                 sa.bindparam("p_now_iso", type_=sa.String()),
-                "data",
-                sa.func.jsonb_build_object("run_id", changed.c.id, "status", changed.c.status).op(
-                    "||"
-                )(data(i)),
+                "data",  # (as `webhook_payload`: the run's id and status win)
+                data(i).op("||")(
+                    sa.func.jsonb_build_object("run_id", changed.c.id, "status", changed.c.status)
+                ),
             )
             for suffix, url, present in targets:
                 webhook_id = sa.func.concat("msg_", changed.c.id, "_", seq(i), suffix)

@@ -16,6 +16,7 @@ from agentrun_client import _base
 from agentrun_client._base import Call, DeadlineReached, RetryPolicy, RunOptions, Tools
 from agentrun_client.errors import (
     APIConnectionError,
+    APIError,
     APITimeoutError,
     Conflict,
     ValidationError,
@@ -93,12 +94,19 @@ class AsyncClient:
         while True:
             try:
                 request = self.http.build_request(
-                    call.method, call.path, params=call.params, json=call.json, headers=call.headers
+                    call.method,
+                    call.path,
+                    params=call.params,
+                    json=call.json,
+                    headers=call.headers,
+                    timeout=call.timeout or self.http.timeout,
                 )
                 if call.anonymous:
                     request.headers.pop("authorization", None)
                 response = await self.http.send(request)
             except httpx.TransportError as exc:
+                if call.held and attempt == 0:
+                    started = time.monotonic()  # (the hold is not spent from the budget)
                 delay = None
                 if _base.retryable_error(exc, call.safe):
                     delay = self.retry.delay(attempt, time.monotonic() - started)
@@ -112,6 +120,8 @@ class AsyncClient:
             else:
                 if response.is_success:
                     return response
+                if call.held and attempt == 0:
+                    started = time.monotonic()
                 delay = None
                 if _base.retryable_status(response.status_code, call.safe):
                     delay = self.retry.delay(
@@ -184,6 +194,7 @@ class AsyncRuns:
 
     def __init__(self, client: AsyncClient) -> None:
         self._client = client
+        self._wait_route = True  # until the server shows it has no `/wait` (RunWaiter)
 
     async def _json(self, call: Call) -> Any:
         return (await self._client.request(call)).json()
@@ -310,8 +321,7 @@ class AsyncRuns:
         self, run_id: str, *, timeout: float | None = None, deadline: float | None = None
     ) -> AsyncRunWaiter:
         """Successive waits on one run within `timeout` seconds (or until the
-        `time.monotonic()` `deadline`), over one live connection; use it as an async
-        context manager."""
+        `time.monotonic()` `deadline`); use it as an async context manager."""
         if deadline is None and timeout is not None:
             deadline = time.monotonic() + timeout
         return AsyncRunWaiter(self, run_id, deadline)
@@ -387,6 +397,28 @@ class AsyncRunWaiter:
     async def until(self, statuses: frozenset[RunStatus]) -> Run:
         """The run once its status is in `statuses` or it has ended (`WaitTimeout` at the
         deadline)."""
+        if self._runs._wait_route:
+            try:
+                return await self._long_poll(statuses)
+            except APIError as exc:
+                if not _base.no_wait_route(exc):
+                    raise
+                self._runs._wait_route = False
+        return await self._follow(statuses)
+
+    async def _long_poll(self, statuses: frozenset[RunStatus]) -> Run:
+        client = self._runs._client
+        while True:
+            left = None if self.deadline is None else self.deadline - time.monotonic()
+            seconds = _base.MAX_WAIT_SECONDS if left is None else left
+            call = _base.wait_call(self.run_id, statuses, seconds, client.timeout)
+            run = self.run = Run.model_validate((await client.request(call)).json())
+            if run.status in statuses or run.is_terminal:
+                return run
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                raise WaitTimeout(f"run {self.run_id} is still {run.status}", run)
+
+    async def _follow(self, statuses: frozenset[RunStatus]) -> Run:
         run = self.run = await self._runs.get(self.run_id)
         if run.status in statuses or run.is_terminal:
             return run

@@ -124,6 +124,8 @@ class Call:
     headers: Mapping[str, str] | None = None
     safe: bool = False
     anonymous: bool = False  # sent without the API key (to a callback URL)
+    timeout: httpx.Timeout | None = None  # instead of the client's
+    held: bool = False  # a long poll: the retry budget counts from its first failure
 
 
 def with_read_timeout(timeout: httpx.Timeout, read: float) -> httpx.Timeout:
@@ -261,6 +263,38 @@ def statuses_of(statuses: Iterable[RunStatus | str] | None) -> frozenset[RunStat
     if not chosen:
         raise ValueError("wait for at least one status")
     return chosen
+
+
+#: The longest the server holds `GET /v1/runs/{id}/wait` (its `MAX_WAIT_SECONDS`).
+MAX_WAIT_SECONDS = 60.0
+#: How much longer than the wait it asked for the client reads before giving up.
+WAIT_READ_MARGIN = 15.0
+
+
+def wait_call(
+    run_id: str, statuses: frozenset[RunStatus], seconds: float, base: httpx.Timeout
+) -> Call:
+    """`GET /v1/runs/{id}/wait` for `statuses` or an end (an ended run does not change again),
+    held at most `seconds` (0: answer at once)."""
+    wanted = sorted(s.value for s in statuses | TERMINAL)
+    seconds = max(0.0, min(MAX_WAIT_SECONDS, seconds))
+    params = {"status": wanted, "timeout": f"{seconds:.3f}"}
+    return Call(
+        "GET",
+        run_path(run_id, "/wait"),
+        params=params,
+        safe=True,
+        held=True,
+        timeout=with_read_timeout(base, seconds + WAIT_READ_MARGIN),
+    )
+
+
+def no_wait_route(exc: Exception) -> bool:
+    """The server (or a proxy before it) has no `/wait` route: an older server, whose runs
+    are waited on over their event stream instead."""
+    status = getattr(exc, "status", None)
+    code = getattr(exc, "code", None)
+    return status == 405 or (status == 404 and code != "run-not-found")
 
 
 class DeadlineReached(Exception):

@@ -16,6 +16,7 @@ from agentrun_client import _base
 from agentrun_client._base import Call, DeadlineReached, RetryPolicy, RunOptions, Tools
 from agentrun_client.errors import (
     APIConnectionError,
+    APIError,
     APITimeoutError,
     Conflict,
     ValidationError,
@@ -93,12 +94,19 @@ class Client:
         while True:
             try:
                 request = self.http.build_request(
-                    call.method, call.path, params=call.params, json=call.json, headers=call.headers
+                    call.method,
+                    call.path,
+                    params=call.params,
+                    json=call.json,
+                    headers=call.headers,
+                    timeout=call.timeout or self.http.timeout,
                 )
                 if call.anonymous:
                     request.headers.pop("authorization", None)
                 response = self.http.send(request)
             except httpx.TransportError as exc:
+                if call.held and attempt == 0:
+                    started = time.monotonic()  # (the hold is not spent from the budget)
                 delay = None
                 if _base.retryable_error(exc, call.safe):
                     delay = self.retry.delay(attempt, time.monotonic() - started)
@@ -112,6 +120,8 @@ class Client:
             else:
                 if response.is_success:
                     return response
+                if call.held and attempt == 0:
+                    started = time.monotonic()
                 delay = None
                 if _base.retryable_status(response.status_code, call.safe):
                     delay = self.retry.delay(
@@ -193,6 +203,7 @@ class Runs:
 
     def __init__(self, client: Client) -> None:
         self._client = client
+        self._wait_route = True  # until the server shows it has no `/wait` (RunWaiter)
 
     def _json(self, call: Call) -> Any:
         return self._client.request(call).json()
@@ -313,8 +324,7 @@ class Runs:
         self, run_id: str, *, timeout: float | None = None, deadline: float | None = None
     ) -> RunWaiter:
         """Successive waits on one run within `timeout` seconds (or until the
-        `time.monotonic()` `deadline`), over one live connection; use it as a context
-        manager."""
+        `time.monotonic()` `deadline`); use it as a context manager."""
         if deadline is None and timeout is not None:
             deadline = time.monotonic() + timeout
         return RunWaiter(self, run_id, deadline)
@@ -376,12 +386,13 @@ class Runs:
 
 
 class RunWaiter:
-    """Waits for one run's statuses, one wait after another, on one live event stream: a
-    wait that returns leaves the stream where it was for the next. It reads the run, and
-    again after each event that can lead to a status waited for.
+    """Waits for one run's statuses, one wait after another.
 
-    (When the API can hold a request until a status, `GET /v1/runs/{id}/wait`, `until` is
-    the one method that changes.)"""
+    Each wait is the API's long poll, `GET /v1/runs/{id}/wait`, asked again whenever the
+    server's hold (at most 60 s) ends first; nothing polls. Against a server without that
+    route (an older one) it follows the run's live event stream instead, on one connection
+    for all the waits: it reads the run, and again after each event that can lead to a
+    status waited for."""
 
     def __init__(self, runs: Runs, run_id: str, deadline: float | None) -> None:
         self._runs = runs
@@ -393,6 +404,28 @@ class RunWaiter:
     def until(self, statuses: frozenset[RunStatus]) -> Run:
         """The run once its status is in `statuses` or it has ended (`WaitTimeout` at the
         deadline)."""
+        if self._runs._wait_route:
+            try:
+                return self._long_poll(statuses)
+            except APIError as exc:
+                if not _base.no_wait_route(exc):
+                    raise
+                self._runs._wait_route = False
+        return self._follow(statuses)
+
+    def _long_poll(self, statuses: frozenset[RunStatus]) -> Run:
+        client = self._runs._client
+        while True:
+            left = None if self.deadline is None else self.deadline - time.monotonic()
+            seconds = _base.MAX_WAIT_SECONDS if left is None else left
+            call = _base.wait_call(self.run_id, statuses, seconds, client.timeout)
+            run = self.run = Run.model_validate(client.request(call).json())
+            if run.status in statuses or run.is_terminal:
+                return run
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                raise WaitTimeout(f"run {self.run_id} is still {run.status}", run)
+
+    def _follow(self, statuses: frozenset[RunStatus]) -> Run:
         run = self.run = self._runs.get(self.run_id)
         if run.status in statuses or run.is_terminal:
             return run

@@ -4,6 +4,7 @@ own SQLite file, the `scripted` provider), each example run as a program of its 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -107,3 +108,41 @@ def test_conversation_example(service: dict[str, str]) -> None:
     assert conversation[4][2:] == ["user", "Now", "add", "10", "to", "that."]
     assert conversation[-1][2:] == ["assistant", "5+10=15"]
     assert conversation[6][2:] == ["user", "[add", "returned", "15.0]"]
+
+
+def script(name: str, service: dict[str, str], **env: str) -> str:
+    done = subprocess.run(
+        ["bash", str(EXAMPLES / name)],
+        env={**os.environ, **service, **env},
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize("jq", ["jq", "no-such-jq"])  # jq, or the python3 fallback
+def test_http_session_example(service: dict[str, str], jq: str) -> None:
+    if jq == "jq" and shutil.which("jq") is None:
+        pytest.skip("jq not installed (the other case covers python3)")
+    out = script("http_session.sh", service, JQ=jq).splitlines()
+    assert out[0].startswith("run: run_")
+    assert '"type": "submit_tool_results"' in "\n".join(out)
+    assert out[-2:] == ["true", "1+2=3 and 3+4=7"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [str(Path(sys.executable).parent / "agentrun")],  # the service's CLI, delegating
+        [sys.executable, "-m", "agentrun_client.cli"],  # the client's own
+    ],
+    ids=["agentrun", "agentrun-client"],
+)
+def test_cli_session_example(service: dict[str, str], command: list[str]) -> None:
+    out = script("cli_session.sh", service, AGENTRUN=" ".join(command))
+    assert "requires_action  (turn 1 of 8)" in out
+    assert "accepted: call_1_0, call_1_1" in out
+    assert "completed  (turn 2 of 8)" in out and "output:   1+2=3 and 3+4=7" in out
+    assert out.rstrip().splitlines()[-1].split()[2] == "run.completed"

@@ -70,3 +70,26 @@ def test_compose_file_validates_with_docker_compose() -> None:
         text=True,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_the_image_installs_the_client_for_agentrun_runs() -> None:
+    text = (ROOT / "Dockerfile").read_text()
+    assert "COPY client ./client" in text
+    assert "pip install . ./client" in text
+
+
+@pytest.mark.parametrize("compose", ["docker compose", "docker-compose"])
+def test_make_up_and_down_run_either_compose(compose: str) -> None:
+    if shutil.which("make") is None:
+        pytest.skip("make not installed")
+    for target, expected in (
+        ("up", f"{compose} up -d --build --scale worker=3"),
+        ("down", f"{compose} down"),
+    ):
+        done = subprocess.run(
+            ["make", "-s", "-n", "-C", str(ROOT), target, f"COMPOSE={compose}", "WORKERS=3"],
+            capture_output=True,
+            text=True,
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == expected

@@ -346,3 +346,21 @@ async def test_usage_endpoint_and_metrics(store: RunStore, database_url: str) ->
     assert 'agentrun_model_calls_total{outcome="ok",provider="scripted"} 1.0' in text
     assert "agentrun_claim_latency_seconds_count 1.0" in text
     assert "agentrun_queue_depth 0.0" in text
+
+
+async def test_the_payload_names_the_runs_status_whatever_the_event_data_holds(
+    store: RunStore, database_url: str, receiver: Receiver
+) -> None:
+    """A failed model call's error carries its HTTP `status`; the payload's `status` is the
+    run's all the same (the error is in `GET /v1/runs/{id}`)."""
+    settings = make_settings(
+        database_url, webhook_secret=SECRET, webhook_allow_private=True, provider_max_attempts=1
+    )
+    service = RunService(store, settings)
+    model = {"provider": "scripted", "name": "demo", "fail_times": 1}
+    view, _ = await service.create_run(run_body(webhook={"url": receiver.url}, model=model))
+    async with running_worker(store, settings):
+        await wait_for(lambda: asyncio.sleep(0, receiver.of_type("run.failed")), bool)
+    data = receiver.of_type("run.failed")[0].payload["data"]
+    assert data["run_id"] == view.record.id and data["status"] == "failed"
+    assert data["type"] == "provider_error" and data["message"] == "scripted failure"

@@ -1,0 +1,138 @@
+"""How the command line (`agentrun_client.cli`) shows runs, pages, events and submissions
+to a person; `--json` bypasses all of this."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from agentrun_client.models import (
+    Event,
+    ResolveInvalidToolCall,
+    Run,
+    SubmitOutcome,
+    SubmitToolResults,
+)
+
+
+def compact(value: Any, limit: int = 0) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return text if not limit or len(text) <= limit else text[: limit - 1] + "…"
+
+
+def when(value: datetime | str | None) -> str:
+    """RFC 3339 in UTC, to the second (`2026-01-02T03:04:05Z`)."""
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return value
+    else:
+        moment = value
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def waiting(reason: Mapping[str, Any] | None) -> str:
+    """A `waiting_reason` in a line (docs/reference.md lists them)."""
+    if not reason:
+        return "-"
+    kind = str(reason.get("type", "?"))
+    if kind == "tool_results":
+        ids = ", ".join(str(i) for i in reason.get("call_ids") or [])
+        return f"tool results of round {reason.get('round')}: {ids}"
+    if kind == "model_call":
+        lease = when(reason.get("lease_until"))
+        return f"model call on {reason.get('worker')} (lease until {lease})"
+    if kind == "backoff":
+        return (
+            f"backoff until {when(reason.get('until'))} after attempt {reason.get('attempt')}"
+            f" of {reason.get('max_attempts')} ({reason.get('reason')}, status"
+            f" {reason.get('status')})"
+        )
+    if kind == "resolution":
+        return f"a resolution of an invalid call of {reason.get('tool_name')!r}"
+    return kind
+
+
+def _model(spec: Mapping[str, Any]) -> str:
+    params = {k: v for k, v in spec.items() if k not in ("provider", "name", "script")}
+    text = f"{spec.get('provider', '?')}:{spec.get('name', '?')}"
+    return f"{text} {compact(params, 120)}" if params else text
+
+
+def run_text(run: Run, prog: str) -> str:
+    """A run as a short report, with what to do next when it waits for someone."""
+    lines = [f"{run.id}  {run.status}  (turn {run.turn} of {run.max_turns})"]
+
+    def row(name: str, value: str) -> None:
+        lines.append(f"  {name + ':':<10}{value}")
+
+    row("model", _model(run.model))
+    row("created", f"{when(run.created_at)}   updated: {when(run.updated_at)}")
+    if not run.is_terminal:
+        row("waiting", waiting(run.waiting_reason))
+    if run.expires_at is not None:
+        row("expires", when(run.expires_at))
+    action = run.required_action
+    if isinstance(action, SubmitToolResults):
+        lines.append(f"  tool calls (answer: {prog} runs submit {run.id} --result CALL_ID=JSON):")
+        for call in action.tool_calls:
+            done = "  [answered]" if call.answered else ""
+            lines.append(f"    {call.id}  {call.name} {compact(call.arguments, 200)}{done}")
+        if action.callback_url:
+            row("callback", action.callback_url)
+    elif isinstance(action, ResolveInvalidToolCall):
+        row(
+            "resolve",
+            f"invalid call of {action.tool_name!r} with {action.arguments!r}"
+            f" (POST /v1/runs/{run.id}/resolution)",
+        )
+    if run.output is not None:
+        row("output", run.output)
+    if run.error:
+        row("error", compact(run.error, 500))
+    if run.usage is not None:
+        u = run.usage
+        row("usage", f"{u.input_tokens} in, {u.output_tokens} out, {u.total_tokens} tokens")
+    if run.metadata:
+        row("metadata", compact(run.metadata, 500))
+    return "\n".join(lines)
+
+
+def runs_table(runs: Iterable[Run]) -> str:
+    rows = [("ID", "STATUS", "TURN", "CREATED", "WAITING")]
+    for r in runs:
+        reason = "-" if r.is_terminal else str((r.waiting_reason or {}).get("type", "-"))
+        rows.append((r.id, str(r.status), f"{r.turn}/{r.max_turns}", when(r.created_at), reason))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1]
+        for row in rows
+    )
+
+
+def event_line(event: Event) -> str:
+    data = event.data
+    if event.type == "model.delta":
+        summary = repr(data.get("text", ""))
+    else:
+        summary = compact(data, 200) if data else ""
+    actor = f"  by {event.actor}" if event.actor else ""
+    return f"{event.seq:>5}  {when(event.created_at)}  {event.type:<24}{summary}{actor}".rstrip()
+
+
+def submitted_text(outcome: SubmitOutcome) -> str:
+    accepted = ", ".join(outcome.accepted) or "none (all were answered already)"
+    run = outcome.run
+    lines = [f"accepted: {accepted}"]
+    if outcome.resumed:
+        lines.append(f"{run.id} resumed: {run.status}")
+    else:
+        pending = ", ".join(c.id for c in run.pending_tool_calls)
+        status = f"still waiting for: {pending}" if pending else f"is {run.status}"
+        lines.append(f"{run.id} {status}")
+    return "\n".join(lines)

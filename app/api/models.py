@@ -17,6 +17,9 @@ class ToolCallOut(BaseModel):
     name: str
     arguments: Any
     answered: bool = False
+    queue: str | None = Field(
+        default=None, description="the queue whose executors lease this call, if any"
+    )
 
 
 class SubmitToolResults(BaseModel):
@@ -63,6 +66,7 @@ class RunOut(BaseModel):
                         name=c.name,
                         arguments=c.arguments,
                         answered=c.result_hash is not None,
+                        queue=c.queue,
                     )
                     for c in view.pending
                     if not c.preresolved

@@ -95,6 +95,17 @@ def run_id(random_bytes: Callable[[int], bytes] = secrets.token_bytes) -> str:
     return "run_" + "".join(out)
 
 
+def without_unset_queues(request: dict[str, Any]) -> dict[str, Any]:
+    """A create request without the queue options it does not use, so runs that use no
+    queue are configured (and hashed for idempotency) as they were before queues."""
+    if request.get("tool_queue") is None:
+        request.pop("tool_queue", None)
+    for tool in request.get("tools") or ():
+        if tool.get("queue") is None:
+            tool.pop("queue", None)
+    return request
+
+
 def encode_cursor(record: RunRecord) -> str:
     raw = f"{record.created_at.isoformat()}|{record.id}".encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
@@ -181,12 +192,12 @@ class RunService:
             tool_choice=choice,
             max_invalid_tool_call_retries=policy.max_retries if policy.action == "retry" else 0,
         )
-        request = body.model_dump(mode="json")
+        request = without_unset_queues(body.model_dump(mode="json"))
         now = self.clock()
         config = {
             "model": body.model.model_dump(mode="json"),
             "preamble": body.preamble,
-            "tools": [t.model_dump(mode="json") for t in body.tools],
+            "tools": request["tools"],
             "tool_choice": request["tool_choice"],
             "tool_concurrency": body.tool_concurrency,
             "invalid_tool_call": policy.model_dump(mode="json"),
@@ -194,6 +205,8 @@ class RunService:
             "expires_in": body.expires_in or self.settings.default_expires_in,
             "stream": body.stream,
         }
+        if body.tool_queue is not None:
+            config["tool_queue"] = body.tool_queue
         if tracing.ENABLED:  # the create span's context: every later span joins it
             config[tracing.CONFIG_KEY] = tracing.carrier()
         values = {

@@ -26,6 +26,8 @@ from agentrun_client.models import (
     Event,
     EventType,
     FieldError,
+    LeasedCall,
+    LeaseExtended,
     RequiredAction,
     ResolveInvalidToolCall,
     Run,
@@ -39,6 +41,7 @@ from agentrun_client.models import (
     Usage,
     UsageTotals,
 )
+from agentrun_client.queue import AsyncQueueExecutor, AsyncQueues, QueueExecutor, Queues
 from agentrun_client.tools import Tool, ToolCallContext, ToolRegistry
 
 __all__ = [
@@ -48,6 +51,8 @@ __all__ = [
     "APITimeoutError",
     "AgentrunError",
     "AsyncClient",
+    "AsyncQueueExecutor",
+    "AsyncQueues",
     "AsyncRunWaiter",
     "AsyncRuns",
     "BadRequest",
@@ -57,8 +62,12 @@ __all__ = [
     "EventType",
     "FieldError",
     "Forbidden",
+    "LeaseExtended",
+    "LeasedCall",
     "NotFound",
     "PayloadTooLarge",
+    "QueueExecutor",
+    "Queues",
     "RateLimited",
     "RequiredAction",
     "ResolveInvalidToolCall",

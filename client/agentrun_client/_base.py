@@ -49,6 +49,7 @@ class RunOptions(TypedDict, total=False):
     expires_in: float
     metadata: Mapping[str, Any]
     stream: bool
+    tool_queue: str
 
 
 def settings(base_url: str | None, api_key: str | None) -> tuple[str, dict[str, str]]:
@@ -120,6 +121,7 @@ class Call:
     headers: Mapping[str, str] | None = None
     safe: bool = False
     anonymous: bool = False  # sent without the API key (to a callback URL)
+    timeout: httpx.Timeout | None = None  # instead of the client's (a long poll's)
 
 
 def with_read_timeout(timeout: httpx.Timeout, read: float) -> httpx.Timeout:

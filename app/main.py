@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from app.service.live import EventHub
+from app.service.queues import QueueService
 from app.service.reads import RunReads
 from app.service.runs import RunService
 from app.settings import Settings
@@ -35,6 +36,7 @@ class Components:
     service: RunService
     reads: RunReads
     hub: EventHub | None  # when the process serves live event streams
+    queues: QueueService  # the tool-call queue's leases (woken by the hub's LISTEN)
     worker: Worker | None  # when the process drives runs
     worker_task: asyncio.Task[None] | None
 
@@ -52,10 +54,10 @@ async def running(
     event_hub = EventHub(store, listen_url, settings.poll_interval) if hub else None
     worker = Worker(store, settings, concurrency=worker_slots) if worker_slots else None
     task = asyncio.create_task(worker.run()) if worker is not None else None
+    service = RunService(store, settings)
+    queues = QueueService(service, event_hub)
     try:
-        yield Components(
-            store, RunService(store, settings), RunReads(store), event_hub, worker, task
-        )
+        yield Components(store, service, RunReads(store), event_hub, queues, worker, task)
     finally:
         try:
             if worker is not None and task is not None:
@@ -79,6 +81,7 @@ def create_app(settings: Settings, *, worker_slots: int = 0) -> FastAPI:
             app.state.service = c.service
             app.state.reads = c.reads
             app.state.event_hub = c.hub
+            app.state.queues = c.queues
             yield
 
     app = create_api(settings, lifespan)

@@ -11,7 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from app.api import openapi, problems, routes
+from app.api import openapi, problems, queues, routes
 from app.api.metrics import render as render_metrics
 from app.api.models import Health
 from app.api.problems import CATALOGUE, problem
@@ -37,7 +37,8 @@ Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
 def create_api(settings: Settings, lifespan: Lifespan) -> FastAPI:
     """The API; `lifespan` must set `app.state.service` (app.service.runs.RunService),
     `app.state.reads` (app.service.reads.RunReads) and `app.state.event_hub`
-    (app.service.live.EventHub) for as long as the app serves."""
+    (app.service.live.EventHub) and `app.state.queues` (app.service.queues.QueueService)
+    for as long as the app serves."""
     app = FastAPI(
         title="agentrun-service",
         version="0.1.0",
@@ -55,6 +56,7 @@ def create_api(settings: Settings, lifespan: Lifespan) -> FastAPI:
     openapi.install(app)
     app.include_router(routes.router)
     app.include_router(routes.callbacks)
+    app.include_router(queues.router)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.add_middleware(DatabaseUnavailable)  # outermost: sees every route's exceptions
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Set
+from collections.abc import AsyncIterator, Awaitable, Set
+from typing import TypeVar
 
 import orjson
 from sse_starlette.event import ServerSentEvent
@@ -17,6 +18,8 @@ from app.core.lifecycle import RunStatus
 from app.service.live import EventHub
 from app.service.types import EventRecord, RunRecord
 from app.timestamps import iso
+
+T = TypeVar("T")
 
 
 class ClientGone(Exception):
@@ -29,7 +32,13 @@ async def wait_while_connected(
     """`hub.until`, given up (`ClientGone`) when the client disconnects: a wait must not
     outlive its client (one that gives up after 10 s and asks again would otherwise pile
     up waits)."""
-    waiting = asyncio.ensure_future(hub.until(run_id, statuses, timeout))
+    return await while_connected(request, hub.until(run_id, statuses, timeout))
+
+
+async def while_connected(request: Request, work: Awaitable[T]) -> T:
+    """`work`'s result, or `ClientGone` (the work cancelled) when the client disconnects
+    first (a long poll: a wait, a lease request)."""
+    waiting = asyncio.ensure_future(work)
     gone = asyncio.ensure_future(_disconnect(request))
     try:
         await asyncio.wait({waiting, gone}, return_when=asyncio.FIRST_COMPLETED)
@@ -45,7 +54,8 @@ async def wait_while_connected(
 
 
 async def _disconnect(request: Request) -> None:
-    """Returns when the client disconnects (a GET's empty body is read first)."""
+    """Returns when the client disconnects (after the request's body: a GET's is empty,
+    a POST's the route has read already)."""
     while (await request.receive())["type"] != "http.disconnect":
         pass
 

@@ -110,6 +110,20 @@ async def render(reads: RunReads) -> bytes:
             LATENCY_BUCKETS,
         )
     )
+    queued = GaugeMetricFamily(
+        "agentrun_tool_calls_queued",
+        "Unanswered tool calls of a queue that no live lease holds (never leased, or lapsed)",
+        labels=["queue"],
+    )
+    leased = GaugeMetricFamily(
+        "agentrun_tool_calls_leased",
+        "Tool calls of a queue under a live lease (an executor is running them)",
+        labels=["queue"],
+    )
+    for depth in await reads.queue_depths(now):
+        queued.add_metric([depth.queue], depth.queued)
+        leased.add_metric([depth.queue], depth.leased)
+    families += [queued, leased]
     registry = CollectorRegistry()
     registry.register(Snapshot(families))
     return generate_latest(registry)

@@ -18,6 +18,9 @@ class ToolCallOut(BaseModel):
     name: str
     arguments: Any
     answered: bool = False
+    queue: str | None = Field(
+        default=None, description="the queue whose executors lease this call, if any"
+    )
 
 
 class SubmitToolResults(BaseModel):
@@ -70,6 +73,7 @@ class RunOut(BaseModel):
                         name=c.name,
                         arguments=c.arguments,
                         answered=c.result_hash is not None,
+                        queue=c.queue,
                     )
                     for c in view.pending
                     if not c.preresolved

@@ -34,7 +34,7 @@ JSON_VALUE = {"$ref": "#/components/schemas/JsonValue"}
 #: refused too, but a regex over UTF-8 text (jsonschema-rs) cannot name them: they are in
 #: the description of `JsonValue` and of every request body.
 TEXT = r"^[^\u0000]*$"
-_BODIES = ("RunCreate", "ToolResultsIn", "ResolutionIn")
+_BODIES = ("RunCreate", "ToolResultsIn", "ResolutionIn", "LeaseIn", "HeartbeatIn", "LeasedResultIn")
 
 
 def _json_value_schema() -> dict[str, Any]:

@@ -50,6 +50,17 @@ CATALOGUE: dict[str, tuple[int, str, str]] = {
         "A request with this idempotency key is still being processed",
         "Retry after the first request has finished.",
     ),
+    "lease-not-found": (
+        404,
+        "No such lease",
+        "The lease token names no tool call of this queue (or is malformed).",
+    ),
+    "tool-call-lease-lost": (
+        409,
+        "The tool call's lease was lost",
+        "The lease moved on: the call was leased again after this lease lapsed, or it was "
+        "answered, or its run stopped waiting. Drop the call: whoever holds it now answers.",
+    ),
     "payload-too-large": (
         413,
         "Request body too large",

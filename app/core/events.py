@@ -17,6 +17,8 @@ class EventType(StrEnum):
     MODEL_DELTA = "model.delta"  # streamed text of a model call in progress
     TOOL_CALL_INVALID = "tool_call.invalid"  # the run's policy handled an invalid call
     RUN_REQUIRES_ACTION = "run.requires_action"  # suspended: tool results or a resolution
+    TOOL_CALL_LEASED = "tool_call.leased"  # a queue executor took a pending call
+    TOOL_CALL_LEASE_EXPIRED = "tool_call.lease_expired"  # its lease lapsed; leased again
     TOOL_RESULT_RECEIVED = "tool_result.received"
     TOOL_RESULT_BY_OPERATOR = "tool_result.submitted_by_operator"
     RUN_RESOLVED = "run.resolved"  # an invalid tool call was resolved by someone

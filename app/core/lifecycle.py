@@ -50,6 +50,7 @@ class Transition(StrEnum):
     NOTE = "note"  # an event naming who did something to a suspended run
     BILL = "bill"  # model calls of a lost lease go on the ledger, whatever the run's status
     ANNOTATE = "annotate"  # an event on a finished run (a later run continued it)
+    LEASE = "lease"  # a queue executor leases pending tool calls (their fencing moves on)
 
 
 _S = RunStatus
@@ -78,6 +79,7 @@ TABLE: dict[tuple[RunStatus, Transition], RunStatus] = {
     (_S.REQUIRES_ACTION, _T.ASK_AGAIN): _S.REQUIRES_ACTION,
     (_S.REQUIRES_ACTION, _T.EXTEND): _S.REQUIRES_ACTION,
     (_S.REQUIRES_ACTION, _T.NOTE): _S.REQUIRES_ACTION,
+    (_S.REQUIRES_ACTION, _T.LEASE): _S.REQUIRES_ACTION,
     **{(s, _T.BILL): s for s in RunStatus},
     **{(s, _T.ANNOTATE): s for s in TERMINAL},
 }

@@ -385,6 +385,7 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
         "deliveries": deliveries,
         "open_calls": open_calls,
         "answered_calls": answered,
+        "now": t,
         "terminal": r.status in TERMINAL,
         "can_cancel": r.status in sources(Transition.CANCEL),
         "can_retry": r.status in sources(Transition.RETRY),

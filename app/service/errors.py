@@ -77,3 +77,18 @@ class CallbackTokenInvalid(ServiceError):
     code = "callback-token-invalid"
     status = 404
     title = "Callback token unknown or no longer valid"
+
+
+class LeaseNotFound(ServiceError):
+    code = "lease-not-found"
+    status = 404
+    title = "No such lease"
+
+
+class LeaseLost(ServiceError):
+    """The call's lease moved on: leased again to another executor (after this lease
+    lapsed), or the call was answered or left the queue."""
+
+    code = "tool-call-lease-lost"
+    status = 409
+    title = "The tool call's lease was lost"

@@ -26,7 +26,7 @@ from sqlalchemy.engine import make_url
 
 from app.core.lifecycle import TABLE, TERMINAL, RunStatus
 from app.service.types import EventRecord, RunRecord
-from app.store.runs import EVENTS_CHANNEL, RunStore
+from app.store.runs import EVENTS_CHANNEL, QUEUE_CHANNEL, RunStore
 
 log = structlog.get_logger("agentrun.api")
 
@@ -149,6 +149,50 @@ class RunFeed:
                 self.changed.notify_all()
 
 
+class QueueBell:
+    """Wakes lease requests waiting for calls of a queue (`app.service.queues`): rung by
+    the hub's LISTEN connection when a commit offered calls of the queue (NOTIFY, the
+    queue's name as payload). A waiter registers before it looks, so a ring while it
+    looks is not lost."""
+
+    def __init__(self) -> None:
+        self._waiters: dict[str, set[asyncio.Future[None]]] = {}
+        self.released = False
+
+    def listen(self, queue: str) -> asyncio.Future[None]:
+        """A future done at the queue's next ring (or at `release`)."""
+        future = asyncio.get_running_loop().create_future()
+        if self.released:
+            future.set_result(None)
+        else:
+            self._waiters.setdefault(queue, set()).add(future)
+        return future
+
+    def waiting(self, queue: str) -> int:
+        """How many lease requests wait for the queue's next ring."""
+        return len(self._waiters.get(queue, ()))
+
+    def forget(self, queue: str, future: asyncio.Future[None]) -> None:
+        waiters = self._waiters.get(queue)
+        if waiters is not None:
+            waiters.discard(future)
+            if not waiters:
+                del self._waiters[queue]
+
+    def ring(self, queue: str | None = None) -> None:
+        """Wake the waiters of `queue` (None: of every queue)."""
+        queues = list(self._waiters) if queue is None else [queue]
+        for q in queues:
+            for future in self._waiters.pop(q, ()):
+                if not future.done():
+                    future.set_result(None)
+
+    def release(self) -> None:
+        """Wake every waiter now and from now on (the process is shutting down)."""
+        self.released = True
+        self.ring()
+
+
 class EventHub:
     def __init__(
         self,
@@ -174,6 +218,7 @@ class EventHub:
         self._to_unwatch: set[str] = set()
         self._writer: asyncio.Task[None] | None = None
         self._released = False
+        self.bell = QueueBell()
 
     def _ensure_listening(self) -> None:
         if self.store.is_postgres and not self._tasks:
@@ -203,6 +248,7 @@ class EventHub:
         shutting down: a wait must not hold up the server's graceful stop). Streams are
         left alone (their server ends them). Call it on the event loop's thread."""
         self._released = True
+        self.bell.release()
         task = asyncio.get_running_loop().create_task(self._wake_waits())
         self._chores.add(task)
         task.add_done_callback(self._chores.discard)
@@ -211,6 +257,11 @@ class EventHub:
         for feed in list(self._feeds.values()):
             async with feed.changed:
                 feed.changed.notify_all()
+
+    def queue_bell(self) -> QueueBell:
+        """The bell of lease requests (its LISTEN connection started on PostgreSQL)."""
+        self._ensure_listening()
+        return self.bell
 
     async def _renew_watches(self) -> None:
         while True:
@@ -279,9 +330,14 @@ class EventHub:
             try:
                 async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {EVENTS_CHANNEL}")
+                    await conn.execute(f"LISTEN {QUEUE_CHANNEL}")
                     for feed in list(self._feeds.values()):  # catch up after (re)connecting
                         await feed.notify()
+                    self.bell.ring()
                     async for notification in conn.notifies():
+                        if notification.channel == QUEUE_CHANNEL:
+                            self.bell.ring(notification.payload)
+                            continue
                         target = self._feeds.get(notification.payload)
                         if target is not None:
                             await target.notify()

@@ -20,6 +20,7 @@ from app.service.types import (
     Activity,
     EventRecord,
     MetricsInputs,
+    QueueDepth,
     RunFilter,
     RunRecord,
     ToolCallRecord,
@@ -79,6 +80,10 @@ class RunReads:
     async def metrics(self, now: datetime) -> MetricsInputs:
         """Everything /metrics reports, read at once."""
         return await reports.metrics_inputs(self.store.engine, now)
+
+    async def queue_depths(self, now: datetime) -> list[QueueDepth]:
+        """Per tool-call queue: calls waiting for a lease, calls under a live lease."""
+        return await self.store.queue_depths(now)
 
     # --- the dashboard ------------------------------------------------------------------
 

@@ -95,6 +95,17 @@ def run_id(random_bytes: Callable[[int], bytes] = secrets.token_bytes) -> str:
     return "run_" + "".join(out)
 
 
+def without_unset_queues(request: dict[str, Any]) -> dict[str, Any]:
+    """A create request without the queue options it does not use, so runs that use no
+    queue are configured (and hashed for idempotency) as they were before queues."""
+    if request.get("tool_queue") is None:
+        request.pop("tool_queue", None)
+    for tool in request.get("tools") or ():
+        if tool.get("queue") is None:
+            tool.pop("queue", None)
+    return request
+
+
 def encode_cursor(record: RunRecord) -> str:
     raw = f"{record.created_at.isoformat()}|{record.id}".encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
@@ -191,10 +202,11 @@ class RunService:
             tool_choice=choice,
             max_invalid_tool_call_retries=policy.max_retries if policy.action == "retry" else 0,
         )
-        request = body.model_dump(mode="json")
+        request = without_unset_queues(body.model_dump(mode="json"))
         if before is not None:  # what the body left out is inherited: part of the request
             request["fields_set"] = sorted(body.model_fields_set)
         now = self.clock()
+        agent = without_unset_queues(agent)
         config = {
             **agent,
             "tools": agent["tools"] or [],

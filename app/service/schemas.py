@@ -23,6 +23,7 @@ INHERITED = (
     "tool_concurrency",
     "invalid_tool_call",
     "webhook",
+    "tool_queue",
 )
 CONTINUE_DESCRIPTION = (
     "Continue the conversation of this earlier run, which must be `completed` (else 409 "
@@ -35,6 +36,10 @@ CONTINUE_DESCRIPTION = (
     "with their usual defaults. The run's `conversation_id` is the first run's id. "
     "`model` is required unless this is set (else 422 `invalid-request`)."
 )
+
+#: A tool-call queue's name (it is part of URLs: no `/`, and no `.` first).
+QUEUE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+QueueName = Annotated[str, Field(pattern=QUEUE_NAME, description="a tool-call queue's name")]
 
 
 def integral(value: Any) -> Any:
@@ -100,6 +105,11 @@ class ToolDef(Strict):
     name: str = Field(pattern=TOOL_NAME)
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    queue: QueueName | None = Field(
+        default=None,
+        description="executors of this queue lease this tool's calls "
+        "(overrides the run's `tool_queue`)",
+    )
 
 
 class SpecificTool(Strict):
@@ -146,6 +156,12 @@ class RunCreate(Body):
     expires_in: float | None = Field(default=None, gt=0, le=365 * 24 * 3600, strict=True)
     metadata: dict[str, Any] = Field(default_factory=dict)
     stream: bool = Field(default=False, strict=True)
+    tool_queue: QueueName | None = Field(
+        default=None,
+        description="the run's tool calls are leased by executors of this queue "
+        "(`POST /v1/queues/{queue}/lease`) instead of being answered by whoever answers the "
+        "run; a tool's own `queue` overrides it",
+    )
 
     @field_validator("model", mode="before")
     @classmethod
@@ -181,3 +197,38 @@ class ResolutionIn(Body):
     feedback: str | None = None
     tool_name: str | None = None
     reason: str | None = None
+
+
+# --- the tool-call queue (app.service.queues) ----------------------------------------------
+
+#: The longest a lease request may wait for calls (proxies commonly cut idle requests at 60 s).
+MAX_LEASE_WAIT_SECONDS = 60.0
+LeaseSeconds = Annotated[float, Field(ge=1, le=3600, strict=True)]
+
+
+class LeaseIn(Body):
+    executor: str = Field(
+        default="", max_length=100, description="who leases (recorded as the lease's owner)"
+    )
+    limit: Annotated[int, Field(ge=1, le=100, strict=True), _AS_INT] = 1
+    wait: float = Field(
+        default=30.0,
+        ge=0,
+        le=MAX_LEASE_WAIT_SECONDS,
+        strict=True,
+        description="seconds to wait for a call when none is leasable (0: look once)",
+    )
+    lease_seconds: LeaseSeconds = Field(
+        default=60.0, description="how long the lease lasts unless extended by a heartbeat"
+    )
+
+
+class HeartbeatIn(Body):
+    lease_seconds: LeaseSeconds = Field(
+        default=60.0, description="the lease's new length, from now"
+    )
+
+
+class LeasedResultIn(Body):
+    output: Any
+    is_error: bool = Field(default=False, strict=True)

@@ -33,6 +33,7 @@ class SubmittedResult:
     result: dict[str, Any]  # {"output": ..., "is_error": bool}
     result_hash: str
     actor: str | None = None  # who submitted it: recorded on its tool_result.received
+    position: int | None = None  # the call it answers (a leased call), not the first open
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +81,11 @@ def decide(
         raise StatusConflict(record)
     answered: dict[int, SubmittedResult] = {}
     for submitted in results:
-        candidates = [c for c in calls if c.call_id == submitted.call_id]
+        candidates = [
+            c
+            for c in calls
+            if c.call_id == submitted.call_id and submitted.position in (None, c.position)
+        ]
         if not candidates:
             raise UnknownCallError(submitted.call_id)
         open_ = [c for c in candidates if c.result_hash is None and c.position not in answered]

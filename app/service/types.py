@@ -11,6 +11,7 @@ changes the service can put views of its own here, in one place.
 from __future__ import annotations
 
 from app.service.submissions import SubmitOutcome
+from app.store.queues import QueueDepth
 from app.store.records import EventRecord, RunRecord, ToolCallRecord
 from app.store.reports import Activity, BadCursor, MetricsInputs, RunFilter
 
@@ -19,6 +20,7 @@ __all__ = [
     "BadCursor",
     "EventRecord",
     "MetricsInputs",
+    "QueueDepth",
     "RunFilter",
     "RunRecord",
     "SubmitOutcome",

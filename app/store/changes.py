@@ -131,6 +131,7 @@ class Change:
     round: int | None = None
     answers: tuple[Answer, ...] = ()
     notify: bool = False  # wake the workers once committed (the run is due now)
+    closes_calls: bool = False  # its unanswered calls leave their queue (app.store.queues)
 
     @property
     def status(self) -> RunStatus | None:
@@ -346,6 +347,7 @@ def expire() -> Change:
         }
         | _waiting(None),
         (NewEvent(E.RUN_EXPIRED, {}),),
+        closes_calls=True,
     )
 
 
@@ -359,6 +361,7 @@ def cancel(actor: str | None) -> Change:
         | _NO_LEASE
         | _waiting(None),
         (NewEvent(E.RUN_CANCELLED, {}, actor),),
+        closes_calls=True,
     )
 
 

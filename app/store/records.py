@@ -109,6 +109,11 @@ class ToolCallRecord:
     result: Any
     result_hash: str | None
     submitted_at: datetime | None
+    queue: str | None = None  # the executors' queue that leases it (app.store.queues)
+    lease_owner: str | None = None
+    lease_token: str | None = None
+    lease_expires_at: datetime | None = None  # a call never leased: when it was offered
+    attempts: int = 0  # leases it has had
 
     @classmethod
     def from_row(cls, row: Any) -> ToolCallRecord:
@@ -120,9 +125,7 @@ class ToolCallRecord:
     @classmethod
     def from_mapping(cls, m: Any) -> ToolCallRecord:
         """From a row's mapping, or from the JSON object of one (timestamps as text)."""
-        submitted_at = m["submitted_at"]
-        if isinstance(submitted_at, str):
-            submitted_at = datetime.fromisoformat(submitted_at)
+        submitted_at = _instant(m["submitted_at"])
         return cls(
             run_id=m["run_id"],
             round=m["round"],
@@ -134,7 +137,17 @@ class ToolCallRecord:
             result=m["result"],
             result_hash=m["result_hash"],
             submitted_at=utc(submitted_at),
+            queue=m["queue"],
+            lease_owner=m["lease_owner"],
+            lease_token=m["lease_token"],
+            lease_expires_at=utc(_instant(m["lease_expires_at"])),
+            attempts=m["attempts"],
         )
+
+
+def _instant(value: Any) -> datetime | None:
+    """A timestamp of a row, or of a row's JSON object (as text there)."""
+    return datetime.fromisoformat(value) if isinstance(value, str) else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +191,7 @@ class NewToolCall:
     name: str
     arguments: Any
     preresolved_result: Any = None  # set for calls the run answered itself
+    queue: str | None = None  # the queue whose executors lease it (none for preresolved)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ from app.store.changes import Change
 from app.store.direct import Compiled, DirectPool, compile_statement
 from app.store.errors import NotFoundError
 from app.store.outbox import WEBHOOKS_CHANNEL, Outbox
+from app.store.queues import QUEUE_CHANNEL, Queues, QueueStatements
 from app.store.records import RUN_WIDTH, EventRecord, NewEvent, RunRecord, ToolCallRecord
 from app.store.schema import (
     run_configs,
@@ -49,7 +50,14 @@ from app.store.watchers import Watchers
 from app.timestamps import iso
 
 NOTIFY_CHANNEL = "agentrun_runs"
-__all__ = ["EVENTS_CHANNEL", "NOTIFY_CHANNEL", "WEBHOOKS_CHANNEL", "NotFoundError", "RunStore"]
+__all__ = [
+    "EVENTS_CHANNEL",
+    "NOTIFY_CHANNEL",
+    "QUEUE_CHANNEL",
+    "WEBHOOKS_CHANNEL",
+    "NotFoundError",
+    "RunStore",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,12 +84,13 @@ def _event_params(
     return params
 
 
-class RunStore(Watchers, Outbox):
+class RunStore(Watchers, Outbox, Queues):
     def __init__(self, engine: AsyncEngine, *, webhook_url: str | None = None) -> None:
         self.engine = engine
         self.is_postgres = engine.dialect.name == "postgresql"
         self.webhook_url = webhook_url  # the deployment's global endpoint, if any
         self.sql = Statements(self.is_postgres, webhook_url)
+        self.queue_sql = QueueStatements(self.is_postgres)
         # One-statement operations run in autocommit on PostgreSQL: the statement is the
         # transaction, which saves the BEGIN and COMMIT round trips.
         self._autocommit = (
@@ -104,20 +113,30 @@ class RunStore(Watchers, Outbox):
 
     # --- execution ------------------------------------------------------------------------
 
-    async def _send_wakeup(self, channel: str) -> None:
+    async def _send_wakeup(self, channel: str, payload: str) -> None:
         stmt = self.sql._cached(
             ("wakeup",),
-            lambda: sa.select(sa.func.pg_notify(sa.bindparam("p_channel", type_=sa.String()), "")),
+            lambda: sa.select(
+                sa.func.pg_notify(
+                    sa.bindparam("p_channel", type_=sa.String()),
+                    sa.bindparam("p_payload", type_=sa.String()),
+                )
+            ),
         )
-        await self._fetch(None, stmt, {"p_channel": channel})
+        await self._fetch(None, stmt, {"p_channel": channel, "p_payload": payload})
 
-    def _wake_after(self, stmt: Any, row: Any, *, notify: bool) -> list[str]:
-        """The channels to wake once `row` (a result of `stmt`) is committed: the workers'
-        when `notify` and the run changed, the webhook senders' when an outbox row was
-        written (PostgreSQL; SQLite listeners poll)."""
+    def _wake_after(
+        self, stmt: Any, row: Any, *, notify: bool, queues: Iterable[str] = ()
+    ) -> list[tuple[str, str]]:
+        """The channels (and payloads) to wake once `row` (a result of `stmt`) is
+        committed: the workers' when `notify` and the run changed, the webhook senders'
+        when an outbox row was written, the executors of each of `queues` when the run
+        changed (PostgreSQL; SQLite listeners poll)."""
         if not self.is_postgres or row is None:
             return []
-        channels = [NOTIFY_CHANNEL] if notify and row[0] is not None else []
+        channels = [(NOTIFY_CHANNEL, "")] if notify and row[0] is not None else []
+        if row[0] is not None:
+            channels.extend((QUEUE_CHANNEL, q) for q in sorted(set(queues)))
         key = id(stmt)
         if key not in self._announced_at:
             names = list(stmt.selected_columns.keys())
@@ -126,12 +145,12 @@ class RunStore(Watchers, Outbox):
             )
         at = self._announced_at[key]
         if at is not None and row[at]:
-            channels.append(WEBHOOKS_CHANNEL)
+            channels.append((WEBHOOKS_CHANNEL, ""))
         return channels
 
-    def _wake(self, channels: Iterable[str]) -> None:
-        for channel in channels:
-            self.wakeups.poke(channel)
+    def _wake(self, channels: Iterable[tuple[str, str]]) -> None:
+        for channel, payload in channels:
+            self.wakeups.poke(channel, payload)
 
     def _compile(self, stmt: Any) -> Compiled:
         # Keyed by id; the entry keeps the statement alive, so the id stays its own.
@@ -180,7 +199,7 @@ class RunStore(Watchers, Outbox):
         *,
         claim_for: tuple[str, datetime] | None = None,
         conn: AsyncConnection | None = None,
-        wakes: list[str] | None = None,
+        wakes: list[tuple[str, str]] | None = None,
     ) -> tuple[RunRecord | None, RunRecord | None]:
         """Apply `change` to run `run_id` with one compare-and-set: (the run as changed,
         or None when refused: its status or fencing token moved on; the run claimed).
@@ -209,6 +228,7 @@ class RunStore(Watchers, Outbox):
             len(change.answers) if self.is_postgres else 0,
             batch is not None and self.is_postgres,
             EventPlan.of(chain.events) if chain else None,
+            change.closes_calls and self.is_postgres,
         )
         stmt = self.sql.change(shape)
         params = {f"v_{k}": v for k, v in values.items()}
@@ -223,7 +243,8 @@ class RunStore(Watchers, Outbox):
             params.update(_event_params(chain.events, now, self.webhook_url, "n_"))
             params["n_p_limit"] = 1
         row = await self._fetch(conn, stmt, params)
-        channels = self._wake_after(stmt, row, notify=change.notify)
+        queues = [c.queue for c in change.tool_calls if c.queue is not None]
+        channels = self._wake_after(stmt, row, notify=change.notify, queues=queues)
         if conn is None:
             self._wake(channels)
         elif wakes is not None:
@@ -255,6 +276,7 @@ class RunStore(Watchers, Outbox):
                 round=change.round,
                 answers=change.answers,
                 batch=batch,
+                close=change.closes_calls,
             )
         return record, claimed
 
@@ -489,7 +511,7 @@ class RunStore(Watchers, Outbox):
 
     async def _sweep(self, change: Change, due: sa.ColumnElement[bool], now: datetime) -> list[str]:
         """Apply `change` to every run in its source status matching `due` (row-locked)."""
-        wakes: list[str] = []
+        wakes: list[tuple[str, str]] = []
         (status,) = change.sources
         async with self.engine.begin() as conn:
             # The status as a literal: it matches the partial index's predicate (a

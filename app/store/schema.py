@@ -164,7 +164,26 @@ tool_calls = sa.Table(
     sa.Column("result", Json),
     sa.Column("result_hash", sa.String(64)),
     sa.Column("submitted_at", Timestamp),
+    # The tool-call queue (app.store.queues): the queue whose executors lease the call
+    # (null: served by whoever answers the run); its current lease, fenced by a token
+    # that each lease draws anew; and until when: for a call never leased, when it was
+    # offered (it is leasable once this has passed); the leases it has had.
+    sa.Column("queue", sa.String(64)),
+    sa.Column("lease_owner", sa.String(100)),
+    sa.Column("lease_token", sa.String(32)),
+    sa.Column("lease_expires_at", Timestamp),
+    sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
     sa.PrimaryKeyConstraint("run_id", "round", "position"),
+)
+# The calls an executor may lease, in the order they become leasable: unanswered calls of
+# a queue (a cancelled or expired run's calls leave the queue in its own statement).
+LEASABLE = sa.text("queue IS NOT NULL AND result_hash IS NULL")
+sa.Index(
+    "ix_tool_calls_leasable",
+    tool_calls.c.queue,
+    tool_calls.c.lease_expires_at,
+    postgresql_where=LEASABLE,
+    sqlite_where=LEASABLE,
 )
 
 # The append-only event log; `seq` counts per run.

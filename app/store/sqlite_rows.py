@@ -100,9 +100,11 @@ async def write_rows(
     round: int | None = None,
     answers: Sequence[Answer] = (),
     batch: Batch | None = None,
+    close: bool = False,
 ) -> None:
     """A suspension's pending calls (replacing an earlier suspension's at that round),
-    submitted answers, and the run's log batch."""
+    submitted answers, the run's log batch; `close`: its unanswered calls leave their
+    queue."""
     if tool_rows:
         await conn.execute(
             tool_calls.delete().where(tool_calls.c.run_id == run_id, tool_calls.c.round == round)
@@ -124,10 +126,22 @@ async def write_rows(
         await conn.execute(
             run_messages.insert().values(run_id=run_id, seq=batch.seq, body=batch.body)
         )
+    if close:
+        await conn.execute(
+            tool_calls.update()
+            .where(
+                tool_calls.c.run_id == run_id,
+                tool_calls.c.queue.is_not(None),
+                tool_calls.c.result_hash.is_(None),
+            )
+            .values(queue=None)
+        )
 
 
 def tool_row(c: NewToolCall, round: int | None, now: datetime) -> dict[str, Any]:
-    """The `tool_calls` columns of one pending call."""
+    """The `tool_calls` columns of one pending call. A queued call is leasable from
+    now on (`lease_expires_at`: see app.store.queues)."""
+    queued = c.queue is not None and c.preresolved_result is None
     return {
         "round": round,
         "position": c.position,
@@ -137,4 +151,9 @@ def tool_row(c: NewToolCall, round: int | None, now: datetime) -> dict[str, Any]
         "preresolved": c.preresolved_result is not None,
         "result": c.preresolved_result,
         "submitted_at": now if c.preresolved_result is not None else None,
+        "queue": c.queue if queued else None,
+        "lease_owner": None,
+        "lease_token": None,
+        "lease_expires_at": now if queued else None,
+        "attempts": 0,
     }

@@ -63,6 +63,11 @@ TOOL_CALL_COLUMNS = (
     "preresolved",
     "result",
     "submitted_at",
+    "queue",
+    "lease_owner",
+    "lease_token",
+    "lease_expires_at",
+    "attempts",
 )
 OUTBOX_COLUMNS = (
     "run_id",
@@ -139,6 +144,7 @@ class Shape:
     answers: int = 0
     batch: bool = False  # appends a batch to the run's log
     chain: EventPlan | None = None  # also claims the next due run (its events' plan)
+    closes_calls: bool = False  # takes the run's unanswered calls out of their queue
 
 
 def notify_each(channel: str, changed: Any, *, watched_only: bool = False) -> Any:
@@ -228,6 +234,8 @@ class Statements:
             return dml.returning(*runs.c)
         changed = dml.returning(*runs.c).cte("changed")
         stmt = self.with_rows(changed, shape.plan, shape.tool_rows, shape.answers, shape.batch)
+        if shape.closes_calls:
+            stmt = stmt.add_cte(self._unqueue(changed).cte("unqueued"))
         if shape.chain is not None:
             claimed = self.dml(
                 claim_keys(), (RunStatus.QUEUED.value,), shape.chain.n, False, True, prefix="n_"
@@ -355,9 +363,11 @@ class Statements:
         insert = postgresql.insert(tool_calls).from_select(
             ["run_id", *TOOL_CALL_COLUMNS], rows[0] if n == 1 else sa.union_all(*rows)
         )
+        # (A row of an earlier suspension at this round is open again, as on SQLite:
+        # answers given before an operator retry are not in the state it resumes from.)
         upsert = insert.on_conflict_do_update(
             index_elements=["run_id", "round", "position"],
-            set_={c: insert.excluded[c] for c in TOOL_CALL_COLUMNS[2:]},
+            set_={c: insert.excluded[c] for c in TOOL_CALL_COLUMNS[2:]} | {"result_hash": None},
         )
         stale = tool_calls.delete().where(
             tool_calls.c.run_id == sa.select(changed.c.id).scalar_subquery(),
@@ -365,6 +375,22 @@ class Statements:
             tool_calls.c.position >= n,
         )
         return stmt.add_cte(upsert.cte("tooled")).add_cte(stale.cte("pruned"))
+
+    def _unqueue(self, changed: Any) -> Any:
+        """A run that stops waiting for results (cancelled, expired): its unanswered calls
+        leave their queue (and ix_tool_calls_leasable), so no executor leases them."""
+        return (
+            tool_calls.update()
+            .where(
+                tool_calls.c.run_id == sa.select(changed.c.id).scalar_subquery(),
+                tool_calls.c.queue.is_not(None),
+                # (Unanswered, said so that the partial index of leasable calls, which
+                # holds every queue's, cannot serve this lookup by run.)
+                sa.func.coalesce(tool_calls.c.result_hash, sa.literal_column("''"))
+                == sa.literal_column("''"),
+            )
+            .values(queue=None)
+        )
 
     def _answer(self, changed: Any, i: int) -> Any:
         """One submitted result, written only when the run's compare-and-set succeeded

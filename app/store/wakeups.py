@@ -20,14 +20,15 @@ log = structlog.get_logger("agentrun.store")
 
 
 class Wakeups:
-    def __init__(self, send: Callable[[str], Awaitable[None]]) -> None:
+    def __init__(self, send: Callable[[str, str], Awaitable[None]]) -> None:
         self._send = send
-        self._pending: set[str] = set()
+        self._pending: set[tuple[str, str]] = set()
         self._task: asyncio.Task[None] | None = None
 
-    def poke(self, channel: str) -> None:
-        """Have `channel` notified soon (after whatever send is in flight)."""
-        self._pending.add(channel)
+    def poke(self, channel: str, payload: str = "") -> None:
+        """Have `channel` notified (with `payload`) soon (after whatever send is in
+        flight)."""
+        self._pending.add((channel, payload))
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._drain())
 
@@ -35,9 +36,9 @@ class Wakeups:
         while self._pending:
             channels = sorted(self._pending)
             self._pending.clear()
-            for channel in channels:
+            for channel, payload in channels:
                 try:
-                    await self._send(channel)
+                    await self._send(channel, payload)
                 except Exception:  # listeners fall back to polling
                     log.warning("wake-up NOTIFY failed", channel=channel, exc_info=True)
 

@@ -271,6 +271,7 @@ class RunDriver:
         self, claim: Claim, run: AgentRun, step: CallTools
     ) -> RunStatus | None:
         round = run.turn()
+        queues = tool_queues(claim.record.config)
         rows = [
             NewToolCall(
                 position=i,
@@ -280,6 +281,7 @@ class RunDriver:
                 preresolved_result=None
                 if p.preresolved_result is None
                 else tool_result_to_dict(p.preresolved_result),
+                queue=queues(p.tool_call.name) if p.preresolved_result is None else None,
             )
             for i, p in enumerate(step.calls)
         ]
@@ -287,9 +289,10 @@ class RunDriver:
         requires_action = {
             "round": round,
             "tool_calls": [
-                {"id": p.tool_call.id, "name": p.tool_call.name, "arguments": p.tool_call.arguments}
-                for p in step.calls
-                if p.preresolved_result is None
+                {"id": r.call_id, "name": r.name, "arguments": r.arguments}
+                | ({"queue": r.queue} if r.queue is not None else {})
+                for r in rows
+                if r.preresolved_result is None
             ],
             "callback_url": f"{self.settings.public_url.rstrip('/')}"
             f"/v1/callbacks/{token}/tool-results",
@@ -377,6 +380,14 @@ class RunDriver:
             raise LeaseLost()
         tracing.claim_ended(record.status.value, change.values)
         return record.status
+
+
+def tool_queues(config: Mapping[str, Any]) -> Callable[[str], str | None]:
+    """The queue that serves each tool of a run: the tool's own `queue`, else the run's
+    `tool_queue`, else none (answered by whoever answers the run)."""
+    default = config.get("tool_queue")
+    own = {t["name"]: t["queue"] for t in config.get("tools") or () if t.get("queue")}
+    return lambda name: own.get(name, default)
 
 
 def backoff_reason(

@@ -27,6 +27,8 @@ from agentrun_client.models import (
     Event,
     EventType,
     FieldError,
+    LeasedCall,
+    LeaseExtended,
     Message,
     MessagePage,
     RequiredAction,
@@ -42,6 +44,7 @@ from agentrun_client.models import (
     Usage,
     UsageTotals,
 )
+from agentrun_client.queue import AsyncQueueExecutor, AsyncQueues, QueueExecutor, Queues
 from agentrun_client.tools import Tool, ToolCallContext, ToolRegistry
 
 __all__ = [
@@ -51,6 +54,8 @@ __all__ = [
     "APITimeoutError",
     "AgentrunError",
     "AsyncClient",
+    "AsyncQueueExecutor",
+    "AsyncQueues",
     "AsyncRunWaiter",
     "AsyncRuns",
     "BadRequest",
@@ -61,10 +66,14 @@ __all__ = [
     "EventType",
     "FieldError",
     "Forbidden",
+    "LeaseExtended",
+    "LeasedCall",
     "Message",
     "MessagePage",
     "NotFound",
     "PayloadTooLarge",
+    "QueueExecutor",
+    "Queues",
     "RateLimited",
     "RequiredAction",
     "ResolveInvalidToolCall",

@@ -39,6 +39,7 @@ from agentrun_client.models import (
     ToolResult,
     Usage,
 )
+from agentrun_client.queue import AsyncQueueExecutor, AsyncQueues
 from agentrun_client.tools import ToolRegistry
 
 
@@ -74,6 +75,7 @@ class AsyncClient:
             transport=transport,
         )
         self.runs = AsyncRuns(self)
+        self.queues = AsyncQueues(self)
 
     async def aclose(self) -> None:
         if self._owns_http:
@@ -159,6 +161,15 @@ class AsyncClient:
         )
         return await self.execute(run.id, tools, deadline=deadline)
 
+    async def serve_queue(
+        self, tools: ToolRegistry, *, queue: str, concurrency: int = 4, **options: Any
+    ) -> None:
+        """Serve `tools` to the calls of `queue` until cancelled: an `AsyncQueueExecutor`
+        (docs/queue.md; `options`: lease_seconds, wait, grace, executor). For a clean stop,
+        make the executor yourself and call its `stop()`."""
+        executor = AsyncQueueExecutor(self, tools, queue=queue, concurrency=concurrency, **options)
+        await executor.run()
+
     async def execute(
         self, run_id: str, tools: ToolRegistry, *, deadline: float | None = None
     ) -> Run:
@@ -175,8 +186,9 @@ class AsyncClient:
                     continue  # it moved on: until its next suspension
                 if not isinstance(run.required_action, SubmitToolResults):
                     return run  # a resolution: for a person (`runs.resolve`)
-                calls = run.pending_tool_calls
-                if not calls:  # every call answered (some by others): until it moves on
+                # (Calls of a queue are its executors' to run: docs/queue.md.)
+                calls = [c for c in run.pending_tool_calls if c.queue is None]
+                if not calls:  # every call answered (or queued): until it moves on
                     statuses = _base.MOVED_ON
                     continue
                 results = await tools.execute_all(calls, run_id=run_id)

@@ -53,6 +53,7 @@ class RunOptions(TypedDict, total=False):
     expires_in: float
     metadata: Mapping[str, Any]
     stream: bool
+    tool_queue: str
 
 
 def settings(base_url: str | None, api_key: str | None) -> tuple[str, dict[str, str]]:

@@ -39,6 +39,7 @@ from agentrun_client.models import (
     ToolResult,
     Usage,
 )
+from agentrun_client.queue import QueueExecutor, Queues
 from agentrun_client.tools import ToolRegistry
 
 
@@ -74,6 +75,7 @@ class Client:
             transport=transport,
         )
         self.runs = Runs(self)
+        self.queues = Queues(self)
 
     def close(self) -> None:
         if self._owns_http:
@@ -160,6 +162,14 @@ class Client:
         with asyncio.Runner() as loop:
             return self.execute(run.id, tools, deadline=deadline, loop=loop)
 
+    def serve_queue(
+        self, tools: ToolRegistry, *, queue: str, concurrency: int = 4, **options: Any
+    ) -> None:
+        """Serve `tools` to the calls of `queue` until SIGTERM/SIGINT (in the main thread):
+        a `QueueExecutor` (docs/queue.md; `options`: lease_seconds, wait, grace, executor)."""
+        executor = QueueExecutor(self, tools, queue=queue, concurrency=concurrency, **options)
+        executor.run()
+
     def execute(
         self,
         run_id: str,
@@ -184,8 +194,9 @@ class Client:
                     continue  # it moved on: until its next suspension
                 if not isinstance(run.required_action, SubmitToolResults):
                     return run  # a resolution: for a person (`runs.resolve`)
-                calls = run.pending_tool_calls
-                if not calls:  # every call answered (some by others): until it moves on
+                # (Calls of a queue are its executors' to run: docs/queue.md.)
+                calls = [c for c in run.pending_tool_calls if c.queue is None]
+                if not calls:  # every call answered (or queued): until it moves on
                     statuses = _base.MOVED_ON
                     continue
                 results = loop.run(tools.execute_all(calls, run_id=run_id))

@@ -40,6 +40,8 @@ class EventType(StrEnum):
     MODEL_FAILED = "model.failed"
     MODEL_DELTA = "model.delta"
     TOOL_CALL_INVALID = "tool_call.invalid"
+    TOOL_CALL_LEASED = "tool_call.leased"
+    TOOL_CALL_LEASE_EXPIRED = "tool_call.lease_expired"
     RUN_REQUIRES_ACTION = "run.requires_action"
     TOOL_RESULT_RECEIVED = "tool_result.received"
     TOOL_RESULT_BY_OPERATOR = "tool_result.submitted_by_operator"
@@ -71,6 +73,7 @@ class ToolCall(Model):
     name: str
     arguments: Any
     answered: bool = False
+    queue: str | None = None  # executors of this queue lease it (docs/queue.md)
 
 
 class SubmitToolResults(Model):
@@ -136,6 +139,31 @@ class Run(Model):
         if isinstance(action, SubmitToolResults):
             return [c for c in action.tool_calls if not c.answered]
         return []
+
+
+class LeasedCall(Model):
+    """A tool call leased from a queue (`POST /v1/queues/{queue}/lease`)."""
+
+    run_id: str
+    tool_call_id: str  # the same on every lease of the call: an idempotency key
+    name: str
+    arguments: Any = None
+    round: int
+    attempt: int  # 1 for its first lease, 2 after one lapsed, ...
+    lease_token: str
+    lease_expires_at: datetime
+
+    def as_tool_call(self) -> ToolCall:
+        return ToolCall(id=self.tool_call_id, name=self.name, arguments=self.arguments)
+
+
+class LeaseList(Model):
+    calls: list[LeasedCall]
+
+
+class LeaseExtended(Model):
+    lease_token: str
+    lease_expires_at: datetime
 
 
 class RunPage(Model):

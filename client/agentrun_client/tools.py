@@ -40,6 +40,7 @@ class ToolCallContext:
     run_id: str
     call_id: str
     tool_name: str
+    attempt: int = 1  # a queue's call executed again after a lease lapsed: 2, 3, ...
 
 
 class _Limit:
@@ -297,7 +298,9 @@ class ToolRegistry:
         """Every tool as `POST /v1/runs` takes it (`tools=registry` does this)."""
         return [t.definition() for t in self._tools.values()]
 
-    async def execute(self, call: ToolCall | Mapping[str, Any], *, run_id: str) -> ToolResult:
+    async def execute(
+        self, call: ToolCall | Mapping[str, Any], *, run_id: str, attempt: int = 1
+    ) -> ToolResult:
         """One call's result; never raises for the tool's sake (errors are results)."""
         c = call if isinstance(call, ToolCall) else ToolCall.model_validate(call)
         tool = self._tools.get(c.name)
@@ -309,7 +312,7 @@ class ToolRegistry:
                 is_error=True,
             )
         async with self.limit.hold():
-            return await tool.call(c.arguments, ToolCallContext(run_id, c.id, c.name))
+            return await tool.call(c.arguments, ToolCallContext(run_id, c.id, c.name, attempt))
 
     async def execute_all(
         self, calls: Iterable[ToolCall | Mapping[str, Any]], *, run_id: str

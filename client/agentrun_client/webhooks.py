@@ -157,7 +157,8 @@ class WebhookExecutor:
         if not callback_url or "tool_calls" not in data:
             return  # a resolution: a person answers that
         calls = [ToolCall.model_validate(c) for c in data["tool_calls"]]
-        fresh = [c for c in calls if self._calls.add(f"{run_id}/{c.id}")]
+        mine = [c for c in calls if c.queue is None]  # (a queue's calls: its executors')
+        fresh = [c for c in mine if self._calls.add(f"{run_id}/{c.id}")]
         if not fresh:
             return
         results = await self.registry.execute_all(fresh, run_id=run_id)

@@ -6,10 +6,10 @@ It may be refused by a rule JSON Schema cannot state, each with a problem type o
 that the OpenAPI descriptions name: a rule between fields (`invalid-request`), an
 idempotency key used for another body, a tool call that is not pending.
 
-`before_call` keeps the long poll (`GET /v1/runs/{run_id}/wait`) short: its default
-timeout is 30 s and nothing drives the runs schemathesis creates, so every wait it sends
-gets a timeout of at most `WAIT_SECONDS` (a timeout the schema refuses is left alone, so
-the negative cases stay negative).
+`before_call` keeps the long polls (`GET /v1/runs/{run_id}/wait`, `POST
+/v1/queues/{queue}/lease`) short: their default waits are 30 s and nothing drives the runs
+schemathesis creates, so every wait it sends gets at most `WAIT_SECONDS` (a value the
+schema refuses is left alone, so the negative cases stay negative).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import schemathesis
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 WAIT_PATH = "/v1/runs/{run_id}/wait"
+LEASE_PATH = "/v1/queues/{queue}/lease"
 WAIT_SECONDS = 0.05
 NOT_SCHEMA_RULES = {
     "/problems/invalid-request",
@@ -43,17 +44,23 @@ def positive_data_acceptance_or_documented_rule(ctx: Any, response: Any, case: A
 
 @schemathesis.hook
 def before_call(ctx: Any, case: Any, kwargs: dict[str, Any]) -> None:
-    if case.operation.path != WAIT_PATH:
-        return
-    query = dict(case.query or {})
-    timeout = query.get("timeout")
-    if timeout is None:
-        query["timeout"] = WAIT_SECONDS
-    elif isinstance(timeout, (int, float, str)) and not isinstance(timeout, bool):
+    if case.operation.path == LEASE_PATH and isinstance(case.body, dict):
+        case.body = shortened(dict(case.body), "wait", (int, float))
+    if case.operation.path == WAIT_PATH:
+        case.query = shortened(dict(case.query or {}), "timeout", (int, float, str))
+
+
+def shortened(values: dict[str, Any], name: str, kinds: tuple[type, ...]) -> dict[str, Any]:
+    """`values` with the wait `name` at most `WAIT_SECONDS` (when the schema allows it:
+    a query parameter is text, a body's number is a number)."""
+    seconds = values.get(name)
+    if seconds is None:
+        values[name] = WAIT_SECONDS
+    elif isinstance(seconds, kinds) and not isinstance(seconds, bool):
         try:
-            seconds = float(timeout)
+            value = float(seconds)
         except ValueError:
-            return
-        if math.isfinite(seconds) and 0 <= seconds <= 60:
-            query["timeout"] = min(seconds, WAIT_SECONDS)
-    case.query = query
+            return values
+        if math.isfinite(value) and 0 <= value <= 60:
+            values[name] = min(value, WAIT_SECONDS)
+    return values

@@ -19,7 +19,7 @@ async def test_pokes_during_a_send_fold_into_one_more_send() -> None:
     sent: list[str] = []
     gate = asyncio.Event()
 
-    async def send(channel: str) -> None:
+    async def send(channel: str, payload: str = "") -> None:
         sent.append(channel)
         await gate.wait()
 
@@ -37,7 +37,7 @@ async def test_pokes_during_a_send_fold_into_one_more_send() -> None:
 async def test_a_failed_send_does_not_stop_later_ones() -> None:
     sent: list[str] = []
 
-    async def send(channel: str) -> None:
+    async def send(channel: str, payload: str = "") -> None:
         sent.append(channel)
         if len(sent) == 1:
             raise ConnectionError("database blip")

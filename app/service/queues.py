@@ -1,0 +1,230 @@
+"""The tool-call queue, as the API serves it: executors without a public address lease the
+pending calls of runs that name their queue, extend the lease while a tool runs, and answer
+through the lease.
+
+A lease request long-polls: it looks once and, finding nothing, sleeps until the queue's
+bell rings (a commit offered calls of the queue: NOTIFY on PostgreSQL), until the next
+lease it saw would lapse, or a fallback poll comes due (the poll interval on SQLite),
+holding no database connection meanwhile. Delivery is at least once: a lease that lapses
+(its executor died or stalled) is taken by the next lease request, each time with a new
+token. A result is submitted through the normal submission path
+(`app.service.submissions.decide`, one compare-and-set on the run's version, which every
+lease moves on), so a run resumes exactly as when its results come by API key; it is
+refused when another lease holds the call, and accepted as a no-op when the call already
+has that very result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from app import tracing
+from app.core.lifecycle import RunStatus
+from app.service import convert
+from app.service.errors import (
+    LeaseLost,
+    LeaseNotFound,
+    RunStateConflict,
+    ToolResultConflict,
+)
+from app.service.live import EventHub, QueueBell
+from app.service.runs import RunService
+from app.service.schemas import HeartbeatIn, LeasedResultIn, LeaseIn
+from app.service.submissions import SUBMIT_ATTEMPTS, SubmitOutcome, SubmittedResult, decide
+from app.store.errors import NotFoundError
+from app.store.records import RunRecord, ToolCallRecord
+
+#: A lease token: the call (run, round, position) and the lease's own random part.
+_TOKEN = re.compile(
+    r"^(?P<run>[A-Za-z0-9_-]{1,40})-(?P<round>\d{1,9})-(?P<pos>\d{1,9})-(?P<nonce>[0-9a-f]{32})$"
+)
+#: Between two looks at a queue that has calls nobody could lease just now (their rows
+#: were locked by a concurrent lease or transition), at least this long.
+MIN_PAUSE_SECONDS = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    run_id: str
+    round: int
+    position: int
+    nonce: str
+
+    @property
+    def token(self) -> str:
+        return f"{self.run_id}-{self.round}-{self.position}-{self.nonce}"
+
+    @classmethod
+    def of(cls, call: ToolCallRecord) -> Lease:
+        assert call.lease_token is not None
+        return cls(call.run_id, call.round, call.position, call.lease_token)
+
+    @classmethod
+    def parse(cls, token: str) -> Lease:
+        m = _TOKEN.match(token)
+        if m is None:
+            raise LeaseNotFound("this lease token is malformed")
+        return cls(m["run"], int(m["round"]), int(m["pos"]), m["nonce"])
+
+
+class QueueService:
+    def __init__(
+        self,
+        service: RunService,
+        hub: EventHub | None = None,
+        *,
+        fallback_seconds: float | None = None,
+    ) -> None:
+        self.service = service
+        self.store = service.store
+        self.clock = service.clock
+        self.hub = hub  # its LISTEN connection rings the bell (started at the first lease)
+        self._bell = hub.bell if hub is not None else QueueBell()
+        # A wait that heard nothing looks again after this: NOTIFY may be missed (a
+        # LISTEN connection re-established), and SQLite has none.
+        if fallback_seconds is None:
+            fallback_seconds = 5.0 if self.store.is_postgres else service.settings.poll_interval
+        self.fallback_seconds = fallback_seconds
+
+    # --- lease ----------------------------------------------------------------------------
+
+    async def lease(self, queue: str, body: LeaseIn, actor: str | None) -> list[ToolCallRecord]:
+        """Up to `body.limit` calls of `queue`, leased for `body.lease_seconds`; waits up
+        to `body.wait` seconds for one when none is leasable (empty: none came)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + body.wait
+        owner = body.executor or actor or "executor"
+        bell = self.bell
+        while True:
+            ring = bell.listen(queue)  # before looking: a ring meanwhile is kept
+            try:
+                now = self.clock()
+                until = now + timedelta(seconds=body.lease_seconds)
+                calls = await self.store.lease_calls(queue, owner, now, until, body.limit)
+                remaining = deadline - loop.time()
+                if calls or remaining <= 0 or bell.released:
+                    return calls
+                pause = min(remaining, self.fallback_seconds)
+                due = await self.store.next_offer(queue)
+                if due is not None:  # a lease lapses then (or a call is due but was busy)
+                    until_due = (due - self.clock()).total_seconds()
+                    pause = min(pause, max(until_due, MIN_PAUSE_SECONDS))
+                try:
+                    await asyncio.wait_for(asyncio.shield(ring), pause)
+                except TimeoutError:
+                    pass
+            finally:
+                bell.forget(queue, ring)
+
+    @property
+    def bell(self) -> QueueBell:
+        return self.hub.queue_bell() if self.hub is not None else self._bell
+
+    # --- heartbeat ------------------------------------------------------------------------
+
+    async def heartbeat(self, queue: str, token: str, body: HeartbeatIn) -> datetime:
+        """Extend a lease by `body.lease_seconds` from now; the new expiry. Refused
+        (`LeaseLost`) once the lease moved on; a lease that lapsed but that nobody took
+        since is extended."""
+        lease = Lease.parse(token)
+        until = self.clock() + timedelta(seconds=body.lease_seconds)
+        extended = await self.store.extend_lease(
+            lease.run_id, lease.round, lease.position, lease.nonce, queue, until
+        )
+        if extended is not None:
+            return extended
+        row = await self.store.call_row(lease.run_id, lease.round, lease.position)
+        if row is None or (row.queue is not None and row.queue != queue):
+            raise LeaseNotFound(f"no lease {token} in queue {queue}")
+        raise LeaseLost(lost_reason(row), tool_call_id=row.call_id)
+
+    # --- results --------------------------------------------------------------------------
+
+    async def submit(
+        self, queue: str, token: str, body: LeasedResultIn, actor: str | None
+    ) -> SubmitOutcome:
+        """Answer the leased call (the normal submission path: the run resumes when this
+        was its last open call)."""
+        lease = Lease.parse(token)
+        result = {"output": body.output, "is_error": body.is_error}
+        submitted = SubmittedResult(
+            "", result, convert.canonical_hash(result), actor, position=lease.position
+        )
+        started = tracing.start_time()
+        for _ in range(SUBMIT_ATTEMPTS):
+            try:
+                pending = await self.store.pending(run_id=lease.run_id)
+            except NotFoundError:
+                raise LeaseNotFound(f"no lease {token} in queue {queue}") from None
+            record = pending.record
+            current = waiting_round(record) == lease.round
+            row = (
+                next((c for c in pending.calls if c.position == lease.position), None)
+                if current
+                else await self.store.call_row(lease.run_id, lease.round, lease.position)
+            )
+            if row is None:
+                raise LeaseNotFound(f"no lease {token} in queue {queue}")
+            if row.result_hash is not None:
+                if row.result_hash == submitted.result_hash:
+                    return SubmitOutcome(record, [], False)  # the same answer: a retry
+                raise ToolResultConflict(
+                    f"tool call {row.call_id!r} already has a different result",
+                    tool_call_id=row.call_id,
+                )
+            if not current:
+                raise RunStateConflict(
+                    f"run {record.id} is {record.status.value}, not waiting for this tool call",
+                    record.status.value,
+                )
+            if row.queue != queue:
+                raise LeaseNotFound(f"no lease {token} in queue {queue}")
+            if row.lease_token != lease.nonce:
+                raise LeaseLost(lost_reason(row), tool_call_id=row.call_id)
+            now = self.clock()
+            mine = dataclasses.replace(submitted, call_id=row.call_id)
+            change = decide(record, pending.calls, [mine], now)
+            if change is None:  # (answered identically meanwhile)
+                return SubmitOutcome(record, [], False)
+            updated, _ = await self.store.apply(record.id, change, now)
+            if updated is not None:  # else a lease or a submission moved the run on: again
+                outcome = SubmitOutcome(updated, [row.call_id], change.status == RunStatus.QUEUED)
+                _traced(outcome, started, actor, queue)
+                return outcome
+        raise RunStateConflict(f"run {lease.run_id} kept changing; try again", record.status.value)
+
+
+def waiting_round(record: RunRecord) -> int | None:
+    """The round of calls the run waits on for results, if it does."""
+    reason = record.waiting_reason or {}
+    if record.status != RunStatus.REQUIRES_ACTION or reason.get("type") != "tool_results":
+        return None
+    return int(reason["round"])
+
+
+def lost_reason(row: ToolCallRecord) -> str:
+    if row.result_hash is not None:
+        return f"tool call {row.call_id!r} was answered"
+    if row.queue is None:
+        return f"tool call {row.call_id!r} is no longer pending (its run stopped waiting)"
+    return f"tool call {row.call_id!r} was leased again (lease {row.attempts}) after yours lapsed"
+
+
+def _traced(outcome: SubmitOutcome, started: Any, actor: str | None, queue: str) -> None:
+    tracing.record_span(
+        "agentrun.run.submit_tool_results",
+        outcome.record.config,
+        started,
+        lambda: {
+            **tracing.run_attributes(outcome.record, actor),
+            "agentrun.tool_results.submitted": 1,
+            "agentrun.tool_results.accepted": len(outcome.accepted),
+            "agentrun.run.resumed": outcome.resumed,
+            "agentrun.tool_queue": queue,
+        },
+    )

@@ -1,0 +1,255 @@
+"""The tool-call queue's service on both back ends: leases answered through the normal
+submission path (the run resumes and completes as with any results), fencing by the
+lease's token, re-offer after a lapse, and long polls woken by new calls (NOTIFY on
+PostgreSQL, the poll on SQLite) or by a lapse, holding nothing while they wait."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from app.core.lifecycle import RunStatus
+from app.service.errors import (
+    LeaseLost,
+    LeaseNotFound,
+    RunStateConflict,
+    ToolResultConflict,
+)
+from app.service.live import EventHub
+from app.service.queues import Lease, QueueService
+from app.service.runs import RunService
+from app.service.schemas import HeartbeatIn, LeasedResultIn, LeaseIn
+from app.settings import Settings
+from app.store.records import ToolCallRecord
+from app.store.runs import RunStore
+from tests.helpers import drive_once, run_body, suspended_run, wait_for
+
+
+class Clock:
+    """Now, or later: `advance` moves it on."""
+
+    def __init__(self) -> None:
+        self.offset = timedelta()
+
+    def __call__(self) -> datetime:
+        return datetime.now(UTC) + self.offset
+
+    def advance(self, seconds: float) -> None:
+        self.offset += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def service(store: RunStore, settings: Settings, clock: Callable[[], datetime]) -> RunService:
+    return RunService(store, settings, clock=clock)
+
+
+@pytest.fixture
+async def hub(store: RunStore, settings: Settings) -> AsyncIterator[EventHub]:
+    hub = EventHub(store, settings.database_url, settings.poll_interval)
+    yield hub
+    await hub.close()
+
+
+@pytest.fixture
+def queues(service: RunService, hub: EventHub) -> QueueService:
+    # A fallback poll longer than any test: on PostgreSQL only a NOTIFY (or a lease's
+    # lapse) wakes a waiting lease; SQLite polls every `poll_interval`.
+    return QueueService(service, hub, fallback_seconds=600 if service.store.is_postgres else None)
+
+
+def lease_in(**kw: object) -> LeaseIn:
+    return LeaseIn.model_validate({"executor": "ex-1", "limit": 10, "wait": 0, **kw})
+
+
+def result(output: object, is_error: bool = False) -> LeasedResultIn:
+    return LeasedResultIn.model_validate({"output": output, "is_error": is_error})
+
+
+async def listening(queues: QueueService, n: int) -> None:
+    """Until `n` lease requests wait on queue `q`."""
+    await wait_for(lambda: asyncio.sleep(0, queues.bell.waiting("q")), lambda got: got >= n)
+
+
+def token(call: ToolCallRecord) -> str:
+    return Lease.of(call).token
+
+
+async def test_leased_calls_answered_through_their_leases_resume_the_run(
+    queues: QueueService, service: RunService
+) -> None:
+    view = await suspended_run(service, tool_queue="math")
+    calls = await queues.lease("math", lease_in(), "key")
+    assert [c.call_id for c in calls] == [c.call_id for c in view.pending]
+    first = await queues.submit("math", token(calls[0]), result("3"), "key")
+    assert first.accepted == [calls[0].call_id] and not first.resumed
+    assert first.record.status == RunStatus.REQUIRES_ACTION
+    again = await queues.submit("math", token(calls[0]), result("3"), "key")
+    assert again.accepted == [] and not again.resumed, "the same answer again is a no-op"
+    with pytest.raises(ToolResultConflict):
+        await queues.submit("math", token(calls[0]), result("4"), "key")
+    last = await queues.submit("math", token(calls[1]), result("7"), "key")
+    assert last.resumed and last.record.status == RunStatus.QUEUED
+    assert await drive_once(service.store, service.settings) == RunStatus.COMPLETED
+    done = await service.get_run(view.record.id)
+    assert done.record.output == "the sums are 3 and 7"
+    types = [e.type for e in await service.events(view.record.id)]
+    assert types.count("tool_call.leased") == 2 and types.count("tool_result.received") == 2
+    assert types.index("tool_call.leased") < types.index("tool_result.received")
+
+
+async def test_a_lapsed_lease_is_offered_again_and_the_old_holder_is_fenced_off(
+    queues: QueueService, service: RunService, clock: Clock
+) -> None:
+    view = await suspended_run(service, tool_queue="q")
+    (a,) = await queues.lease("q", lease_in(limit=1, lease_seconds=5), "key")
+    assert await queues.lease("q", lease_in(limit=1, executor="ex-2"), "key") != []  # the other
+    assert await queues.lease("q", lease_in(executor="ex-2"), "key") == []  # both held
+    until = await queues.heartbeat("q", token(a), HeartbeatIn(lease_seconds=10))
+    assert until > clock() + timedelta(seconds=9)
+    clock.advance(11)  # a's executor died: its lease lapsed
+    (b,) = await queues.lease("q", lease_in(executor="ex-2"), "key")
+    assert (b.call_id, b.attempts, b.lease_owner) == (a.call_id, 2, "ex-2")
+    with pytest.raises(LeaseLost, match="leased again"):
+        await queues.heartbeat("q", token(a), HeartbeatIn())
+    with pytest.raises(LeaseLost):
+        await queues.submit("q", token(a), result("3"), "key")
+    accepted = await queues.submit("q", token(b), result("3"), "key")
+    assert accepted.accepted == [a.call_id]
+    late = await queues.submit("q", token(a), result("3"), "key")
+    assert late.accepted == [], "a late identical answer is a no-op"
+    with pytest.raises(ToolResultConflict):
+        await queues.submit("q", token(a), result("other"), "key")
+    with pytest.raises(LeaseLost, match="answered"):
+        await queues.heartbeat("q", token(b), HeartbeatIn())
+    events = await service.events(view.record.id)
+    assert [e.data["attempt"] for e in events if e.type == "tool_call.lease_expired"] == [1]
+
+
+async def test_a_lease_that_lapsed_unnoticed_still_answers(
+    queues: QueueService, service: RunService, clock: Clock
+) -> None:
+    """Only another lease fences a holder off: a slow executor whose lease lapsed while
+    nobody took the call may still extend it and answer."""
+    await suspended_run(service, tool_queue="q")
+    (a, _) = await queues.lease("q", lease_in(lease_seconds=1), "key")
+    clock.advance(5)
+    await queues.heartbeat("q", token(a), HeartbeatIn())
+    assert (await queues.submit("q", token(a), result(1), "key")).accepted == [a.call_id]
+
+
+async def test_leases_of_runs_that_stopped_waiting_and_bad_tokens_are_refused(
+    queues: QueueService, service: RunService
+) -> None:
+    view = await suspended_run(service, tool_queue="q")
+    (a, _) = await queues.lease("q", lease_in(), "key")
+    with pytest.raises(LeaseNotFound):
+        await queues.submit("other", token(a), result(1), "key")
+    with pytest.raises(LeaseNotFound):
+        await queues.heartbeat("other", token(a), HeartbeatIn())
+    with pytest.raises(LeaseNotFound):
+        await queues.submit("q", "not-a-token", result(1), "key")
+    with pytest.raises(LeaseNotFound):
+        await queues.submit("q", f"run_missing-1-0-{'0' * 32}", result(1), "key")
+    await service.cancel(view.record.id)
+    with pytest.raises(RunStateConflict) as refused:
+        await queues.submit("q", token(a), result(1), "key")
+    assert refused.value.current == RunStatus.CANCELLED.value
+    with pytest.raises(LeaseLost, match="stopped waiting"):
+        await queues.heartbeat("q", token(a), HeartbeatIn())
+
+
+async def test_a_waiting_lease_wakes_when_a_run_offers_calls(
+    queues: QueueService, service: RunService
+) -> None:
+    waiting = asyncio.ensure_future(queues.lease("q", lease_in(wait=30), "key"))
+    await listening(queues, 1)
+    assert not waiting.done()
+    started = time.monotonic()
+    view = await suspended_run(service, tool_queue="q")
+    calls = await asyncio.wait_for(waiting, 10)
+    assert [c.run_id for c in calls] == [view.record.id] * 2
+    assert time.monotonic() - started < 5
+
+
+async def test_a_waiting_lease_wakes_when_a_lease_lapses(
+    queues: QueueService, service: RunService
+) -> None:
+    await suspended_run(service, tool_queue="q")
+    await queues.lease("q", lease_in(lease_seconds=1), "key")
+    started = time.monotonic()
+    calls = await queues.lease("q", lease_in(wait=20, executor="ex-2"), "key")
+    assert len(calls) == 2 and {c.attempts for c in calls} == {2}
+    assert 0.5 < time.monotonic() - started < 5
+
+
+async def test_a_wait_that_nothing_answers_times_out_empty(queues: QueueService) -> None:
+    started = time.monotonic()
+    assert await queues.lease("q", lease_in(wait=0.3), "key") == []
+    assert 0.25 < time.monotonic() - started < 3
+
+
+async def test_many_waiting_leases_share_the_calls_without_duplicates(
+    queues: QueueService, service: RunService
+) -> None:
+    waits = [
+        asyncio.ensure_future(queues.lease("q", lease_in(limit=1, wait=10, executor=f"e{i}"), "k"))
+        for i in range(6)
+    ]
+    await listening(queues, 6)
+    for _ in range(2):
+        await suspended_run(service, tool_queue="q")
+    got: list[ToolCallRecord] = []
+    deadline = time.monotonic() + 10
+    while len(got) < 4 and time.monotonic() < deadline:
+        done, _ = await asyncio.wait(waits, timeout=0.1)
+        got = [c for w in done for c in w.result()]
+    for w in waits:
+        w.cancel()
+    assert len({(c.run_id, c.position) for c in got}) == len(got) == 4
+
+
+async def test_release_ends_waiting_leases(queues: QueueService, hub: EventHub) -> None:
+    waiting = asyncio.ensure_future(queues.lease("q", lease_in(wait=30), "key"))
+    await listening(queues, 1)
+    hub.release()
+    assert await asyncio.wait_for(waiting, 5) == []
+
+
+async def test_a_run_of_another_queue_or_none_is_not_leased(
+    queues: QueueService, service: RunService
+) -> None:
+    await suspended_run(service, tool_queue="other")
+    await service.create_run(run_body())
+    await drive_once(service.store, service.settings)
+    assert await queues.lease("q", lease_in(), "key") == []
+
+
+async def test_an_expired_run_retried_by_an_operator_offers_its_calls_again(
+    queues: QueueService, service: RunService
+) -> None:
+    from app.service.operator import retry_run
+    from app.store import changes
+
+    view = await suspended_run(service, tool_queue="q")
+    (a, _) = await queues.lease("q", lease_in(), "key")
+    await queues.submit("q", token(a), result(3), "key")  # one answered, one still open
+    done, _ = await service.store.apply(view.record.id, changes.expire(), service.clock())
+    assert done is not None and done.status == RunStatus.EXPIRED
+    assert await queues.lease("q", lease_in(), "key") == []
+    await retry_run(service, view.record.id, "operator")
+    assert await drive_once(service.store, service.settings) == RunStatus.REQUIRES_ACTION
+    again = await queues.lease("q", lease_in(), "key")
+    expected = [(a.call_id, 1), (view.pending[1].call_id, 1)]
+    assert [(c.call_id, c.attempts) for c in again] == expected, "all open again, attempts anew"
+    for call, output in zip(again, (3, 7), strict=True):
+        await queues.submit("q", token(call), result(output), "key")
+    assert await drive_once(service.store, service.settings) == RunStatus.COMPLETED

@@ -12,20 +12,25 @@ SQLite runs the UPDATE alone and writes the rest in the same transaction
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from app.core.events import LEDGER_EVENTS, WEBHOOK_EVENTS
 from app.core.lifecycle import OutboxStatus, RunStatus
-from app.store.records import NewEvent
+from app.store.queries import Queries, log_of
+from app.store.rows import (
+    LEDGER_COLUMNS,
+    OUTBOX_COLUMNS,
+    TOOL_CALL_COLUMNS,
+    EventPlan,
+    ledger_row,
+    webhook_payload,
+)
 from app.store.schema import (
     config_of,
-    created_beyond,
     metadata_of,
     model_calls,
     run_configs,
@@ -33,102 +38,21 @@ from app.store.schema import (
     run_messages,
     run_watchers,
     runs,
-    select_runs,
     tool_calls,
     webhook_outbox,
 )
-from app.timestamps import iso
 
 EVENTS_CHANNEL = "agentrun_events"
-LEDGER_COLUMNS = (
-    "turn",
-    "provider",
-    "model",
-    "outcome",
-    "input_tokens",
-    "output_tokens",
-    "cached_input_tokens",
-    "reasoning_tokens",
-    "total_tokens",
-    "cost_usd",
-    "latency_ms",
-    "error",
-)
-TOOL_CALL_COLUMNS = (
-    "round",
-    "position",
-    "call_id",
-    "name",
-    "arguments",
-    "preresolved",
-    "result",
-    "submitted_at",
-    "queue",
-    "lease_owner",
-    "lease_token",
-    "lease_expires_at",
-    "attempts",
-)
-OUTBOX_COLUMNS = (
-    "run_id",
-    "event_seq",
-    "event_type",
-    "webhook_id",
-    "url",
-    "payload",
-    "status",
-    "attempts",
-    "next_attempt_at",
-    "created_at",
-)
-
-
-def ledger_row(event: NewEvent) -> dict[str, Any]:
-    """The usage-ledger row a model.called / model.failed event stands for."""
-    d = event.data
-    usage = d.get("usage") or {}
-    ok = event.type == "model.called"
-    return {
-        "turn": int(d.get("turn") or 0),
-        "provider": str(d.get("provider") or ""),
-        "model": str(d.get("model") or ""),
-        "outcome": "ok" if ok else "error",
-        "input_tokens": int(usage.get("input_tokens", 0)),
-        "output_tokens": int(usage.get("output_tokens", 0)),
-        "cached_input_tokens": int(usage.get("cached_input_tokens", 0)),
-        "reasoning_tokens": int(usage.get("reasoning_tokens", 0)),
-        "total_tokens": int(usage.get("total_tokens", 0)),
-        "cost_usd": d.get("cost_usd"),
-        "latency_ms": d.get("latency_ms"),
-        "error": None if ok else str(d.get("message") or ""),
-    }
-
-
-def webhook_payload(event: NewEvent, run_id: str, status: str, now: datetime) -> dict[str, Any]:
-    """The event's data with the run's id and status, which win over keys of the same
-    name in the data (a failed model call's `status` is its HTTP status)."""
-    return {
-        "type": event.type,
-        "timestamp": iso(now),
-        "data": {**event.data, "run_id": run_id, "status": status},
-    }
-
-
-@dataclass(frozen=True, slots=True)
-class EventPlan:
-    """What a batch of events writes besides the event rows themselves."""
-
-    n: int
-    ledger: tuple[int, ...]  # positions of usage-ledger events
-    webhooks: tuple[int, ...]  # positions of webhook events
-
-    @classmethod
-    def of(cls, events: Sequence[NewEvent]) -> EventPlan:
-        return cls(
-            len(events),
-            tuple(i for i, e in enumerate(events) if e.type in LEDGER_EVENTS),
-            tuple(i for i, e in enumerate(events) if e.type in WEBHOOK_EVENTS),
-        )
+__all__ = [
+    "EVENTS_CHANNEL",
+    "EventPlan",
+    "Shape",
+    "Statements",
+    "claim_keys",
+    "ledger_row",
+    "log_of",
+    "webhook_payload",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,19 +107,6 @@ def typed(name: str, t: Any) -> Any:
     return sa.cast(sa.bindparam(name), t)
 
 
-def log_of(run_id: Any) -> Any:
-    """PostgreSQL: a run's log as one JSON array text (its batches in order), or NULL."""
-    agg = sa.func.string_agg(
-        run_messages.c.body,
-        postgresql.aggregate_order_by(sa.literal_column("','"), run_messages.c.seq),
-    )
-    return (
-        sa.select(sa.func.concat(sa.literal_column("'['"), agg, sa.literal_column("']'")))
-        .where(run_messages.c.run_id == run_id)
-        .scalar_subquery()
-    )
-
-
 def record_of(changed: Any) -> Any:
     """A run record's columns of a `RETURNING runs.*` CTE: its row, config, metadata."""
     return sa.select(
@@ -205,19 +116,13 @@ def record_of(changed: Any) -> Any:
     )
 
 
-class Statements:
-    """The statement of each shape, for one dialect, built on first use."""
+class Statements(Queries):
+    """The statement of each shape, for one dialect, built on first use (the reads are
+    `Queries`')."""
 
     def __init__(self, is_postgres: bool, webhook_url: str | None) -> None:
-        self.is_postgres = is_postgres
+        super().__init__(is_postgres)
         self.webhook_url = webhook_url
-        self._cache: dict[Any, Any] = {}
-
-    def _cached(self, key: Any, build: Any) -> Any:
-        stmt = self._cache.get(key)
-        if stmt is None:
-            stmt = self._cache[key] = build()
-        return stmt
 
     # --- changes ------------------------------------------------------------------------
 
@@ -559,114 +464,6 @@ class Statements:
             return stmt.add_cte(configured.cte("configured"))
 
         return self._cached(("insert", keys, plan, idempotent), build)
-
-    def by(self, column: str, *, with_log: bool = False) -> Any:
-        """`SELECT runs.* WHERE <column> = :p_key` (PostgreSQL `with_log`: and its log)."""
-
-        def build() -> Any:
-            stmt = select_runs().where(runs.c[column] == sa.bindparam("p_key"))
-            if with_log and self.is_postgres:
-                stmt = stmt.add_columns(log_of(runs.c.id).label("log"))
-            return stmt
-
-        return self._cached(("by", column, with_log), build)
-
-    def log(self) -> Any:
-        """A run's log batches in order (the portable read)."""
-        return self._cached(
-            ("log",),
-            lambda: (
-                sa.select(run_messages.c.body)
-                .where(run_messages.c.run_id == sa.bindparam("p_key"))
-                .order_by(run_messages.c.seq)
-            ),
-        )
-
-    def submission_read(self, column: str) -> Any:
-        """A run and the calls of its pending round, in one query (PostgreSQL)."""
-
-        def build() -> Any:
-            pairs: list[Any] = []
-            for c in tool_calls.columns:
-                pairs += [sa.literal_column(f"'{c.name}'"), c]
-            call = sa.func.jsonb_build_object(*pairs)
-            calls = (
-                sa.select(
-                    sa.func.coalesce(
-                        sa.func.jsonb_agg(
-                            postgresql.aggregate_order_by(call, tool_calls.c.position)
-                        ),
-                        sa.literal_column("'[]'::jsonb"),
-                    )
-                )
-                .where(
-                    tool_calls.c.run_id == runs.c.id,
-                    tool_calls.c.round == runs.c.waiting_reason["round"].as_integer(),
-                )
-                .scalar_subquery()
-            )
-            return (
-                select_runs()
-                .add_columns(calls.label("calls"))
-                .where(runs.c[column] == sa.bindparam("p_key"))
-            )
-
-        return self._cached(("submission", column), build)
-
-    # --- the API's reads ------------------------------------------------------------------
-
-    def list_runs(self, status: RunStatus | None, paged: bool) -> Any:
-        """Runs newest first, of one status or all, after a keyset cursor when `paged`."""
-
-        def build() -> Any:
-            stmt = (
-                select_runs()
-                .order_by(runs.c.created_at.desc(), runs.c.id.desc())
-                .limit(sa.bindparam("p_limit", type_=sa.Integer()))
-            )
-            if status is not None:
-                stmt = stmt.where(runs.c.status == sa.literal_column(f"'{status.value}'"))
-            if paged:
-                created = sa.bindparam("p_created", type_=runs.c.created_at.type)
-                stmt = stmt.where(
-                    created_beyond(
-                        created, sa.bindparam("p_id", type_=sa.String()), ascending=False
-                    )
-                )
-            return stmt
-
-        return self._cached(("list", status, paged), build)
-
-    def pending_calls(self) -> Any:
-        """PostgreSQL: the calls of many runs' rounds (`p_ids`, `p_rounds` zipped)."""
-
-        def build() -> Any:
-            wanted = sa.select(
-                sa.func.unnest(sa.bindparam("p_ids", type_=postgresql.ARRAY(sa.String()))),
-                sa.func.unnest(sa.bindparam("p_rounds", type_=postgresql.ARRAY(sa.Integer()))),
-            )
-            return (
-                tool_calls.select()
-                .where(sa.tuple_(tool_calls.c.run_id, tool_calls.c.round).in_(wanted))
-                .order_by(tool_calls.c.run_id, tool_calls.c.position)
-            )
-
-        return self._cached(("pending_calls",), build)
-
-    def events(self) -> Any:
-        """A run's events after a sequence number, in order, at most `p_limit`."""
-        return self._cached(
-            ("events",),
-            lambda: (
-                run_events.select()
-                .where(
-                    run_events.c.run_id == sa.bindparam("p_id", type_=sa.String()),
-                    run_events.c.seq > sa.bindparam("p_after", type_=sa.Integer()),
-                )
-                .order_by(run_events.c.seq)
-                .limit(sa.bindparam("p_limit", type_=sa.Integer()))
-            ),
-        )
 
 
 def claim_keys() -> tuple[str, ...]:

@@ -1,0 +1,103 @@
+"""The rows a change writes beside the run: their columns, and what the usage ledger and
+the webhook outbox make of its events (shared by PostgreSQL's CTEs and SQLite's inserts)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from app.core.events import LEDGER_EVENTS, WEBHOOK_EVENTS
+from app.store.records import NewEvent
+from app.timestamps import iso
+
+LEDGER_COLUMNS = (
+    "turn",
+    "provider",
+    "model",
+    "outcome",
+    "input_tokens",
+    "output_tokens",
+    "cached_input_tokens",
+    "reasoning_tokens",
+    "total_tokens",
+    "cost_usd",
+    "latency_ms",
+    "error",
+)
+TOOL_CALL_COLUMNS = (
+    "round",
+    "position",
+    "call_id",
+    "name",
+    "arguments",
+    "preresolved",
+    "result",
+    "submitted_at",
+    "queue",
+    "lease_owner",
+    "lease_token",
+    "lease_expires_at",
+    "attempts",
+)
+OUTBOX_COLUMNS = (
+    "run_id",
+    "event_seq",
+    "event_type",
+    "webhook_id",
+    "url",
+    "payload",
+    "status",
+    "attempts",
+    "next_attempt_at",
+    "created_at",
+)
+
+
+def ledger_row(event: NewEvent) -> dict[str, Any]:
+    """The usage-ledger row a model.called / model.failed event stands for."""
+    d = event.data
+    usage = d.get("usage") or {}
+    ok = event.type == "model.called"
+    return {
+        "turn": int(d.get("turn") or 0),
+        "provider": str(d.get("provider") or ""),
+        "model": str(d.get("model") or ""),
+        "outcome": "ok" if ok else "error",
+        "input_tokens": int(usage.get("input_tokens", 0)),
+        "output_tokens": int(usage.get("output_tokens", 0)),
+        "cached_input_tokens": int(usage.get("cached_input_tokens", 0)),
+        "reasoning_tokens": int(usage.get("reasoning_tokens", 0)),
+        "total_tokens": int(usage.get("total_tokens", 0)),
+        "cost_usd": d.get("cost_usd"),
+        "latency_ms": d.get("latency_ms"),
+        "error": None if ok else str(d.get("message") or ""),
+    }
+
+
+def webhook_payload(event: NewEvent, run_id: str, status: str, now: datetime) -> dict[str, Any]:
+    """The event's data with the run's id and status, which win over keys of the same
+    name in the data (a failed model call's `status` is its HTTP status)."""
+    return {
+        "type": event.type,
+        "timestamp": iso(now),
+        "data": {**event.data, "run_id": run_id, "status": status},
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class EventPlan:
+    """What a batch of events writes besides the event rows themselves."""
+
+    n: int
+    ledger: tuple[int, ...]  # positions of usage-ledger events
+    webhooks: tuple[int, ...]  # positions of webhook events
+
+    @classmethod
+    def of(cls, events: Sequence[NewEvent]) -> EventPlan:
+        return cls(
+            len(events),
+            tuple(i for i, e in enumerate(events) if e.type in LEDGER_EVENTS),
+            tuple(i for i, e in enumerate(events) if e.type in WEBHOOK_EVENTS),
+        )

@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 $(BIN)/agentrun: pyproject.toml client/pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]' -e './client[webhooks]'
+	$(BIN)/pip install --quiet -e '.[dev]' -e './client[webhooks,mcp]'
 	touch $(BIN)/agentrun
 
 .PHONY: install run test lint bench

@@ -92,3 +92,9 @@ def test_sync_client_against_the_process(service: dict[str, str]) -> None:
         assert client.runs.list_events(run.id)[-1].type == "run.completed"
         with pytest.raises(NotFound):
             client.runs.get("run_missing")
+
+
+def test_mcp_executor_example(service: dict[str, str]) -> None:
+    out = example("mcp_executor.py", service)
+    assert "tools: shout, geo_capital" in out
+    assert " completed: The capital of Kenya is NAIROBI." in out

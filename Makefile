@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 $(BIN)/agentrun: pyproject.toml client/pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]' -e './client[webhooks]'
+	$(BIN)/pip install --quiet -e '.[dev]' -e './client[webhooks,mcp]'
 	touch $(BIN)/agentrun
 
 # `docker compose` (Compose v2) where it exists, else `docker-compose` (v1); either reads

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agentrun_client.models import ToolCall, ToolResult
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T", bound="BaseTool")
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
@@ -91,7 +92,25 @@ def _is_context(annotation: Any) -> bool:
     return ToolCallContext in typing.get_args(annotation)  # ToolCallContext | None
 
 
-class Tool:
+class BaseTool:
+    """A registry entry: its definition for the API and how a call is answered. `Tool`
+    wraps a Python function; `agentrun_client.mcp` makes entries that forward calls to an
+    MCP server. `call` returns errors as results (`is_error`), it does not raise."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    timeout: float | None = None  # seconds a call may take; None: no limit
+
+    def definition(self) -> dict[str, Any]:
+        """The tool as `POST /v1/runs` takes it."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+    async def call(self, arguments: Any, context: ToolCallContext) -> ToolResult:
+        raise NotImplementedError
+
+
+class Tool(BaseTool):
     """One registered function: its definition for the API and how to call it."""
 
     def __init__(
@@ -141,10 +160,6 @@ class Tool:
         schema = self.arguments.model_json_schema()
         schema.pop("title", None)
         self.parameters: dict[str, Any] = schema
-
-    def definition(self) -> dict[str, Any]:
-        """The tool as `POST /v1/runs` takes it."""
-        return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
     def _validate(self, arguments: Any) -> BaseModel:
         if isinstance(arguments, str):  # a provider that sent the arguments as JSON text
@@ -219,7 +234,7 @@ class ToolRegistry:
     """
 
     def __init__(self, *, max_concurrency: int | None = None, timeout: float | None = None):
-        self._tools: dict[str, Tool] = {}
+        self._tools: dict[str, BaseTool] = {}
         self.limit = _Limit(max_concurrency)
         self.timeout = timeout
 
@@ -277,6 +292,11 @@ class ToolRegistry:
             timeout=timeout if timeout is not None else self.timeout,
             max_concurrency=max_concurrency,
         )
+        self.register(tool)
+        return tool
+
+    def register(self, tool: T) -> T:
+        """Add a ready-made entry (a `BaseTool`, such as an MCP server's tool)."""
         if tool.name in self._tools:
             raise ValueError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
@@ -285,13 +305,13 @@ class ToolRegistry:
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 
-    def __iter__(self) -> Iterator[Tool]:
+    def __iter__(self) -> Iterator[BaseTool]:
         return iter(self._tools.values())
 
     def __len__(self) -> int:
         return len(self._tools)
 
-    def get(self, name: str) -> Tool | None:
+    def get(self, name: str) -> BaseTool | None:
         return self._tools.get(name)
 
     def definitions(self) -> list[dict[str, Any]]:

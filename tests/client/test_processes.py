@@ -146,3 +146,9 @@ def test_cli_session_example(service: dict[str, str], command: list[str]) -> Non
     assert "accepted: call_1_0, call_1_1" in out
     assert "completed  (turn 2 of 8)" in out and "output:   1+2=3 and 3+4=7" in out
     assert out.rstrip().splitlines()[-1].split()[2] == "run.completed"
+
+
+def test_mcp_executor_example(service: dict[str, str]) -> None:
+    out = example("mcp_executor.py", service)
+    assert "tools: shout, geo_capital" in out
+    assert " completed: The capital of Kenya is NAIROBI." in out

@@ -149,6 +149,8 @@ def test_cli_session_example(service: dict[str, str], command: list[str]) -> Non
 
 
 def test_mcp_executor_example(service: dict[str, str]) -> None:
+    # mcp_executor.py starts "mcp_geo_server.py" (an MCP server) over stdio.
+    assert (EXAMPLES / "mcp_geo_server.py").is_file()
     out = example("mcp_executor.py", service)
     assert "tools: shout, geo_capital" in out
     assert " completed: The capital of Kenya is NAIROBI." in out

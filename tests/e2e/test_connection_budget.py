@@ -91,16 +91,28 @@ async def create_all(ports: list[int]) -> list[str]:
             base_url=f"http://127.0.0.1:{port}",
             headers={"Authorization": f"Bearer {KEY}"},
             timeout=30,
-            limits=httpx.Limits(max_connections=24),
+            # Idle connections dropped before uvicorn's keep-alive (5 s) drops them.
+            limits=httpx.Limits(max_connections=24, keepalive_expiry=2),
         )
         for port in ports
     ]
     gate = asyncio.Semaphore(48)
 
     async def create(i: int) -> str:
-        async with gate:
-            response = await clients[i % len(clients)].post("/v1/runs", json=run_request(i))
-        assert response.status_code == 201, (response.status_code, response.text)
+        # As a client should: an Idempotency-Key, and a retry when the connection broke
+        # (on a loaded machine a keep-alive connection may still close under a request).
+        headers = {"Idempotency-Key": f"budget-{i}"}
+        for attempt in range(3):
+            try:
+                async with gate:
+                    response = await clients[i % len(clients)].post(
+                        "/v1/runs", json=run_request(i), headers=headers
+                    )
+                break
+            except httpx.TransportError:
+                if attempt == 2:
+                    raise
+        assert response.status_code in (200, 201), (response.status_code, response.text)
         return str(response.json()["id"])
 
     try:

@@ -91,7 +91,8 @@ async def running_worker(store: RunStore, settings: Settings, **kw: Any) -> Asyn
         yield worker
     finally:
         worker.stop()
-        await task
+        # A worker that does not stop is a failure with its stack, not a hung test.
+        await asyncio.wait_for(task, 30)
 
 
 async def drive_once(store: RunStore, settings: Settings, worker_id: str = "test-worker") -> Any:

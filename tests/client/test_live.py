@@ -74,10 +74,11 @@ def test_events_resume_after_a_dropped_connection_with_no_gap(live: Live) -> Non
 
 
 def test_wait_for_a_status_that_does_not_last(live_sqlite: Live) -> None:
-    # (`wait` returns on the status the run is in: one that lasts less than the stream's
-    # latency can pass unseen, hence the model's 300 ms and SQLite's 20 ms polling.)
+    # (`wait` returns on the status the run is in: one that lasts less than the wake-up's
+    # latency can pass unseen (SQLite's wake-ups are polls), hence a model call of 2 s:
+    # 300 ms passed unseen once on a loaded machine.)
     with live_sqlite.client() as client:
-        run = client.runs.create(prompt="x", model=scripted(delay_ms=300), tools=ADD_MUL)
+        run = client.runs.create(prompt="x", model=scripted(delay_ms=2000), tools=ADD_MUL)
         running = client.runs.wait(run.id, [RunStatus.RUNNING], timeout=30)
         assert running.status == RunStatus.RUNNING
         assert client.runs.wait(run.id, "requires_action").status == RunStatus.REQUIRES_ACTION

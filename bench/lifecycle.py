@@ -771,11 +771,12 @@ async def main() -> None:
         await store.aclose()
         print()
         print(
-            "| history messages | suspend (snapshot + write) | WAL per tool round | control bytes |"
+            "| history messages | suspend (snapshot + write) | of which snapshot "
+            "| WAL per tool round | control document |"
         )
-        print("|---|---|---|---|")
-        for n, ms, kb, size in await tool_round_cost(url):
-            print(f"| {n} | {ms:.2f} ms | {kb:.1f} kB | {size} |")
+        print("|---|---|---|---|---|")
+        for n, ms, us, kb, size in await tool_round_cost(url):
+            print(f"| {n} | {ms:.2f} ms | {us:.0f} µs | {kb:.1f} kB | {size} B |")
     finally:
         drop_database(admin, url)
 

@@ -326,25 +326,7 @@ def run_to_dict(run: AgentRun, *, log: bool = False) -> Doc:
     else:
         assert isinstance(state, Finished)
         state_doc = {"Done": response_to_dict(state.response, r if log else None)}
-    if log:
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "max_turns": r._max_turns,
-            "max_invalid_tool_call_retries": r._max_invalid_tool_call_retries,
-            "tool_choice": tool_choice_to_json(r._tool_choice),
-            "output_tool_name": r._output_tool_name,
-            "output_schema": r._output_schema,
-            "max_output_retries": r._max_output_retries,
-            "output_retries": r._output_retries,
-            "current_turn": r._current_turn,
-            "usage": usage_to_dict(r._usage),
-            "completion_call_index": r._completion_call_index,
-            "invalid_tool_call_retries": r._invalid_tool_call_retries,
-            "rollback_pending": r._rollback_pending,
-            "streamed_completion_call_recorded": r._streamed_completion_call_recorded,
-            "state": state_doc,
-        }
-    return {
+    doc: Doc = {
         "schema_version": SCHEMA_VERSION,
         "max_turns": r._max_turns,
         "max_invalid_tool_call_retries": r._max_invalid_tool_call_retries,
@@ -353,19 +335,22 @@ def run_to_dict(run: AgentRun, *, log: bool = False) -> Doc:
         "output_schema": r._output_schema,
         "max_output_retries": r._max_output_retries,
         "output_retries": r._output_retries,
-        "chat_history": None
-        if r._chat_history is None
-        else [message_to_dict(m) for m in r._chat_history],
-        "new_messages": [message_to_dict(m) for m in r._new_messages],
-        "current_turn": r._current_turn,
-        "usage": usage_to_dict(r._usage),
-        "completion_calls": [completion_call_to_dict(c) for c in r._completion_calls],
-        "completion_call_index": r._completion_call_index,
-        "invalid_tool_call_retries": r._invalid_tool_call_retries,
-        "rollback_pending": r._rollback_pending,
-        "streamed_completion_call_recorded": r._streamed_completion_call_recorded,
-        "state": state_doc,
     }
+    if not log:  # (key order as upstream's)
+        doc["chat_history"] = (
+            None if r._chat_history is None else [message_to_dict(m) for m in r._chat_history]
+        )
+        doc["new_messages"] = [message_to_dict(m) for m in r._new_messages]
+    doc["current_turn"] = r._current_turn
+    doc["usage"] = usage_to_dict(r._usage)
+    if not log:
+        doc["completion_calls"] = [completion_call_to_dict(c) for c in r._completion_calls]
+    doc["completion_call_index"] = r._completion_call_index
+    doc["invalid_tool_call_retries"] = r._invalid_tool_call_retries
+    doc["rollback_pending"] = r._rollback_pending
+    doc["streamed_completion_call_recorded"] = r._streamed_completion_call_recorded
+    doc["state"] = state_doc
+    return doc
 
 
 def dumps(doc: Any) -> str:

@@ -34,6 +34,7 @@ from app.core.serde import (
     run_to_dict,
     upgrade,
 )
+from app.core.types import USAGE_FIELDS
 
 if TYPE_CHECKING:
     from app.core.run import AgentRun
@@ -56,6 +57,83 @@ DEFAULTS: dict[str, Any] = {
     "streamed_completion_call_recorded": False,
 }
 _LISTS = (("chat_history", "h"), ("new_messages", "m"), ("completion_calls", "c"))
+#: Keys of a tool call (in a message's content, or a pending call) and of a pending call
+#: left out when null: the decoder reads an absent key as null, so this needs no undoing.
+_NULLABLE_CALL = ("signature", "additional_params")
+_NULLABLE_PENDING = ("preresolved_result", "internal_call_id")
+
+
+# --- the lean stored form: zero counters and null call fields left out -------------------
+#
+# Every byte of the control document is written again with every change of the run, and
+# most of a usage object is zeros (seven counters, two or three in use). The stored form
+# leaves out a usage object's zero counters (filled in again on load, at the same places)
+# and a tool call's null fields (absent reads as null). Documents written whole load as
+# they are: filling in absent counters leaves a whole usage object unchanged.
+
+
+def _lean_usage(holder: Any) -> None:
+    usage = holder.get("usage") if type(holder) is dict else None
+    if type(usage) is dict:
+        holder["usage"] = {k: v for k, v in usage.items() if v != 0 or type(v) is not int}
+
+
+def _full_usage(holder: Any) -> None:
+    usage = holder.get("usage") if type(holder) is dict else None
+    if type(usage) is dict:
+        for key in USAGE_FIELDS:
+            usage.setdefault(key, 0)
+
+
+def _lean_call(call: Any) -> None:
+    if type(call) is dict:
+        for key in _NULLABLE_CALL:
+            if key in call and call[key] is None:
+                del call[key]
+
+
+def _lean_messages(messages: Any) -> None:
+    for m in messages if type(messages) is list else ():
+        content = m.get("content") if type(m) is dict and m.get("role") == "assistant" else None
+        for item in content if type(content) is list else ():
+            if type(item) is dict and item.get("type") == "toolcall":
+                _lean_call(item)
+
+
+def _calls_usage(calls: Any, fix: Any) -> None:
+    for call in calls if type(calls) is list else ():
+        fix(call)
+
+
+def _lean_control(doc: Doc) -> None:
+    _lean_usage(doc)
+    state = doc.get("state")
+    if type(state) is not dict:
+        return
+    for pending in state.get("ExecutingTools") or ():
+        if type(pending) is dict:
+            _lean_call(pending.get("tool_call"))
+            for key in _NULLABLE_PENDING:
+                if key in pending and pending[key] is None:
+                    del pending[key]
+    done = state.get("Done")
+    if type(done) is dict:
+        _lean_usage(done)
+        _calls_usage(done.get("completion_calls"), _lean_usage)
+
+
+def _full_control(doc: Doc) -> None:
+    _full_usage(doc)
+    done = _done_body(doc)
+    if done is not None:
+        _full_usage(done)
+        _calls_usage(done.get("completion_calls"), _full_usage)
+
+
+def _lean_batch(batch: Doc) -> None:
+    _lean_messages(batch.get("h"))
+    _lean_messages(batch.get("m"))
+    _calls_usage(batch.get("c"), _lean_usage)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +209,7 @@ def load(control: str, log: str | None = None, *, control_only: bool = False) ->
     extent = Extent.of(doc.pop(LOG_KEY))
     for key, value in DEFAULTS.items():
         doc.setdefault(key, value)
+    _full_control(doc)
     # The control part is upgraded alone (with empty lists); the log's items are
     # upgraded batch by batch to the current version (`_read_log`).
     doc["chat_history"] = None if extent.history is None else []
@@ -230,6 +309,8 @@ def _read_log(log: str | None, extent: Extent) -> dict[str, list[Any]]:
             items = batch.get(short, [])
             if not isinstance(items, list):
                 raise StateDecodeError(f"run log: batch list {short!r} must be an array")
+            if short == "c":
+                _calls_usage(items, _full_usage)
             lists[short].extend(items)
     want = {"h": extent.history or 0, "m": extent.messages, "c": extent.calls}
     for short, n in want.items():
@@ -273,11 +354,13 @@ def snapshot(loaded: Loaded) -> Snapshot:
     if new:
         batches += 1
         new["v"] = SCHEMA_VERSION
+        _lean_batch(new)
         batch = Batch(batches, dumps(new))
     after = Extent(history_count, base_m + len(messages), base_c + len(calls), batches)
     for key, value in DEFAULTS.items():
         if key in doc and doc[key] == value and type(doc[key]) is type(value):
             del doc[key]
+    _lean_control(doc)
     doc[LOG_KEY] = after.to_doc()
     loaded.extent = after
     loaded.stored = True

@@ -21,90 +21,14 @@ from app.core.lifecycle import STAYS, RunStatus, Transition, sources, target
 from app.core.serde import SCHEMA_VERSION
 from app.core.stored import Snapshot
 from app.store.records import NewEvent, NewToolCall
-from app.timestamps import iso
+from app.store.waiting import Backoff, ModelCall, Queued, Resolution, ToolResults, Waiting
 
 T = Transition
+__all__ = ["Backoff", "Change", "ModelCall", "Queued", "Resolution", "ToolResults", "Waiting"]
 
 #: Changes of the lease holder that leave its fencing token where it is (its next
 #: change still expects the version it claimed); every other change moves it on.
 KEEPS_TOKEN = frozenset({T.HEARTBEAT, T.RECORD, T.BILL})
-
-
-# --- waiting reasons: why a run is where it is (the `waiting_reason` column) ------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Queued:
-    def doc(self) -> dict[str, Any]:
-        return {"type": RunStatus.QUEUED.value}
-
-
-@dataclass(frozen=True, slots=True)
-class ModelCall:
-    worker: str
-    lease_until: datetime
-
-    def doc(self) -> dict[str, Any]:
-        return {"type": "model_call", "worker": self.worker, "lease_until": iso(self.lease_until)}
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResults:
-    round: int
-    call_ids: tuple[str, ...]
-
-    def doc(self) -> dict[str, Any]:
-        return {"type": "tool_results", "round": self.round, "call_ids": list(self.call_ids)}
-
-
-@dataclass(frozen=True, slots=True)
-class Resolution:
-    tool_name: str
-    tool_call_id: str | None
-    arguments: str
-
-    def doc(self) -> dict[str, Any]:
-        return {
-            "type": "resolution",
-            "tool_name": self.tool_name,
-            "tool_call_id": self.tool_call_id,
-            "arguments": self.arguments,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Backoff:
-    """A run waiting to retry a model call: which attempt failed and how, when the next
-    starts, and why then (the provider's `Retry-After`, a rate limit's reset, or
-    exponential backoff)."""
-
-    until: datetime
-    delay_seconds: float
-    reason: str
-    attempt: int
-    max_attempts: int
-    error: Mapping[str, Any]
-    hint_seconds: float | None = None
-    header: str | None = None
-
-    def doc(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "type": "backoff",
-            "until": iso(self.until),
-            "delay_seconds": round(self.delay_seconds, 3),
-            "reason": self.reason,
-            "attempt": self.attempt,
-            "max_attempts": self.max_attempts,
-            "status": self.error.get("status"),
-            "error": dict(self.error),
-        }
-        if self.hint_seconds is not None:
-            out["provider_hint_seconds"] = round(self.hint_seconds, 3)
-            out["header"] = self.header
-        return out
-
-
-Waiting = Queued | ModelCall | ToolResults | Resolution | Backoff
 
 
 # --- the change -----------------------------------------------------------------------------
@@ -159,7 +83,11 @@ class Change:
 
 
 def _waiting(reason: Waiting | None) -> dict[str, Any]:
-    return {"waiting_reason": None if reason is None else reason.doc()}
+    """The `waiting_reason` column of a change. A queued run's and a claimed run's reason
+    is not stored: the status and the lease columns hold all of it, and every write of the
+    run's row carries the column (`app.store.waiting.derived_reason` gives it back on read)."""
+    stored = None if reason is None or isinstance(reason, Queued | ModelCall) else reason.doc()
+    return {"waiting_reason": stored}
 
 
 _NO_LEASE = {"lease_owner": None, "lease_expires_at": None}

@@ -10,6 +10,7 @@ from typing import Any
 
 from app.core.lifecycle import RunStatus
 from app.store.schema import run_events, runs, tool_calls
+from app.store.waiting import derived_reason
 
 #: Position of each field in a run record's row: `runs.*`, then the run's configuration
 #: and metadata (`run_configs`, `app.store.schema.select_runs`).
@@ -67,14 +68,19 @@ class RunRecord:
         """From a row whose first columns are the runs table's, in table order, then the
         run's config and metadata (`select_runs()`, and the changes' statements)."""
         c = RUN_COLUMNS
+        status = RunStatus(v[c["status"]])
+        lease_owner, lease_expires_at = v[c["lease_owner"]], utc(v[c["lease_expires_at"]])
+        reason = v[c["waiting_reason"]]
+        if reason is None:
+            reason = derived_reason(status, lease_owner, lease_expires_at)
         return cls(
             id=v[c["id"]],
-            status=RunStatus(v[c["status"]]),
+            status=status,
             state=v[c["state"]],
             schema_version=v[c["schema_version"]],
             version=v[c["version"]],
-            lease_owner=v[c["lease_owner"]],
-            lease_expires_at=utc(v[c["lease_expires_at"]]),
+            lease_owner=lease_owner,
+            lease_expires_at=lease_expires_at,
             attempts=v[c["attempts"]],
             model_attempts=v[c["model_attempts"]],
             model_retry_since=utc(v[c["model_retry_since"]]),
@@ -84,7 +90,7 @@ class RunRecord:
             request_hash=v[c["request_hash"]],
             config=v[c["config"]],
             metadata=v[c["metadata"]],
-            waiting_reason=v[c["waiting_reason"]],
+            waiting_reason=reason,
             turn=v[c["turn"]],
             max_turns=v[c["max_turns"]],
             output=v[c["output"]],

@@ -378,7 +378,9 @@ class RunDriver:
         claim.looked = chain
         if record is None:
             raise LeaseLost()
-        tracing.claim_ended(record.status.value, change.values)
+        tracing.claim_ended(
+            record.status.value, {**change.values, "waiting_reason": record.waiting_reason}
+        )
         return record.status
 
 

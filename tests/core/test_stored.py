@@ -47,3 +47,38 @@ def test_a_log_that_does_not_match_its_control_document_is_refused() -> None:
         stored.load(first.control, "[]")
     with pytest.raises(StateDecodeError, match="not valid JSON"):
         stored.load(first.control, "[")
+
+
+def test_the_stored_form_leaves_out_zero_counters_and_null_call_fields() -> None:
+    """Every byte of the control document is written with every change of the run: a
+    usage object's zero counters and a call's null fields are left out, and come back on
+    load exactly as they were."""
+    from app.core import ModelTurn, ToolCall, Usage
+
+    run = AgentRun("add", max_turns=3)
+    first = stored.initial(run)
+    loaded = stored.load(first.control, f"[{first.batch.body}]")
+    loaded.run.next_step()
+    call = ToolCall.from_wire("c1", "add", {"a": 1, "usage": {"x": 0}})
+    turn = ModelTurn(
+        choice=(call,),
+        usage=Usage(input_tokens=7, output_tokens=2, total_tokens=9),
+        executable_tool_names=frozenset({"add"}),
+        allowed_tool_names=frozenset({"add"}),
+    )
+    loaded.run.model_response(turn)
+    loaded.run.next_step()
+    whole = loaded.run.to_json()
+    snap = stored.snapshot(loaded)
+    assert snap.batch is not None
+    control = orjson.loads(snap.control)
+    assert control["usage"] == {"input_tokens": 7, "output_tokens": 2, "total_tokens": 9}
+    pending = control["state"]["ExecutingTools"][0]
+    assert set(pending) == {"tool_call"}
+    assert "signature" not in pending["tool_call"]
+    # (A tool's own arguments are the caller's data: their zeros stay.)
+    assert pending["tool_call"]["function"]["arguments"] == {"a": 1, "usage": {"x": 0}}
+    batch = orjson.loads(snap.batch.body)
+    assert batch["c"][0]["usage"] == {"input_tokens": 7, "output_tokens": 2, "total_tokens": 9}
+    log = f"[{first.batch.body},{snap.batch.body}]"
+    assert stored.load(snap.control, log).run.to_json() == whole

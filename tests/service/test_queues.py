@@ -214,6 +214,9 @@ async def test_many_waiting_leases_share_the_calls_without_duplicates(
         got = [c for w in done for c in w.result()]
     for w in waits:
         w.cancel()
+    # (Their cancellation ends before the fixtures close the store: a lease cancelled
+    # inside an aiosqlite call once held the loop's shutdown for good.)
+    await asyncio.gather(*waits, return_exceptions=True)
     assert len({(c.run_id, c.position) for c in got}) == len(got) == 4
 
 

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
@@ -16,6 +17,7 @@ from sqlalchemy import create_engine as create_engine_sync
 from alembic import command
 from app.core import AgentRun
 from app.core.lifecycle import RunStatus
+from app.core.types import USAGE_FIELDS
 from app.service.runs import RunService
 from app.service.schemas import ToolResultsIn
 from app.store.db import create_engine as create_async_engine
@@ -120,3 +122,40 @@ async def test_runs_stored_before_0006_move_to_the_log_and_then_resume_and_compl
 
 async def conversation(service: RunService, run_id: str) -> tuple[Any, ...]:
     return (await service.load_run(run_id)).messages()
+
+
+async def test_0009_downgrade_writes_back_zero_counters_and_waiting_reasons(
+    own_database: str,
+) -> None:
+    """This release stores lean documents (no zero usage counters) and leaves a queued or
+    claimed run's waiting reason to its status and lease; 0009's downgrade writes both
+    back, so the previous release, which requires every counter, loads every run."""
+    settings = make_settings(own_database)
+    store = RunStore(create_async_engine(own_database))
+    service = RunService(store, settings)
+    view = await suspended_run(service)
+    await service.submit_tool_results(results_for(view), run_id=view.record.id)
+    queued = await service.get_run(view.record.id)
+    assert queued.record.waiting_reason == {"type": "queued"}
+    await store.aclose()
+    engine = create_engine_sync(sync_url(own_database))
+    with engine.connect() as conn:
+        lean_state, reason = conn.execute(
+            sa.text("SELECT state, waiting_reason FROM runs WHERE id = :id"), {"id": view.record.id}
+        ).one()
+    assert reason in (None, "null") and "cache_creation_input_tokens" not in lean_state
+
+    command.downgrade(alembic_config(own_database), "0008")
+    with engine.connect() as conn:
+        state, reason = conn.execute(
+            sa.text("SELECT state, waiting_reason FROM runs WHERE id = :id"), {"id": view.record.id}
+        ).one()
+        bodies = conn.execute(sa.text("SELECT body FROM run_messages ORDER BY seq")).scalars()
+        calls = [c for body in bodies for c in orjson.loads(body).get("c", [])]
+    engine.dispose()
+    reason = orjson.loads(reason) if isinstance(reason, str) else reason
+    assert reason == {"type": "queued"}
+    doc = orjson.loads(state)
+    assert set(doc["usage"]) == set(USAGE_FIELDS)
+    assert calls and all(set(c["usage"]) == set(USAGE_FIELDS) for c in calls)
+    upgrade_to_head(own_database)

@@ -1,0 +1,98 @@
+"""Why a run is where it is: the typed `waiting_reason` of a change (`app.store.changes`),
+and, for the reasons a write leaves out (a queued run's, a claimed run's), the reason
+given back on read from the run's status and lease (`app.store.records`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from app.core.lifecycle import RunStatus
+from app.timestamps import iso
+
+
+@dataclass(frozen=True, slots=True)
+class Queued:
+    def doc(self) -> dict[str, Any]:
+        return {"type": RunStatus.QUEUED.value}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCall:
+    worker: str
+    lease_until: datetime
+
+    def doc(self) -> dict[str, Any]:
+        return {"type": "model_call", "worker": self.worker, "lease_until": iso(self.lease_until)}
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResults:
+    round: int
+    call_ids: tuple[str, ...]
+
+    def doc(self) -> dict[str, Any]:
+        return {"type": "tool_results", "round": self.round, "call_ids": list(self.call_ids)}
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    tool_name: str
+    tool_call_id: str | None
+    arguments: str
+
+    def doc(self) -> dict[str, Any]:
+        return {
+            "type": "resolution",
+            "tool_name": self.tool_name,
+            "tool_call_id": self.tool_call_id,
+            "arguments": self.arguments,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """A run waiting to retry a model call: which attempt failed and how, when the next
+    starts, and why then (the provider's `Retry-After`, a rate limit's reset, or
+    exponential backoff)."""
+
+    until: datetime
+    delay_seconds: float
+    reason: str
+    attempt: int
+    max_attempts: int
+    error: Mapping[str, Any]
+    hint_seconds: float | None = None
+    header: str | None = None
+
+    def doc(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": "backoff",
+            "until": iso(self.until),
+            "delay_seconds": round(self.delay_seconds, 3),
+            "reason": self.reason,
+            "attempt": self.attempt,
+            "max_attempts": self.max_attempts,
+            "status": self.error.get("status"),
+            "error": dict(self.error),
+        }
+        if self.hint_seconds is not None:
+            out["provider_hint_seconds"] = round(self.hint_seconds, 3)
+            out["header"] = self.header
+        return out
+
+
+Waiting = Queued | ModelCall | ToolResults | Resolution | Backoff
+
+
+def derived_reason(
+    status: RunStatus, lease_owner: str | None, lease_expires_at: datetime | None
+) -> dict[str, Any] | None:
+    """The reason a change left out (`app.store.changes`), from the run's status and lease."""
+    if status is RunStatus.QUEUED:
+        return Queued().doc()
+    if status is RunStatus.RUNNING and lease_owner is not None and lease_expires_at is not None:
+        return ModelCall(lease_owner, lease_expires_at).doc()
+    return None

@@ -435,7 +435,9 @@ class RunService:
             change = decide(pending.record, pending.calls, submitted, now)
             if change is None:
                 return SubmitOutcome(pending.record, [], False)
-            updated, _ = await self.store.apply(pending.record.id, change, now)
+            updated, _ = await self.store.apply(
+                pending.record.id, change, now, known=pending.record
+            )
             if updated is not None:
                 return SubmitOutcome(updated, accepted(change), change.status == RunStatus.QUEUED)
         raise StatusConflict(pending.record)

@@ -18,6 +18,7 @@ RUN_COLUMNS = {
     name: i for i, name in enumerate([*(c.name for c in runs.columns), "config", "metadata"])
 }
 RUN_WIDTH = len(RUN_COLUMNS)
+RUN_FIELDS = len(runs.columns)  # (the runs table's own, before config and metadata)
 TOOL_CALL_COLUMNS = tuple(c.name for c in tool_calls.columns)
 EVENT_COLUMNS = tuple(c.name for c in run_events.columns)
 

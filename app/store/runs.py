@@ -10,6 +10,7 @@ statement on the direct pool (`app.store.direct`), on SQLite one transaction.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,7 +29,14 @@ from app.store.direct import Compiled, DirectPool, compile_statement
 from app.store.errors import NotFoundError
 from app.store.outbox import WEBHOOKS_CHANNEL, Outbox
 from app.store.queues import QUEUE_CHANNEL, Queues, QueueStatements
-from app.store.records import RUN_WIDTH, EventRecord, NewEvent, RunRecord, ToolCallRecord
+from app.store.records import (
+    RUN_FIELDS,
+    RUN_WIDTH,
+    EventRecord,
+    NewEvent,
+    RunRecord,
+    ToolCallRecord,
+)
 from app.store.schema import (
     run_configs,
     runs,
@@ -36,7 +44,7 @@ from app.store.schema import (
     service_secrets,
     tool_calls,
 )
-from app.store.sqlite_rows import tool_row, write_events, write_rows
+from app.store.sqlite_rows import tool_row, webhook_targets, write_events, write_rows
 from app.store.statements import (
     EVENTS_CHANNEL,
     EventPlan,
@@ -200,9 +208,14 @@ class RunStore(Watchers, Outbox, Queues):
         claim_for: tuple[str, datetime] | None = None,
         conn: AsyncConnection | None = None,
         wakes: list[tuple[str, str]] | None = None,
+        known: RunRecord | None = None,
     ) -> tuple[RunRecord | None, RunRecord | None]:
         """Apply `change` to run `run_id` with one compare-and-set: (the run as changed,
         or None when refused: its status or fencing token moved on; the run claimed).
+
+        `known`: the run as the caller read it. Its configuration and metadata never
+        change, so the statement does not read them back, and a run with no webhook (in a
+        deployment with no global one) gets no outbox step at all (PostgreSQL).
 
         With `claim_for` (worker, lease until) the same statement also claims the next
         due run for that worker (PostgreSQL; SQLite claims after): a lease holder's last
@@ -218,10 +231,13 @@ class RunStore(Watchers, Outbox, Queues):
         values = change.columns()
         batch = change.snapshot.batch if change.snapshot is not None else None
         chain = changes.claim(*claim_for) if claim_for and self.is_postgres else None
+        plan = EventPlan.of(change.events)
+        if known is not None and not webhook_targets(known.config, self.webhook_url):
+            plan = dataclasses.replace(plan, webhooks=())
         shape = Shape(
             tuple(sorted(values)),
             tuple(sorted(s.value for s in change.sources)),
-            EventPlan.of(change.events),
+            plan,
             change.expect_version is not None,
             change.moves_token,
             len(change.tool_calls) if self.is_postgres else 0,
@@ -229,6 +245,7 @@ class RunStore(Watchers, Outbox, Queues):
             batch is not None and self.is_postgres,
             EventPlan.of(chain.events) if chain else None,
             change.closes_calls and self.is_postgres,
+            known is None or not self.is_postgres,
         )
         stmt = self.sql.change(shape)
         params = {f"v_{k}": v for k, v in values.items()}
@@ -253,6 +270,8 @@ class RunStore(Watchers, Outbox, Queues):
             return None, None
         if not self.is_postgres and conn is not None:
             row = await self._configured(conn, row)
+        elif not shape.reads_config and known is not None:
+            row = (*row[:RUN_FIELDS], known.config, known.metadata, *row[RUN_FIELDS:])
         record = RunRecord.from_row(row) if row[0] is not None else None
         claimed = None
         if chain is not None and row[-1 - RUN_WIDTH] is not None:

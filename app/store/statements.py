@@ -69,6 +69,9 @@ class Shape:
     batch: bool = False  # appends a batch to the run's log
     chain: EventPlan | None = None  # also claims the next due run (its events' plan)
     closes_calls: bool = False  # takes the run's unanswered calls out of their queue
+    # Returns the run's configuration and metadata (False: the caller holds them already,
+    # and they never change).
+    reads_config: bool = True
 
 
 def notify_each(channel: str, changed: Any, *, watched_only: bool = False) -> Any:
@@ -138,7 +141,10 @@ class Statements(Queries):
         if not self.is_postgres:
             return dml.returning(*runs.c)
         changed = dml.returning(*runs.c).cte("changed")
-        stmt = self.with_rows(changed, shape.plan, shape.tool_rows, shape.answers, shape.batch)
+        head = None if shape.reads_config else sa.select(changed)
+        stmt = self.with_rows(
+            changed, shape.plan, shape.tool_rows, shape.answers, shape.batch, head=head
+        )
         if shape.closes_calls:
             stmt = stmt.add_cte(self._unqueue(changed).cte("unqueued"))
         if shape.chain is not None:

@@ -374,6 +374,7 @@ class RunDriver:
             change,
             now,
             claim_for=(self.worker_id, lease_until) if chain else None,
+            known=claim.record,
         )
         claim.looked = chain
         if record is None:

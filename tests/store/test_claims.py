@@ -199,3 +199,33 @@ async def test_claim_plan_keeps_its_index_when_planned_generic_on_an_empty_table
     plan = "\n".join(row[0] for row in rows)
     assert "ix_runs_claim" in plan, plan
     assert "Seq Scan on runs" not in plan, plan
+
+
+@pytest.mark.parametrize("webhook", [None, "http://127.0.0.1:9/hook"])
+async def test_a_write_by_a_holder_of_the_run_takes_its_configuration_from_it(
+    service: RunService, webhook: str | None
+) -> None:
+    """A writer that holds the run as read (`known`) gets the same record back without
+    the statement reading the configuration again; its webhook events still reach the
+    outbox when the run has a webhook, and none is prepared when it has none."""
+    extra = {"webhook": {"url": webhook}} if webhook else {}
+    settings = service.settings.model_copy(update={"webhook_allow_private": True})
+    service = RunService(service.store, settings)
+    view, _ = await service.create_run(run_body(metadata={"team": "a"}, **extra))
+    now, until = lease()
+    held = await service.store.claim("w", now, until)
+    assert held is not None and held.id == view.record.id
+    change = Change(
+        Transition.COMPLETE,
+        {"lease_owner": None, "lease_expires_at": None, "output": "done"},
+        (NewEvent("run.completed", {"output": "done"}),),
+        expect_version=held.version,
+    )
+    done, _ = await service.store.apply(held.id, change, now, known=held)
+    assert done is not None and done.status == RunStatus.COMPLETED
+    stored = await service.store.get(held.id)
+    assert stored is not None
+    assert (done.config, done.metadata) == (stored.config, stored.metadata)
+    assert done.metadata == {"team": "a"} and done.version == stored.version
+    deliveries = await service.store.webhook_deliveries(held.id)
+    assert [d["event_type"] for d in deliveries] == (["run.completed"] if webhook else [])

@@ -42,6 +42,7 @@ from bench.lifecycle import (  # noqa: E402
     fresh_database,
     pct,
     seed,
+    server_argument,
     service_run,
     summary,
     wait_ready,
@@ -155,12 +156,7 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument(
-        "--server",
-        default=os.environ.get(
-            "AGENTRUN_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-        ),
-    )
+    server_argument(parser)
     args = parser.parse_args()
     admin, url = fresh_database(args.server)
     logdir = Path(os.environ.get("TMPDIR", "/tmp")) / "agentrun-bench"

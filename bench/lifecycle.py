@@ -66,6 +66,17 @@ from tests.helpers import drive_once, results_for, run_body  # noqa: E402
 AGENTRUN = str(Path(sys.executable).parent / "agentrun")
 
 
+def server_argument(parser: argparse.ArgumentParser) -> None:
+    """`--server`: the PostgreSQL server whose fresh databases the benchmark uses (the
+    tests' AGENTRUN_TEST_DATABASE_URL, else the local one)."""
+    parser.add_argument(
+        "--server",
+        default=os.environ.get(
+            "AGENTRUN_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+        ),
+    )
+
+
 def fresh_database(server: str) -> tuple[str, str]:
     name = f"agentrun_bench_{secrets.token_hex(4)}"
     admin = make_url(server).set(drivername="postgresql")
@@ -693,12 +704,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument(
-        "--server",
-        default=os.environ.get(
-            "AGENTRUN_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-        ),
-    )
+    server_argument(parser)
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument(
         "--service-only",

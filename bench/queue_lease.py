@@ -33,7 +33,7 @@ from app.service.schemas import LeasedResultIn, LeaseIn  # noqa: E402
 from app.store.db import create_engine  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
-from bench.lifecycle import drop_database, fresh_database  # noqa: E402
+from bench.lifecycle import drop_database, fresh_database, server_argument  # noqa: E402
 from tests.conftest import make_settings  # noqa: E402
 from tests.helpers import drive_once, suspended_run  # noqa: E402
 
@@ -124,5 +124,5 @@ if __name__ == "__main__":
     parser.add_argument("--executors", type=int, default=8)
     parser.add_argument("--limit", type=int, default=4)
     parser.add_argument("--samples", type=int, default=30)
-    parser.add_argument("--server", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    server_argument(parser)
     asyncio.run(main(parser.parse_args()))

@@ -36,7 +36,7 @@ from app.store.db import JSON_OPTIONS, create_engine  # noqa: E402
 from app.store.direct import SESSION_SETTINGS, Compiled, DirectPool  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
-from bench.lifecycle import drop_database, fresh_database  # noqa: E402
+from bench.lifecycle import drop_database, fresh_database, server_argument  # noqa: E402
 from tests.conftest import make_settings  # noqa: E402
 from tests.helpers import run_body  # noqa: E402
 
@@ -138,7 +138,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=3000)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--server", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    server_argument(parser)
     args = parser.parse_args()
     admin, url = fresh_database(args.server)
     try:

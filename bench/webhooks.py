@@ -37,6 +37,7 @@ from bench.lifecycle import (  # noqa: E402
     drop_database,
     fresh_database,
     pct,
+    server_argument,
     wait_ready,
 )
 from tests.helpers import run_body  # noqa: E402
@@ -160,12 +161,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=500)
     parser.add_argument("--subscribers", type=int, default=100)
-    parser.add_argument(
-        "--server",
-        default=os.environ.get(
-            "AGENTRUN_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-        ),
-    )
+    server_argument(parser)
     args = parser.parse_args()
     admin, url = fresh_database(args.server)
     logdir = Path(os.environ.get("TMPDIR", "/tmp")) / "agentrun-bench"

@@ -289,6 +289,8 @@ def _read_log(log: str | None, extent: Extent) -> dict[str, list[Any]]:
     for batch in batches:
         if not isinstance(batch, dict):
             raise StateDecodeError("run log: a batch must be an object")
+        # (Counters filled in before any upgrade: an upgrader sees whole usage objects.)
+        _calls_usage(batch.get("c"), _full_usage)
         version = batch.get("v", SCHEMA_VERSION)
         if version != SCHEMA_VERSION:  # upgraded as the lists of a whole document are
             doc = upgrade(
@@ -309,8 +311,6 @@ def _read_log(log: str | None, extent: Extent) -> dict[str, list[Any]]:
             items = batch.get(short, [])
             if not isinstance(items, list):
                 raise StateDecodeError(f"run log: batch list {short!r} must be an array")
-            if short == "c":
-                _calls_usage(items, _full_usage)
             lists[short].extend(items)
     want = {"h": extent.history or 0, "m": extent.messages, "c": extent.calls}
     for short, n in want.items():

@@ -7,7 +7,8 @@ Create Date: 2026-11-30 20:30:00
 No table changes. From this release a control document and a log batch leave out a usage
 object's zero counters and a tool call's null fields (`app.core.stored`), and a queued
 or claimed run's `waiting_reason` is not stored (`app.store.waiting.derived_reason`: the
-status and the lease give it back). Documents written before load as they are, so the
+status and the lease give it back), nor a zero counter of a run's billed usage
+(`runs.usage`, filled in on read). Documents written before load as they are, so the
 upgrade has nothing to move. The downgrade writes the counters and the reasons back, so
 that the previous release (which requires every counter) loads every run; a null field
 of a call needs nothing (absent reads as null in every release).
@@ -37,6 +38,15 @@ COUNTERS = (
     "reasoning_tokens",
 )
 
+# A run's billed usage as this revision knows it (app.store.records.RUN_USAGE_KEYS).
+BILLED = (
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "cached_input_tokens",
+    "reasoning_tokens",
+)
+
 runs = sa.table(
     "runs",
     sa.column("id", sa.String),
@@ -45,6 +55,7 @@ runs = sa.table(
     sa.column("lease_owner", sa.String),
     sa.column("lease_expires_at", sa.DateTime(timezone=True)),
     sa.column("waiting_reason", sa.JSON),
+    sa.column("usage", sa.JSON),
 )
 run_messages = sa.table(
     "run_messages",
@@ -108,6 +119,7 @@ def downgrade() -> None:
                 runs.c.lease_owner,
                 runs.c.lease_expires_at,
                 runs.c.waiting_reason,
+                runs.c.usage,
             )
             .where(runs.c.id > after)
             .order_by(runs.c.id)
@@ -115,13 +127,15 @@ def downgrade() -> None:
         ).all()
         if not rows:
             break
-        for run_id, state, status, owner, until, reason in rows:
+        for run_id, state, status, owner, until, reason, usage in rows:
             values: dict = {}
             control = _control(state)
             if control != state:
                 values["state"] = control
             if reason is None and (derived := _reason(status, owner, until)) is not None:
                 values["waiting_reason"] = derived
+            if isinstance(usage, dict) and not set(BILLED) <= usage.keys():
+                values["usage"] = {**dict.fromkeys(BILLED, 0), **usage}
             if values:
                 conn.execute(runs.update().where(runs.c.id == run_id).values(**values))
         after = rows[-1][0]

@@ -19,6 +19,15 @@ RUN_COLUMNS = {
 }
 RUN_WIDTH = len(RUN_COLUMNS)
 RUN_FIELDS = len(runs.columns)  # (the runs table's own, before config and metadata)
+#: The counters of a run's billed usage (`runs.usage`), stored without those at zero.
+RUN_USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "cached_input_tokens",
+    "reasoning_tokens",
+)
+_NO_USAGE = dict.fromkeys(RUN_USAGE_KEYS, 0)
 TOOL_CALL_COLUMNS = tuple(c.name for c in tool_calls.columns)
 EVENT_COLUMNS = tuple(c.name for c in run_events.columns)
 
@@ -74,6 +83,9 @@ class RunRecord:
         reason = v[c["waiting_reason"]]
         if reason is None:
             reason = derived_reason(status, lease_owner, lease_expires_at)
+        usage = v[c["usage"]]
+        if type(usage) is dict:
+            usage = {**_NO_USAGE, **usage}
         return cls(
             id=v[c["id"]],
             status=status,
@@ -96,7 +108,7 @@ class RunRecord:
             max_turns=v[c["max_turns"]],
             output=v[c["output"]],
             error=v[c["error"]],
-            usage=v[c["usage"]],
+            usage=usage,
             last_event_seq=v[c["last_event_seq"]],
             created_at=utc(v[c["created_at"]]),  # type: ignore[arg-type]
             updated_at=utc(v[c["updated_at"]]),  # type: ignore[arg-type]

@@ -51,6 +51,8 @@ async def test_a_run_that_fails_after_a_billed_call_shows_its_usage(
     assert run["usage"] is not None
     assert (run["usage"]["input_tokens"], run["usage"]["output_tokens"]) == (123, 45)
     assert run["usage"]["total_tokens"] == ledger["total_tokens"] == 168
+    # (Stored without its zero counters, shown with every one.)
+    assert run["usage"]["cached_input_tokens"] == run["usage"]["reasoning_tokens"] == 0
 
 
 # --- run ids ---------------------------------------------------------------------------------

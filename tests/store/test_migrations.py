@@ -23,6 +23,7 @@ from app.service.schemas import ToolResultsIn
 from app.store.db import create_engine as create_async_engine
 from app.store.db import sync_url
 from app.store.migrate import alembic_config, upgrade_to_head
+from app.store.records import RUN_USAGE_KEYS
 from app.store.runs import RunStore
 from app.store.schema import metadata
 from tests.conftest import fresh_database, make_settings
@@ -140,21 +141,26 @@ async def test_0009_downgrade_writes_back_zero_counters_and_waiting_reasons(
     await store.aclose()
     engine = create_engine_sync(sync_url(own_database))
     with engine.connect() as conn:
-        lean_state, reason = conn.execute(
-            sa.text("SELECT state, waiting_reason FROM runs WHERE id = :id"), {"id": view.record.id}
+        lean_state, reason, lean_usage = conn.execute(
+            sa.text("SELECT state, waiting_reason, usage FROM runs WHERE id = :id"),
+            {"id": view.record.id},
         ).one()
     assert reason in (None, "null") and "cache_creation_input_tokens" not in lean_state
+    assert "reasoning_tokens" not in str(lean_usage)  # (zero in a scripted run)
 
     command.downgrade(alembic_config(own_database), "0008")
     with engine.connect() as conn:
-        state, reason = conn.execute(
-            sa.text("SELECT state, waiting_reason FROM runs WHERE id = :id"), {"id": view.record.id}
+        state, reason, usage = conn.execute(
+            sa.text("SELECT state, waiting_reason, usage FROM runs WHERE id = :id"),
+            {"id": view.record.id},
         ).one()
         bodies = conn.execute(sa.text("SELECT body FROM run_messages ORDER BY seq")).scalars()
         calls = [c for body in bodies for c in orjson.loads(body).get("c", [])]
     engine.dispose()
     reason = orjson.loads(reason) if isinstance(reason, str) else reason
     assert reason == {"type": "queued"}
+    billed = orjson.loads(usage) if isinstance(usage, str) else usage
+    assert billed is not None and set(billed) >= set(RUN_USAGE_KEYS)
     doc = orjson.loads(state)
     assert set(doc["usage"]) == set(USAGE_FIELDS)
     assert calls and all(set(c["usage"]) == set(USAGE_FIELDS) for c in calls)

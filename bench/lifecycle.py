@@ -106,8 +106,8 @@ def seed(url: str, rows: int) -> None:
         )
         conn.execute(
             """
-            INSERT INTO run_configs (run_id, config, metadata)
-            SELECT 'seed_' || g, '{}', '{}' FROM generate_series(1, %s) g
+            INSERT INTO run_configs (run_id, config, metadata, created_at)
+            SELECT 'seed_' || g, '{}', '{}', now() FROM generate_series(1, %s) g
             """,
             (rows,),
         )
@@ -640,29 +640,32 @@ async def wait_ready(client: httpx.AsyncClient, timeout: float = 15.0) -> None:
     raise RuntimeError("the API did not become ready")
 
 
-async def completed_since(store: RunStore, since: datetime) -> int:
+async def count_since(store: RunStore, since: datetime, condition: Any) -> int:
+    """Runs created since `since` (through the creation index) that meet `condition`."""
     import sqlalchemy as sa
 
-    from app.store.schema import runs
+    from app.store.schema import run_configs, runs
 
-    stmt = sa.select(sa.func.count()).where(
-        runs.c.created_at >= since, runs.c.status == RunStatus.COMPLETED.value
+    stmt = (
+        sa.select(sa.func.count())
+        .select_from(runs.join(run_configs, run_configs.c.run_id == runs.c.id))
+        .where(run_configs.c.created_at >= since, condition)
     )
     async with store.engine.connect() as conn:
         return int((await conn.execute(stmt)).scalar_one())
+
+
+async def completed_since(store: RunStore, since: datetime) -> int:
+    from app.store.schema import runs
+
+    return await count_since(store, since, runs.c.status == RunStatus.COMPLETED.value)
 
 
 async def open_since(store: RunStore, since: datetime) -> int:
-    import sqlalchemy as sa
-
     from app.core.lifecycle import TERMINAL
     from app.store.schema import runs
 
-    stmt = sa.select(sa.func.count()).where(
-        runs.c.created_at >= since, runs.c.status.not_in([s.value for s in TERMINAL])
-    )
-    async with store.engine.connect() as conn:
-        return int((await conn.execute(stmt)).scalar_one())
+    return await count_since(store, since, runs.c.status.not_in([s.value for s in TERMINAL]))
 
 
 def summary(samples: list[dict[str, float]], key: str, fmt: str = ".0f") -> str:

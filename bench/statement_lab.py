@@ -92,10 +92,6 @@ TEXT: dict[str, Callable[[str], str]] = {
     "no watcher lookup": no_watch_lookup,
 }
 DATABASE: dict[str, tuple[str, str]] = {
-    "no ix_runs_created": (
-        "DROP INDEX ix_runs_created",
-        "CREATE INDEX ix_runs_created ON runs (created_at, id)",
-    ),
     "no unique indexes on runs": (
         "DROP INDEX uq_runs_idempotency_key; DROP INDEX uq_runs_callback_token_hash",
         "CREATE UNIQUE INDEX uq_runs_idempotency_key ON runs (idempotency_key)"

@@ -12,6 +12,7 @@ from sqlalchemy.dialects import postgresql
 from app.core.lifecycle import RunStatus
 from app.store.schema import (
     created_beyond,
+    newest_first,
     run_events,
     run_messages,
     runs,
@@ -107,7 +108,7 @@ class Queries:
         def build() -> Any:
             stmt = (
                 select_runs()
-                .order_by(runs.c.created_at.desc(), runs.c.id.desc())
+                .order_by(*newest_first())
                 .limit(sa.bindparam("p_limit", type_=sa.Integer()))
             )
             if status is not None:

@@ -20,6 +20,8 @@ from app.store.records import RunRecord, utc
 from app.store.schema import (
     created_beyond,
     model_calls,
+    newest_first,
+    oldest_first,
     run_configs,
     run_events,
     runs,
@@ -100,10 +102,7 @@ async def page_of_runs(
     """One keyset page on (created_at, id): oldest first for waiting statuses, newest
     first otherwise; the cursor of the next page, or None on the last one."""
     stmt = select_runs().where(*_conditions(f)).limit(limit + 1)
-    if f.ascending:
-        stmt = stmt.order_by(runs.c.created_at.asc(), runs.c.id.asc())
-    else:
-        stmt = stmt.order_by(runs.c.created_at.desc(), runs.c.id.desc())
+    stmt = stmt.order_by(*(oldest_first() if f.ascending else newest_first()))
     if cursor:
         created, run_id = decode_cursor(cursor)
         stmt = stmt.where(created_beyond(created, run_id, ascending=f.ascending))

@@ -2,15 +2,15 @@
 
 A run is purged when it has finished (completed, failed, cancelled, expired) and both its
 creation and its last change lie before the cutoff. Its tool calls, events, usage-ledger
-rows and webhook deliveries (with their attempts) go with it (foreign keys cascade). Its
+rows and webhook deliveries (with their attempts) go with it. Its
 usage does not disappear: in the same transaction the ledger rows are added to
 `usage_daily` (per UTC day of the call, provider, model and the run's final status), which
 `/v1/usage` adds to what the ledger still holds.
 
 Each batch is one short transaction over at most `batch` runs, found through the
-`(created_at, id)` index and locked with SKIP LOCKED on PostgreSQL, so a sweep never
-waits on (or stalls) the runs that workers and the API are changing, and two sweeping
-workers never count the same run twice.
+creation index (`ix_run_configs_created`) and locked with SKIP LOCKED on PostgreSQL, so a
+sweep never waits on (or stalls) the runs that workers and the API are changing, and two
+sweeping workers never count the same run twice.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.lifecycle import TERMINAL
-from app.store.schema import RUN_ROWS, model_calls, runs, usage_daily
+from app.store.schema import RUN_ROWS, model_calls, oldest_first, run_configs, runs, usage_daily
 
 TOKENS = (
     "input_tokens",
@@ -53,16 +53,17 @@ async def purge_batch(engine: AsyncEngine, cutoff: datetime, batch: int = 200) -
     postgres = engine.dialect.name == "postgresql"
     due = (
         sa.select(runs.c.id, runs.c.status)
+        .select_from(runs.join(run_configs, run_configs.c.run_id == runs.c.id))
         .where(
-            runs.c.created_at < cutoff,
+            run_configs.c.created_at < cutoff,
             runs.c.updated_at < cutoff,
             runs.c.status.in_(_TERMINAL_VALUES),
         )
-        .order_by(runs.c.created_at, runs.c.id)
+        .order_by(*oldest_first())
         .limit(batch)
     )
     if postgres:
-        due = due.with_for_update(skip_locked=True)
+        due = due.with_for_update(skip_locked=True, of=runs)
     async with engine.begin() as conn:
         found = (await conn.execute(due)).all()
         if not found:

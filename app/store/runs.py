@@ -325,7 +325,9 @@ class RunStore(Watchers, Outbox, Queues):
             row = await self._fetch(conn, stmt, params)
             if row is not None and conn is not None:
                 await conn.execute(
-                    run_configs.insert().values(run_id=row[0], config=config, metadata=meta)
+                    run_configs.insert().values(
+                        run_id=row[0], config=config, metadata=meta, created_at=now
+                    )
                 )
                 row = (*row, config, meta)
                 await write_events(conn, row[0], len(events), events, now)

@@ -64,21 +64,6 @@ sa.Index(
     postgresql_where=QUEUED,
     sqlite_where=QUEUED,
 )
-sa.Index("ix_runs_created", runs.c.created_at, runs.c.id)
-
-
-def created_beyond(created: Any, run_id: Any, *, ascending: bool) -> sa.ColumnElement[bool]:
-    """Keyset pagination on (created_at, id), served by ix_runs_created: the runs after
-    the cursor's run in the page order."""
-    if ascending:
-        return sa.or_(
-            runs.c.created_at > created,
-            sa.and_(runs.c.created_at == created, runs.c.id > run_id),
-        )
-    return sa.or_(
-        runs.c.created_at < created,
-        sa.and_(runs.c.created_at == created, runs.c.id < run_id),
-    )
 
 
 # The indexes below hold only the rows that need them (partial), so a transition of a
@@ -120,7 +105,30 @@ run_configs = sa.Table(
     sa.Column("run_id", sa.String(40), primary_key=True),
     sa.Column("config", Json, nullable=False),
     sa.Column("metadata", Json, nullable=False),
+    # When the run was created (as `runs.created_at`): the order of run lists. Its index
+    # is here, written once, not on `runs`, where every update that is not HOT (all of a
+    # run's transitions) added an entry to it.
+    sa.Column("created_at", Timestamp, nullable=False),
 )
+sa.Index("ix_run_configs_created", run_configs.c.created_at, run_configs.c.run_id)
+CREATED = (run_configs.c.created_at, run_configs.c.run_id)
+
+
+def created_beyond(created: Any, run_id: Any, *, ascending: bool) -> sa.ColumnElement[bool]:
+    """Keyset pagination on (created_at, id), served by ix_run_configs_created (queries
+    that select from `select_runs()`): the runs after the cursor's run in the page order."""
+    at, key = CREATED
+    if ascending:
+        return sa.or_(at > created, sa.and_(at == created, key > run_id))
+    return sa.or_(at < created, sa.and_(at == created, key < run_id))
+
+
+def newest_first() -> tuple[Any, Any]:
+    return CREATED[0].desc(), CREATED[1].desc()
+
+
+def oldest_first() -> tuple[Any, Any]:
+    return CREATED[0].asc(), CREATED[1].asc()
 
 
 def config_of(run_id: Any) -> Any:

@@ -461,7 +461,8 @@ class Statements(Queries):
             config = typed("c_config", run_configs.c.config.type)
             meta = typed("c_metadata", run_configs.c.metadata.type)
             configured = run_configs.insert().from_select(
-                ["run_id", "config", "metadata"], sa.select(changed.c.id, config, meta)
+                ["run_id", "config", "metadata", "created_at"],
+                sa.select(changed.c.id, config, meta, changed.c.created_at),
             )
             # (The configuration this statement inserts is not visible to it: the
             # record's columns come from the parameters.)

@@ -5,11 +5,13 @@ every later execution on that connection uses (the performance notes' sticky pla
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
 import pytest
 
+from app.core.lifecycle import RunStatus
 from app.service.runs import RunService
 from app.store.db import create_engine
 from app.store.direct import SESSION_SETTINGS, Compiled, DirectPool
@@ -60,3 +62,39 @@ async def test_a_runs_lifecycle_reaches_every_row_by_its_key_on_empty_tables(
         assert "Seq Scan" not in plan, plan
         # A run found by its key is found by the primary key, not a status-led index.
         assert "ix_runs_lease" not in plan and "ix_runs_expiry" not in plan, plan
+
+
+@pytest.mark.parametrize("status", [None, RunStatus.REQUIRES_ACTION])
+@pytest.mark.parametrize("paged", [False, True])
+async def test_run_lists_follow_the_creation_index(
+    empty_postgres_url: str, status: RunStatus | None, paged: bool
+) -> None:
+    """A list of runs, newest first (of one status or all, from a cursor or not), reads no
+    table whole: all runs in the creation index's order (`run_configs`), no sort."""
+    store = RunStore(create_engine(empty_postgres_url))
+    try:
+        async with await psycopg.AsyncConnection.connect(empty_postgres_url, autocommit=True) as c:
+            for table, values in (
+                (
+                    "runs (id, status, state, schema_version, version, available_at, max_turns,"
+                    " created_at, updated_at)",
+                    "'r' || g, 'completed', '{}', 2, 1, now(), 1,"
+                    " now() - g * interval '1 s', now()",
+                ),
+                (
+                    "run_configs (run_id, config, metadata, created_at)",
+                    "'r' || g, '{}', '{}', now() - g * interval '1 s'",
+                ),
+            ):
+                await c.execute(
+                    f"INSERT INTO {table} SELECT {values} FROM generate_series(1, 5000) g"
+                )
+            await c.execute("ANALYZE")
+        stmt = store.sql.list_runs(status, paged)
+        values: dict[str, Any] = {"p_limit": 50, "p_created": datetime.now(UTC), "p_id": "r9"}
+        plan = await generic_plan(empty_postgres_url, store._compile(stmt), values)
+    finally:
+        await store.aclose()
+    assert "Seq Scan" not in plan, plan
+    if status is None:  # (of one status, a partial index of that status may serve it)
+        assert "ix_run_configs_created" in plan and "Sort" not in plan, plan

@@ -94,22 +94,23 @@ def drop_database(admin_dsn: str, url: str) -> None:
 
 def seed(url: str, rows: int) -> None:
     """≥10k finished runs and fresh statistics, so claim plans are realistic."""
+    created = datetime.now(UTC)  # (one creation time in both tables, as the service writes)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(
             """
             INSERT INTO runs (id, status, state, schema_version, version, available_at,
                               max_turns, created_at, updated_at)
-            SELECT 'seed_' || g, 'completed', '{}', 1, 1, now(), 1, now(), now()
+            SELECT 'seed_' || g, 'completed', '{}', 1, 1, %s, 1, %s, %s
             FROM generate_series(1, %s) g
             """,
-            (rows,),
+            (created, created, created, rows),
         )
         conn.execute(
             """
             INSERT INTO run_configs (run_id, config, metadata, created_at)
-            SELECT 'seed_' || g, '{}', '{}', now() FROM generate_series(1, %s) g
+            SELECT 'seed_' || g, '{}', '{}', %s FROM generate_series(1, %s) g
             """,
-            (rows,),
+            (created, rows),
         )
         conn.execute(
             """

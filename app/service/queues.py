@@ -19,9 +19,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from app import tracing
 from app.core.lifecycle import RunStatus
@@ -38,6 +39,8 @@ from app.service.schemas import HeartbeatIn, LeasedResultIn, LeaseIn
 from app.service.submissions import SUBMIT_ATTEMPTS, SubmitOutcome, SubmittedResult, decide
 from app.store.errors import NotFoundError
 from app.store.records import RunRecord, ToolCallRecord
+
+T = TypeVar("T")
 
 #: A lease token: the call (run, round, position) and the lease's own random part.
 _TOKEN = re.compile(
@@ -70,6 +73,22 @@ class Lease:
         if m is None:
             raise LeaseNotFound("this lease token is malformed")
         return cls(m["run"], int(m["round"]), int(m["pos"]), m["nonce"])
+
+
+async def whole(work: Coroutine[Any, Any, T]) -> T:
+    """`work`, which a cancellation of the caller does not interrupt: a long poll is
+    cancelled when its client goes away, and a store call cut off inside its transaction
+    can leave SQLite's write lock held by a connection the pool is still closing (every
+    later write then waits out the busy timeout). The caller is cancelled at once; the
+    work completes (what it leased lapses and is offered again) and is then dropped."""
+    task = asyncio.ensure_future(work)
+    task.add_done_callback(_dropped)
+    return await asyncio.shield(task)
+
+
+def _dropped(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # (retrieved: a failure nobody awaits is not reported as lost)
 
 
 class QueueService:
@@ -105,12 +124,12 @@ class QueueService:
             try:
                 now = self.clock()
                 until = now + timedelta(seconds=body.lease_seconds)
-                calls = await self.store.lease_calls(queue, owner, now, until, body.limit)
+                calls = await whole(self.store.lease_calls(queue, owner, now, until, body.limit))
                 remaining = deadline - loop.time()
                 if calls or remaining <= 0 or bell.released:
                     return calls
                 pause = min(remaining, self.fallback_seconds)
-                due = await self.store.next_offer(queue)
+                due = await whole(self.store.next_offer(queue))
                 if due is not None:  # a lease lapses then (or a call is due but was busy)
                     until_due = (due - self.clock()).total_seconds()
                     pause = min(pause, max(until_due, MIN_PAUSE_SECONDS))

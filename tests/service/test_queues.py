@@ -9,6 +9,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -256,3 +257,30 @@ async def test_an_expired_run_retried_by_an_operator_offers_its_calls_again(
     for call, output in zip(again, (3, 7), strict=True):
         await queues.submit("q", token(call), result(output), "key")
     assert await drive_once(service.store, service.settings) == RunStatus.COMPLETED
+
+
+async def test_a_lease_cancelled_inside_its_store_call_lets_the_call_finish(
+    queues: QueueService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long poll is cancelled when its client goes away; its store call, perhaps inside
+    a transaction, is not cut off (on SQLite that could leave the write lock held): the
+    caller is cancelled at once, the call completes."""
+    started, go_on = asyncio.Event(), asyncio.Event()
+    finished: list[object] = []
+    lease_calls = queues.store.lease_calls
+
+    async def held(*args: Any, **kwargs: Any) -> Any:
+        started.set()
+        await go_on.wait()
+        finished.append(await lease_calls(*args, **kwargs))
+        return finished[-1]
+
+    monkeypatch.setattr(queues.store, "lease_calls", held)
+    polling = asyncio.ensure_future(queues.lease("q", lease_in(wait=5), "key"))
+    await asyncio.wait_for(started.wait(), 5)
+    polling.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await polling
+    assert finished == []
+    go_on.set()
+    assert await wait_for(lambda: asyncio.sleep(0, finished), lambda got: got == [[]])

@@ -8,13 +8,15 @@ is a bug and stays a 500.
 The drivers report an outage in many shapes: a refused connect (OSError), a server that
 is shutting down or starting up (SQLSTATE class 57P / 08 / 53300), a pooled connection
 that died (psycopg's OperationalError, asyncpg's ConnectionDoesNotExistError and
-InterfaceError "connection is closed"), SQLAlchemy's wrappers of those and its pool
-timeout. They are recognised here, in one place, by walking the exception's causes.
+InterfaceError "connection is closed"), SQLite's write lock held by another connection for
+longer than the busy timeout, SQLAlchemy's wrappers of those and its pool timeout. They
+are recognised here, in one place, by walking the exception's causes.
 """
 
 from __future__ import annotations
 
 import errno
+import sqlite3
 
 import asyncpg  # type: ignore[import-untyped]
 import psycopg
@@ -28,6 +30,9 @@ _STATES = ("08", "57P", "53300")
 _NETWORK_ERRNOS = frozenset(
     {errno.ECONNREFUSED, errno.ECONNRESET, errno.EHOSTUNREACH, errno.ENETUNREACH, errno.ETIMEDOUT}
 )
+
+#: SQLite's refusals when its lock stayed taken for the whole busy timeout.
+_SQLITE_BUSY = ("database is locked", "database is busy")
 
 #: Seconds a client is told to wait before retrying.
 RETRY_AFTER_SECONDS = 2
@@ -67,6 +72,8 @@ def _one(exc: BaseException) -> bool:
         exc.errno in _NETWORK_ERRNOS or "Connect call failed" in str(exc)
     ):
         return True  # asyncio's connect to several addresses: "Multiple exceptions: ..."
+    if isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(_SQLITE_BUSY):
+        return True  # another connection held SQLite's write lock past the busy timeout
     state = _sqlstate(exc)
     return state is not None and state.startswith(_STATES)
 

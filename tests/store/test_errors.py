@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sqlite3
+from pathlib import Path
+
 import asyncpg  # type: ignore[import-untyped]
 import psycopg
 import pytest
@@ -70,3 +73,27 @@ def test_a_task_group_of_outages_is_an_outage_and_a_mixed_one_is_not() -> None:
     outage = ConnectionResetError("reset")
     assert is_unavailable(ExceptionGroup("sse", [outage]))
     assert not is_unavailable(ExceptionGroup("sse", [outage, ValueError("bug")]))
+
+
+async def test_a_sqlite_lock_held_past_the_busy_timeout_is_an_outage(tmp_path: Path) -> None:
+    """Another connection holding SQLite's write lock for the whole busy timeout is an
+    outage (503, retry in a moment: the statement did not run); a bad statement is not."""
+    path = tmp_path / "locked.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE t (x INTEGER)")
+    holder.execute("BEGIN IMMEDIATE")
+    engine = create_async_engine(f"sqlite+aiosqlite:///{path}", connect_args={"timeout": 0.1})
+    try:
+        with pytest.raises(Exception) as locked:
+            async with engine.begin() as conn:
+                await conn.execute(sa.text("INSERT INTO t VALUES (1)"))
+        assert "database is locked" in str(locked.value)
+        assert is_unavailable(locked.value)
+        holder.execute("ROLLBACK")
+        with pytest.raises(Exception) as bad:
+            async with engine.begin() as conn:
+                await conn.execute(sa.text("INSERT INTO missing VALUES (1)"))
+        assert not is_unavailable(bad.value)
+    finally:
+        holder.close()
+        await engine.dispose()

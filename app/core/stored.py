@@ -18,6 +18,7 @@ Pure JSON manipulation: no IO, no clock.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -100,7 +101,7 @@ def _lean_messages(messages: Any) -> None:
                 _lean_call(item)
 
 
-def _calls_usage(calls: Any, fix: Any) -> None:
+def _calls_usage(calls: Any, fix: Callable[[Any], None]) -> None:
     for call in calls if type(calls) is list else ():
         fix(call)
 

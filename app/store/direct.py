@@ -10,6 +10,7 @@ paths). The process has that one pool (README, "Connection budget").
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
@@ -90,6 +91,19 @@ def compile_statement(stmt: Any, dialect: Dialect) -> Compiled:
     return Compiled(sql, slots)
 
 
+#: How long the direct path may keep a connection it took from the pool for its next
+#: statements before the pool has it back (see DirectPool).
+LEND_SECONDS = 0.005
+
+
+@dataclass(slots=True)
+class _Held:
+    """A connection the direct path took from the pool, and when (the loop's clock)."""
+
+    fairy: PoolProxiedConnection
+    since: float
+
+
 #: Session settings of the lifecycle's statements (see DirectPool).
 SESSION_SETTINGS = {"plan_cache_mode": "force_generic_plan", "enable_seqscan": "off"}
 _SET = "; ".join(f"SET {name} = {value}" for name, value in SESSION_SETTINGS.items())
@@ -128,6 +142,12 @@ class DirectPool:
     path borrows it and reset when SQLAlchemy next takes it (one round trip each way,
     only when the connection changes hands), so the other queries keep the defaults.
 
+    A connection it is done with stays with this path for its next statement, for at most
+    LEND_SECONDS from when it was taken from the pool (a timer gives back what is left
+    unused): a checkout and check-in through SQLAlchemy's pool cost about as much client
+    CPU as the statement's own encoding, once per statement before. A SQLAlchemy query
+    that finds the pool empty waits that long more at most.
+
     Behind a transaction-mode pooler (`create_engine(pgbouncer=True)`) a session setting
     would stay on whichever server session ran it, so none is set; statements are then
     unnamed (planned at each execution, with the values: no sticky plan either)."""
@@ -135,6 +155,8 @@ class DirectPool:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self._pool = engine.sync_engine.pool
+        self._lent: list[_Held] = []  # taken from the pool, between two statements
+        self._release: asyncio.TimerHandle | None = None
         checkedin = getattr(self._pool, "checkedin", None)  # a QueuePool's idle count
         self._checkedin: Callable[[], int] = checkedin if callable(checkedin) else lambda: 0
         self._settings = not transaction_pooled(engine)
@@ -153,26 +175,32 @@ class DirectPool:
                 pass
         return await greenlet_spawn(self._pool.connect)
 
-    async def _borrow(self) -> PoolProxiedConnection:
+    async def _borrow(self) -> _Held:
+        if self._lent:  # one this path holds already: no pool round trip
+            return self._lent.pop()
+        await asyncio.sleep(0)  # a task the pool just woke takes what was given back first
         token = _direct.set(True)
         try:
             fairy = await self._checkout()
         finally:
             _direct.reset(token)
+        held = _Held(fairy, asyncio.get_running_loop().time())
         if self._settings and not fairy.info.get(_LIFECYCLE):
             try:
                 await fairy.driver_connection.execute(_SET)  # type: ignore[union-attr]
             except BaseException as exc:
-                self._give_back(fairy, exc)
+                self._give_back(held, exc)
                 raise
             fairy.info[_LIFECYCLE] = True
-        return fairy
+        return held
 
-    @staticmethod
-    def _give_back(fairy: PoolProxiedConnection, exc: BaseException | None = None) -> None:
-        """Back to the pool: as it is after a statement or an error the server reported
-        (the session is in sync), closed first after anything else (a cancellation or a
-        broken connection may leave the protocol mid-statement)."""
+    def _give_back(self, held: _Held, exc: BaseException | None = None) -> None:
+        """Kept for this path's next statement, as it is after a statement or an error the
+        server reported (the session is in sync), unless it was taken from the pool more
+        than LEND_SECONDS ago: then back to the pool. Closed and dropped from the pool
+        after anything else (a cancellation or a broken connection may leave the protocol
+        mid-statement)."""
+        fairy = held.fairy
         driver = fairy.driver_connection
         healthy = exc is None or (
             isinstance(exc, asyncpg.PostgresError)
@@ -180,32 +208,50 @@ class DirectPool:
         )
         if not healthy or driver is None or driver.is_closed():
             fairy.invalidate(exc if isinstance(exc, Exception) else None)
-        fairy.close()  # no round trip: no transaction was begun through SQLAlchemy
+            fairy.close()
+            return
+        loop = asyncio.get_running_loop()
+        if loop.time() - held.since > LEND_SECONDS:
+            fairy.close()  # no round trip: no transaction was begun through SQLAlchemy
+            return
+        self._lent.append(held)
+        if self._release is None:
+            self._release = loop.call_later(LEND_SECONDS, self._return)
+
+    def _return(self) -> None:
+        """What this path holds and is not using goes back to the pool."""
+        self._release = None
+        lent, self._lent = self._lent, []
+        for held in lent:
+            held.fairy.close()
 
     async def fetchone(self, compiled: Compiled, values: Mapping[str, Any]) -> Any:
         """The first row (a tuple) of one autocommit statement, or None."""
-        fairy = await self._borrow()
+        held = await self._borrow()
         try:
-            row = await fairy.driver_connection.fetchrow(  # type: ignore[union-attr]
+            row = await held.fairy.driver_connection.fetchrow(  # type: ignore[union-attr]
                 compiled.sql, *compiled.params(values)
             )
         except BaseException as exc:
-            self._give_back(fairy, exc)
+            self._give_back(held, exc)
             raise
-        self._give_back(fairy)
+        self._give_back(held)
         return tuple(row) if row is not None else None
 
     async def fetchall(self, compiled: Compiled, values: Mapping[str, Any]) -> list[Any]:
-        fairy = await self._borrow()
+        held = await self._borrow()
         try:
-            rows = await fairy.driver_connection.fetch(  # type: ignore[union-attr]
+            rows = await held.fairy.driver_connection.fetch(  # type: ignore[union-attr]
                 compiled.sql, *compiled.params(values)
             )
         except BaseException as exc:
-            self._give_back(fairy, exc)
+            self._give_back(held, exc)
             raise
-        self._give_back(fairy)
+        self._give_back(held)
         return [tuple(row) for row in rows]
 
     async def aclose(self) -> None:
-        """Nothing of its own to close: the connections are the engine's (disposed with it)."""
+        """The connections it holds go back to the engine's pool (disposed with it)."""
+        if self._release is not None:
+            self._release.cancel()
+        self._return()

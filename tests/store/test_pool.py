@@ -1,7 +1,8 @@
 """One pool per process (app.store.db, app.store.direct): the hot path borrows the engine's
-connections, its session settings stay on its own statements, the process never holds
-more than the pool, a connection the pool must replace is replaced, and an engine made
-for PgBouncer leaves nothing in a server session."""
+connections (and keeps one briefly for its next statements, never keeping SQLAlchemy's
+queries waiting long), its session settings stay on its own statements, the process never
+holds more than the pool, a connection the pool must replace is replaced, and an engine
+made for PgBouncer leaves nothing in a server session."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import sqlalchemy as sa
 
 from app.service.runs import RunService
 from app.store.db import create_engine
-from app.store.direct import DirectPool, compile_statement
+from app.store.direct import LEND_SECONDS, DirectPool, compile_statement
 from app.store.errors import is_unavailable
 from app.store.runs import RunStore
 from tests.conftest import make_settings
@@ -31,8 +32,10 @@ SESSION = sa.select(
 
 @pytest.fixture
 async def one_connection(postgres_url: str) -> AsyncIterator[DirectPool]:
-    engine = create_engine(postgres_url, pool_size=1)
-    yield DirectPool(engine)
+    engine = create_engine(postgres_url, pool_size=1, pool_timeout=5)
+    pool = DirectPool(engine)
+    yield pool
+    await pool.aclose()
     await engine.dispose()
 
 
@@ -53,6 +56,53 @@ async def test_the_lifecycle_settings_hold_for_the_direct_path_only(
     assert await _sqlalchemy(one_connection) == ("on", "auto", hot[2])
     assert (await one_connection.fetchone(direct, {}))[:2] == ("off", "force_generic_plan")
     assert await _sqlalchemy(one_connection, autocommit=True) == ("on", "auto", hot[2])
+
+
+async def test_the_hot_path_keeps_a_connection_for_its_next_statements_then_gives_it_back(
+    one_connection: DirectPool,
+) -> None:
+    pool = one_connection.engine.sync_engine.pool
+    checkouts: list[object] = []
+    sa.event.listen(pool, "checkout", lambda *args: checkouts.append(args))
+    pid = compile_statement(sa.select(sa.func.pg_backend_pid()), one_connection.engine.dialect)
+    for _ in range(5):
+        await one_connection.fetchone(pid, {})
+    assert len(checkouts) == 1  # one checkout for statements in quick succession
+    assert pool.checkedout() == 1  # kept for the next statement
+    await asyncio.sleep(LEND_SECONDS * 4)
+    assert pool.checkedout() == 0  # given back once unused
+    await one_connection.fetchone(pid, {})
+    assert len(checkouts) == 2
+
+
+async def test_sqlalchemy_gets_a_connection_while_the_hot_path_runs_without_pause(
+    one_connection: DirectPool,
+) -> None:
+    """One connection, a task issuing hot statements back to back (never a moment when
+    the connection sits unused) and SQLAlchemy queries beside it: each query gets the
+    connection within the lending time plus a statement, not after the pool's timeout."""
+    pid = compile_statement(sa.select(sa.func.pg_backend_pid()), one_connection.engine.dialect)
+    stop = asyncio.Event()
+    hot = 0
+
+    async def busy() -> None:
+        nonlocal hot
+        while not stop.is_set():
+            await one_connection.fetchone(pid, {})
+            hot += 1
+
+    task = asyncio.create_task(busy())
+    waits = []
+    try:
+        for _ in range(5):
+            started = asyncio.get_running_loop().time()
+            assert (await _sqlalchemy(one_connection))[:2] == ("on", "auto")
+            waits.append(asyncio.get_running_loop().time() - started)
+    finally:
+        stop.set()
+        await task
+    assert hot > 5  # the hot path ran between the queries
+    assert max(waits) < 1.0, waits  # (the pool's timeout here is 5 s)
 
 
 async def test_a_process_never_holds_more_connections_than_its_pool(
@@ -139,6 +189,7 @@ async def test_an_engine_for_pgbouncer_leaves_nothing_in_a_server_session(
         prepared = sa.select(sa.func.count()).select_from(sa.text("pg_prepared_statements"))
         named = (await direct.fetchone(compile_statement(prepared, engine.dialect), {}))[0]
         session = await direct.fetchone(compile_statement(SESSION, engine.dialect), {})
+        await direct.aclose()
     finally:
         await store.aclose()
     if pgbouncer:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +25,7 @@ from sqlalchemy import event
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncEngine
-from sqlalchemy.pool import ConnectionPoolEntry, PoolProxiedConnection
+from sqlalchemy.pool import ConnectionPoolEntry, Pool, PoolProxiedConnection, QueuePool
 from sqlalchemy.util import await_, greenlet_spawn
 
 from app.store.db import transaction_pooled
@@ -91,17 +91,19 @@ def compile_statement(stmt: Any, dialect: Dialect) -> Compiled:
     return Compiled(sql, slots)
 
 
-#: How long the direct path may keep a connection it took from the pool for its next
-#: statements before the pool has it back (see DirectPool). Under load a statement takes a
-#: few milliseconds: 5 ms served about two of them per checkout and measured no better.
-LEND_SECONDS = 0.05
+#: How long a connection the direct path keeps may sit unused before the pool has it back,
+#: and how long after its checkout it goes back in any case (so that the pool sees each
+#: connection now and then: recycling, a disposed engine). See DirectPool.
+IDLE_SECONDS = 0.005
+LEND_SECONDS = 1.0
 
 
 @dataclass(slots=True)
 class _Held:
-    """A connection the direct path took from the pool, and when (the loop's clock)."""
+    """A connection the direct path took from `pool`, and when (the loop's clock)."""
 
     fairy: PoolProxiedConnection
+    pool: Pool
     since: float
 
 
@@ -143,11 +145,13 @@ class DirectPool:
     path borrows it and reset when SQLAlchemy next takes it (one round trip each way,
     only when the connection changes hands), so the other queries keep the defaults.
 
-    A connection it is done with stays with this path for its next statement, for at most
-    LEND_SECONDS from when it was taken from the pool (a timer gives back what is left
-    unused): a checkout and check-in through SQLAlchemy's pool cost about as much client
-    CPU as the statement's own encoding, once per statement before. A SQLAlchemy query
-    that finds the pool empty waits that long more at most.
+    A connection it is done with stays with this path for its next statement while the
+    pool could hand out another, so that nobody waits for this one (a timer
+    gives back what sits unused for IDLE_SECONDS): a checkout and check-in through
+    SQLAlchemy's pool cost about as much client CPU as the statement's own encoding, once
+    per statement before. When the pool has run dry, each connection goes back after its
+    statement, as before, and a checkout first lets a task the pool has just woken take
+    what was given back.
 
     Behind a transaction-mode pooler (`create_engine(pgbouncer=True)`) a session setting
     would stay on whichever server session ran it, so none is set; statements are then
@@ -155,37 +159,51 @@ class DirectPool:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
-        self._pool = engine.sync_engine.pool
         self._lent: list[_Held] = []  # taken from the pool, between two statements
         self._release: asyncio.TimerHandle | None = None
-        checkedin = getattr(self._pool, "checkedin", None)  # a QueuePool's idle count
-        self._checkedin: Callable[[], int] = checkedin if callable(checkedin) else lambda: 0
+        self._closed = False
         self._settings = not transaction_pooled(engine)
-        if self._settings and not event.contains(self._pool, "checkout", _defaults_on_checkout):
-            event.listen(self._pool, "checkout", _defaults_on_checkout)
+        pool = self._pool  # (its listeners stay on the pool a dispose() makes)
+        if self._settings and not event.contains(pool, "checkout", _defaults_on_checkout):
+            event.listen(pool, "checkout", _defaults_on_checkout)
+
+    @property
+    def _pool(self) -> Pool:
+        """The engine's pool now (`dispose()` replaces it)."""
+        return self.engine.sync_engine.pool
+
+    def _room_in_pool(self) -> bool:
+        """Whether the pool could hand a connection out now (an idle one, or room to make
+        one): then nobody waits for one this path keeps."""
+        pool = self._pool
+        return isinstance(pool, QueuePool) and (
+            pool.checkedin() > 0 or pool.checkedout() < pool.size()
+        )
 
     async def _checkout(self) -> PoolProxiedConnection:
         """A connection of the pool. One that sits in it already is taken without a
         greenlet (a third of this path's CPU); making or awaiting one needs SQLAlchemy's
         greenlet, and so does a pooled connection due for recycling (found out by trying:
         the pool takes it back unchanged, to reconnect below)."""
-        if self._checkedin():
+        pool = self._pool
+        if isinstance(pool, QueuePool) and pool.checkedin():
             try:
-                return self._pool.connect()
+                return pool.connect()
             except sqlalchemy.exc.MissingGreenlet:
                 pass
-        return await greenlet_spawn(self._pool.connect)
+        return await greenlet_spawn(pool.connect)
 
     async def _borrow(self) -> _Held:
-        if self._lent:  # one this path holds already: no pool round trip
+        if self._lent:  # one this path keeps: no pool round trip
             return self._lent.pop()
         await asyncio.sleep(0)  # a task the pool just woke takes what was given back first
+        pool = self._pool
         token = _direct.set(True)
         try:
             fairy = await self._checkout()
         finally:
             _direct.reset(token)
-        held = _Held(fairy, asyncio.get_running_loop().time())
+        held = _Held(fairy, pool, asyncio.get_running_loop().time())
         if self._settings and not fairy.info.get(_LIFECYCLE):
             try:
                 await fairy.driver_connection.execute(_SET)  # type: ignore[union-attr]
@@ -196,34 +214,43 @@ class DirectPool:
         return held
 
     def _give_back(self, held: _Held, exc: BaseException | None = None) -> None:
-        """Kept for this path's next statement, as it is after a statement or an error the
-        server reported (the session is in sync), unless it was taken from the pool more
-        than LEND_SECONDS ago: then back to the pool. Closed and dropped from the pool
-        after anything else (a cancellation or a broken connection may leave the protocol
-        mid-statement)."""
+        """After a statement, or an error the server reported (the session is in sync):
+        kept for this path's next statement while the pool could hand out another (so
+        nobody waits for this one) and for at most LEND_SECONDS, else back to the pool.
+        After anything else (a cancellation or a broken connection may leave the protocol
+        mid-statement), or from a pool the engine has since disposed of: closed and
+        dropped from the pool."""
         fairy = held.fairy
         driver = fairy.driver_connection
         healthy = exc is None or (
             isinstance(exc, asyncpg.PostgresError)
             and not isinstance(exc, asyncpg.PostgresConnectionError)
         )
-        if not healthy or driver is None or driver.is_closed():
+        if not healthy or driver is None or driver.is_closed() or held.pool is not self._pool:
             fairy.invalidate(exc if isinstance(exc, Exception) else None)
             fairy.close()
             return
         loop = asyncio.get_running_loop()
-        if loop.time() - held.since > LEND_SECONDS:
+        if (
+            self._closed
+            or not self._room_in_pool()
+            or loop.time() - held.since > LEND_SECONDS
+            or (self._settings and not fairy.info.get(_LIFECYCLE))  # its SET failed
+        ):
             fairy.close()  # no round trip: no transaction was begun through SQLAlchemy
             return
         self._lent.append(held)
         if self._release is None:
-            self._release = loop.call_later(LEND_SECONDS, self._return)
+            self._release = loop.call_later(IDLE_SECONDS, self._return)
 
     def _return(self) -> None:
-        """What this path holds and is not using goes back to the pool."""
+        """What this path keeps and is not using goes back to the pool (closed, if the
+        engine has disposed of that pool since)."""
         self._release = None
         lent, self._lent = self._lent, []
         for held in lent:
+            if held.pool is not self._pool:
+                held.fairy.invalidate()
             held.fairy.close()
 
     async def fetchone(self, compiled: Compiled, values: Mapping[str, Any]) -> Any:
@@ -252,7 +279,9 @@ class DirectPool:
         return [tuple(row) for row in rows]
 
     async def aclose(self) -> None:
-        """The connections it holds go back to the engine's pool (disposed with it)."""
+        """What it keeps goes back to the engine's pool (disposed with it); from now on
+        each connection goes back after its statement."""
+        self._closed = True
         if self._release is not None:
             self._release.cancel()
         self._return()

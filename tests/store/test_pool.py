@@ -16,8 +16,9 @@ import pytest
 import sqlalchemy as sa
 
 from app.service.runs import RunService
+from app.store import direct
 from app.store.db import create_engine
-from app.store.direct import LEND_SECONDS, DirectPool, compile_statement
+from app.store.direct import IDLE_SECONDS, LEND_SECONDS, Compiled, DirectPool, compile_statement
 from app.store.errors import is_unavailable
 from app.store.runs import RunStore
 from tests.conftest import make_settings
@@ -58,20 +59,32 @@ async def test_the_lifecycle_settings_hold_for_the_direct_path_only(
     assert await _sqlalchemy(one_connection, autocommit=True) == ("on", "auto", hot[2])
 
 
+@pytest.fixture
+async def two_connections(postgres_url: str) -> AsyncIterator[DirectPool]:
+    engine = create_engine(postgres_url, pool_size=2, pool_timeout=5)
+    pool = DirectPool(engine)
+    yield pool
+    await pool.aclose()
+    await engine.dispose()
+
+
+def _pid(pool: DirectPool) -> Compiled:
+    return compile_statement(sa.select(sa.func.pg_backend_pid()), pool.engine.dialect)
+
+
 async def test_the_hot_path_keeps_a_connection_for_its_next_statements_then_gives_it_back(
-    one_connection: DirectPool,
+    two_connections: DirectPool,
 ) -> None:
-    pool = one_connection.engine.sync_engine.pool
+    pool = two_connections.engine.sync_engine.pool
     checkouts: list[object] = []
     sa.event.listen(pool, "checkout", lambda *args: checkouts.append(args))
-    pid = compile_statement(sa.select(sa.func.pg_backend_pid()), one_connection.engine.dialect)
     for _ in range(5):
-        await one_connection.fetchone(pid, {})
+        await two_connections.fetchone(_pid(two_connections), {})
     assert len(checkouts) == 1  # one checkout for statements in quick succession
     assert pool.checkedout() == 1  # kept for the next statement
-    await asyncio.sleep(LEND_SECONDS * 4)
+    await asyncio.sleep(IDLE_SECONDS * 4)
     assert pool.checkedout() == 0  # given back once unused
-    await one_connection.fetchone(pid, {})
+    await two_connections.fetchone(_pid(two_connections), {})
     assert len(checkouts) == 2
 
 
@@ -80,15 +93,14 @@ async def test_sqlalchemy_gets_a_connection_while_the_hot_path_runs_without_paus
 ) -> None:
     """One connection, a task issuing hot statements back to back (never a moment when
     the connection sits unused) and SQLAlchemy queries beside it: each query gets the
-    connection within the lending time plus a statement, not after the pool's timeout."""
-    pid = compile_statement(sa.select(sa.func.pg_backend_pid()), one_connection.engine.dialect)
+    connection after a statement or so, not after the pool's timeout."""
     stop = asyncio.Event()
     hot = 0
 
     async def busy() -> None:
         nonlocal hot
         while not stop.is_set():
-            await one_connection.fetchone(pid, {})
+            await one_connection.fetchone(_pid(one_connection), {})
             hot += 1
 
     task = asyncio.create_task(busy())
@@ -101,8 +113,73 @@ async def test_sqlalchemy_gets_a_connection_while_the_hot_path_runs_without_paus
     finally:
         stop.set()
         await task
-    assert hot > 5  # the hot path ran between the queries
+    assert hot >= 5  # the hot path ran between the queries
     assert max(waits) < 1.0, waits  # (the pool's timeout here is 5 s)
+
+
+async def test_many_hot_tasks_and_sqlalchemy_share_a_small_pool_without_a_convoy(
+    two_connections: DirectPool,
+) -> None:
+    """Twelve tasks issuing hot statements back to back on two connections, SQLAlchemy
+    queries beside them: no statement and no query waits for a connection kept for
+    another task (kept ones would hand the pool over one LEND_SECONDS at a time)."""
+    stop = asyncio.Event()
+    slowest = 0.0
+
+    async def busy() -> None:
+        nonlocal slowest
+        loop = asyncio.get_running_loop()
+        while not stop.is_set():
+            started = loop.time()
+            await two_connections.fetchone(_pid(two_connections), {})
+            slowest = max(slowest, loop.time() - started)
+
+    tasks = [asyncio.create_task(busy()) for _ in range(12)]
+    waits = []
+    try:
+        await asyncio.sleep(0.1)
+        for _ in range(5):
+            started = asyncio.get_running_loop().time()
+            assert (await _sqlalchemy(two_connections))[:2] == ("on", "auto")
+            waits.append(asyncio.get_running_loop().time() - started)
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks)
+    assert max(waits) < LEND_SECONDS / 2, waits
+    assert slowest < LEND_SECONDS / 2, slowest
+
+
+async def test_a_connection_whose_settings_failed_is_not_kept(
+    two_connections: DirectPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session settings are SET when the hot path takes a connection from the pool;
+    one whose SET the server refused must not serve the next hot statement unset."""
+    monkeypatch.setattr(direct, "_SET", "SET plan_cache_mode = no_such_mode")
+    with pytest.raises(Exception, match="plan_cache_mode"):
+        await two_connections.fetchone(_pid(two_connections), {})
+    monkeypatch.undo()
+    session = compile_statement(SESSION, two_connections.engine.dialect)
+    assert (await two_connections.fetchone(session, {}))[:2] == ("off", "force_generic_plan")
+
+
+async def test_a_kept_connection_of_a_disposed_engine_is_closed(
+    two_connections: DirectPool,
+) -> None:
+    """An engine disposed of while the hot path keeps one of its connections (its store
+    not closed first): that connection is closed, not left open, and the next hot
+    statement runs on the engine's new pool."""
+    first = (await two_connections.fetchone(_pid(two_connections), {}))[0]
+    await two_connections.engine.dispose()
+    await asyncio.sleep(IDLE_SECONDS * 4)
+    url = two_connections.engine.url.set(drivername="postgresql")
+    dsn = url.render_as_string(hide_password=False)
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as admin:
+        cursor = await admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (first,)
+        )
+        row = await cursor.fetchone()
+    assert row is not None and row[0] == 0
+    assert (await two_connections.fetchone(_pid(two_connections), {}))[0] != first
 
 
 async def test_a_process_never_holds_more_connections_than_its_pool(

@@ -31,13 +31,25 @@ SESSION = sa.select(
 )
 
 
-@pytest.fixture
-async def one_connection(postgres_url: str) -> AsyncIterator[DirectPool]:
-    engine = create_engine(postgres_url, pool_size=1, pool_timeout=5)
+async def _direct_pool(url: str, size: int) -> AsyncIterator[DirectPool]:
+    """The hot path on an engine of `size` connections (a query waits 5 s at most)."""
+    engine = create_engine(url, pool_size=size, pool_timeout=5)
     pool = DirectPool(engine)
     yield pool
     await pool.aclose()
     await engine.dispose()
+
+
+@pytest.fixture
+async def one_connection(postgres_url: str) -> AsyncIterator[DirectPool]:
+    async for pool in _direct_pool(postgres_url, 1):
+        yield pool
+
+
+@pytest.fixture
+async def two_connections(postgres_url: str) -> AsyncIterator[DirectPool]:
+    async for pool in _direct_pool(postgres_url, 2):
+        yield pool
 
 
 async def _sqlalchemy(pool: DirectPool, autocommit: bool = False) -> tuple[str, str, int]:
@@ -50,22 +62,13 @@ async def _sqlalchemy(pool: DirectPool, autocommit: bool = False) -> tuple[str, 
 async def test_the_lifecycle_settings_hold_for_the_direct_path_only(
     one_connection: DirectPool,
 ) -> None:
-    direct = compile_statement(SESSION, one_connection.engine.dialect)
-    hot = await one_connection.fetchone(direct, {})
+    session = compile_statement(SESSION, one_connection.engine.dialect)
+    hot = await one_connection.fetchone(session, {})
     assert hot[:2] == ("off", "force_generic_plan")
     # The same server session (one pool), back at the defaults for everything else.
     assert await _sqlalchemy(one_connection) == ("on", "auto", hot[2])
-    assert (await one_connection.fetchone(direct, {}))[:2] == ("off", "force_generic_plan")
+    assert (await one_connection.fetchone(session, {}))[:2] == ("off", "force_generic_plan")
     assert await _sqlalchemy(one_connection, autocommit=True) == ("on", "auto", hot[2])
-
-
-@pytest.fixture
-async def two_connections(postgres_url: str) -> AsyncIterator[DirectPool]:
-    engine = create_engine(postgres_url, pool_size=2, pool_timeout=5)
-    pool = DirectPool(engine)
-    yield pool
-    await pool.aclose()
-    await engine.dispose()
 
 
 def _pid(pool: DirectPool) -> Compiled:

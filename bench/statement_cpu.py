@@ -8,7 +8,8 @@ wall time per statement: a run read on the hot path, a read through SQLAlchemy i
 autocommit (the runs counted by status: a run's events, measured here before, moved to the
 hot path since), and a small SQLAlchemy transaction (a live-stream watch). The
 hot path is also measured on an engine made for PgBouncer (unnamed statements), talking
-to the server directly.
+to the server directly, and on a pool of two, where it keeps its connection between
+statements (app.store.direct) instead of borrowing it from the pool for each.
 
 Run: `.venv/bin/python bench/statement_cpu.py [--n 3000] [--repeat 5] [--server URL]`
 """
@@ -91,6 +92,9 @@ async def measure(url: str, n: int, repeat: int) -> dict[str, list[tuple[float, 
     new = RunStore(create_engine(url, pool_size=1))
     bouncer = RunStore(create_engine(url, pool_size=1, pgbouncer=True))
     direct, direct_bouncer = DirectPool(new.engine), DirectPool(bouncer.engine)
+    # With a second connection free in its pool the hot path keeps the one it took.
+    roomy = RunStore(create_engine(url, pool_size=2))
+    kept = DirectPool(roomy.engine)
     psycopg_url = make_url(url).set(drivername="postgresql+psycopg")
     old = RunStore(create_async_engine(psycopg_url, pool_size=1, **JSON_OPTIONS))
     previous = PreviousDirectPool(make_url(url).render_as_string(hide_password=False))
@@ -115,6 +119,7 @@ async def measure(url: str, n: int, repeat: int) -> dict[str, list[tuple[float, 
         "hot read, now (borrowed from the engine)": lambda: direct.fetchone(
             get_compiled, get_values
         ),
+        "hot read, now, kept between statements": lambda: kept.fetchone(get_compiled, get_values),
         "hot read, now, pgbouncer engine (unnamed)": lambda: direct_bouncer.fetchone(
             get_compiled, get_values
         ),
@@ -130,7 +135,8 @@ async def measure(url: str, n: int, repeat: int) -> dict[str, list[tuple[float, 
                 results[name].append(await per_statement(n, call))
     finally:
         await previous.pool.close()
-        for store in (new, bouncer, old):
+        await kept.aclose()
+        for store in (new, bouncer, old, roomy):
             await store.aclose()
     return results
 

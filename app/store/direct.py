@@ -146,12 +146,12 @@ class DirectPool:
     only when the connection changes hands), so the other queries keep the defaults.
 
     A connection it is done with stays with this path for its next statement while the
-    pool could hand out another, so that nobody waits for this one (a timer
-    gives back what sits unused for IDLE_SECONDS): a checkout and check-in through
-    SQLAlchemy's pool cost about as much client CPU as the statement's own encoding, once
-    per statement before. When the pool has run dry, each connection goes back after its
-    statement, as before, and a checkout first lets a task the pool has just woken take
-    what was given back.
+    pool could hand out another, so that nobody waits for this one (a timer gives back
+    what sits unused for IDLE_SECONDS): a checkout and check-in through SQLAlchemy's pool
+    cost about as much client CPU as the statement's own encoding, once per statement
+    before. When the pool has run dry, each connection goes back after its statement, as
+    before, and a checkout first lets a task the pool has just woken take what was given
+    back.
 
     Behind a transaction-mode pooler (`create_engine(pgbouncer=True)`) a session setting
     would stay on whichever server session ran it, so none is set; statements are then

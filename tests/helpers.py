@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
+import pytest
+
 from app.core.lifecycle import RunStatus
 from app.service.runs import RunService, RunView
 from app.service.schemas import RunCreate, ToolResultsIn
@@ -151,3 +153,34 @@ async def api_client(settings: Settings, key: str) -> AsyncIterator[Any]:
 
 #: Every table of runs' rows and the runs (children first), to empty between tests.
 RUN_TABLES = (*(t.name for t in RUN_ROWS), "runs")
+
+
+async def cancel_inside(
+    target: object, name: str, caller: Awaitable[Any], monkeypatch: pytest.MonkeyPatch
+) -> list[object]:
+    """Cancels `caller` while it is inside its call of `target.<name>`, checks that the
+    caller is cancelled at once and the call is not (it finishes once let go on), and
+    returns what the call returned."""
+    started, go_on = asyncio.Event(), asyncio.Event()
+    finished: list[object] = []
+    call = getattr(target, name)
+
+    async def held(*args: Any, **kwargs: Any) -> Any:
+        started.set()
+        await go_on.wait()
+        finished.append(await call(*args, **kwargs))
+        return finished[-1]
+
+    monkeypatch.setattr(target, name, held)
+    task = asyncio.ensure_future(caller)
+    await asyncio.wait_for(started.wait(), 5)
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        pass
+    else:
+        raise AssertionError("the caller was not cancelled")
+    assert finished == [], "the call finished before it was let go on"
+    go_on.set()
+    return await wait_for(lambda: asyncio.sleep(0, finished), lambda got: len(got) == 1)

@@ -25,6 +25,7 @@ import structlog
 from sqlalchemy.engine import make_url
 
 from app.core.lifecycle import TABLE, TERMINAL, RunStatus
+from app.service.shielded import whole
 from app.service.types import EventRecord, RunRecord
 from app.store.runs import EVENTS_CHANNEL, QUEUE_CHANNEL, RunStore
 
@@ -79,13 +80,13 @@ class RunFeed:
                 return
             generation = self.generation
             while True:
-                new = await self.store.events(self.run_id, after=self.fetched, limit=1000)
+                new = await whole(self.store.events(self.run_id, after=self.fetched, limit=1000))
                 self.events.extend(new)
                 if new:
                     self.fetched = new[-1].seq
                 if len(new) < 1000:
                     break
-            record = await self.store.get(self.run_id)
+            record = await whole(self.store.get(self.run_id))
             self.ended = record is None or (
                 record.status in TERMINAL and record.last_event_seq <= self.fetched
             )
@@ -102,7 +103,7 @@ class RunFeed:
         async with self.lock:
             if self.record_generation != self.generation:
                 generation = self.generation
-                record = await self.store.get(self.run_id)
+                record = await whole(self.store.get(self.run_id))
                 if record is None or newer(self.record, record):
                     self.record = record
                 self.record_generation = generation
@@ -397,7 +398,7 @@ class EventHub:
         process (or the wait's poll comes due): no database connection is held between."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        record = await self.store.get(run_id)
+        record = await whole(self.store.get(run_id))
         if record is None or settled(record, statuses) or timeout <= 0 or self._released:
             return record
         wait = min(self._timeout, self.first_look_seconds)

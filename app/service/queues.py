@@ -19,10 +19,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
-from collections.abc import Coroutine
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 from app import tracing
 from app.core.lifecycle import RunStatus
@@ -36,11 +35,10 @@ from app.service.errors import (
 from app.service.live import EventHub, QueueBell
 from app.service.runs import RunService
 from app.service.schemas import HeartbeatIn, LeasedResultIn, LeaseIn
+from app.service.shielded import whole
 from app.service.submissions import SUBMIT_ATTEMPTS, SubmitOutcome, SubmittedResult, decide
 from app.store.errors import NotFoundError
 from app.store.records import RunRecord, ToolCallRecord
-
-T = TypeVar("T")
 
 #: A lease token: the call (run, round, position) and the lease's own random part.
 _TOKEN = re.compile(
@@ -73,22 +71,6 @@ class Lease:
         if m is None:
             raise LeaseNotFound("this lease token is malformed")
         return cls(m["run"], int(m["round"]), int(m["pos"]), m["nonce"])
-
-
-async def whole(work: Coroutine[Any, Any, T]) -> T:
-    """`work`, which a cancellation of the caller does not interrupt: a long poll is
-    cancelled when its client goes away, and a store call cut off inside its transaction
-    can leave SQLite's write lock held by a connection the pool is still closing (every
-    later write then waits out the busy timeout). The caller is cancelled at once; the
-    work completes (what it leased lapses and is offered again) and is then dropped."""
-    task = asyncio.ensure_future(work)
-    task.add_done_callback(_dropped)
-    return await asyncio.shield(task)
-
-
-def _dropped(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled():
-        task.exception()  # (retrieved: a failure nobody awaits is not reported as lost)
 
 
 class QueueService:

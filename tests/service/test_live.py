@@ -13,7 +13,7 @@ from app.service.runs import RunService
 from app.settings import Settings
 from app.store.records import NewEvent
 from app.store.runs import RunStore
-from tests.helpers import run_body
+from tests.helpers import cancel_inside, run_body
 
 POSTGRES = pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 
@@ -91,3 +91,26 @@ async def test_a_commit_that_missed_its_notify_reaches_the_stream_by_the_log(
         finally:
             await stream.aclose()
             await hub.close()
+
+
+@pytest.mark.parametrize("reader", ["stream", "wait"])
+async def test_a_stream_or_wait_cancelled_inside_its_read_lets_the_read_finish(
+    store: RunStore, settings: Settings, monkeypatch: pytest.MonkeyPatch, reader: str
+) -> None:
+    """A live stream or a wait is cancelled when its client goes away; its read of the
+    store, perhaps inside a transaction, is not cut off (on SQLite, where reads take the
+    write lock too, that could leave the lock held): the caller is cancelled at once,
+    the read completes."""
+    hub = EventHub(store, settings.database_url, 0.05)
+    view, _ = await RunService(store, settings).create_run(run_body())
+    stream = hub.stream(view.record.id, after=0)
+    try:
+        if reader == "stream":
+            finished = await cancel_inside(store, "events", anext(stream), monkeypatch)
+        else:
+            wait = hub.until(view.record.id, set(), 5)
+            finished = await cancel_inside(store, "get", wait, monkeypatch)
+        assert len(finished) == 1
+    finally:
+        await stream.aclose()
+        await hub.close()

@@ -9,7 +9,6 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
@@ -27,7 +26,7 @@ from app.service.schemas import HeartbeatIn, LeasedResultIn, LeaseIn
 from app.settings import Settings
 from app.store.records import ToolCallRecord
 from app.store.runs import RunStore
-from tests.helpers import drive_once, run_body, suspended_run, wait_for
+from tests.helpers import cancel_inside, drive_once, run_body, suspended_run, wait_for
 
 
 class Clock:
@@ -265,22 +264,5 @@ async def test_a_lease_cancelled_inside_its_store_call_lets_the_call_finish(
     """A long poll is cancelled when its client goes away; its store call, perhaps inside
     a transaction, is not cut off (on SQLite that could leave the write lock held): the
     caller is cancelled at once, the call completes."""
-    started, go_on = asyncio.Event(), asyncio.Event()
-    finished: list[object] = []
-    lease_calls = queues.store.lease_calls
-
-    async def held(*args: Any, **kwargs: Any) -> Any:
-        started.set()
-        await go_on.wait()
-        finished.append(await lease_calls(*args, **kwargs))
-        return finished[-1]
-
-    monkeypatch.setattr(queues.store, "lease_calls", held)
-    polling = asyncio.ensure_future(queues.lease("q", lease_in(wait=5), "key"))
-    await asyncio.wait_for(started.wait(), 5)
-    polling.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await polling
-    assert finished == []
-    go_on.set()
-    assert await wait_for(lambda: asyncio.sleep(0, finished), lambda got: got == [[]])
+    polling = queues.lease("q", lease_in(wait=5), "key")
+    assert await cancel_inside(queues.store, "lease_calls", polling, monkeypatch) == [[]]

@@ -13,12 +13,14 @@ from typing import Any, assert_never
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
+from starlette.datastructures import FormData
 
 from app.dashboard import auth
 from app.dashboard.actions import (
     KINDS,
     Action,
     Cancel,
+    Errors,
     ExtendExpiry,
     Invalid,
     Resolve,
@@ -32,6 +34,18 @@ from app.service.errors import ServiceError
 from app.service.runs import RunService
 
 router = APIRouter(prefix="/admin", include_in_schema=False)
+
+
+def shown_errors(name: str, context: dict[str, Any]) -> set[str]:
+    """The errors run.html shows beside the fields of action `name`'s form, given the
+    page's context (a form that does not apply to the run now is not on the page)."""
+    if name == SubmitToolResults.name and context["needs_results"]:
+        return {"form"} | {f"output_{i}" for i in range(len(context["open_calls"]))}
+    if name == Resolve.name and context["needs_resolution"]:
+        return {"form", "action", "tool_name"}
+    if name == ExtendExpiry.name and context["can_extend"]:
+        return {"form", "minutes"}
+    return set()
 
 
 async def perform(service: RunService, run_id: str, action: Action, actor: str) -> None:
@@ -51,15 +65,36 @@ async def perform(service: RunService, run_id: str, action: Action, actor: str) 
             assert_never(action)
 
 
-async def action_error(
-    request: Request, run_id: str, session: auth.Session, message: str, status: int, **extra: Any
+async def refused(
+    request: Request, run_id: str, session: auth.Session, exc: ServiceError
 ) -> HTMLResponse:
+    """The service's refusal (409, ...) at the top of the run page."""
+    try:
+        context = await detail_context(request, run_id)
+    except ServiceError as gone:
+        return await error_page(request, gone.detail, gone.status)
+    context["error"] = exc.detail
+    return await render(request, "run.html", context, status_code=exc.status, session=session)
+
+
+async def form_error(
+    request: Request, run_id: str, session: auth.Session, name: str, form: FormData, errors: Errors
+) -> HTMLResponse:
+    """422 on the run page: the errors beside the action's fields, and all of them at the
+    top when the page cannot show one there (the form does not apply to the run now, or
+    names a field the page does not have)."""
     try:
         context = await detail_context(request, run_id)
     except ServiceError as exc:
         return await error_page(request, exc.detail, exc.status)
-    context.update(error=message, **extra)
-    return await render(request, "run.html", context, status_code=status, session=session)
+    if errors.keys() <= shown_errors(name, context):
+        message = "Please correct the form below."
+    else:
+        listed = (v if k == "form" else f"{k}: {v}" for k, v in errors.items())
+        message = "Nothing was changed: " + "; ".join(listed)
+    values = {k: str(v) for k, v in form.items() if k != auth.CSRF_FIELD}
+    context.update(error=message, form=values, form_errors=errors)
+    return await render(request, "run.html", context, status_code=422, session=session)
 
 
 @router.post("/runs/{run_id}/{action}", response_class=HTMLResponse)
@@ -78,16 +113,7 @@ async def run_action(
         return await error_page(request, exc.detail, exc.status)
     parsed = parse(form, view)
     if isinstance(parsed, Invalid):
-        values = {k: str(v) for k, v in form.items() if k != auth.CSRF_FIELD}
-        return await action_error(
-            request,
-            run_id,
-            session,
-            "Please correct the form below.",
-            422,
-            form=values,
-            form_errors=parsed.errors,
-        )
+        return await form_error(request, run_id, session, action, form, parsed.errors)
     if form.get("confirmed") != "yes":
         context = {
             "run": view.record,
@@ -99,5 +125,5 @@ async def run_action(
     try:
         await perform(service, run_id, parsed, actor)
     except ServiceError as exc:
-        return await action_error(request, run_id, session, exc.detail, exc.status)
+        return await refused(request, run_id, session, exc)
     return redirect(f"/admin/runs/{run_id}?done={parsed.name}")

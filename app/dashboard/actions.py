@@ -193,7 +193,8 @@ def _result_errors(exc: ValidationError, entries: list[ResultEntry]) -> Errors:
         loc = list(ctx.get("loc") or error["loc"])
         if len(loc) >= 2 and loc[0] == "results" and isinstance(loc[1], int):
             entry = entries[loc[1]]
-            inside = ".".join(str(p) for p in loc[3:])
+            path = [str(p) for p in loc[3:]]  # inside the value (a deep one: its start)
+            inside = ".".join(path[:6]) + (".…" if len(path) > 6 else "")
             problem = ctx.get("problem") or error["msg"]
             text = f"{inside} {problem}" if inside else f"the result {problem}"
             errors.setdefault(f"output_{entry.index}", text)

@@ -136,7 +136,7 @@ def boxes(view: Any, **extra: str) -> dict[str, str]:
         ({"call_id_0": "call_of_another_run"}, "output_0", "not pending any more"),
         ({"is_error_0": "true"}, "output_0", "expected the checkbox's value `on`"),
         ({"output_0": "[" * 100_000}, "output_0", "nested deeper than"),
-        ({"output_0": "[" * 200 + "]" * 200}, "output_0", "nested deeper than"),
+        ({"output_0": "[" * 200 + "]" * 200}, "output_0", "0.0.0.0.0.0.… is nested deeper"),
         ({"output_0": "NaN"}, "output_0", "the result is not a finite number"),
         ({"output_0": "1e400"}, "output_0", "the result is not a finite number"),
         ({"output_0": str(2**70)}, "output_0", "outside the 64-bit range"),

@@ -349,14 +349,12 @@ class RunService:
         }
         pending = await self.store.pending_calls(rounds)
         key = await self.callback_key() if rounds else ""
-        base = self.settings.public_url.rstrip("/")
         views = []
         for r in records:
             reason = r.waiting_reason or {}
             callback_url = None
             if r.id in rounds:
-                token = callback_token(key, r.id, rounds[r.id])
-                callback_url = f"{base}/v1/callbacks/{token}/tool-results"
+                callback_url = self.settings.callback_url(callback_token(key, r.id, rounds[r.id]))
             waiting_resolution = (
                 r.status == RunStatus.REQUIRES_ACTION and reason.get("type") == "resolution"
             )

@@ -129,6 +129,21 @@ class Call:
     held: bool = False  # a long poll: the retry budget counts from its first failure
 
 
+def build_request(http: httpx.Client | httpx.AsyncClient, call: Call) -> httpx.Request:
+    """`call` as a request of `http`."""
+    request = http.build_request(
+        call.method,
+        call.path,
+        params=call.params,
+        json=call.json,
+        headers=call.headers,
+        timeout=call.timeout or http.timeout,
+    )
+    if call.anonymous:
+        request.headers.pop("authorization", None)
+    return request
+
+
 def with_read_timeout(timeout: httpx.Timeout, read: float) -> httpx.Timeout:
     return httpx.Timeout(connect=timeout.connect, read=read, write=timeout.write, pool=timeout.pool)
 

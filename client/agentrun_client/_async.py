@@ -333,7 +333,7 @@ class AsyncRuns:
         """The run once its status is one of `statuses` (default: suspended or ended) or it
         has ended; `WaitTimeout` after `timeout` seconds."""
         async with self.waiter(run_id, timeout=timeout) as waiter:
-            return await waiter.until(_base.statuses_of(statuses))
+            return await waiter.until(statuses)
 
     def waiter(
         self, run_id: str, *, timeout: float | None = None, deadline: float | None = None
@@ -419,10 +419,11 @@ class AsyncRunWaiter:
         self.run: Run | None = None  # as last read
         self._events: AsyncGenerator[Event, None] | None = None
 
-    async def until(self, statuses: frozenset[RunStatus]) -> Run:
-        """The run once its status is in `statuses` or it has ended (`WaitTimeout` at the
-        deadline)."""
-        wanted = statuses
+    async def until(self, statuses: Statuses = None) -> Run:
+        """The run once its status is one of `statuses` (`RunStatus` members or their names,
+        a collection or one; default: suspended or ended) or it has ended (`WaitTimeout` at
+        the deadline)."""
+        wanted = _base.statuses_of(statuses)
         if self._runs._wait_route:
             try:
                 return await self._long_poll(wanted)

@@ -327,7 +327,7 @@ class Runs:
         """The run once its status is one of `statuses` (default: suspended or ended) or it
         has ended; `WaitTimeout` after `timeout` seconds."""
         with self.waiter(run_id, timeout=timeout) as waiter:
-            return waiter.until(_base.statuses_of(statuses))
+            return waiter.until(statuses)
 
     def waiter(
         self, run_id: str, *, timeout: float | None = None, deadline: float | None = None
@@ -409,10 +409,11 @@ class RunWaiter:
         self.run: Run | None = None  # as last read
         self._events: Generator[Event, None] | None = None
 
-    def until(self, statuses: frozenset[RunStatus]) -> Run:
-        """The run once its status is in `statuses` or it has ended (`WaitTimeout` at the
-        deadline)."""
-        wanted = statuses
+    def until(self, statuses: Statuses = None) -> Run:
+        """The run once its status is one of `statuses` (`RunStatus` members or their names,
+        a collection or one; default: suspended or ended) or it has ended (`WaitTimeout` at
+        the deadline)."""
+        wanted = _base.statuses_of(statuses)
         if self._runs._wait_route:
             try:
                 return self._long_poll(wanted)

@@ -28,7 +28,8 @@ def sleep(seconds: float) -> None:
 
 class SyncToolRunner:
     """Executes a registry's calls on an event loop of its own, open for one `execute` (so
-    `Client.run` works wherever no loop is running)."""
+    `Client.run` works wherever no loop is running). Sync tools run in daemon threads
+    (`ToolRegistry`): one that timed out does not hold this loop's close, nor `Client.run`."""
 
     def __init__(self) -> None:
         self._runner = asyncio.Runner()

@@ -104,7 +104,7 @@ class AsyncClient:
         started = time.monotonic()
         attempt = 0
         while True:
-            request = _base.build_request(self.http, call)
+            request = _base.build_request(self.http, call)  # (`InvalidInput`: nothing sent)
             try:
                 response = await self.http.send(request)
             except httpx.TransportError as exc:

@@ -106,7 +106,7 @@ class Client:
         started = time.monotonic()
         attempt = 0
         while True:
-            request = _base.build_request(self.http, call)
+            request = _base.build_request(self.http, call)  # (`InvalidInput`: nothing sent)
             try:
                 response = self.http.send(request)
             except httpx.TransportError as exc:

@@ -30,6 +30,7 @@ from agentrun_client.errors import (
     APIConnectionError,
     APIError,
     Conflict,
+    InvalidInput,
     NotFound,
     RateLimited,
     ServerError,
@@ -53,7 +54,7 @@ def default_executor_id() -> str:
 
 def _path(queue: str, suffix: str) -> str:
     if not queue or queue[0] in "._-" or not all(c.isalnum() or c in "._-" for c in queue):
-        raise ValueError(f"not a queue name: {queue!r}")
+        raise InvalidInput(f"not a queue name: {queue!r}")
     return f"/v1/queues/{queue}{suffix}"
 
 

@@ -27,6 +27,7 @@ import pydantic
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentrun_client._base import surrogate_in
 from agentrun_client.models import ToolCall, ToolResult
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -373,7 +374,16 @@ class ToolRegistry:
                 is_error=True,
             )
         async with self.limit.hold():
-            return await tool.call(c.arguments, ToolCallContext(run_id, c.id, c.name, attempt))
+            result = await tool.call(c.arguments, ToolCallContext(run_id, c.id, c.name, attempt))
+        found = surrogate_in(result.output, "the output")
+        if found is None:
+            return result
+        return ToolResult(
+            tool_call_id=c.id,
+            output=f"Tool {c.name!r} returned text that cannot be sent: {found}, "
+            "which is not Unicode text",
+            is_error=True,
+        )
 
     async def execute_all(
         self, calls: Iterable[ToolCall | Mapping[str, Any]], *, run_id: str

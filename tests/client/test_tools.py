@@ -203,3 +203,20 @@ def test_a_timed_out_sync_tool_holds_neither_its_event_loop_nor_the_caller() -> 
         release.set()
     assert result.is_error and result.output == "Tool 'stuck' timed out after 0.2 s"
     assert took < 5, f"asyncio.run returned after {took:.1f} s"
+
+
+async def test_an_output_that_cannot_be_sent_becomes_an_error_result() -> None:
+    """Text with a lone surrogate cannot be submitted (JSON in UTF-8): the model reads why,
+    instead of the executor failing at the submission."""
+    registry = ToolRegistry()
+
+    @registry.tool
+    def broken() -> dict[str, str]:
+        return {"text": "half a pair: \ud83d"}
+
+    result = await registry.execute(call("broken", {}), run_id="run_1")
+    assert result.is_error
+    assert result.output == (
+        "Tool 'broken' returned text that cannot be sent: the output.text holds a lone "
+        "surrogate '\\ud83d' at index 13, which is not Unicode text"
+    )

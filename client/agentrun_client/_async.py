@@ -101,18 +101,17 @@ class AsyncClient:
 
     async def request(self, call: Call) -> httpx.Response:
         """Send `call`, retrying within the policy; a refusal raises its `APIError`."""
-        started = time.monotonic()
+        failed = 0.0  # when the first attempt failed: the retry budget counts from there
         attempt = 0
         while True:
             request = _base.build_request(self.http, call)  # (`InvalidInput`: nothing sent)
             try:
                 response = await self.http.send(request)
             except httpx.TransportError as exc:
-                if call.held and attempt == 0:
-                    started = time.monotonic()  # (the hold is not spent from the budget)
+                failed = failed or time.monotonic()
                 delay = None
                 if _base.retryable_error(exc, call.safe):
-                    delay = self.retry.delay(attempt, time.monotonic() - started)
+                    delay = self.retry.delay(attempt, time.monotonic() - failed)
                 if delay is None:
                     kind = (
                         APITimeoutError
@@ -123,12 +122,11 @@ class AsyncClient:
             else:
                 if response.is_success:
                     return response
-                if call.held and attempt == 0:
-                    started = time.monotonic()
+                failed = failed or time.monotonic()
                 delay = None
                 if _base.retryable_status(response.status_code, call.safe):
                     delay = self.retry.delay(
-                        attempt, time.monotonic() - started, retry_after_of(response)
+                        attempt, time.monotonic() - failed, retry_after_of(response)
                     )
                 if delay is None:
                     raise error_for(response)

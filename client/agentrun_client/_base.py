@@ -77,14 +77,18 @@ class RetryPolicy:
     API accepts again as a no-op) are retried on connection errors, timeouts, 502/503/504
     and 429; other calls only when the request cannot have been processed (the connection
     was never made, or 429). `Retry-After` is honoured; otherwise the delay doubles from
-    `base_delay` up to `max_delay`, with jitter. No retry starts once `max_elapsed` seconds
-    would have passed since the first attempt.
+    `base_delay` up to `max_delay`, with jitter (each delay is between half its ceiling and
+    the ceiling). No retry starts once `max_elapsed` seconds would have passed since the
+    first failure, nor after `max_retries` retries.
+
+    The default rides out an API that is away for about 13-15 s (a restart takes a few):
+    0.25 s doubling to 2 s, for 15 s from the first failure.
     """
 
-    max_retries: int = 4
-    max_elapsed: float = 60.0
+    max_retries: int = 20
+    max_elapsed: float = 15.0
     base_delay: float = 0.25
-    max_delay: float = 8.0
+    max_delay: float = 2.0
     rng: random.Random = field(default_factory=random.Random, compare=False, repr=False)
 
     def backoff(self, attempt: int) -> float:
@@ -92,7 +96,8 @@ class RetryPolicy:
         return ceiling / 2 + self.rng.uniform(0, ceiling / 2)
 
     def delay(self, attempt: int, elapsed: float, retry_after: float | None = None) -> float | None:
-        """Seconds to wait before retry number `attempt + 1`; None when the budget is spent."""
+        """Seconds to wait before retry number `attempt + 1`, `elapsed` seconds after the
+        first failure; None when the budget is spent."""
         if attempt >= self.max_retries:
             return None
         wait = retry_after if retry_after is not None else self.backoff(attempt)
@@ -128,7 +133,6 @@ class Call:
     safe: bool = False
     anonymous: bool = False  # sent without the API key (to a callback URL)
     timeout: httpx.Timeout | None = None  # instead of the client's
-    held: bool = False  # a long poll: the retry budget counts from its first failure
 
 
 def build_request(http: httpx.Client | httpx.AsyncClient, call: Call) -> httpx.Request:
@@ -341,7 +345,6 @@ def wait_call(
         run_path(run_id, "/wait"),
         params=params,
         safe=True,
-        held=True,
         timeout=with_read_timeout(base, seconds + WAIT_READ_MARGIN),
     )
 

@@ -337,7 +337,8 @@ class AsyncRuns:
         self, run_id: str, *, timeout: float | None = None, deadline: float | None = None
     ) -> AsyncRunWaiter:
         """Successive waits on one run within `timeout` seconds (or until the
-        `time.monotonic()` `deadline`); use it as an async context manager."""
+        `time.monotonic()` `deadline`); use it as a context manager (`async with` for the
+        `AsyncClient`)."""
         if deadline is None and timeout is not None:
             deadline = time.monotonic() + timeout
         return AsyncRunWaiter(self, run_id, deadline)

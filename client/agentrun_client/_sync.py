@@ -331,7 +331,8 @@ class Runs:
         self, run_id: str, *, timeout: float | None = None, deadline: float | None = None
     ) -> RunWaiter:
         """Successive waits on one run within `timeout` seconds (or until the
-        `time.monotonic()` `deadline`); use it as an async context manager."""
+        `time.monotonic()` `deadline`); use it as a context manager (`async with` for the
+        `AsyncClient`)."""
         if deadline is None and timeout is not None:
             deadline = time.monotonic() + timeout
         return RunWaiter(self, run_id, deadline)

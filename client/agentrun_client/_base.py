@@ -312,17 +312,22 @@ def wake_events(statuses: Iterable[RunStatus]) -> frozenset[str]:
     return frozenset(out)
 
 
+def status_of(status: RunStatus | str) -> RunStatus:
+    """`status` as a `RunStatus` (a member or its name); `InvalidInput` for another."""
+    try:
+        return RunStatus(status)
+    except ValueError as exc:
+        raise InvalidInput(f"{exc}; the statuses are {', '.join(RunStatus)}") from None
+
+
 def statuses_of(statuses: Iterable[RunStatus | str] | None) -> frozenset[RunStatus]:
     if statuses is None:
         return SUSPENDED_OR_FINISHED
     if isinstance(statuses, str):
         statuses = [statuses]
-    try:
-        chosen = frozenset(RunStatus(s) for s in statuses)
-    except ValueError as exc:
-        raise InvalidInput(f"{exc}; the statuses are {', '.join(RunStatus)}") from None
+    chosen = frozenset(status_of(s) for s in statuses)
     if not chosen:
-        raise ValueError("wait for at least one status")
+        raise InvalidInput("wait for at least one status")
     return chosen
 
 

@@ -257,7 +257,7 @@ class Runs:
         """One page, newest first; `next_cursor` fetches the next."""
         params: dict[str, Any] = {"limit": limit}
         if status is not None:
-            params["status"] = str(RunStatus(status))
+            params["status"] = str(_base.status_of(status))
         if cursor is not None:
             params["cursor"] = cursor
         return RunPage.model_validate(self._json(Call("GET", "/v1/runs", params, safe=True)))

@@ -165,3 +165,19 @@ async def test_text_that_cannot_be_sent_is_refused_by_the_client(asgi: AsyncClie
     with pytest.raises(InvalidInput, match="header Idempotency-Key is 'cl\u00e9': HTTP headers"):
         await asgi.runs.create(prompt="x", model=scripted(), idempotency_key="cl\u00e9")
     assert [run.id async for run in asgi.runs.list()] == before
+
+
+async def test_an_unknown_or_missing_status_is_refused_by_the_client(asgi: AsyncClient) -> None:
+    """docs/client.md: `InvalidInput` for "an unknown status", before anything is sent,
+    wherever a status is taken (`list`/`list_page` raised a bare ValueError)."""
+    run = await asgi.runs.create(prompt="x", model=scripted(), tools=[ADD])
+    with pytest.raises(InvalidInput, match="'bogus' is not a valid RunStatus; the statuses"):
+        await asgi.runs.list_page(status="bogus")
+    with pytest.raises(InvalidInput, match="'' is not a valid RunStatus"):
+        [r async for r in asgi.runs.list(status="")]
+    with pytest.raises(InvalidInput, match="'bogus' is not a valid RunStatus"):
+        await asgi.runs.wait(run.id, "bogus", timeout=1)
+    with pytest.raises(InvalidInput, match="wait for at least one status"):
+        await asgi.runs.wait(run.id, [], timeout=1)
+    assert (await asgi.runs.list_page(status="queued")).data[0].id == run.id
+    await asgi.runs.cancel(run.id)

@@ -176,6 +176,44 @@ def surrogate_in(value: Any, where: str) -> str | None:
     return None
 
 
+#: What the service takes in JSON (its rule: app/service/jsonrules.py, docs/reference.md):
+#: integers within 64 bits, signed or unsigned; text without NUL; at most 128 levels of
+#: arrays and objects counted from the top of a body, where a tool result's output starts
+#: three down (`{"results": [{"output": ...}]}`).
+MIN_JSON_INT, MAX_JSON_INT = -(2**63), 2**64 - 1
+OUTPUT_MAX_DEPTH = 128 - 3
+
+
+def output_problem(output: Any) -> str | None:
+    """Why the service would refuse `output` (JSON-like) as a tool result, said for a
+    person; None if it would take it. Iterative: a value nested too deep is the point."""
+    if found := surrogate_in(output, "the output"):
+        return f"{found}, which is not Unicode text"
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(output, ())]
+    while stack:
+        item, loc = stack.pop()
+        if isinstance(item, Mapping | list | tuple):
+            if len(loc) >= OUTPUT_MAX_DEPTH:
+                limit = OUTPUT_MAX_DEPTH
+                return f"the output is nested deeper than the service takes ({limit} levels)"
+            if isinstance(item, Mapping):
+                for key, child in item.items():
+                    if isinstance(key, str) and "\x00" in key:
+                        return f"a key of {_where(loc)} contains a NUL character (U+0000)"
+                    stack.append((child, (*loc, str(key))))
+            else:
+                stack.extend((child, (*loc, i)) for i, child in enumerate(item))
+        elif isinstance(item, str) and "\x00" in item:
+            return f"{_where(loc)} contains a NUL character (U+0000)"
+        elif type(item) is int and not MIN_JSON_INT <= item <= MAX_JSON_INT:
+            return f"{_where(loc)} is an integer outside the 64-bit range"
+    return None
+
+
+def _where(loc: tuple[str | int, ...]) -> str:
+    return "the output" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
+
+
 def _unencodable(call: Call, exc: UnicodeEncodeError) -> str:
     found = surrogate_in(call.json, "body") or surrogate_in(dict(call.params or {}), "query")
     if found:

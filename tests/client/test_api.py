@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -181,3 +182,18 @@ async def test_an_unknown_or_missing_status_is_refused_by_the_client(asgi: Async
         await asgi.runs.wait(run.id, [], timeout=1)
     assert (await asgi.runs.list_page(status="queued")).data[0].id == run.id
     await asgi.runs.cancel(run.id)
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:1/v1/callbacks/\x7f/tool-results", "ftp://example.com/x", "http://[::1"],
+)
+async def test_a_callback_url_that_is_no_http_url_is_refused_by_the_client(
+    asgi: AsyncClient, url: str
+) -> None:
+    """`InvalidInput` at once, nothing sent (httpx's InvalidURL escaped; an `ftp:` URL was
+    retried as a connection error for the whole retry budget)."""
+    started = time.monotonic()
+    with pytest.raises(InvalidInput, match="not an http"):
+        await asgi.runs.submit_via_callback(url, [{"tool_call_id": "call_1_0", "output": 1}])
+    assert time.monotonic() - started < 1.0

@@ -5,6 +5,7 @@ a `wait`."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import uuid
@@ -150,6 +151,14 @@ def build_request(http: httpx.Client | httpx.AsyncClient, call: Call) -> httpx.R
         )
     except UnicodeEncodeError as exc:
         raise InvalidInput(f"{call.method} {call.path!r}: {_unencodable(call, exc)}") from exc
+    except (httpx.InvalidURL, ValueError) as exc:
+        if found := nonfinite_in(call.json, "body"):
+            reason = f"{found}, which JSON cannot carry: nothing was sent"
+        else:
+            reason = f"not an http(s) URL ({exc}): nothing was sent"
+        raise InvalidInput(f"{call.method} {call.path!r}: {reason}") from exc
+    if request.url.scheme not in ("http", "https"):  # (a callback URL is taken whole)
+        raise InvalidInput(f"{call.method} {call.path!r}: not an http(s) URL: nothing was sent")
     if call.anonymous:
         request.headers.pop("authorization", None)
     return request
@@ -212,6 +221,21 @@ def output_problem(output: Any) -> str | None:
 
 def _where(loc: tuple[str | int, ...]) -> str:
     return "the output" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
+
+
+def nonfinite_in(value: Any, where: str) -> str | None:
+    """Where `value` (JSON-like) holds NaN or an infinity, which JSON has no number for."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{where} is {value!r}"
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if found := nonfinite_in(item, f"{where}.{key!s}"):
+                return found
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            if found := nonfinite_in(item, f"{where}[{i}]"):
+                return found
+    return None
 
 
 def _unencodable(call: Call, exc: UnicodeEncodeError) -> str:

@@ -197,3 +197,12 @@ async def test_a_callback_url_that_is_no_http_url_is_refused_by_the_client(
     with pytest.raises(InvalidInput, match="not an http"):
         await asgi.runs.submit_via_callback(url, [{"tool_call_id": "call_1_0", "output": 1}])
     assert time.monotonic() - started < 1.0
+
+
+async def test_a_number_json_cannot_carry_is_refused_by_the_client(asgi: AsyncClient) -> None:
+    """NaN and infinities: `InvalidInput` saying where (httpx's bare ValueError escaped)."""
+    with pytest.raises(InvalidInput, match=r"body\.metadata\.score is nan, which JSON cannot"):
+        await asgi.runs.create(prompt="x", model=scripted(), metadata={"score": float("nan")})
+    results = [{"tool_call_id": "call_1_0", "output": [1, float("-inf")]}]
+    with pytest.raises(InvalidInput, match=r"body\.results\[0\]\.output\[1\] is -inf"):
+        await asgi.runs.submit_tool_outputs("run_x", results)

@@ -265,7 +265,7 @@ class ExtendExpiry:
 
     @classmethod
     def parse(cls, form: FormData, view: RunView) -> ExtendExpiry | Invalid:
-        """`minutes`: a number, more than 0 and at most a year."""
+        """`minutes`: a number from 1 to a year's (what the page's field asks for)."""
         read = _Fields(form)
         raw = read.text("minutes", "minutes").strip()
         if read.errors:
@@ -273,7 +273,7 @@ class ExtendExpiry:
         if not NUMBER.fullmatch(raw):
             return Invalid({"minutes": "enter a number of minutes"})
         seconds = float(raw) * 60  # a huge number is `inf` here, and out of range below
-        if not 0 < seconds <= MAX_EXTENSION_SECONDS:
+        if not 60 <= seconds <= MAX_EXTENSION_SECONDS:
             limit = MAX_EXTENSION_SECONDS // 60
             return Invalid({"minutes": f"enter between 1 and {limit} minutes"})
         return cls(raw, seconds)

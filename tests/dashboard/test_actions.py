@@ -57,6 +57,10 @@ async def test_unknown_actions_are_404_and_change_nothing(
         ("1e308", "between 1 and 525600"),  # finite, but infinite once in seconds
         ("525601", "between 1 and 525600"),
         ("-0", "between 1 and 525600"),
+        # The page asks for 1 to 525600 minutes (min="1"); 1e-300 extended by ~0 s and
+        # wrote a meaningless run.expiry_extended event.
+        ("0.5", "between 1 and 525600"),
+        ("1e-300", "between 1 and 525600"),
         ("inf", "a number of minutes"),
         ("Infinity", "a number of minutes"),
         ("nan", "a number of minutes"),

@@ -206,3 +206,20 @@ async def test_a_number_json_cannot_carry_is_refused_by_the_client(asgi: AsyncCl
     results = [{"tool_call_id": "call_1_0", "output": [1, float("-inf")]}]
     with pytest.raises(InvalidInput, match=r"body\.results\[0\]\.output\[1\] is -inf"):
         await asgi.runs.submit_tool_outputs("run_x", results)
+
+
+@pytest.mark.parametrize(
+    "token", ["../../../runs/{run}/cancel?a=", "x/../../../runs/{run}/cancel", "a?b", "a#b", ""]
+)
+async def test_a_lease_token_cannot_reach_another_route(asgi: AsyncClient, token: str) -> None:
+    """A lease token went into the URL as it was: `queues.complete("q",
+    "../../../runs/<id>/cancel?a=", …)` cancelled the run. A token is letters, digits,
+    `_` and `-`; anything else is `InvalidInput`, nothing sent."""
+    run = await asgi.runs.create(prompt="x", model=scripted(), tools=[ADD])
+    bad = token.format(run=run.id)
+    with pytest.raises(InvalidInput, match="not a lease token"):
+        await asgi.queues.complete("q", bad, "out")
+    with pytest.raises(InvalidInput, match="not a lease token"):
+        await asgi.queues.heartbeat("q", bad)
+    assert (await asgi.runs.get(run.id)).status != "cancelled"
+    await asgi.runs.cancel(run.id)

@@ -303,7 +303,7 @@ def usage_params(from_: Any, to: Any) -> dict[str, str]:
             continue
         if hasattr(value, "isoformat"):
             if value.tzinfo is None:
-                raise ValueError(f"{name} must be timezone-aware")
+                raise InvalidInput(f"{name} must be timezone-aware")
             value = value.isoformat()
         params[name] = str(value)
     return params

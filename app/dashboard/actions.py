@@ -144,7 +144,7 @@ class SubmitToolResults:
                 errors[box] = "this tool call is not pending any more"
                 continue
             try:
-                value = json.loads(text)
+                value = json.loads(text, parse_int=_json_int)
             except json.JSONDecodeError as exc:
                 errors[box] = (
                     f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}); "
@@ -182,6 +182,16 @@ class SubmitToolResults:
                 pairs.append((f"is_error_{e.index}", "on"))
         pairs.append(("count", str(self.count)))
         return pairs
+
+
+def _json_int(digits: str) -> int:
+    """A JSON integer. One too long for Python to convert (over 4300 digits: `int` raises
+    ValueError) is outside the 64-bit range a result may hold anyway, so the first integer
+    past that range stands in for it, to be refused with its place like any other."""
+    try:
+        return int(digits)
+    except ValueError:
+        return -(2**64) if digits.startswith("-") else 2**64
 
 
 def _result_errors(exc: ValidationError, entries: list[ResultEntry]) -> Errors:
@@ -255,7 +265,7 @@ class ExtendExpiry:
 
     @classmethod
     def parse(cls, form: FormData, view: RunView) -> ExtendExpiry | Invalid:
-        """`minutes`: a number, more than 0 and at most a year."""
+        """`minutes`: a number from 1 to a year's (what the page's field asks for)."""
         read = _Fields(form)
         raw = read.text("minutes", "minutes").strip()
         if read.errors:
@@ -263,7 +273,7 @@ class ExtendExpiry:
         if not NUMBER.fullmatch(raw):
             return Invalid({"minutes": "enter a number of minutes"})
         seconds = float(raw) * 60  # a huge number is `inf` here, and out of range below
-        if not 0 < seconds <= MAX_EXTENSION_SECONDS:
+        if not 60 <= seconds <= MAX_EXTENSION_SECONDS:
             limit = MAX_EXTENSION_SECONDS // 60
             return Invalid({"minutes": f"enter between 1 and {limit} minutes"})
         return cls(raw, seconds)

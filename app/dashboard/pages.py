@@ -73,7 +73,10 @@ def listing(
     if meta:
         key, sep, value = meta.partition("=")
         key = key.strip()
-        if META_KEY.match(key):
+        if "\x00" in value:  # no run's metadata holds one; PostgreSQL's text cannot
+            errors.append("metadata filter: the value cannot hold a NUL character")
+            meta = ""
+        elif META_KEY.match(key):
             meta_key, meta_value = key, (value.strip() if sep else None)
         else:
             errors.append("metadata filter: use key=value (key: letters, digits, _ . -)")

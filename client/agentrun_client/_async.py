@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Collection, Iterable, Mapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Collection,
+    Iterable,
+    Mapping,
+)
 from types import TracebackType
 from typing import Any, Unpack
 
@@ -99,37 +106,49 @@ class AsyncClient:
     ) -> None:
         await self.aclose()
 
-    async def request(self, call: Call) -> httpx.Response:
-        """Send `call`, retrying within the policy; a refusal raises its `APIError`."""
+    async def request(
+        self, call: Call | Callable[[], Call], *, deadline: float | None = None
+    ) -> httpx.Response:
+        """Send `call`, retrying within the policy; a refusal raises its `APIError`.
+
+        `call` may be a function that makes the request anew for each attempt (a long poll
+        asks for the time left). No retry waits past a `time.monotonic()` `deadline`: at
+        it, `DeadlineReached`."""
         failed = 0.0  # when the first attempt failed: the retry budget counts from there
         attempt = 0
         while True:
-            request = _base.build_request(self.http, call)  # (`InvalidInput`: nothing sent)
+            current = call() if callable(call) else call
+            request = _base.build_request(self.http, current)  # (`InvalidInput`: nothing sent)
             try:
                 response = await self.http.send(request)
             except httpx.TransportError as exc:
                 failed = failed or time.monotonic()
                 delay = None
-                if _base.retryable_error(exc, call.safe):
+                if _base.retryable_error(exc, current.safe):
                     delay = self.retry.delay(attempt, time.monotonic() - failed)
+                cause = f"{current.method} {current.path}: {type(exc).__name__}: {exc}"
                 if delay is None:
                     kind = (
                         APITimeoutError
                         if isinstance(exc, httpx.TimeoutException)
                         else APIConnectionError
                     )
-                    raise kind(f"{call.method} {call.path}: {type(exc).__name__}: {exc}") from exc
+                    raise kind(cause) from exc
             else:
                 if response.is_success:
                     return response
                 failed = failed or time.monotonic()
                 delay = None
-                if _base.retryable_status(response.status_code, call.safe):
+                if _base.retryable_status(response.status_code, current.safe):
                     delay = self.retry.delay(
                         attempt, time.monotonic() - failed, retry_after_of(response)
                     )
                 if delay is None:
                     raise error_for(response)
+                cause = f"{current.method} {current.path}: {response.status_code}"
+            if deadline is not None and time.monotonic() + delay >= deadline:
+                await sleep(max(0.0, deadline - time.monotonic()))
+                raise DeadlineReached(cause)
             await sleep(delay)
             attempt += 1
 
@@ -238,7 +257,7 @@ class AsyncRuns:
         """One page, newest first; `next_cursor` fetches the next."""
         params: dict[str, Any] = {"limit": limit}
         if status is not None:
-            params["status"] = str(RunStatus(status))
+            params["status"] = str(_base.status_of(status))
         if cursor is not None:
             params["cursor"] = cursor
         return RunPage.model_validate(await self._json(Call("GET", "/v1/runs", params, safe=True)))
@@ -434,11 +453,18 @@ class AsyncRunWaiter:
 
     async def _long_poll(self, statuses: frozenset[RunStatus]) -> Run:
         client = self._runs._client
-        while True:
+
+        def call() -> Call:  # made for each attempt: a retry asks only for the time left
             left = None if self.deadline is None else self.deadline - time.monotonic()
             seconds = _base.MAX_WAIT_SECONDS if left is None else left
-            call = _base.wait_call(self.run_id, statuses, seconds, client.timeout)
-            response = await client.request(call)
+            return _base.wait_call(self.run_id, statuses, seconds, client.timeout)
+
+        while True:
+            try:
+                response = await client.request(call, deadline=self.deadline)
+            except DeadlineReached as exc:  # the API was away (or busy) until the deadline
+                seen = f"still {self.run.status}" if self.run else "not read"
+                raise WaitTimeout(f"run {self.run_id} is {seen}; {exc}", self.run) from None
             run = self.run = Run.model_validate(response.json())
             if run.status in statuses or run.is_terminal:
                 return run

@@ -5,6 +5,7 @@ a `wait`."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import uuid
@@ -150,6 +151,14 @@ def build_request(http: httpx.Client | httpx.AsyncClient, call: Call) -> httpx.R
         )
     except UnicodeEncodeError as exc:
         raise InvalidInput(f"{call.method} {call.path!r}: {_unencodable(call, exc)}") from exc
+    except (httpx.InvalidURL, ValueError) as exc:
+        if found := nonfinite_in(call.json, "body"):
+            reason = f"{found}, which JSON cannot carry: nothing was sent"
+        else:
+            reason = f"not an http(s) URL ({exc}): nothing was sent"
+        raise InvalidInput(f"{call.method} {call.path!r}: {reason}") from exc
+    if request.url.scheme not in ("http", "https"):  # (a callback URL is taken whole)
+        raise InvalidInput(f"{call.method} {call.path!r}: not an http(s) URL: nothing was sent")
     if call.anonymous:
         request.headers.pop("authorization", None)
     return request
@@ -172,6 +181,59 @@ def surrogate_in(value: Any, where: str) -> str | None:
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
             if found := surrogate_in(item, f"{where}[{i}]"):
+                return found
+    return None
+
+
+#: What the service takes in JSON (its rule: app/service/jsonrules.py, docs/reference.md):
+#: integers within 64 bits, signed or unsigned; text without NUL; at most 128 levels of
+#: arrays and objects counted from the top of a body, where a tool result's output starts
+#: three down (`{"results": [{"output": ...}]}`).
+MIN_JSON_INT, MAX_JSON_INT = -(2**63), 2**64 - 1
+OUTPUT_MAX_DEPTH = 128 - 3
+
+
+def output_problem(output: Any) -> str | None:
+    """Why the service would refuse `output` (JSON-like) as a tool result, said for a
+    person; None if it would take it. Iterative: a value nested too deep is the point."""
+    if found := surrogate_in(output, "the output"):
+        return f"{found}, which is not Unicode text"
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(output, ())]
+    while stack:
+        item, loc = stack.pop()
+        if isinstance(item, Mapping | list | tuple):
+            if len(loc) >= OUTPUT_MAX_DEPTH:
+                limit = OUTPUT_MAX_DEPTH
+                return f"the output is nested deeper than the service takes ({limit} levels)"
+            if isinstance(item, Mapping):
+                for key, child in item.items():
+                    if isinstance(key, str) and "\x00" in key:
+                        return f"a key of {_where(loc)} contains a NUL character (U+0000)"
+                    stack.append((child, (*loc, str(key))))
+            else:
+                stack.extend((child, (*loc, i)) for i, child in enumerate(item))
+        elif isinstance(item, str) and "\x00" in item:
+            return f"{_where(loc)} contains a NUL character (U+0000)"
+        elif type(item) is int and not MIN_JSON_INT <= item <= MAX_JSON_INT:
+            return f"{_where(loc)} is an integer outside the 64-bit range"
+    return None
+
+
+def _where(loc: tuple[str | int, ...]) -> str:
+    return "the output" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
+
+
+def nonfinite_in(value: Any, where: str) -> str | None:
+    """Where `value` (JSON-like) holds NaN or an infinity, which JSON has no number for."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{where} is {value!r}"
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if found := nonfinite_in(item, f"{where}.{key!s}"):
+                return found
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            if found := nonfinite_in(item, f"{where}[{i}]"):
                 return found
     return None
 
@@ -241,7 +303,7 @@ def usage_params(from_: Any, to: Any) -> dict[str, str]:
             continue
         if hasattr(value, "isoformat"):
             if value.tzinfo is None:
-                raise ValueError(f"{name} must be timezone-aware")
+                raise InvalidInput(f"{name} must be timezone-aware")
             value = value.isoformat()
         params[name] = str(value)
     return params
@@ -312,17 +374,22 @@ def wake_events(statuses: Iterable[RunStatus]) -> frozenset[str]:
     return frozenset(out)
 
 
+def status_of(status: RunStatus | str) -> RunStatus:
+    """`status` as a `RunStatus` (a member or its name); `InvalidInput` for another."""
+    try:
+        return RunStatus(status)
+    except ValueError as exc:
+        raise InvalidInput(f"{exc}; the statuses are {', '.join(RunStatus)}") from None
+
+
 def statuses_of(statuses: Iterable[RunStatus | str] | None) -> frozenset[RunStatus]:
     if statuses is None:
         return SUSPENDED_OR_FINISHED
     if isinstance(statuses, str):
         statuses = [statuses]
-    try:
-        chosen = frozenset(RunStatus(s) for s in statuses)
-    except ValueError as exc:
-        raise InvalidInput(f"{exc}; the statuses are {', '.join(RunStatus)}") from None
+    chosen = frozenset(status_of(s) for s in statuses)
     if not chosen:
-        raise ValueError("wait for at least one status")
+        raise InvalidInput("wait for at least one status")
     return chosen
 
 

@@ -6,8 +6,8 @@ The server comes from `--base-url` / `--api-key`, else `AGENTRUN_BASE_URL` /
 `--json` is given: then one JSON document (an event per line for `events`) on stdout.
 
 Exit status: 0 done; 1 the API refused (its problem on stderr) or could not be reached;
-2 a usage error; 3 `wait` ended in a status not waited for (the run ended otherwise);
-4 `wait` timed out.
+2 a usage error (a value the client will not send, too); 3 `wait` ended in a status not
+waited for (the run ended otherwise); 4 `wait` timed out.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from agentrun_client import _base, _render
 from agentrun_client._sync import Client
-from agentrun_client.errors import AgentrunError, APIError, WaitTimeout
+from agentrun_client.errors import AgentrunError, APIError, InvalidInput, WaitTimeout
 from agentrun_client.models import Run, RunPage, RunStatus, SubmitOutcome
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_OTHER_STATUS, EXIT_TIMEOUT = 0, 1, 2, 3, 4
@@ -352,7 +352,7 @@ def main(
             getattr(args, "base_url", None), getattr(args, "api_key", None), timeout=timeout
         ) as client:
             return int(args.handler(client, args, out))
-    except UsageError as exc:
+    except (UsageError, InvalidInput) as exc:  # (a value the client will not send)
         out.note(f"{prog}: error: {exc}")
         return EXIT_USAGE
     except APIError as exc:

@@ -24,8 +24,9 @@ class AgentrunError(Exception):
 
 class InvalidInput(AgentrunError, ValueError):
     """Refused by the client before anything was sent: text that cannot be sent (a lone
-    surrogate such as `"\\ud800"`, which UTF-8 cannot encode; a header outside ASCII), a
-    malformed run id or queue name, an unknown status."""
+    surrogate such as `"\\ud800"`, which UTF-8 cannot encode; a header outside ASCII), NaN
+    or an infinity (JSON has no number for them), a malformed run id, queue name, lease
+    token or callback URL, an unknown status."""
 
 
 class APIConnectionError(AgentrunError):

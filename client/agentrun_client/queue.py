@@ -69,14 +69,22 @@ def lease_call(
     return Call("POST", _path(queue, "/lease"), json=body, timeout=timeout)
 
 
+def _lease_path(queue: str, token: str, suffix: str) -> str:
+    """A lease's route; the token is checked first, since it goes into the path (`../`
+    or `?` in it would reach another route)."""
+    if not token or not all(c.isascii() and (c.isalnum() or c in "_-") for c in token):
+        raise InvalidInput(f"not a lease token: {token!r}")
+    return _path(queue, f"/leases/{token}{suffix}")
+
+
 def heartbeat_call(queue: str, token: str, lease_seconds: float) -> Call:
     body = {"lease_seconds": lease_seconds}
-    return Call("POST", _path(queue, f"/leases/{token}/heartbeat"), json=body, safe=True)
+    return Call("POST", _lease_path(queue, token, "/heartbeat"), json=body, safe=True)
 
 
 def result_call(queue: str, token: str, output: Any, is_error: bool) -> Call:
     body = {"output": output, "is_error": is_error}
-    return Call("POST", _path(queue, f"/leases/{token}/result"), json=body, safe=True)
+    return Call("POST", _lease_path(queue, token, "/result"), json=body, safe=True)
 
 
 class QueueCalls(Protocol):

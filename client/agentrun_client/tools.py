@@ -27,7 +27,7 @@ import pydantic
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field
 
-from agentrun_client._base import surrogate_in
+from agentrun_client._base import output_problem
 from agentrun_client.models import ToolCall, ToolResult
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -238,7 +238,7 @@ class Tool(BaseTool):
                 return error(f"Tool {self.name!r} failed: {type(exc).__name__}: {exc}")
         try:
             output = pydantic_core.to_jsonable_python(value)
-        except pydantic_core.PydanticSerializationError as exc:
+        except (pydantic_core.PydanticSerializationError, ValueError) as exc:  # (too deep)
             return error(f"Tool {self.name!r} returned a value that is not JSON: {exc}")
         return ToolResult(tool_call_id=context.call_id, output=output)
 
@@ -375,13 +375,12 @@ class ToolRegistry:
             )
         async with self.limit.hold():
             result = await tool.call(c.arguments, ToolCallContext(run_id, c.id, c.name, attempt))
-        found = surrogate_in(result.output, "the output")
+        found = output_problem(result.output)
         if found is None:
             return result
         return ToolResult(
             tool_call_id=c.id,
-            output=f"Tool {c.name!r} returned text that cannot be sent: {found}, "
-            "which is not Unicode text",
+            output=f"Tool {c.name!r} returned a value that cannot be sent: {found}",
             is_error=True,
         )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -131,8 +132,9 @@ async def test_usage(asgi: AsyncClient) -> None:
     now = datetime.now(UTC)
     usage = await asgi.usage(from_=now - timedelta(hours=1), to=now + timedelta(minutes=1))
     assert usage.from_ < usage.to and usage.calls >= 0
-    with pytest.raises(ValueError):
-        await asgi.usage(from_=datetime(2026, 1, 1))  # naive: ambiguous
+    # naive: ambiguous. The client's own refusal, as for every value it will not send.
+    with pytest.raises(InvalidInput, match="from must be timezone-aware"):
+        await asgi.usage(from_=datetime(2026, 1, 1))
 
 
 async def test_auth_problems(asgi_app: FastAPI) -> None:
@@ -165,3 +167,60 @@ async def test_text_that_cannot_be_sent_is_refused_by_the_client(asgi: AsyncClie
     with pytest.raises(InvalidInput, match="header Idempotency-Key is 'cl\u00e9': HTTP headers"):
         await asgi.runs.create(prompt="x", model=scripted(), idempotency_key="cl\u00e9")
     assert [run.id async for run in asgi.runs.list()] == before
+
+
+async def test_an_unknown_or_missing_status_is_refused_by_the_client(asgi: AsyncClient) -> None:
+    """docs/client.md: `InvalidInput` for "an unknown status", before anything is sent,
+    wherever a status is taken (`list`/`list_page` raised a bare ValueError)."""
+    run = await asgi.runs.create(prompt="x", model=scripted(), tools=[ADD])
+    with pytest.raises(InvalidInput, match="'bogus' is not a valid RunStatus; the statuses"):
+        await asgi.runs.list_page(status="bogus")
+    with pytest.raises(InvalidInput, match="'' is not a valid RunStatus"):
+        [r async for r in asgi.runs.list(status="")]
+    with pytest.raises(InvalidInput, match="'bogus' is not a valid RunStatus"):
+        await asgi.runs.wait(run.id, "bogus", timeout=1)
+    with pytest.raises(InvalidInput, match="wait for at least one status"):
+        await asgi.runs.wait(run.id, [], timeout=1)
+    await asgi.runs.cancel(run.id)
+    assert (await asgi.runs.list_page(status="cancelled")).data[0].id == run.id
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:1/v1/callbacks/\x7f/tool-results", "ftp://example.com/x", "http://[::1"],
+)
+async def test_a_callback_url_that_is_no_http_url_is_refused_by_the_client(
+    asgi: AsyncClient, url: str
+) -> None:
+    """`InvalidInput` at once, nothing sent (httpx's InvalidURL escaped; an `ftp:` URL was
+    retried as a connection error for the whole retry budget)."""
+    started = time.monotonic()
+    with pytest.raises(InvalidInput, match="not an http"):
+        await asgi.runs.submit_via_callback(url, [{"tool_call_id": "call_1_0", "output": 1}])
+    assert time.monotonic() - started < 1.0
+
+
+async def test_a_number_json_cannot_carry_is_refused_by_the_client(asgi: AsyncClient) -> None:
+    """NaN and infinities: `InvalidInput` saying where (httpx's bare ValueError escaped)."""
+    with pytest.raises(InvalidInput, match=r"body\.metadata\.score is nan, which JSON cannot"):
+        await asgi.runs.create(prompt="x", model=scripted(), metadata={"score": float("nan")})
+    results = [{"tool_call_id": "call_1_0", "output": [1, float("-inf")]}]
+    with pytest.raises(InvalidInput, match=r"body\.results\[0\]\.output\[1\] is -inf"):
+        await asgi.runs.submit_tool_outputs("run_x", results)
+
+
+@pytest.mark.parametrize(
+    "token", ["../../../runs/{run}/cancel?a=", "x/../../../runs/{run}/cancel", "a?b", "a#b", ""]
+)
+async def test_a_lease_token_cannot_reach_another_route(asgi: AsyncClient, token: str) -> None:
+    """A lease token went into the URL as it was: `queues.complete("q",
+    "../../../runs/<id>/cancel?a=", …)` cancelled the run. A token is letters, digits,
+    `_` and `-`; anything else is `InvalidInput`, nothing sent."""
+    run = await asgi.runs.create(prompt="x", model=scripted(), tools=[ADD])
+    bad = token.format(run=run.id)
+    with pytest.raises(InvalidInput, match="not a lease token"):
+        await asgi.queues.complete("q", bad, "out")
+    with pytest.raises(InvalidInput, match="not a lease token"):
+        await asgi.queues.heartbeat("q", bad)
+    assert (await asgi.runs.get(run.id)).status != "cancelled"
+    await asgi.runs.cancel(run.id)

@@ -152,6 +152,12 @@ def test_exit_statuses_of_wait_cancel_and_refusals(live: Live, tmp_path: Path) -
     assert nothing.code == 2 and "--result CALL_ID=JSON" in nothing.err
     no_model = cli(live, "runs", "create", "x")
     assert no_model.code == 2 and "needs model" in no_model.err
+    # What the client refuses before sending (InvalidInput) is a usage error too (was 1,
+    # which the docs keep for the API's refusals and an unreachable API).
+    not_an_id = cli(live, "runs", "get", "../../etc")
+    assert not_an_id.code == 2 and "error: not a run id: '../../etc'" in not_an_id.err
+    undecodable = cli(live, "runs", "create", "caf\udce9", "--model", "scripted:demo")
+    assert undecodable.code == 2 and "lone surrogate" in undecodable.err
 
 
 def test_create_from_a_body_with_flags_over_it(live: Live, monkeypatch: pytest.MonkeyPatch) -> None:

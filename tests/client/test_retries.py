@@ -4,6 +4,7 @@ the request cannot have been processed."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import threading
 import time
@@ -21,8 +22,9 @@ from agentrun_client import (
     RetryPolicy,
     RunStatus,
     Unavailable,
+    WaitTimeout,
 )
-from tests.client.conftest import KEY, scripted
+from tests.client.conftest import KEY, Live, scripted
 from tests.e2e.processes import spawn, stop, wait_until
 from tests.mocks.uvicorn_thread import free_port
 
@@ -221,3 +223,102 @@ def test_the_default_policy_retries_through_an_api_restart(
         starter.join()
         assert took >= 1.0, "it was down for at least a second"
         assert client.runs.cancel(run.id).status == RunStatus.CANCELLED
+
+
+class GoneAfter(httpx.AsyncBaseTransport):
+    """The real app until `gone()`; from then on every connection is refused until
+    `back()`. Records each long poll's `timeout` and how long was left then."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.inner = httpx.ASGITransport(app=app)
+        self.down = False
+        self.deadline: float | None = None
+        self.polls: list[tuple[float, float]] = []  # (timeout asked, seconds left)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self.down:
+            raise httpx.ConnectError("refused", request=request)
+        if request.url.path.endswith("/wait") and self.deadline is not None:
+            asked = float(request.url.params["timeout"])
+            self.polls.append((asked, self.deadline - time.monotonic()))
+        return await self.inner.handle_async_request(request)
+
+
+PATIENT = RetryPolicy(max_retries=1000, max_elapsed=30.0, base_delay=0.05, max_delay=0.1)
+
+
+async def test_wait_raises_wait_timeout_at_its_deadline_while_the_api_is_away(
+    asgi_app: FastAPI,
+) -> None:
+    """The retry budget (30 s here) does not stretch a wait's `timeout`: at the deadline
+    `wait` raises `WaitTimeout`, as documented, even while the retries go on (it waited
+    out the whole budget, then raised `APIConnectionError`)."""
+    transport = GoneAfter(asgi_app)
+    async with AsyncClient("http://test", KEY, transport=transport, retry=PATIENT) as client:
+        run = await client.runs.create(prompt="x", model=scripted(), tools=[ADD])
+        await client.runs.wait(run.id, "requires_action", timeout=10)
+        transport.down = True
+        started = time.monotonic()
+        with pytest.raises(WaitTimeout) as timed_out:
+            await client.runs.wait(run.id, "completed", timeout=0.5)
+        took = time.monotonic() - started
+        transport.down = False
+        await client.runs.cancel(run.id)
+    assert 0.5 <= took < 2.0, took
+    assert timed_out.value.run is None  # not read within the wait
+
+
+async def test_a_long_poll_retried_after_an_outage_asks_only_for_the_time_left(
+    asgi_app: FastAPI,
+) -> None:
+    """The long poll sent again once the API is back holds only what is left of the
+    wait's `timeout` (it asked for the whole of it again, and the wait overran)."""
+    transport = GoneAfter(asgi_app)
+    async with AsyncClient("http://test", KEY, transport=transport, retry=PATIENT) as client:
+        run = await client.runs.create(prompt="x", model=scripted(), tools=[ADD])
+        await client.runs.wait(run.id, "requires_action", timeout=10)
+        transport.down = True
+        started = time.monotonic()
+        transport.deadline = started + 1.5
+
+        async def back() -> None:
+            await asyncio.sleep(0.7)
+            transport.down = False
+
+        task = asyncio.ensure_future(back())
+        with pytest.raises(WaitTimeout) as timed_out:
+            await client.runs.wait(run.id, "completed", timeout=1.5)
+        took = time.monotonic() - started
+        await task
+        await client.runs.cancel(run.id)
+    assert timed_out.value.run is not None and timed_out.value.run.status == "requires_action"
+    assert transport.polls, "a long poll was sent once the API was back"
+    for asked, left in transport.polls:
+        assert asked <= left + 0.05, (asked, left)
+    assert took < 1.5 + 0.5, took
+
+
+def test_the_sync_wait_keeps_its_deadline_too(live_sqlite: Live) -> None:
+    """`Client` (generated from `AsyncClient`): the same, against a real port that stops
+    answering (a transport of its own refuses every connection once the run is suspended)."""
+
+    class Refusing(httpx.HTTPTransport):
+        down = False
+
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            if self.down:
+                raise httpx.ConnectError("refused", request=request)
+            return super().handle_request(request)
+
+    transport = Refusing()
+    with live_sqlite.client(transport=transport, retry=PATIENT) as client:
+        run = client.runs.create(prompt="x", model=scripted(), tools=[ADD])
+        client.runs.wait(run.id, "requires_action", timeout=10)
+        transport.down = True
+        started = time.monotonic()
+        with pytest.raises(WaitTimeout):
+            client.runs.wait(run.id, "completed", timeout=0.5)
+        took = time.monotonic() - started
+        transport.down = False
+        client.runs.cancel(run.id)
+    assert 0.5 <= took < 2.0, took

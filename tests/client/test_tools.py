@@ -217,6 +217,69 @@ async def test_an_output_that_cannot_be_sent_becomes_an_error_result() -> None:
     result = await registry.execute(call("broken", {}), run_id="run_1")
     assert result.is_error
     assert result.output == (
-        "Tool 'broken' returned text that cannot be sent: the output.text holds a lone "
+        "Tool 'broken' returned a value that cannot be sent: the output.text holds a lone "
         "surrogate '\\ud83d' at index 13, which is not Unicode text"
     )
+
+
+def nested(levels: int) -> object:
+    value: object = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ({"text": "a\x00b"}, "the output.text contains a NUL character (U+0000)"),
+        (2**64, "the output is an integer outside the 64-bit range"),
+        ([1, -(2**63) - 1], "the output[1] is an integer outside the 64-bit range"),
+        ({"k\x00": 1}, "a key of the output contains a NUL character (U+0000)"),
+        (nested(126), "the output is nested deeper than the service takes (125 levels)"),
+    ],
+)
+async def test_an_output_the_service_refuses_becomes_an_error_result(
+    value: object, problem: str
+) -> None:
+    """What the service refuses in a result (docs/reference.md: NUL, integers outside 64
+    bits, deeper than 128 levels from the top of the body) made `client.run` raise the
+    submission's 422 and left the run waiting; the model reads why instead."""
+    registry = ToolRegistry()
+
+    @registry.tool
+    def odd() -> object:
+        return value
+
+    result = await registry.execute(call("odd", {}), run_id="run_1")
+    assert result.is_error, result.output
+    assert result.output == f"Tool 'odd' returned a value that cannot be sent: {problem}"
+
+
+async def test_an_output_too_deep_to_serialize_becomes_an_error_result() -> None:
+    """pydantic's serializer gives up (ValueError) past its own depth: that escaped
+    `registry.execute`, which promises never to raise for the tool's sake."""
+    registry = ToolRegistry()
+
+    @registry.tool
+    def abyss() -> object:
+        return nested(10_000)
+
+    result = await registry.execute(call("abyss", {}), run_id="run_1")
+    assert result.is_error
+    assert result.output == (
+        "Tool 'abyss' returned a value that is not JSON: Maximum serialization depth exceeded"
+    )
+
+
+async def test_the_deepest_and_largest_outputs_the_service_takes_are_sent() -> None:
+    registry = ToolRegistry()
+    values = {"a": nested(125), "b": 2**64 - 1, "c": -(2**63), "d": "\u00e9\U0001f600"}
+
+    @registry.tool
+    def edge(name: str) -> object:
+        return values[name]
+
+    for name, value in values.items():
+        result = await registry.execute(call("edge", {"name": name}), run_id="run_1")
+        assert not result.is_error and result.output == value, name

@@ -57,6 +57,10 @@ async def test_unknown_actions_are_404_and_change_nothing(
         ("1e308", "between 1 and 525600"),  # finite, but infinite once in seconds
         ("525601", "between 1 and 525600"),
         ("-0", "between 1 and 525600"),
+        # The page asks for 1 to 525600 minutes (min="1"); 1e-300 extended by ~0 s and
+        # wrote a meaningless run.expiry_extended event.
+        ("0.5", "between 1 and 525600"),
+        ("1e-300", "between 1 and 525600"),
         ("inf", "a number of minutes"),
         ("Infinity", "a number of minutes"),
         ("nan", "a number of minutes"),
@@ -140,6 +144,9 @@ def boxes(view: Any, **extra: str) -> dict[str, str]:
         ({"output_0": "NaN"}, "output_0", "the result is not a finite number"),
         ({"output_0": "1e400"}, "output_0", "the result is not a finite number"),
         ({"output_0": str(2**70)}, "output_0", "outside the 64-bit range"),
+        # Past Python's 4300-digit limit json.loads raises a plain ValueError (was a 500).
+        ({"output_0": "9" * 5000}, "output_0", "the result is an integer outside the 64-bit"),
+        ({"output_0": '{"a": [' + "9" * 5000 + "]}"}, "output_0", "outside the 64-bit range"),
         ({"output_0": '{"a": [1, "\\u0000"]}'}, "output_0", "a.1 contains a NUL character"),
         ({"output_0": '"\\ud800"'}, "output_0", "lone surrogate"),
         ({"output_0": "", "output_1": ""}, None, "at least one tool call"),

@@ -242,6 +242,21 @@ async def test_filters_by_status_provider_and_metadata(
     assert "metadata filter" in bad.text
 
 
+async def test_a_metadata_filter_with_a_nul_is_refused_not_a_500(
+    admin: httpx.AsyncClient, service: RunService
+) -> None:
+    """No run's metadata holds a NUL (the API refuses one), and PostgreSQL's text cannot:
+    sent to the database it was a 500 there. Like any filter that cannot be used, it is
+    named above the table and left out."""
+    view = await suspended_run(service, metadata={"tenant": "acme"})
+    for path in ("/admin", "/admin/rows"):
+        response = await admin.get(f"{path}?status=any&meta=tenant%3Dac%00me")
+        assert response.status_code == 200, (path, response.text)
+        assert f'id="row-{view.record.id}"' in response.text
+    page = await admin.get("/admin?meta=tenant%3D%00")
+    assert "metadata filter: the value cannot hold a NUL character" in page.text
+
+
 async def test_keyset_pagination(
     admin: httpx.AsyncClient, service: RunService, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -59,7 +59,7 @@ async def measure(url: str, runs: int) -> None:
             start = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()
         for _ in range(runs):
             await lifecycle(service)
-        await store.wakeups.flush()
+        await store.flush_wakeups()
     finally:
         await store.aclose()
     with psycopg.connect(dsn, autocommit=True) as conn:

@@ -89,7 +89,7 @@ class QueueService:
         # A wait that heard nothing looks again after this: NOTIFY may be missed (a
         # LISTEN connection re-established), and SQLite has none.
         if fallback_seconds is None:
-            fallback_seconds = 5.0 if self.store.is_postgres else service.settings.poll_interval
+            fallback_seconds = 5.0 if self.store.notifies else service.settings.poll_interval
         self.fallback_seconds = fallback_seconds
 
     # --- lease ----------------------------------------------------------------------------

@@ -237,7 +237,7 @@ class RunService:
             "request_hash": convert.canonical_hash(request) if idempotency_key else None,
             "config": config,
             "metadata": body.metadata,
-            "waiting_reason": None,  # (queued: `app.store.waiting.derived_reason`)
+            "waiting_reason": None,  # (queued: `app.store.waiting.derived`)
             "turn": 0,
             "max_turns": max_turns,
         }

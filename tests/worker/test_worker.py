@@ -59,7 +59,7 @@ async def test_a_lost_wake_up_costs_a_poll_not_the_run(
     async with running_worker(store, settings):
         await asyncio.sleep(0.3)  # listening and idle
         client = RunStore(create_engine(database_url))
-        monkeypatch.setattr(client.wakeups, "poke", lambda channel, payload="": None)
+        monkeypatch.setattr(client.backend, "wake", lambda wakes: None)
         try:
             service = RunService(client, settings)
             view, _ = await service.create_run(run_body())

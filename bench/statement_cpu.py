@@ -35,7 +35,7 @@ from sqlalchemy.ext.asyncio import create_async_engine  # noqa: E402
 
 from app.service.runs import RunService  # noqa: E402
 from app.store.backend.direct import SESSION_SETTINGS, Compiled, DirectPool  # noqa: E402
-from app.store.db import JSON_OPTIONS, create_engine  # noqa: E402
+from app.store.backend.engines import JSON_OPTIONS, create_engine  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from bench.lifecycle import drop_database, fresh_database, server_argument  # noqa: E402

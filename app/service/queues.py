@@ -38,7 +38,7 @@ from app.service.schemas import HeartbeatIn, LeasedResultIn, LeaseIn
 from app.service.shielded import whole
 from app.service.submissions import SUBMIT_ATTEMPTS, SubmitOutcome, SubmittedResult, decide
 from app.store.errors import NotFoundError
-from app.store.records import RunRecord, ToolCallRecord
+from app.store.records import ToolCallRecord
 
 #: A lease token: the call (run, round, position) and the lease's own random part.
 _TOKEN = re.compile(
@@ -163,7 +163,7 @@ class QueueService:
             except NotFoundError:
                 raise LeaseNotFound(f"no lease {token} in queue {queue}") from None
             record = pending.record
-            current = waiting_round(record) == lease.round
+            current = record.waiting_round == lease.round
             row = (
                 next((c for c in pending.calls if c.position == lease.position), None)
                 if current
@@ -198,14 +198,6 @@ class QueueService:
                 _traced(outcome, started, actor, queue)
                 return outcome
         raise RunStateConflict(f"run {lease.run_id} kept changing; try again", record.status.value)
-
-
-def waiting_round(record: RunRecord) -> int | None:
-    """The round of calls the run waits on for results, if it does."""
-    reason = record.waiting_reason or {}
-    if record.status != RunStatus.REQUIRES_ACTION or reason.get("type") != "tool_results":
-        return None
-    return int(reason["round"])
 
 
 def lost_reason(row: ToolCallRecord) -> str:

@@ -14,8 +14,8 @@ import pytest
 from app.core.lifecycle import RunStatus
 from app.service.runs import RunService
 from app.store.backend.direct import SESSION_SETTINGS, Compiled, DirectPool
+from app.store.backend.engines import create_engine
 from app.store.backend.postgres import PostgresBackend
-from app.store.db import create_engine
 from app.store.lookups import list_runs
 from app.store.runs import RunStore
 from tests.conftest import make_settings

@@ -205,7 +205,7 @@ async def test_the_queue_statements_use_their_indexes_on_empty_tables(
 ) -> None:
     """Planned generically on empty tables (the direct pool's sticky plan), the lease reads
     the partial index of leasable calls and the others the primary key: no scan."""
-    from app.store.db import create_engine
+    from app.store.backend.engines import create_engine
     from tests.store.test_plans import generic_plan
 
     store = RunStore(create_engine(empty_postgres_url))
@@ -245,7 +245,7 @@ async def test_a_cancel_finds_its_calls_by_the_run_on_empty_tables(
     """The cancel's statement (which takes the run's calls out of their queue) reaches
     them by the primary key, not by the index of every queue's leasable calls."""
     from app.store.backend.direct import DirectPool
-    from app.store.db import create_engine
+    from app.store.backend.engines import create_engine
     from tests.store.test_plans import generic_plan
 
     store = RunStore(create_engine(empty_postgres_url))

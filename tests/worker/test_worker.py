@@ -9,7 +9,7 @@ import pytest
 from app.core.lifecycle import RunStatus
 from app.service.runs import RunService
 from app.settings import Settings
-from app.store.db import create_engine
+from app.store.backend.engines import create_engine
 from app.store.runs import RunStore
 from app.worker.worker import Worker
 from tests.helpers import run_body, running_worker, wait_for, wait_status

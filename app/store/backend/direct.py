@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import ConnectionPoolEntry, Pool, PoolProxiedConnection, QueuePool
 from sqlalchemy.util import await_, greenlet_spawn
 
-from app.store.db import transaction_pooled
+from app.store.backend.engines import transaction_pooled
 
 
 @dataclass(frozen=True, slots=True)

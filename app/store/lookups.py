@@ -107,6 +107,7 @@ class Lookups:
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
+        self._secret: Any = None  # (the upsert of a secret, in the backend's form)
 
     async def get(self, run_id: str, *, with_log: bool = False) -> RunRecord | None:
         """A run (with its log when `with_log`: to load it whole)."""
@@ -167,13 +168,17 @@ class Lookups:
             return await usage_totals(conn, start, end)
 
     async def secret(self, name: str, make: Callable[[], str]) -> str:
-        """A service-wide secret shared by every process (created once, first writer wins)."""
-        async with self.backend.transaction() as conn:
-            await conn.execute(
-                self.backend.insert(service_secrets)
-                .values(name=name, value=make())
-                .on_conflict_do_nothing(index_elements=["name"])
+        """A service-wide secret shared by every process (created once, first writer wins:
+        one upsert that returns the stored value)."""
+        if self._secret is None:
+            insert = self.backend.insert(service_secrets).values(
+                name=sa.bindparam("p_name", type_=sa.String()),
+                value=sa.bindparam("p_value", type_=sa.String()),
             )
-            stmt = sa.select(service_secrets.c.value).where(service_secrets.c.name == name)
-            value = (await conn.execute(stmt)).scalar_one()
-        return str(value)
+            self._secret = insert.on_conflict_do_update(
+                index_elements=["name"], set_={"name": insert.excluded.name}
+            ).returning(service_secrets.c.value)
+        row = await self.backend.fetch_one(self._secret, {"p_name": name, "p_value": make()})
+        if row is None:  # (an upsert returns its row)
+            raise RuntimeError(f"secret {name!r} was neither stored nor found")
+        return str(row["value"])

@@ -50,12 +50,12 @@ class Outbox:
     async def trace_contexts(self, run_ids: Iterable[str]) -> dict[str, dict[str, str]]:
         """The stored trace context (`config["trace"]`, app.tracing) of each run that has
         one; read only while tracing is on."""
-        stmt = sa.select(run_configs.c.run_id, run_configs.c.config["trace"]).where(
+        stmt = sa.select(run_configs.c.run_id, run_configs.c.config["trace"].label("trace")).where(
             run_configs.c.run_id.in_(list(run_ids))
         )
         async with self.backend.reader() as conn:
             rows = (await conn.execute(stmt)).all()
-        return {r[0]: r[1] for r in rows if isinstance(r[1], dict)}
+        return {r.run_id: r.trace for r in rows if isinstance(r.trace, dict)}
 
     async def finish_webhook(
         self,

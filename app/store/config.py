@@ -25,7 +25,7 @@ class ToolDef:
     name: str
     description: str
     parameters: Any  # the tool's JSON Schema
-    queue: str | None  # the executors' queue that serves it (app.store.queue)
+    queue: str | None  # the executors' queue that serves it (app.store.queues)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """What differs between PostgreSQL and SQLite, as one protocol (`Backend`); one
 implementation per dialect (`app.store.backend.postgres`, `app.store.backend.sqlite`).
 
-The repositories (`app.store.transitions`, `lookups`, `queue`, `outbox`, `watchers`) hold
+The repositories (`app.store.transitions`, `lookups`, `queues`, `outbox`, `watchers`) hold
 the SQL both dialects share and call a backend for the rest: how a statement runs (on
 PostgreSQL the hot ones on asyncpg directly, `app.store.backend.direct`), transactions,
 wake-ups after the commit (NOTIFY; SQLite's listeners poll), the dialect's statement forms
@@ -72,7 +72,7 @@ class NewRun:
 
 @dataclass(frozen=True, slots=True)
 class Lease:
-    """A lease of a queue's calls (`app.store.queue.ToolCallQueue.lease_calls`)."""
+    """A lease of a queue's calls (`app.store.queues.ToolCallQueue.lease_calls`)."""
 
     queue: str
     owner: str

@@ -377,9 +377,7 @@ class RunDriver:
         claim.looked = chain
         if record is None:
             raise LeaseLost()
-        tracing.claim_ended(
-            record.status.value, {**change.values, "waiting_reason": record.waiting_reason}
-        )
+        tracing.claim_ended(record)
         return record.status
 
 

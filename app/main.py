@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+import structlog
+
 from app.service.live import EventHub
 from app.service.queues import QueueService
 from app.service.reads import RunReads
@@ -28,6 +30,8 @@ from app.worker.worker import Worker
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
+
+log = structlog.get_logger("agentrun")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,11 +97,21 @@ def serve_http(settings: Settings, *, host: str, port: int, workers: int) -> int
     """`agentrun serve` (with `workers` in-process slots) and `agentrun api` (none)."""
     from app.api.server import run_server
 
-    return run_server(settings, lambda s: create_app(s, worker_slots=workers), host=host, port=port)
+    if not workers and (warning := settings.public_url_warning("api")):
+        log.warning("public_url_unset", message=warning)
+    return run_server(
+        settings,
+        lambda s: create_app(s, worker_slots=workers),
+        host=host,
+        port=port,
+        own_public_url=workers > 0,
+    )
 
 
 async def run_worker(settings: Settings, concurrency: int) -> None:
     """`agentrun worker`: until SIGTERM or SIGINT, then a clean stop."""
+    if warning := settings.public_url_warning("worker"):
+        log.warning("public_url_unset", message=warning)
     async with running(settings, worker_slots=concurrency) as c:
         assert c.worker is not None and c.worker_task is not None
         loop = asyncio.get_running_loop()

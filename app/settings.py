@@ -24,6 +24,8 @@ class Settings(BaseSettings):
     database_pgbouncer: bool = False
     api_keys: str = ""  # comma-separated bearer keys; empty = open mode (loopback only)
     webhook_secret: str | None = None
+    # Base of callback URLs (`callback_url`), the same in every process; `agentrun serve`
+    # makes it its own address when unset, `api` and `worker` warn at start.
     public_url: str = "http://127.0.0.1:8000"
     lease_seconds: float = Field(default=30.0, gt=0)
     webhook_allow_private: bool = False
@@ -79,6 +81,24 @@ class Settings(BaseSettings):
     @property
     def api_key_list(self) -> list[str]:
         return [k.strip() for k in self.api_keys.split(",") if k.strip()]
+
+    def callback_url(self, token: str) -> str:
+        """Where an executor answers a suspension: the one place a callback URL is made, for
+        the run as the API shows it, its `run.requires_action` event and webhook alike."""
+        return f"{self.public_url.rstrip('/')}/v1/callbacks/{token}/tool-results"
+
+    def public_url_warning(self, process: str) -> str | None:
+        """What to tell at the start of an `api` or `worker` process that has no
+        AGENTRUN_PUBLIC_URL: the callback URLs it makes point at the default address, which
+        need not be where this deployment's API is (another port, another machine)."""
+        if "public_url" in self.model_fields_set:
+            return None
+        return (
+            f"AGENTRUN_PUBLIC_URL is not set: the callback URLs this {process} process "
+            f"makes (in runs, run.requires_action events and webhooks) start with "
+            f"{self.public_url}, which executors may not reach. Set AGENTRUN_PUBLIC_URL to "
+            "the address executors reach the API at, the same in every api and worker process."
+        )
 
 
 @lru_cache(maxsize=1)

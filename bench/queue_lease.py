@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.core.lifecycle import RunStatus  # noqa: E402
 from app.service.live import EventHub  # noqa: E402
-from app.service.queues import Lease, QueueService  # noqa: E402
+from app.service.queues import QueueService  # noqa: E402
 from app.service.runs import RunService  # noqa: E402
 from app.service.schemas import LeasedResultIn, LeaseIn  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
@@ -64,7 +64,7 @@ async def throughput(queues: QueueService, runs: int, executors: int, limit: int
             for call in calls:
                 started = time.perf_counter()
                 outcome = await queues.submit(
-                    "q", Lease.of(call).token, LeasedResultIn(output="1"), None
+                    "q", queues.token(call), LeasedResultIn(output="1"), None
                 )
                 answers.append(time.perf_counter() - started)
                 resumed += outcome.resumed

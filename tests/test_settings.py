@@ -53,3 +53,17 @@ async def test_behind_pgbouncer_listen_goes_to_the_server(
         assert engine.url.host == "pgbouncer.internal"
     finally:
         await engine.dispose()
+
+
+def test_callback_urls_come_from_the_public_url_and_its_absence_is_told(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("AGENTRUN_PUBLIC_URL", raising=False)
+    default = Settings()
+    assert default.callback_url("tok") == "http://127.0.0.1:8000/v1/callbacks/tok/tool-results"
+    warning = default.public_url_warning("worker")
+    assert warning is not None and "AGENTRUN_PUBLIC_URL" in warning and "worker" in warning
+    monkeypatch.setenv("AGENTRUN_PUBLIC_URL", "https://agents.example.com/")
+    public = Settings()
+    assert public.public_url_warning("api") is None
+    assert public.callback_url("tok") == "https://agents.example.com/v1/callbacks/tok/tool-results"

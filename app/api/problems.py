@@ -53,7 +53,7 @@ CATALOGUE: dict[str, tuple[int, str, str]] = {
     "lease-not-found": (
         404,
         "No such lease",
-        "The lease token names no tool call of this queue (or is malformed).",
+        "This queue never issued the lease token (or it is malformed, or its run is gone).",
     ),
     "tool-call-lease-lost": (
         409,

@@ -13,7 +13,7 @@ from app.api.live import ClientGone, while_connected
 from app.api.models import ToolResultsOut
 from app.api.problems import responses
 from app.api.routes import AUTH, Actor, Service, json_body, results_out
-from app.service.queues import Lease, QueueService
+from app.service.queues import QueueService
 from app.service.schemas import QUEUE_NAME, HeartbeatIn, LeasedResultIn, LeaseIn
 from app.service.types import ToolCallRecord
 from app.timestamps import Timestamp
@@ -51,7 +51,7 @@ class LeasedCallOut(BaseModel):
     lease_expires_at: Timestamp
 
     @classmethod
-    def of(cls, call: ToolCallRecord) -> LeasedCallOut:
+    def of(cls, call: ToolCallRecord, token: str) -> LeasedCallOut:
         assert call.lease_expires_at is not None
         return cls(
             run_id=call.run_id,
@@ -60,7 +60,7 @@ class LeasedCallOut(BaseModel):
             arguments=call.arguments,
             round=call.round,
             attempt=call.attempts,
-            lease_token=Lease.of(call).token,
+            lease_token=token,
             lease_expires_at=call.lease_expires_at,
         )
 
@@ -97,7 +97,7 @@ async def lease(
         calls = await while_connected(request, queues.lease(queue, body, actor))
     except ClientGone:
         return Response(status_code=499)  # (its calls lapse and are offered again)
-    return json_body(LeaseOut(calls=[LeasedCallOut.of(c) for c in calls]))
+    return json_body(LeaseOut(calls=[LeasedCallOut.of(c, queues.token(c)) for c in calls]))
 
 
 @router.post(

@@ -17,8 +17,16 @@ from app.settings import Settings
 
 
 def run_server(
-    settings: Settings, make_app: Callable[[Settings], FastAPI], *, host: str, port: int
+    settings: Settings,
+    make_app: Callable[[Settings], FastAPI],
+    *,
+    host: str,
+    port: int,
+    own_public_url: bool = False,
 ) -> int:
+    """With `own_public_url` (a process whose workers are its own: `agentrun serve`) and no
+    AGENTRUN_PUBLIC_URL, callback URLs point at this server; otherwise every process makes
+    them from the setting, so that the API's and the workers' agree."""
     if not settings.api_key_list:
         if not is_loopback(host):
             print(
@@ -32,8 +40,7 @@ def run_server(
             "requests without a key (allowed only on loopback).",
             file=sys.stderr,
         )
-    if "public_url" not in settings.model_fields_set:
-        # Callback URLs point at this server unless the deployment says otherwise.
+    if own_public_url and "public_url" not in settings.model_fields_set:
         shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
         settings = settings.model_copy(update={"public_url": f"http://{shown}:{port}"})
     app = make_app(settings)

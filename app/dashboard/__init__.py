@@ -1,17 +1,26 @@
-"""The admin dashboard at /admin: server-rendered pages (Jinja2) with htmx, vendored."""
+"""The admin dashboard at /admin: server-rendered pages (Jinja2) with htmx, vendored.
+
+`web` holds what the pages share; `login` the login flow; `pages` what is read;
+`actions` the operator's actions as typed values and `perform` their one route.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlencode
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from app.dashboard import auth
-from app.dashboard.views import router, templates
+from app.dashboard import auth, login, pages, perform
+from app.dashboard.web import templates
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
+
+router = APIRouter()
+for part in (login.router, pages.router, perform.router):
+    router.include_router(part)
 
 __all__ = ["STATIC_DIR", "install", "router"]
 
@@ -24,8 +33,6 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(auth.LoginRequired)
     async def login_required(request: Request, exc: auth.LoginRequired) -> Response:
-        from urllib.parse import urlencode
-
         location = "/admin/login"
         if exc.next_path not in ("/admin", "/admin/login") and request.method == "GET":
             location += "?" + urlencode({"next": exc.next_path})

@@ -1,8 +1,10 @@
-"""Operator actions beyond the public API: extend a suspended run's expiry, and retry a
-failed or expired run from its last durable state.
+"""Operator actions beyond the public API: extend a suspended run's expiry, retry a
+failed or expired run from its last durable state, and submit tool results in the
+operator's name (a partial submission noted in the event log).
 
-Both are one compare-and-set change (`app.store.changes`) with their event (naming the actor) in the
-same transaction, so a refused request changes nothing and a race has one winner.
+Extending and retrying are each one compare-and-set change (`app.store.changes`) with
+their event (naming the actor) in the same transaction, so a refused request changes
+nothing and a race has one winner.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from app.core.events import EventType as E
 from app.core.lifecycle import RunStatus, Transition, sources
 from app.service.errors import InvalidRequest, RunNotFound, RunStateConflict
 from app.service.runs import RunService
+from app.service.schemas import ToolResultsIn
+from app.service.submissions import SubmitOutcome
 from app.store import changes
 from app.store.records import NewEvent, RunRecord
 from app.timestamps import iso
@@ -97,3 +101,21 @@ async def note(
     if updated is None:
         await _refused(service, run_id, "annotate")
     return updated
+
+
+async def submit_tool_results(
+    service: RunService, run_id: str, body: ToolResultsIn, actor: str
+) -> SubmitOutcome:
+    """Submit results as `actor`. A submission that resumes the run is named in its
+    `run.resumed` event; one that leaves calls open gets its own event naming the actor
+    (`tool_result.submitted_by_operator`)."""
+    outcome = await service.submit_tool_results(body, run_id=run_id, actor=actor)
+    if not outcome.resumed and outcome.accepted:
+        await note(
+            service,
+            run_id,
+            "tool_result.submitted_by_operator",
+            {"tool_call_ids": outcome.accepted},
+            actor,
+        )
+    return outcome

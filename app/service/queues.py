@@ -12,12 +12,17 @@ token. A result is submitted through the normal submission path
 lease moves on), so a run resumes exactly as when its results come by API key; it is
 refused when another lease holds the call, and accepted as a no-op when the call already
 has that very result.
+
+A token is signed (`app.service.tokens.lease_signature`): one this service never issued is
+refused as not found (404), one it issued whose lease moved on as lost (409). Unsigned
+tokens, as releases before the signature handed out, are good while they hold the call.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hmac
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -37,12 +42,15 @@ from app.service.runs import RunService
 from app.service.schemas import HeartbeatIn, LeasedResultIn, LeaseIn
 from app.service.shielded import whole
 from app.service.submissions import SUBMIT_ATTEMPTS, SubmitOutcome, SubmittedResult, decide
+from app.service.tokens import lease_signature
 from app.store.errors import NotFoundError
 from app.store.records import ToolCallRecord
 
-#: A lease token: the call (run, round, position) and the lease's own random part.
+#: A lease token: the call (run, round, position), the lease's own random part and the
+#: service's signature of them (absent from tokens of earlier releases).
 _TOKEN = re.compile(
-    r"^(?P<run>[A-Za-z0-9_-]{1,40})-(?P<round>\d{1,9})-(?P<pos>\d{1,9})-(?P<nonce>[0-9a-f]{32})$"
+    r"^(?P<run>[A-Za-z0-9_-]{1,40})-(?P<round>\d{1,9})-(?P<pos>\d{1,9})-(?P<nonce>[0-9a-f]{32})"
+    r"(?:-(?P<sig>[0-9a-f]{32}))?$"
 )
 #: Between two looks at a queue that has calls nobody could lease just now (their rows
 #: were locked by a concurrent lease or transition), at least this long.
@@ -55,22 +63,28 @@ class Lease:
     round: int
     position: int
     nonce: str
+    signature: str | None = None
 
     @property
     def token(self) -> str:
-        return f"{self.run_id}-{self.round}-{self.position}-{self.nonce}"
+        base = f"{self.run_id}-{self.round}-{self.position}-{self.nonce}"
+        return base if self.signature is None else f"{base}-{self.signature}"
 
     @classmethod
-    def of(cls, call: ToolCallRecord) -> Lease:
-        assert call.lease_token is not None
-        return cls(call.run_id, call.round, call.position, call.lease_token)
+    def of(cls, call: ToolCallRecord, key: str) -> Lease:
+        assert call.lease_token is not None and call.queue is not None
+        lease = cls(call.run_id, call.round, call.position, call.lease_token)
+        return dataclasses.replace(lease, signature=lease.signed(key, call.queue))
+
+    def signed(self, key: str, queue: str) -> str:
+        return lease_signature(key, queue, self.run_id, self.round, self.position, self.nonce)
 
     @classmethod
     def parse(cls, token: str) -> Lease:
         m = _TOKEN.match(token)
         if m is None:
             raise LeaseNotFound("this lease token is malformed")
-        return cls(m["run"], int(m["round"]), int(m["pos"]), m["nonce"])
+        return cls(m["run"], int(m["round"]), int(m["pos"]), m["nonce"], m["sig"])
 
 
 class QueueService:
@@ -91,6 +105,27 @@ class QueueService:
         if fallback_seconds is None:
             fallback_seconds = 5.0 if self.store.notifies else service.settings.poll_interval
         self.fallback_seconds = fallback_seconds
+        self._key: str | None = None  # signs lease tokens (the callback key), read at first use
+
+    async def key(self) -> str:
+        if self._key is None:
+            self._key = await self.service.callback_key()
+        return self._key
+
+    def token(self, call: ToolCallRecord) -> str:
+        """The token of a call this service leased (its key was read by the lease)."""
+        assert self._key is not None, "a token is made for a leased call"
+        return Lease.of(call, self._key).token
+
+    async def _parse(self, queue: str, token: str) -> tuple[Lease, bool]:
+        """The lease a token names, and whether it carries this service's signature; a
+        token signed otherwise was never issued (`LeaseNotFound`)."""
+        lease = Lease.parse(token)
+        if lease.signature is None:
+            return lease, False
+        if not hmac.compare_digest(lease.signature, lease.signed(await self.key(), queue)):
+            raise LeaseNotFound(f"no lease {token} in queue {queue}")
+        return lease, True
 
     # --- lease ----------------------------------------------------------------------------
 
@@ -100,6 +135,7 @@ class QueueService:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + body.wait
         owner = body.executor or actor or "executor"
+        await self.key()  # (for the tokens of what it leases)
         bell = self.bell
         while True:
             ring = bell.listen(queue)  # before looking: a ring meanwhile is kept
@@ -132,7 +168,7 @@ class QueueService:
         """Extend a lease by `body.lease_seconds` from now; the new expiry. Refused
         (`LeaseLost`) once the lease moved on; a lease that lapsed but that nobody took
         since is extended."""
-        lease = Lease.parse(token)
+        lease, issued = await self._parse(queue, token)
         until = self.clock() + timedelta(seconds=body.lease_seconds)
         extended = await self.store.extend_lease(
             lease.run_id, lease.round, lease.position, lease.nonce, queue, until
@@ -141,6 +177,8 @@ class QueueService:
             return extended
         row = await self.store.call_row(lease.run_id, lease.round, lease.position)
         if row is None or (row.queue is not None and row.queue != queue):
+            raise LeaseNotFound(f"no lease {token} in queue {queue}")
+        if not (issued or row.lease_token == lease.nonce):
             raise LeaseNotFound(f"no lease {token} in queue {queue}")
         raise LeaseLost(lost_reason(row), tool_call_id=row.call_id)
 
@@ -151,7 +189,7 @@ class QueueService:
     ) -> SubmitOutcome:
         """Answer the leased call (the normal submission path: the run resumes when this
         was its last open call)."""
-        lease = Lease.parse(token)
+        lease, issued = await self._parse(queue, token)
         result = {"output": body.output, "is_error": body.is_error}
         submitted = SubmittedResult(
             "", result, convert.canonical_hash(result), actor, position=lease.position
@@ -169,7 +207,7 @@ class QueueService:
                 if current
                 else await self.store.call_row(lease.run_id, lease.round, lease.position)
             )
-            if row is None:
+            if row is None or not (issued or row.lease_token == lease.nonce):
                 raise LeaseNotFound(f"no lease {token} in queue {queue}")
             if row.result_hash is not None:
                 if row.result_hash == submitted.result_hash:

@@ -343,13 +343,11 @@ class RunService:
         rounds = {r.id: n for r in records if (n := r.waiting_round) is not None}
         pending = await self.store.pending_calls(rounds)
         key = await self.callback_key() if rounds else ""
-        base = self.settings.public_url.rstrip("/")
         views = []
         for r in records:
             callback_url = None
             if r.id in rounds:
-                token = callback_token(key, r.id, rounds[r.id])
-                callback_url = f"{base}/v1/callbacks/{token}/tool-results"
+                callback_url = self.settings.callback_url(callback_token(key, r.id, rounds[r.id]))
             resolution = r.waiting if isinstance(r.waiting, Resolution) else None
             if r.status != RunStatus.REQUIRES_ACTION:
                 resolution = None

@@ -292,8 +292,7 @@ class RunDriver:
                 for r in rows
                 if r.preresolved_result is None
             ],
-            "callback_url": f"{self.settings.public_url.rstrip('/')}"
-            f"/v1/callbacks/{token}/tool-results",
+            "callback_url": self.settings.callback_url(token),
         }
         change = changes.suspend_for_tools(
             claim.version,

@@ -5,7 +5,7 @@ it allows accepted unless a documented rule between fields refuses it (the hooks
 says which), 405s with a true `Allow` header, auth ignored nowhere.
 
 The seed is fixed so that CI is repeatable; run `schemathesis run` by hand (the README's
-"API conformance" note) with other seeds and more examples to hunt further.
+*Tests* shows the command) with other seeds and more examples to hunt further.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import re
 import httpx
 import pytest
 
-from app.dashboard import views
+from app.dashboard import pages
 from app.service.runs import RunService
 from app.service.schemas import RunCreate
 from tests.dashboard.helpers import completed_run
@@ -59,7 +59,7 @@ async def test_continuations_past_the_timeline_are_linked(
     admin: httpx.AsyncClient, service: RunService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The `run.continued` events of a run with a long timeline are found all the same."""
-    monkeypatch.setattr(views, "TIMELINE_EVENTS", 2)
+    monkeypatch.setattr(pages, "TIMELINE_EVENTS", 2)
     first = (await completed_run(service)).record.id
     second = await continue_run(service, first, "second")
     html = (await admin.get(f"/admin/runs/{first}")).text

@@ -10,6 +10,7 @@ from app.core.lifecycle import RunStatus
 from app.service import operator
 from app.service.errors import InvalidRequest, RunNotFound, RunStateConflict
 from app.service.runs import RunService
+from app.service.schemas import ToolResultsIn
 from app.settings import Settings
 from app.store.runs import RunStore
 from tests.dashboard.helpers import completed_run, expired_run, failed_run
@@ -142,3 +143,27 @@ async def test_note_records_an_event_on_a_suspended_run_only(service: RunService
     await service.cancel(view.record.id)
     with pytest.raises(RunStateConflict):
         await operator.note(service, view.record.id, "operator.note", {}, "key:abc")
+
+
+async def test_submit_tool_results_names_the_operator_of_a_partial_submission(
+    service: RunService,
+) -> None:
+    view = await suspended_run(service)
+    first, second = results_for(view).results
+    partial = await operator.submit_tool_results(
+        service, view.record.id, ToolResultsIn(results=[first]), "key:abc"
+    )
+    assert partial.accepted == [first.tool_call_id] and not partial.resumed
+    events = await service.store.events(view.record.id)
+    assert (events[-1].type, events[-1].actor, events[-1].data) == (
+        "tool_result.submitted_by_operator",
+        "key:abc",
+        {"tool_call_ids": [first.tool_call_id]},
+    )
+    rest = await operator.submit_tool_results(
+        service, view.record.id, ToolResultsIn(results=[second]), "key:def"
+    )
+    assert rest.resumed
+    events = await service.store.events(view.record.id)
+    assert (events[-1].type, events[-1].actor) == ("run.resumed", "key:def")
+    assert [e.type for e in events].count("tool_result.submitted_by_operator") == 1

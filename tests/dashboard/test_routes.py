@@ -15,7 +15,7 @@ from fastapi import FastAPI
 
 from app.core import AgentRun, AssistantMessage, Reasoning, Text, UserMessage
 from app.core.lifecycle import RunStatus
-from app.dashboard import views
+from app.dashboard import pages
 from app.service.keys import actor_of
 from app.service.runs import RunService
 from app.store.schema import runs
@@ -245,7 +245,7 @@ async def test_filters_by_status_provider_and_metadata(
 async def test_keyset_pagination(
     admin: httpx.AsyncClient, service: RunService, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(views, "PAGE_SIZE", 2)
+    monkeypatch.setattr(pages, "PAGE_SIZE", 2)
     made = [await suspended_run(service) for _ in range(5)]
     seen: list[str] = []
     url = "/admin"

@@ -118,4 +118,6 @@ def test_http_only_lifecycle_survives_a_killed_worker(clean_postgres: str, tmp_p
         worker_code = stop(workers[0])
         api_code = stop(api)
     assert killed, "the worker was never killed mid-run"
+    for log in tmp_path.glob("*.log"):  # AGENTRUN_PUBLIC_URL is set: nothing to warn about
+        assert "public_url_unset" not in log.read_text(), log.name
     assert worker_code == 0 and api_code == 0

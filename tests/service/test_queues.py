@@ -6,6 +6,7 @@ PostgreSQL, the poll on SQLite) or by a lapse, holding nothing while they wait."
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
@@ -79,24 +80,20 @@ async def listening(queues: QueueService, n: int) -> None:
     await wait_for(lambda: asyncio.sleep(0, queues.bell.waiting("q")), lambda got: got >= n)
 
 
-def token(call: ToolCallRecord) -> str:
-    return Lease.of(call).token
-
-
 async def test_leased_calls_answered_through_their_leases_resume_the_run(
     queues: QueueService, service: RunService
 ) -> None:
     view = await suspended_run(service, tool_queue="math")
     calls = await queues.lease("math", lease_in(), "key")
     assert [c.call_id for c in calls] == [c.call_id for c in view.pending]
-    first = await queues.submit("math", token(calls[0]), result("3"), "key")
+    first = await queues.submit("math", queues.token(calls[0]), result("3"), "key")
     assert first.accepted == [calls[0].call_id] and not first.resumed
     assert first.record.status == RunStatus.REQUIRES_ACTION
-    again = await queues.submit("math", token(calls[0]), result("3"), "key")
+    again = await queues.submit("math", queues.token(calls[0]), result("3"), "key")
     assert again.accepted == [] and not again.resumed, "the same answer again is a no-op"
     with pytest.raises(ToolResultConflict):
-        await queues.submit("math", token(calls[0]), result("4"), "key")
-    last = await queues.submit("math", token(calls[1]), result("7"), "key")
+        await queues.submit("math", queues.token(calls[0]), result("4"), "key")
+    last = await queues.submit("math", queues.token(calls[1]), result("7"), "key")
     assert last.resumed and last.record.status == RunStatus.QUEUED
     assert await drive_once(service.store, service.settings) == RunStatus.COMPLETED
     done = await service.get_run(view.record.id)
@@ -113,23 +110,23 @@ async def test_a_lapsed_lease_is_offered_again_and_the_old_holder_is_fenced_off(
     (a,) = await queues.lease("q", lease_in(limit=1, lease_seconds=5), "key")
     assert await queues.lease("q", lease_in(limit=1, executor="ex-2"), "key") != []  # the other
     assert await queues.lease("q", lease_in(executor="ex-2"), "key") == []  # both held
-    until = await queues.heartbeat("q", token(a), HeartbeatIn(lease_seconds=10))
+    until = await queues.heartbeat("q", queues.token(a), HeartbeatIn(lease_seconds=10))
     assert until > clock() + timedelta(seconds=9)
     clock.advance(11)  # a's executor died: its lease lapsed
     (b,) = await queues.lease("q", lease_in(executor="ex-2"), "key")
     assert (b.call_id, b.attempts, b.lease_owner) == (a.call_id, 2, "ex-2")
     with pytest.raises(LeaseLost, match="leased again"):
-        await queues.heartbeat("q", token(a), HeartbeatIn())
+        await queues.heartbeat("q", queues.token(a), HeartbeatIn())
     with pytest.raises(LeaseLost):
-        await queues.submit("q", token(a), result("3"), "key")
-    accepted = await queues.submit("q", token(b), result("3"), "key")
+        await queues.submit("q", queues.token(a), result("3"), "key")
+    accepted = await queues.submit("q", queues.token(b), result("3"), "key")
     assert accepted.accepted == [a.call_id]
-    late = await queues.submit("q", token(a), result("3"), "key")
+    late = await queues.submit("q", queues.token(a), result("3"), "key")
     assert late.accepted == [], "a late identical answer is a no-op"
     with pytest.raises(ToolResultConflict):
-        await queues.submit("q", token(a), result("other"), "key")
+        await queues.submit("q", queues.token(a), result("other"), "key")
     with pytest.raises(LeaseLost, match="answered"):
-        await queues.heartbeat("q", token(b), HeartbeatIn())
+        await queues.heartbeat("q", queues.token(b), HeartbeatIn())
     events = await service.events(view.record.id)
     assert [e.data["attempt"] for e in events if e.type == "tool_call.lease_expired"] == [1]
 
@@ -142,8 +139,8 @@ async def test_a_lease_that_lapsed_unnoticed_still_answers(
     await suspended_run(service, tool_queue="q")
     (a, _) = await queues.lease("q", lease_in(lease_seconds=1), "key")
     clock.advance(5)
-    await queues.heartbeat("q", token(a), HeartbeatIn())
-    assert (await queues.submit("q", token(a), result(1), "key")).accepted == [a.call_id]
+    await queues.heartbeat("q", queues.token(a), HeartbeatIn())
+    assert (await queues.submit("q", queues.token(a), result(1), "key")).accepted == [a.call_id]
 
 
 async def test_leases_of_runs_that_stopped_waiting_and_bad_tokens_are_refused(
@@ -152,19 +149,62 @@ async def test_leases_of_runs_that_stopped_waiting_and_bad_tokens_are_refused(
     view = await suspended_run(service, tool_queue="q")
     (a, _) = await queues.lease("q", lease_in(), "key")
     with pytest.raises(LeaseNotFound):
-        await queues.submit("other", token(a), result(1), "key")
+        await queues.submit("other", queues.token(a), result(1), "key")
     with pytest.raises(LeaseNotFound):
-        await queues.heartbeat("other", token(a), HeartbeatIn())
+        await queues.heartbeat("other", queues.token(a), HeartbeatIn())
     with pytest.raises(LeaseNotFound):
         await queues.submit("q", "not-a-token", result(1), "key")
     with pytest.raises(LeaseNotFound):
         await queues.submit("q", f"run_missing-1-0-{'0' * 32}", result(1), "key")
     await service.cancel(view.record.id)
     with pytest.raises(RunStateConflict) as refused:
-        await queues.submit("q", token(a), result(1), "key")
+        await queues.submit("q", queues.token(a), result(1), "key")
     assert refused.value.current == RunStatus.CANCELLED.value
     with pytest.raises(LeaseLost, match="stopped waiting"):
-        await queues.heartbeat("q", token(a), HeartbeatIn())
+        await queues.heartbeat("q", queues.token(a), HeartbeatIn())
+
+
+async def test_a_token_never_issued_is_not_found_while_one_issued_and_lost_is_lost(
+    queues: QueueService, service: RunService, clock: Clock
+) -> None:
+    """docs/queue.md: 404 `lease-not-found` for a token this queue never issued, 409
+    `tool-call-lease-lost` for a lease that moved on. Both name a real call."""
+    await suspended_run(service, tool_queue="q")
+    (a, _) = await queues.lease("q", lease_in(lease_seconds=1), "key")
+    clock.advance(5)
+    b = next(
+        c
+        for c in await queues.lease("q", lease_in(executor="ex-2"), "key")
+        if c.call_id == a.call_id
+    )
+    lost, current = queues.token(a), Lease.parse(queues.token(b))
+    made_up = [
+        f"{a.run_id}-{a.round}-{a.position}-{'0' * 32}",  # the documented shape, unsigned
+        f"{a.run_id}-{a.round}-{a.position}-{'0' * 32}-{'0' * 32}",  # signed by nobody
+        dataclasses.replace(current, nonce="f" * 32).token,  # a signature re-used
+        lost[:-1] + ("0" if lost[-1] != "0" else "1"),  # a lost token, altered
+    ]
+    for token in made_up:
+        with pytest.raises(LeaseNotFound):
+            await queues.heartbeat("q", token, HeartbeatIn())
+        with pytest.raises(LeaseNotFound):
+            await queues.submit("q", token, result(1), "key")
+    with pytest.raises(LeaseLost, match="leased again"):
+        await queues.heartbeat("q", lost, HeartbeatIn())
+    with pytest.raises(LeaseLost):
+        await queues.submit("q", lost, result(1), "key")
+
+
+async def test_a_token_of_an_earlier_release_is_good_while_it_holds_the_call(
+    queues: QueueService, service: RunService
+) -> None:
+    """Tokens handed out before leases were signed (no signature part) keep working
+    across an upgrade while their lease is the call's current one."""
+    await suspended_run(service, tool_queue="q")
+    (a, _) = await queues.lease("q", lease_in(), "key")
+    unsigned = dataclasses.replace(Lease.parse(queues.token(a)), signature=None).token
+    await queues.heartbeat("q", unsigned, HeartbeatIn())
+    assert (await queues.submit("q", unsigned, result(1), "key")).accepted == [a.call_id]
 
 
 async def test_a_waiting_lease_wakes_when_a_run_offers_calls(
@@ -244,7 +284,7 @@ async def test_an_expired_run_retried_by_an_operator_offers_its_calls_again(
 
     view = await suspended_run(service, tool_queue="q")
     (a, _) = await queues.lease("q", lease_in(), "key")
-    await queues.submit("q", token(a), result(3), "key")  # one answered, one still open
+    await queues.submit("q", queues.token(a), result(3), "key")  # one answered, one still open
     done, _ = await service.store.apply(view.record.id, changes.expire(), service.clock())
     assert done is not None and done.status == RunStatus.EXPIRED
     assert await queues.lease("q", lease_in(), "key") == []
@@ -254,7 +294,7 @@ async def test_an_expired_run_retried_by_an_operator_offers_its_calls_again(
     expected = [(a.call_id, 1), (view.pending[1].call_id, 1)]
     assert [(c.call_id, c.attempts) for c in again] == expected, "all open again, attempts anew"
     for call, output in zip(again, (3, 7), strict=True):
-        await queues.submit("q", token(call), result(output), "key")
+        await queues.submit("q", queues.token(call), result(output), "key")
     assert await drive_once(service.store, service.settings) == RunStatus.COMPLETED
 
 

@@ -1,0 +1,284 @@
+"""The operator's actions as typed values, each parsed once from its form.
+
+A POST to /admin/runs/{id}/{name} names a kind (`KINDS`, keyed by each action's `name`);
+its `parse` reads the form into the action or into `Invalid`, the errors shown beside
+the fields (422, nothing changed). An action also says what its confirmation page shows
+(`summary`) and carries on to the confirmed POST (`fields`), which is parsed again the
+same way. `app.dashboard.perform` dispatches the parsed action to the service.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, get_args
+
+from pydantic import ValidationError
+from starlette.datastructures import FormData
+
+from app.dashboard import present
+from app.service.jsonrules import MAX_DEPTH
+from app.service.operator import MAX_EXTENSION_SECONDS
+from app.service.runs import RunView
+from app.service.schemas import ResolutionIn, ToolResultsIn
+
+Pairs = list[tuple[str, str]]
+Errors = dict[str, str]
+
+#: The most tool-call fields a results form may carry (as many as a submission takes).
+MAX_RESULTS = 1000
+#: A number as an HTML number input sends it (ASCII digits; no `inf`, `nan` or `1_0`).
+NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?", re.ASCII)
+COUNT = re.compile(r"\d{1,4}", re.ASCII)
+RESOLUTION_FIELDS = ("action", "feedback", "tool_name", "reason")
+
+
+@dataclass(frozen=True, slots=True)
+class Invalid:
+    """A form that does not parse: the message for each field (`form`: the whole form)."""
+
+    errors: Errors
+
+
+class _Fields:
+    """Reads text fields off a form, noting a field that holds something else (a file)."""
+
+    def __init__(self, form: FormData) -> None:
+        self.form = form
+        self.errors: Errors = {}
+
+    def text(self, name: str, shown_as: str = "form") -> str:
+        value = self.form.get(name)
+        if value is None:
+            return ""
+        if not isinstance(value, str):
+            self.errors[shown_as] = f"{name}: expected text, not a file"
+            return ""
+        return value
+
+
+# --- actions without fields ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    name: ClassVar[str] = "cancel"
+    done: ClassVar[str] = "The run was cancelled."
+
+    @classmethod
+    def parse(cls, form: FormData, view: RunView) -> Cancel | Invalid:
+        return cls()
+
+    def summary(self) -> Pairs:
+        return []
+
+    def fields(self) -> Pairs:
+        return []
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    name: ClassVar[str] = "retry"
+    done: ClassVar[str] = "The run was queued again."
+
+    @classmethod
+    def parse(cls, form: FormData, view: RunView) -> Retry | Invalid:
+        return cls()
+
+    def summary(self) -> Pairs:
+        return []
+
+    def fields(self) -> Pairs:
+        return []
+
+
+# --- tool results ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ResultEntry:
+    """One answered box of the results form: its index on the form, the JSON as typed
+    (carried through the confirmation page unchanged) and its value."""
+
+    index: int
+    call_id: str
+    text: str
+    output: Any
+    is_error: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitToolResults:
+    name: ClassVar[str] = "tool-results"
+    done: ClassVar[str] = "The tool results were submitted."
+
+    entries: tuple[ResultEntry, ...]
+    count: int
+    body: ToolResultsIn
+
+    @classmethod
+    def parse(cls, form: FormData, view: RunView) -> SubmitToolResults | Invalid:
+        """`count` boxes, `call_id_<i>`, `output_<i>` (JSON) and `is_error_<i>` (`on`);
+        an empty box is a call answered later. Only calls still open may be answered."""
+        read = _Fields(form)
+        errors = read.errors
+        raw_count = read.text("count").strip()
+        if not COUNT.fullmatch(raw_count) or int(raw_count) > MAX_RESULTS:
+            return Invalid({"form": f"count must be a whole number from 0 to {MAX_RESULTS}"})
+        count = int(raw_count)
+        open_ids = {c.call_id for c in view.pending if c.result_hash is None and not c.preresolved}
+        entries = []
+        for i in range(count):
+            box = f"output_{i}"
+            call_id = read.text(f"call_id_{i}", box)
+            text = read.text(box, box)
+            flag = read.text(f"is_error_{i}", box)
+            if not text.strip() or box in errors:
+                continue
+            if flag not in ("", "on"):
+                errors[box] = f"is_error_{i}: expected the checkbox's value `on`, not {flag!r}"
+                continue
+            if call_id not in open_ids:
+                errors[box] = "this tool call is not pending any more"
+                continue
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                errors[box] = (
+                    f"not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}); "
+                    'wrap text in double quotes, e.g. "3"'
+                )
+                continue
+            except RecursionError:
+                errors[box] = f"nested deeper than {MAX_DEPTH} levels"
+                continue
+            entries.append(ResultEntry(i, call_id, text, value, flag == "on"))
+        if errors:
+            return Invalid(errors)
+        if not entries:
+            return Invalid({"form": "Enter a JSON result for at least one tool call."})
+        results = [
+            {"tool_call_id": e.call_id, "output": e.output, "is_error": e.is_error} for e in entries
+        ]
+        try:
+            body = ToolResultsIn.model_validate({"results": results})
+        except ValidationError as exc:
+            return Invalid(_result_errors(exc, entries))
+        return cls(tuple(entries), count, body)
+
+    def summary(self) -> Pairs:
+        return [
+            (e.call_id, present.preview(e.output, 200) + (" (error)" if e.is_error else ""))
+            for e in self.entries
+        ]
+
+    def fields(self) -> Pairs:
+        pairs: Pairs = []
+        for e in self.entries:
+            pairs += [(f"call_id_{e.index}", e.call_id), (f"output_{e.index}", e.text)]
+            if e.is_error:
+                pairs.append((f"is_error_{e.index}", "on"))
+        pairs.append(("count", str(self.count)))
+        return pairs
+
+
+def _result_errors(exc: ValidationError, entries: list[ResultEntry]) -> Errors:
+    """The submission's refusals beside the boxes they are about (`results.<n>.output...`
+    names the n-th answered box), the rest above the form."""
+    errors: Errors = {}
+    for error in exc.errors():
+        ctx = error.get("ctx") or {}
+        loc = list(ctx.get("loc") or error["loc"])
+        if len(loc) >= 2 and loc[0] == "results" and isinstance(loc[1], int):
+            entry = entries[loc[1]]
+            path = [str(p) for p in loc[3:]]  # inside the value (a deep one: its start)
+            inside = ".".join(path[:6]) + (".…" if len(path) > 6 else "")
+            problem = ctx.get("problem") or error["msg"]
+            text = f"{inside} {problem}" if inside else f"the result {problem}"
+            errors.setdefault(f"output_{entry.index}", text)
+        else:
+            errors["form"] = str(error["msg"])
+    return errors
+
+
+# --- resolution of an invalid tool call ------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Resolve:
+    name: ClassVar[str] = "resolve"
+    done: ClassVar[str] = "The invalid tool call was resolved."
+
+    body: ResolutionIn
+
+    @classmethod
+    def parse(cls, form: FormData, view: RunView) -> Resolve | Invalid:
+        """`action` (retry, repair, skip, stop, fail) and its `feedback`, `tool_name` or
+        `reason`; blank fields are absent."""
+        read = _Fields(form)
+        data = {k: read.text(k, "action").strip() or None for k in RESOLUTION_FIELDS}
+        if read.errors:
+            return Invalid(read.errors)
+        try:
+            body = ResolutionIn.model_validate(data)
+        except ValidationError as exc:
+            return Invalid({"action": "; ".join(_located(e) for e in exc.errors())})
+        if body.action == "repair" and not body.tool_name:
+            return Invalid({"tool_name": "repair needs the name of the tool to call instead"})
+        return cls(body)
+
+    def summary(self) -> Pairs:
+        return self.fields()
+
+    def fields(self) -> Pairs:
+        return [(k, v) for k in RESOLUTION_FIELDS if (v := getattr(self.body, k))]
+
+
+def _located(error: Any) -> str:
+    """A refusal, prefixed by its field unless it is about `action` (shown beside it)."""
+    loc = [p for p in error["loc"] if p != "action"]
+    return f"{loc[0]}: {error['msg']}" if loc else str(error["msg"])
+
+
+# --- expiry ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ExtendExpiry:
+    name: ClassVar[str] = "extend"
+    done: ClassVar[str] = "The expiry was extended."
+
+    minutes: str  # as typed: what the confirmation page shows and carries on
+    seconds: float
+
+    @classmethod
+    def parse(cls, form: FormData, view: RunView) -> ExtendExpiry | Invalid:
+        """`minutes`: a number, more than 0 and at most a year."""
+        read = _Fields(form)
+        raw = read.text("minutes", "minutes").strip()
+        if read.errors:
+            return Invalid(read.errors)
+        if not NUMBER.fullmatch(raw):
+            return Invalid({"minutes": "enter a number of minutes"})
+        seconds = float(raw) * 60  # a huge number is `inf` here, and out of range below
+        if not 0 < seconds <= MAX_EXTENSION_SECONDS:
+            limit = MAX_EXTENSION_SECONDS // 60
+            return Invalid({"minutes": f"enter between 1 and {limit} minutes"})
+        return cls(raw, seconds)
+
+    def summary(self) -> Pairs:
+        return [("extend by", f"{self.minutes} minutes")]
+
+    def fields(self) -> Pairs:
+        return [("minutes", self.minutes)]
+
+
+Action = Cancel | SubmitToolResults | Resolve | ExtendExpiry | Retry
+Parse = Callable[[FormData, RunView], Action | Invalid]
+
+#: Every action by the name in its URL.
+KINDS: dict[str, Parse] = {kind.name: kind.parse for kind in get_args(Action)}
+#: The message the run page shows after each action (`?done=<name>`).
+DONE: dict[str, str] = {kind.name: kind.done for kind in get_args(Action)}

@@ -1,0 +1,285 @@
+"""The dashboard's pages: the runs (suspended first) with their filters and the table
+body the auto-refresh swaps, a run's detail and its change poll, and the overview."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, get_args
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+
+from app.core.lifecycle import TERMINAL, RunStatus, Transition, sources
+from app.dashboard import actions, present
+from app.dashboard.web import Session, error_page, now, reads_of, render, service_of
+from app.service import conversations
+from app.service.errors import ServiceError
+from app.service.reads import RunReads
+from app.service.schemas import ModelSpec
+from app.service.types import BadCursor, RunFilter
+
+router = APIRouter(prefix="/admin", include_in_schema=False)
+
+PAGE_SIZE = 25
+META_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+PROVIDERS: tuple[str, ...] = get_args(ModelSpec.model_fields["provider"].annotation)
+FLASH = {**actions.DONE, "login": "Logged in."}
+
+
+# --- runs (suspended first) ------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Listing:
+    filter: RunFilter
+    status_param: str
+    meta: str
+    cursor: str | None
+    errors: list[str] = field(default_factory=list)
+
+    def query(self, **changes: str | None) -> str:
+        params: dict[str, str | None] = {
+            "status": self.status_param,
+            "provider": self.filter.provider,
+            "meta": self.meta or None,
+            "cursor": self.cursor,
+        }
+        params.update(changes)
+        return urlencode({k: v for k, v in params.items() if v})
+
+
+def listing(
+    status: str | None, provider: str | None, meta: str | None, cursor: str | None
+) -> Listing:
+    errors = []
+    status_value: RunStatus | None = RunStatus.REQUIRES_ACTION
+    status_param = RunStatus.REQUIRES_ACTION.value if status is None else status
+    if status_param == "any":
+        status_value = None
+    else:
+        try:
+            status_value = RunStatus(status_param)
+        except ValueError:
+            errors.append(f"unknown status {status_param!r}")
+            status_param = RunStatus.REQUIRES_ACTION.value
+    provider = provider or None
+    if provider is not None and provider not in PROVIDERS:
+        errors.append(f"unknown provider {provider!r}")
+        provider = None
+    meta_key = meta_value = None
+    meta = (meta or "").strip()
+    if meta:
+        key, sep, value = meta.partition("=")
+        key = key.strip()
+        if META_KEY.match(key):
+            meta_key, meta_value = key, (value.strip() if sep else None)
+        else:
+            errors.append("metadata filter: use key=value (key: letters, digits, _ . -)")
+            meta = ""
+    return Listing(
+        RunFilter(status_value, provider, meta_key, meta_value),
+        status_param,
+        meta,
+        cursor or None,
+        errors,
+    )
+
+
+async def rows_of(request: Request, page: Listing) -> tuple[list[present.Row], str | None]:
+    reads = reads_of(request)
+    try:
+        records, next_cursor = await reads.runs_page(
+            page.filter, limit=PAGE_SIZE, cursor=page.cursor
+        )
+    except BadCursor as exc:
+        page.errors.append(str(exc))
+        page.cursor = None
+        records, next_cursor = await reads.runs_page(page.filter, limit=PAGE_SIZE, cursor=None)
+    pending = await reads.pending_calls(records)
+    since = await reads.suspended_since(records)
+    t = now()
+    rows = []
+    for r in records:
+        waiting = since.get(r.id, r.updated_at) if r.status == RunStatus.REQUIRES_ACTION else None
+        rows.append(
+            present.Row(
+                r,
+                pending.get(r.id, []),
+                (t - waiting).total_seconds() if waiting is not None else None,
+                (r.expires_at - t).total_seconds()
+                if r.expires_at is not None and r.status == RunStatus.REQUIRES_ACTION
+                else None,
+            )
+        )
+    return rows, next_cursor
+
+
+@router.get("", response_class=HTMLResponse)
+async def runs_page(
+    request: Request,
+    session: Session,
+    status: str | None = None,
+    provider: str | None = None,
+    meta: str | None = None,
+    cursor: str | None = None,
+    done: str | None = None,
+) -> HTMLResponse:
+    page = listing(status, provider, meta, cursor)
+    rows, next_cursor = await rows_of(request, page)
+    counts = await reads_of(request).count_by_status()
+    return await render(
+        request,
+        "runs.html",
+        {
+            "page": page,
+            "rows": rows,
+            "next_cursor": next_cursor,
+            "statuses": [s.value for s in RunStatus],
+            "providers": PROVIDERS,
+            "counts": counts,
+            "now": now(),
+            "flash": FLASH.get(done or ""),
+        },
+        session=session,
+    )
+
+
+@router.get("/rows", response_class=HTMLResponse)
+async def runs_rows(
+    request: Request,
+    session: Session,
+    status: str | None = None,
+    provider: str | None = None,
+    meta: str | None = None,
+    cursor: str | None = None,
+) -> HTMLResponse:
+    """The table body alone (and the pager, out of band): what the auto-refresh swaps, so
+    the page and its scroll position stay put."""
+    page = listing(status, provider, meta, cursor)
+    rows, next_cursor = await rows_of(request, page)
+    counts = await reads_of(request).count_by_status()
+    return await render(
+        request,
+        "_rows.html",
+        {
+            "page": page,
+            "rows": rows,
+            "next_cursor": next_cursor,
+            "now": now(),
+            "oob": True,
+            "counts": counts,
+            "statuses": [s.value for s in RunStatus],
+        },
+        session=session,
+    )
+
+
+# --- run detail ------------------------------------------------------------------------
+
+
+TIMELINE_EVENTS = 5000
+
+
+async def continued_by(reads: RunReads, run_id: str, shown: list[Any]) -> list[str]:
+    """The runs that continued this one: their `run.continued` events come after its end,
+    possibly past the timeline's first `TIMELINE_EVENTS` events."""
+    events = list(shown)
+    while len(shown) == TIMELINE_EVENTS:
+        shown = await reads.events(run_id, after=shown[-1].seq, limit=TIMELINE_EVENTS)
+        events.extend(shown)
+    return present.continued_by(events)
+
+
+async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
+    """Everything run.html shows; the action route renders it too, with its errors."""
+    reads = reads_of(request)
+    view = await service_of(request).get_run(run_id, with_log=True)
+    r = view.record
+    events = await reads.events(run_id, limit=TIMELINE_EVENTS)
+    messages, state_error = present.conversation(r)
+    deliveries = await reads.deliveries(run_id)
+    ledger = await reads.ledger(run_id)
+    since = await reads.suspended_since([r])
+    t = now()
+    waiting = since.get(r.id, r.updated_at) if r.status == RunStatus.REQUIRES_ACTION else None
+    answered = [c for c in view.pending if c.result_hash is not None or c.preresolved]
+    open_calls = [c for c in view.pending if c.result_hash is None and not c.preresolved]
+    return {
+        "view": view,
+        "run": r,
+        "model": present.Row(view.record, view.pending, None, None).model,
+        "reason": present.waiting_reason_text(r.waiting_reason),
+        "waiting_for": (t - waiting).total_seconds() if waiting is not None else None,
+        "expires_in": (r.expires_at - t).total_seconds()
+        if r.expires_at is not None and r.status == RunStatus.REQUIRES_ACTION
+        else None,
+        "messages": messages,
+        "state_error": state_error,
+        "conversation_id": conversations.conversation_of(r),
+        "previous_run_id": conversations.previous_of(r),
+        "continued_by": await continued_by(reads, run_id, events),
+        "timeline": present.timeline(events),
+        "deliveries": deliveries,
+        "open_calls": open_calls,
+        "answered_calls": answered,
+        "now": t,
+        "terminal": r.status in TERMINAL,
+        "can_cancel": r.status in sources(Transition.CANCEL),
+        "can_retry": r.status in sources(Transition.RETRY),
+        "can_extend": r.status == RunStatus.REQUIRES_ACTION,
+        "needs_results": bool(open_calls) and r.status == RunStatus.REQUIRES_ACTION,
+        "needs_resolution": view.resolution is not None,
+        "usage": r.usage or {},
+        "ledger": ledger,
+        "form": {},
+        "form_errors": {},
+        "error": None,
+        "flash": None,
+    }
+
+
+@router.get("/runs/{run_id}", response_class=HTMLResponse)
+async def run_page(
+    request: Request, run_id: str, session: Session, done: str | None = None
+) -> HTMLResponse:
+    try:
+        context = await detail_context(request, run_id)
+    except ServiceError as exc:
+        return await error_page(request, exc.detail, exc.status)
+    context["flash"] = FLASH.get(done or "")
+    return await render(request, "run.html", context, session=session)
+
+
+@router.get("/runs/{run_id}/poll")
+async def run_poll(request: Request, run_id: str, _: Session, v: int = 0, seq: int = 0) -> Response:
+    """204 while nothing changed; otherwise tells htmx to reload the page."""
+    record = await reads_of(request).run(run_id)
+    if record is None or (record.version, record.last_event_seq) != (v, seq):
+        return Response(status_code=200, headers={"HX-Refresh": "true"})
+    return Response(status_code=204)
+
+
+# --- overview --------------------------------------------------------------------------
+
+
+@router.get("/overview", response_class=HTMLResponse)
+async def overview(request: Request, session: Session) -> HTMLResponse:
+    t = now()
+    o = await reads_of(request).overview(t)
+    per_minute = [(str(i), n) for i, n in enumerate(o.activity.completed_per_minute)]
+    return await render(
+        request,
+        "overview.html",
+        {
+            "counts": [(s.value, o.counts.get(s.value, 0)) for s in RunStatus],
+            "total": sum(o.counts.values()),
+            "age_bars": present.bars(o.age_histogram),
+            "oldest": max(o.suspended_ages) if o.suspended_ages else None,
+            "activity": o.activity,
+            "minute_bars": present.bars(per_minute, width=480, height=80),
+            "now": t,
+        },
+        session=session,
+    )

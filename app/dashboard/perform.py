@@ -1,0 +1,129 @@
+"""The one action route, POST /admin/runs/{id}/{name}: the form parsed once into its
+typed action (`app.dashboard.actions`), a confirmation step, then one dispatch to the
+service naming the logged-in actor.
+
+Answers: an unknown action 404; an unknown run as the service says (404); a form that
+does not parse 422 on the run page with the errors beside the fields; a refusal by the
+service (409, ...) on the run page; nothing is changed in any of these.
+"""
+
+from __future__ import annotations
+
+from typing import Any, assert_never
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+from starlette.datastructures import FormData
+
+from app.dashboard import auth
+from app.dashboard.actions import (
+    KINDS,
+    Action,
+    Cancel,
+    Errors,
+    ExtendExpiry,
+    Invalid,
+    Resolve,
+    Retry,
+    SubmitToolResults,
+)
+from app.dashboard.pages import detail_context
+from app.dashboard.web import Form, Session, error_page, redirect, render, service_of
+from app.service import operator
+from app.service.errors import ServiceError
+from app.service.runs import RunService
+
+router = APIRouter(prefix="/admin", include_in_schema=False)
+
+
+def shown_errors(name: str, context: dict[str, Any]) -> set[str]:
+    """The errors run.html shows beside the fields of action `name`'s form, given the
+    page's context (a form that does not apply to the run now is not on the page)."""
+    if name == SubmitToolResults.name and context["needs_results"]:
+        return {"form"} | {f"output_{i}" for i in range(len(context["open_calls"]))}
+    if name == Resolve.name and context["needs_resolution"]:
+        return {"form", "action", "tool_name"}
+    if name == ExtendExpiry.name and context["can_extend"]:
+        return {"form", "minutes"}
+    return set()
+
+
+async def perform(service: RunService, run_id: str, action: Action, actor: str) -> None:
+    """The service call of each action; a refusal raises `ServiceError`."""
+    match action:
+        case Cancel():
+            await service.cancel(run_id, actor=actor)
+        case SubmitToolResults(body=body):
+            await operator.submit_tool_results(service, run_id, body, actor)
+        case Resolve(body=body):
+            await service.resolve(run_id, body, actor=actor)
+        case ExtendExpiry(seconds=seconds):
+            await operator.extend_expiry(service, run_id, seconds, actor)
+        case Retry():
+            await operator.retry_run(service, run_id, actor)
+        case _:
+            assert_never(action)
+
+
+async def refused(
+    request: Request, run_id: str, session: auth.Session, exc: ServiceError
+) -> HTMLResponse:
+    """The service's refusal (409, ...) at the top of the run page."""
+    try:
+        context = await detail_context(request, run_id)
+    except ServiceError as gone:
+        return await error_page(request, gone.detail, gone.status)
+    context["error"] = exc.detail
+    return await render(request, "run.html", context, status_code=exc.status, session=session)
+
+
+async def form_error(
+    request: Request, run_id: str, session: auth.Session, name: str, form: FormData, errors: Errors
+) -> HTMLResponse:
+    """422 on the run page: the errors beside the action's fields, and all of them at the
+    top when the page cannot show one there (the form does not apply to the run now, or
+    names a field the page does not have)."""
+    try:
+        context = await detail_context(request, run_id)
+    except ServiceError as exc:
+        return await error_page(request, exc.detail, exc.status)
+    if errors.keys() <= shown_errors(name, context):
+        message = "Please correct the form below."
+    else:
+        listed = (v if k == "form" else f"{k}: {v}" for k, v in errors.items())
+        message = "Nothing was changed: " + "; ".join(listed)
+    values = {k: str(v) for k, v in form.items() if k != auth.CSRF_FIELD}
+    context.update(error=message, form=values, form_errors=errors)
+    return await render(request, "run.html", context, status_code=422, session=session)
+
+
+@router.post("/runs/{run_id}/{action}", response_class=HTMLResponse)
+async def run_action(
+    request: Request, run_id: str, action: str, session: Session, form: Form
+) -> Response:
+    parse = KINDS.get(action)
+    if parse is None:
+        return await error_page(request, "unknown action", 404)
+    service = service_of(request)
+    actor = session.actor
+    assert actor is not None
+    try:
+        view = await service.get_run(run_id)
+    except ServiceError as exc:
+        return await error_page(request, exc.detail, exc.status)
+    parsed = parse(form, view)
+    if isinstance(parsed, Invalid):
+        return await form_error(request, run_id, session, action, form, parsed.errors)
+    if form.get("confirmed") != "yes":
+        context = {
+            "run": view.record,
+            "action": parsed.name,
+            "summary": parsed.summary(),
+            "fields": parsed.fields(),
+        }
+        return await render(request, "confirm.html", context, session=session)
+    try:
+        await perform(service, run_id, parsed, actor)
+    except ServiceError as exc:
+        return await refused(request, run_id, session, exc)
+    return redirect(f"/admin/runs/{run_id}?done={parsed.name}")

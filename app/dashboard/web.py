@@ -1,0 +1,110 @@
+"""What every dashboard page shares: the templates, the session and CSRF dependencies,
+rendering with the security headers, and the service handles on the app."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.templating import Jinja2Templates
+from starlette.datastructures import FormData
+
+from app.dashboard import auth, present
+from app.service.reads import RunReads
+from app.service.runs import RunService
+from app.service.types import RunRecord
+
+HERE = Path(__file__).resolve().parent
+templates = Jinja2Templates(directory=str(HERE / "templates"))
+templates.env.filters["duration"] = present.duration
+templates.env.filters["ts"] = present.timestamp
+templates.env.filters["preview"] = present.preview
+templates.env.filters["json"] = present.to_json
+
+REFRESH_SECONDS = 3
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'"
+    ),
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+def _record_link(record: RunRecord) -> str:
+    return f"/admin/runs/{record.id}"
+
+
+templates.env.globals["run_link"] = _record_link
+
+
+async def logged_in(request: Request) -> auth.Session:
+    session = await auth.load_session(request)
+    if not session.logged_in:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        raise auth.LoginRequired(target)
+    return session
+
+
+async def checked_form(request: Request) -> FormData:
+    """The POSTed form, refused (403, nothing changed) without the session's CSRF token."""
+    session = await auth.load_session(request)
+    form = await request.form()
+    if not auth.csrf_ok(session, form.get(auth.CSRF_FIELD)):
+        raise auth.CsrfRefused()
+    return form
+
+
+Session = Annotated[auth.Session, Depends(logged_in)]
+Form = Annotated[FormData, Depends(checked_form)]
+
+
+def service_of(request: Request) -> RunService:
+    service: RunService = request.app.state.service
+    return service
+
+
+def reads_of(request: Request) -> RunReads:
+    reads: RunReads = request.app.state.reads
+    return reads
+
+
+async def render(
+    request: Request,
+    name: str,
+    context: dict[str, Any],
+    *,
+    status_code: int = 200,
+    session: auth.Session | None = None,
+) -> HTMLResponse:
+    session = session or await auth.load_session(request)
+    context = {
+        "session": session,
+        "csrf_field": auth.CSRF_FIELD,
+        "open_mode": auth.open_mode(request),
+        "refresh_seconds": REFRESH_SECONDS,
+        **context,
+    }
+    response = templates.TemplateResponse(request, name, context, status_code=status_code)
+    response.headers.update(SECURITY_HEADERS)
+    if session.fresh:
+        await auth.write_session(request, response, session)
+    return response
+
+
+async def error_page(request: Request, message: str, status_code: int) -> HTMLResponse:
+    """The plain error page (unknown run, unknown action, ...)."""
+    return await render(request, "error.html", {"error": message}, status_code=status_code)
+
+
+def redirect(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+def now() -> datetime:
+    return datetime.now(UTC)

@@ -56,6 +56,7 @@ async def test_a_run_reads_back_its_reason_and_round_typed(
     view = await suspended_run(service)
     queued, _ = await service.create_run(run_body())
     assert queued.record.waiting == Queued() and queued.record.waiting_round is None
+    await service.cancel(queued.record.id)  # (nothing left due for other tests' workers)
     record = await store.get(view.record.id)
     assert record is not None and record.status is RunStatus.REQUIRES_ACTION
     assert isinstance(record.waiting, ToolResults)

@@ -91,7 +91,7 @@ def update_run(
 @functools.cache
 def claim_keys() -> tuple[str, ...]:
     """The columns a claim sets (sorted, as statements are keyed)."""
-    return tuple(sorted(changes.claim("w", datetime.now()).columns()))
+    return tuple(sorted(changes.claim("", datetime.min).columns()))
 
 
 def change_params(change: Change, now: datetime, prefix: str = "") -> dict[str, Any]:

@@ -130,7 +130,10 @@ class Backend(Protocol):
 
     # --- writes and reads whose form differs ----------------------------------------
 
-    async def change(self, write: ChangeWrite) -> Changed: ...
+    async def change(self, write: ChangeWrite) -> Changed:
+        """One compare-and-set of a run with its events and side rows (and, with
+        `claim_for`, the claim of the next due run); `record` None when refused."""
+        ...
 
     async def create(self, run: NewRun) -> Changed:
         """Insert a run with its events and log batch; `record` None when its
@@ -153,7 +156,9 @@ class Backend(Protocol):
         """The tool calls of each run's given round (ordered by run, position)."""
         ...
 
-    async def lease_calls(self, lease: Lease) -> list[ToolCallRecord]: ...
+    async def lease_calls(self, lease: Lease) -> list[ToolCallRecord]:
+        """Lease a queue's due calls, with their runs' events (`app.store.queues`)."""
+        ...
 
     async def watch(self, watcher: str, run_ids: Sequence[str], ttl_seconds: float) -> None:
         """Record watches (their runs' event appends NOTIFY); nothing without NOTIFY."""

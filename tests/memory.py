@@ -19,7 +19,7 @@ from app.core.lifecycle import RunStatus
 from app.store import changes
 from app.store.backend.base import Changed, ChangeWrite, Lease, NewRun, Row, Wake
 from app.store.changes import Change
-from app.store.lookups import events_after
+from app.store.lookups import events_after, secret_named
 from app.store.queues import call_statement
 from app.store.records import NewEvent, RunRecord, ToolCallRecord
 from app.store.rows import tool_row
@@ -71,8 +71,13 @@ class MemoryBackend:
 
     async def fetch_one(self, stmt: Any, params: Mapping[str, Any]) -> Row | None:
         if isinstance(stmt, sa.Insert) and stmt.table is service_secrets:
-            value = self.secrets.setdefault(params["p_name"], params["p_value"])
-            return {"value": value}
+            if params["p_name"] in self.secrets:
+                return None  # (on conflict do nothing)
+            self.secrets[params["p_name"]] = params["p_value"]
+            return {"value": params["p_value"]}
+        if stmt is secret_named():
+            value = self.secrets.get(params["p_name"])
+            return None if value is None else {"value": value}
         if stmt is call_statement():
             calls = self.calls.get(params["p_run"], {})
             return calls.get((params["p_round"], params["p_position"]))

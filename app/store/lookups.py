@@ -91,6 +91,13 @@ def events_after() -> sa.Select[Any]:
     )
 
 
+@functools.cache
+def secret_named() -> sa.Select[Any]:
+    return sa.select(service_secrets.c.value).where(
+        service_secrets.c.name == sa.bindparam("p_name", type_=sa.String())
+    )
+
+
 # --- the repository ------------------------------------------------------------------------
 
 
@@ -107,7 +114,7 @@ class Lookups:
 
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
-        self._secret: Any = None  # (the upsert of a secret, in the backend's form)
+        self._insert_secret: Any = None  # (in the backend's form of insert-on-conflict)
 
     async def get(self, run_id: str, *, with_log: bool = False) -> RunRecord | None:
         """A run (with its log when `with_log`: to load it whole)."""
@@ -169,16 +176,22 @@ class Lookups:
 
     async def secret(self, name: str, make: Callable[[], str]) -> str:
         """A service-wide secret shared by every process (created once, first writer wins:
-        one upsert that returns the stored value)."""
-        if self._secret is None:
-            insert = self.backend.insert(service_secrets).values(
-                name=sa.bindparam("p_name", type_=sa.String()),
-                value=sa.bindparam("p_value", type_=sa.String()),
+        an insert that does nothing when the name is taken, then the stored value; no row
+        is rewritten, so asking again writes nothing)."""
+        if self._insert_secret is None:
+            self._insert_secret = (
+                self.backend.insert(service_secrets)
+                .values(
+                    name=sa.bindparam("p_name", type_=sa.String()),
+                    value=sa.bindparam("p_value", type_=sa.String()),
+                )
+                .on_conflict_do_nothing(index_elements=["name"])
+                .returning(service_secrets.c.value)
             )
-            self._secret = insert.on_conflict_do_update(
-                index_elements=["name"], set_={"name": insert.excluded.name}
-            ).returning(service_secrets.c.value)
-        row = await self.backend.fetch_one(self._secret, {"p_name": name, "p_value": make()})
-        if row is None:  # (an upsert returns its row)
+        params = {"p_name": name, "p_value": make()}
+        row = await self.backend.fetch_one(self._insert_secret, params)
+        if row is None:  # taken: the first writer's
+            row = await self.backend.fetch_one(secret_named(), params)
+        if row is None:  # (secrets are never deleted)
             raise RuntimeError(f"secret {name!r} was neither stored nor found")
         return str(row["value"])

@@ -14,7 +14,7 @@ $(BIN)/agentrun: pyproject.toml client/pyproject.toml
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 WORKERS ?= 1
 
-.PHONY: install run test lint bench up down
+.PHONY: install run test lint bench up down sync-client
 install: $(BIN)/agentrun
 
 run: install
@@ -29,6 +29,10 @@ lint: install
 
 test: lint
 	$(BIN)/pytest
+
+# The sync client, generated from the async one (tests/client/test_generated.py checks it).
+sync-client: install
+	$(BIN)/python client/scripts/generate_sync.py
 
 bench: install
 	$(BIN)/python bench/core.py

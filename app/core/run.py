@@ -4,8 +4,11 @@ The run owns every decision: the exact turn budget, tool-call validation, invali
 recovery, history, usage and the final response. It performs no IO; a driver asks
 `next_step()` what to do, does it, and feeds the answer back.
 
+The run's data is one value, `app.core.state.RunState` (`self._state`; a copy is
+`run.state`, and `AgentRun.from_state` continues one). Its `phase` is upstream's state.
+
 Methods that can fail swap `Failed` in before they work (the "take the state" pattern,
-behaviour spec §3.2): a wrong-state call puts the old state back and raises a
+behaviour spec §3.2): a wrong-state call puts the old phase back and raises a
 `ProtocolViolation`, a fatal error leaves `Failed` behind.
 
 Arguments of the wrong type (rig's types make them impossible) raise `TypeError` before
@@ -15,8 +18,7 @@ anything is touched, so a misused method leaves the run exactly as it was.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
 from app.core.checks import check_count, check_instance, check_optional_str, items_of
@@ -24,7 +26,6 @@ from app.core.content import (
     MESSAGE_TYPES,
     AssistantContent,
     AssistantMessage,
-    Image,
     Message,
     Text,
     ToolCall,
@@ -41,6 +42,35 @@ from app.core.errors import (
     debug_list,
 )
 from app.core.jsonvalue import compact_json, freeze
+from app.core.midstream import (
+    PartialStreamedTurn,
+    Repaired,
+    StreamedInvalidToolCall,
+    StreamedResolution,
+    TurnAbandoned,
+)
+from app.core.phases import (
+    AWAITING_MODEL,
+    FAILED,
+    PREPARING_REQUEST,
+    Advancing,
+    Executing,
+    Finished,
+    Resolving,
+    phase_name,
+)
+from app.core.predicates import (
+    assistant_text_from_choice,
+    has_tool_call,
+    is_empty_assistant_turn,
+    missing_required_fields,
+    reject_constant,
+    retry_result_message,
+    truncation_message,
+    turn_delivered_no_answer,
+)
+from app.core.serde import dumps, loads, state_to_dict
+from app.core.state import RunState
 from app.core.types import (
     TOOL_NOT_EXECUTED_DUE_TO_INVALID_PEER,
     AgentRunStep,
@@ -58,30 +88,21 @@ from app.core.types import (
     ModelTurn,
     ModelTurnOutcome,
     NeedsResolution,
-    PartialStreamedTurn,
     PendingToolCall,
     PromptResponse,
     Repair,
-    Repaired,
     Repeat,
     Retry,
     RetryRequest,
     Skip,
     Stop,
-    StreamedInvalidToolCall,
-    StreamedResolution,
     StreamedTurn,
     ToolChoice,
-    TurnAbandoned,
     TurnRetried,
     Usage,
 )
 
 NO_IDENTITY = CompletionIdentity()
-
-PREPARING_REQUEST = "PreparingRequest"
-AWAITING_MODEL = "AwaitingModel"
-FAILED = "Failed"
 
 NO_RESULTS = "tool execution produced no tool results"
 LOST_PROMPT = "prompt loop lost its pending prompt"
@@ -118,144 +139,10 @@ PV_RESOLVE_STREAMED = "resolve_streamed_invalid_tool_call called without a pendi
 PV_STREAMED_TURN = "streamed_turn called without a pending CallModel step"
 
 
-# --- the states that carry data -------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class Resolving:
-    """`ResolvingToolCalls`: scanning a turn's tool calls, parked on an invalid one."""
-
-    message_id: str | None
-    original_choice: tuple[AssistantContent, ...]
-    items: list[AssistantContent]
-    next_index: int
-    executable_tool_names: frozenset[str]
-    allowed_tool_names: frozenset[str]
-    skipped: dict[int, ToolResult]
-    recovered: bool
-    any_skipped: bool
-    has_tool_calls: bool
-
-
-@dataclass(slots=True)
-class Advancing:
-    """`AwaitingAdvance`: an accepted turn, not yet in history."""
-
-    message_id: str | None
-    items: tuple[AssistantContent, ...]
-    has_tool_calls: bool
-    skipped: dict[int, ToolResult]
-    internal_call_ids: tuple[tuple[str, str], ...]
-
-
-@dataclass(slots=True)
-class Executing:
-    """`ExecutingTools`: waiting for one `tool_results` call answering every call."""
-
-    calls: tuple[PendingToolCall, ...]
-
-
-@dataclass(slots=True)
-class Finished:
-    """`Done`."""
-
-    response: PromptResponse
-
-
-State = str | Resolving | Advancing | Executing | Finished
-
-
-def state_name(state: State) -> str:
-    if isinstance(state, str):
-        return state
-    return {
-        Resolving: "ResolvingToolCalls",
-        Advancing: "AwaitingAdvance",
-        Executing: "ExecutingTools",
-        Finished: "Done",
-    }[type(state)]
-
-
-# --- helper predicates (behaviour spec §0.2) ------------------------------------------------
-
-
-def is_empty_assistant_turn(items: Sequence[AssistantContent]) -> bool:
-    if not items:
-        return True
-    if len(items) == 1:
-        only = items[0]
-        return isinstance(only, Text) and only.text == "" and only.additional_params is None
-    return False
-
-
-def turn_delivered_no_answer(items: Sequence[AssistantContent]) -> bool:
-    return not any(
-        (isinstance(i, Text) and i.text != "") or isinstance(i, ToolCall | Image) for i in items
-    )
-
-
-def assistant_text_from_choice(items: Sequence[AssistantContent]) -> str:
-    return "".join(i.text for i in items if isinstance(i, Text))
-
-
-def has_tool_call(items: Iterable[AssistantContent]) -> bool:
-    return any(isinstance(i, ToolCall) for i in items)
-
-
-def retry_result_message(
-    items: Sequence[AssistantContent], invalid_id: str, feedback: str
-) -> UserMessage | None:
-    """One user message answering every tool call of `items`: the invalid id gets the
-    feedback, every other call TOOL_NOT_EXECUTED_DUE_TO_INVALID_PEER. None without calls."""
-    results = [
-        ToolResult.text(
-            i,
-            feedback if i.id == invalid_id else TOOL_NOT_EXECUTED_DUE_TO_INVALID_PEER,
-            is_error=True,
-        )
-        for i in items
-        if isinstance(i, ToolCall)
-    ]
-    return UserMessage(results) if results else None
-
-
-def missing_required_fields(schema: Any, arguments: Any) -> list[str]:
-    """The schema's top-level `required` strings absent from the arguments (all of them
-    when the arguments are not an object)."""
-    if not isinstance(schema, Mapping):
-        return []
-    required = schema.get("required")
-    if not isinstance(required, list):
-        return []
-    names = [r for r in required if isinstance(r, str)]
-    if not isinstance(arguments, Mapping):
-        return names
-    return [n for n in names if n not in arguments]
-
-
-def _reject_constant(name: str) -> Any:
-    """NaN and Infinity are not JSON (upstream's parser refuses them too)."""
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _truncation_message(finish_reason: str) -> str:
-    if finish_reason == "length":
-        shown = "Length"
-        remedy = (
-            "the turn ran out of output budget before producing one — raise max_tokens for "
-            "this request"
-        )
-    else:
-        shown = "ContentFilter"
-        remedy = (
-            "the provider filtered the response — the content, not the budget, is what it "
-            "objected to"
-        )
-    return f"the model produced no answer and stopped with finish_reason={shown}; {remedy}"
-
-
 class AgentRun:
     """The agent loop as a state machine. See the module docstring."""
+
+    __slots__ = ("_state",)
 
     def __init__(
         self,
@@ -281,99 +168,107 @@ class AgentRun:
         history_items = (
             None if history is None else items_of("AgentRun", "history", history, MESSAGE_TYPES)
         )
-        self._max_turns = max_turns
-        self._max_invalid_tool_call_retries = max_invalid_tool_call_retries
-        self._tool_choice = tool_choice
-        self._output_tool_name = output_tool_name
-        self._output_schema = schema
-        self._max_output_retries = max_output_retries
-        self._output_retries = 0
-        self._chat_history: tuple[Message, ...] | None = history_items
-        self._new_messages: list[Message] = [first]
-        self._current_turn = 0
-        self._usage = Usage()
-        self._completion_calls: list[CompletionCall] = []
-        self._completion_call_index = 0
-        self._invalid_tool_call_retries = 0
-        self._rollback_pending = False
-        self._streamed_completion_call_recorded = False
-        self._state: State = PREPARING_REQUEST
+        self._state = RunState(
+            max_turns=max_turns,
+            max_invalid_tool_call_retries=max_invalid_tool_call_retries,
+            tool_choice=tool_choice,
+            output_tool_name=output_tool_name,
+            output_schema=schema,
+            max_output_retries=max_output_retries,
+            chat_history=history_items,
+            new_messages=[first],
+        )
 
-    # --- serialization ---------------------------------------------------------------------
+    # --- its data ---------------------------------------------------------------------------
+
+    @classmethod
+    def from_state(cls, state: RunState) -> AgentRun:
+        """A run continuing from `state` (taken from `run.state` or decoded by
+        `app.core.serde`), which it copies: changing `state` later leaves the run alone."""
+        check_instance("AgentRun.from_state", "state", state, RunState)
+        return cls._holding(state.copy())
+
+    @classmethod
+    def _holding(cls, state: RunState) -> AgentRun:
+        """A run around `state`, which it now owns (the one path besides `__init__`)."""
+        run = cls.__new__(cls)
+        run._state = state
+        return run
+
+    @property
+    def state(self) -> RunState:
+        """A copy of the run's data: changing it leaves the run alone."""
+        return self._state.copy()
 
     def to_json(self) -> str:
         """The whole run, upstream's JSON shape plus `schema_version`."""
-        from app.core.serde import dumps, run_to_dict
-
-        return dumps(run_to_dict(self))
+        return dumps(state_to_dict(self._state))
 
     @classmethod
     def from_json(cls, data: str | bytes) -> AgentRun:
         """Load a run of this or any older schema version (raises `StateDecodeError`)."""
-        from app.core.serde import loads
-
-        return loads(data)
+        return cls._holding(loads(data))
 
     # --- pure queries ---------------------------------------------------------------------
 
     @property
     def status(self) -> str:
         """The state's upstream name, e.g. `ExecutingTools`."""
-        return state_name(self._state)
+        return phase_name(self._state.phase)
 
     @property
     def max_turns(self) -> int:
-        return self._max_turns
+        return self._state.max_turns
 
     def usage(self) -> Usage:
-        return self._usage
+        return self._state.usage
 
     def turn(self) -> int:
-        return self._current_turn
+        return self._state.current_turn
 
     def completion_calls(self) -> tuple[CompletionCall, ...]:
-        return tuple(self._completion_calls)
+        return tuple(self._state.completion_calls)
 
     def messages(self) -> tuple[Message, ...]:
-        return tuple(self._new_messages)
+        return tuple(self._state.new_messages)
 
     def full_history(self) -> tuple[Message, ...]:
-        return (self._chat_history or ()) + tuple(self._new_messages)
+        return (self._state.chat_history or ()) + tuple(self._state.new_messages)
 
     def is_done(self) -> bool:
-        return isinstance(self._state, Finished)
+        return isinstance(self._state.phase, Finished)
 
     def response(self) -> PromptResponse | None:
-        return self._state.response if isinstance(self._state, Finished) else None
+        return self._state.phase.response if isinstance(self._state.phase, Finished) else None
 
     def pending_tool_calls(self) -> tuple[PendingToolCall, ...]:
         """The calls awaiting `tool_results` (empty unless `ExecutingTools`)."""
-        return self._state.calls if isinstance(self._state, Executing) else ()
+        return self._state.phase.calls if isinstance(self._state.phase, Executing) else ()
 
     def cancel_error(self, reason: str) -> PromptCancelled:
         return PromptCancelled(reason, self.full_history())
 
     def pending_invalid_tool_call(self) -> InvalidToolCallContext | None:
-        state = self._state
-        if not isinstance(state, Resolving) or not self._parked_on_invalid(state):
+        phase = self._state.phase
+        if not isinstance(phase, Resolving) or not self._parked_on_invalid(phase):
             return None
-        return self._context(state)
+        return self._context(phase)
 
     # --- blocking path --------------------------------------------------------------------
 
     def next_step(self) -> AgentRunStep:
-        old, self._state = self._state, FAILED
+        old, self._state.phase = self._state.phase, FAILED
         if old == PREPARING_REQUEST:
             return self._emit_call_model()
         if isinstance(old, Advancing):
             return self._advance(old)
         if isinstance(old, Executing):
-            self._state = old
+            self._state.phase = old
             return CallTools(old.calls)
         if isinstance(old, Finished):
-            self._state = old
+            self._state.phase = old
             return Done(old.response)
-        self._state = old
+        self._state.phase = old
         if old == AWAITING_MODEL:
             raise self._violation(PV_NEXT_STEP_AWAITING_MODEL)
         if isinstance(old, Resolving):
@@ -382,9 +277,9 @@ class AgentRun:
 
     def model_response(self, turn: ModelTurn) -> ModelTurnOutcome:
         check_instance("model_response", "turn", turn, ModelTurn)
-        if self._state != AWAITING_MODEL:
+        if self._state.phase != AWAITING_MODEL:
             raise self._violation(PV_MODEL_RESPONSE)
-        if self._streamed_completion_call_recorded:
+        if self._state.streamed_completion_call_recorded:
             raise self._violation(PV_MODEL_RESPONSE_STREAMED)
         self._record(
             turn.usage,
@@ -408,9 +303,9 @@ class AgentRun:
 
     def resolve_invalid_tool_call(self, action: InvalidToolCallAction) -> ModelTurnOutcome:
         check_instance("resolve_invalid_tool_call", "action", action, ACTION_TYPES)
-        old, self._state = self._state, FAILED
+        old, self._state.phase = self._state.phase, FAILED
         if not isinstance(old, Resolving) or not self._parked_on_invalid(old):
-            self._state = old
+            self._state.phase = old
             raise self._violation(PV_RESOLVE)
         index = old.next_index
         call = old.items[index]
@@ -420,13 +315,13 @@ class AgentRun:
             action, call.name, old.executable_tool_names, old.allowed_tool_names, history
         )
         if isinstance(action, Retry):
-            self._invalid_tool_call_retries += 1
-            self._new_messages.append(AssistantMessage(old.original_choice, old.message_id))
+            self._state.invalid_tool_call_retries += 1
+            self._state.new_messages.append(AssistantMessage(old.original_choice, old.message_id))
             message = retry_result_message(old.original_choice, call.id, action.feedback)
             if message is None:
                 raise PromptCancelled(RETRY_NO_MESSAGES, self.full_history())
-            self._new_messages.append(message)
-            self._state = PREPARING_REQUEST
+            self._state.new_messages.append(message)
+            self._state.phase = PREPARING_REQUEST
             return TurnRetried()
         if isinstance(action, Repair):
             old.items[index] = call.renamed(action.tool_name)
@@ -443,16 +338,16 @@ class AgentRun:
     def tool_results(self, results: Iterable[UserContent]) -> None:
         """Answer every pending call at once. `results` may be any iterable: it is read
         once, before anything is checked or committed."""
-        state = self._state
-        if not isinstance(state, Executing):
+        phase = self._state.phase
+        if not isinstance(phase, Executing):
             raise self._violation(PV_TOOL_RESULTS)
         if isinstance(results, str) or not isinstance(results, Iterable):
             raise TypeError(f"tool_results takes an iterable, not {type(results).__name__}")
         results = tuple(results)
         if not results:
-            self._state = FAILED
+            self._state.phase = FAILED
             raise PromptCancelled(NO_RESULTS, self.full_history())
-        remaining = [c.tool_call.id for c in state.calls]
+        remaining = [c.tool_call.id for c in phase.calls]
         for result in results:
             if not isinstance(result, ToolResult):
                 raise self._violation(PV_NOT_A_TOOL_RESULT)
@@ -469,23 +364,23 @@ class AgentRun:
             raise self._violation(
                 f"tool_results left pending tool call id(s) unanswered: {debug_list(remaining)}"
             )
-        self._new_messages.append(UserMessage(results))
-        self._state = PREPARING_REQUEST
+        self._state.new_messages.append(UserMessage(results))
+        self._state.phase = PREPARING_REQUEST
 
     def retry_model_turn(self, request: RetryRequest) -> None:
         check_instance("retry_model_turn", "request", request, RETRY_REQUEST_TYPES)
-        old, self._state = self._state, FAILED
+        old, self._state.phase = self._state.phase, FAILED
         if not isinstance(old, Advancing):
-            self._state = old
+            self._state.phase = old
             raise self._violation(PV_RETRY_MODEL_TURN)
         if old.has_tool_calls:
             raise PromptCancelled(TOOL_TURN_RETRY, self.full_history())
         if isinstance(request, Feedback):
             if not is_empty_assistant_turn(old.items):
-                self._new_messages.append(AssistantMessage(old.items, old.message_id))
-            self._new_messages.append(UserMessage(request.text))
+                self._state.new_messages.append(AssistantMessage(old.items, old.message_id))
+            self._state.new_messages.append(UserMessage(request.text))
         # Repeat writes nothing.
-        self._state = PREPARING_REQUEST
+        self._state.phase = PREPARING_REQUEST
 
     # --- streamed path --------------------------------------------------------------------
 
@@ -499,17 +394,17 @@ class AgentRun:
         check_instance("record_streamed_completion_call", "usage", usage, Usage)
         check_instance("record_streamed_completion_call", "identity", identity, CompletionIdentity)
         call = self._completion_call(usage, identity, finish_reason, raw)
-        legal = self._state == AWAITING_MODEL or (
-            self._state == PREPARING_REQUEST and self._rollback_pending
+        legal = self._state.phase == AWAITING_MODEL or (
+            self._state.phase == PREPARING_REQUEST and self._state.rollback_pending
         )
         if not legal:
             raise self._violation(PV_RECORD_NO_CALL)
-        if self._streamed_completion_call_recorded:
+        if self._state.streamed_completion_call_recorded:
             raise self._violation(PV_RECORD_TWICE)
-        self._streamed_completion_call_recorded = True
+        self._state.streamed_completion_call_recorded = True
         return self._commit(call)
 
-    def streamed_invalid_tool_call_context(
+    def _streamed_invalid_tool_call_context(
         self, partial: PartialStreamedTurn, invalid: StreamedInvalidToolCall
     ) -> InvalidToolCallContext:
         self._check_streamed(partial, invalid)
@@ -521,12 +416,12 @@ class AgentRun:
             args=invalid.args if invalid.args is not None else compact_json(call.arguments),
             available_tools=tuple(sorted(invalid.executable_tool_names)),
             allowed_tools=tuple(sorted(invalid.allowed_tool_names)),
-            tool_choice=self._tool_choice,
+            tool_choice=self._state.tool_choice,
             chat_history=self.full_history() + (self._partial_message(partial, invalid),),
             is_streaming=True,
         )
 
-    def resolve_streamed_invalid_tool_call(
+    def _resolve_streamed_invalid_tool_call(
         self,
         partial: PartialStreamedTurn,
         invalid: StreamedInvalidToolCall,
@@ -534,7 +429,7 @@ class AgentRun:
     ) -> StreamedResolution:
         self._check_streamed(partial, invalid)
         check_instance("resolve_streamed_invalid_tool_call", "action", action, ACTION_TYPES)
-        if self._state != AWAITING_MODEL:
+        if self._state.phase != AWAITING_MODEL:
             raise self._violation(PV_RESOLVE_STREAMED)
         call = invalid.tool_call
         partial_message = self._partial_message(partial, invalid)
@@ -547,12 +442,12 @@ class AgentRun:
                 self.full_history() + (partial_message,),
             )
         except Exception:
-            self._state = FAILED
+            self._state.phase = FAILED
             raise
         if isinstance(action, Repair):
             return Repaired(action.tool_name)
         if isinstance(action, Retry):
-            self._invalid_tool_call_retries += 1
+            self._state.invalid_tool_call_retries += 1
             self._rollback(partial, partial_message, call, action.feedback)
             return TurnAbandoned(None)
         if not isinstance(action, Skip):  # Fail and Stop raised in _validate_action
@@ -562,14 +457,14 @@ class AgentRun:
 
     def streamed_turn(self, turn: StreamedTurn) -> None:
         check_instance("streamed_turn", "turn", turn, StreamedTurn)
-        if self._state != AWAITING_MODEL:
+        if self._state.phase != AWAITING_MODEL:
             raise self._violation(PV_STREAMED_TURN)
-        if not self._streamed_completion_call_recorded:
-            self._streamed_completion_call_recorded = True
+        if not self._state.streamed_completion_call_recorded:
+            self._state.streamed_completion_call_recorded = True
             self._record(Usage(), CompletionIdentity(turn.message_id), turn.finish_reason, None)
         for item in turn.choice:
             if isinstance(item, ToolCall) and item.name not in turn.allowed_tool_names:
-                self._state = FAILED
+                self._state.phase = FAILED
                 history = self.full_history()
                 if not is_empty_assistant_turn(turn.choice):
                     history += (AssistantMessage(turn.choice, turn.message_id),)
@@ -579,7 +474,7 @@ class AgentRun:
                     sorted(turn.allowed_tool_names),
                     history,
                 )
-        self._state = Advancing(
+        self._state.phase = Advancing(
             message_id=turn.message_id,
             items=turn.choice,
             has_tool_calls=has_tool_call(turn.choice),
@@ -605,7 +500,7 @@ class AgentRun:
     ) -> CompletionCall:
         """The next completion call, built (and so checked) before anything changes."""
         return CompletionCall(
-            call_index=self._completion_call_index,
+            call_index=self._state.completion_call_index,
             usage=usage,
             message_id=identity.message_id,
             response_id=identity.response_id,
@@ -615,10 +510,10 @@ class AgentRun:
         )
 
     def _commit(self, call: CompletionCall) -> CompletionCall:
-        usage = self._usage + call.usage  # may refuse a sum beyond u64: before any change
-        self._completion_call_index += 1
-        self._completion_calls.append(call)
-        self._usage = usage
+        usage = self._state.usage + call.usage  # may refuse a sum beyond u64: before any change
+        self._state.completion_call_index += 1
+        self._state.completion_calls.append(call)
+        self._state.usage = usage
         return call
 
     def _record(
@@ -632,71 +527,71 @@ class AgentRun:
 
     def _emit_call_model(self) -> CallModel:
         # The state is already FAILED (taken by next_step); errors leave it so.
-        if not self._new_messages:
+        if not self._state.new_messages:
             raise PromptCancelled(LOST_PROMPT, self.full_history())
-        prompt = self._new_messages[-1]
-        if self._current_turn >= self._max_turns:
-            raise MaxTurnsError(self._max_turns, self.full_history(), prompt)
-        self._current_turn += 1
-        self._rollback_pending = False
-        self._streamed_completion_call_recorded = False
-        self._state = AWAITING_MODEL
-        history = (self._chat_history or ()) + tuple(self._new_messages[:-1])
-        return CallModel(prompt=prompt, history=history, turn=self._current_turn)
+        prompt = self._state.new_messages[-1]
+        if self._state.current_turn >= self._state.max_turns:
+            raise MaxTurnsError(self._state.max_turns, self.full_history(), prompt)
+        self._state.current_turn += 1
+        self._state.rollback_pending = False
+        self._state.streamed_completion_call_recorded = False
+        self._state.phase = AWAITING_MODEL
+        history = (self._state.chat_history or ()) + tuple(self._state.new_messages[:-1])
+        return CallModel(prompt=prompt, history=history, turn=self._state.current_turn)
 
-    def _parked_on_invalid(self, state: Resolving) -> bool:
-        if state.next_index >= len(state.items):
+    def _parked_on_invalid(self, resolving: Resolving) -> bool:
+        if resolving.next_index >= len(resolving.items):
             return False
-        item = state.items[state.next_index]
-        return isinstance(item, ToolCall) and item.name not in state.allowed_tool_names
+        item = resolving.items[resolving.next_index]
+        return isinstance(item, ToolCall) and item.name not in resolving.allowed_tool_names
 
     def _diagnostic_history(
         self, message_id: str | None, choice: tuple[AssistantContent, ...]
     ) -> tuple[Message, ...]:
         return self.full_history() + (AssistantMessage(choice, message_id),)
 
-    def _context(self, state: Resolving) -> InvalidToolCallContext:
-        call = state.items[state.next_index]
+    def _context(self, resolving: Resolving) -> InvalidToolCallContext:
+        call = resolving.items[resolving.next_index]
         assert isinstance(call, ToolCall)
         return InvalidToolCallContext(
             tool_name=call.name,
             tool_call_id=call.id,
             internal_call_id=None,
             args=compact_json(call.arguments),
-            available_tools=tuple(sorted(state.executable_tool_names)),
-            allowed_tools=tuple(sorted(state.allowed_tool_names)),
-            tool_choice=self._tool_choice,
-            chat_history=self._diagnostic_history(state.message_id, state.original_choice),
+            available_tools=tuple(sorted(resolving.executable_tool_names)),
+            allowed_tools=tuple(sorted(resolving.allowed_tool_names)),
+            tool_choice=self._state.tool_choice,
+            chat_history=self._diagnostic_history(resolving.message_id, resolving.original_choice),
             is_streaming=False,
         )
 
-    def _scan(self, state: Resolving) -> ModelTurnOutcome:
+    def _scan(self, resolving: Resolving) -> ModelTurnOutcome:
         """Walk from `next_index` to the next disallowed call, or accept the turn."""
-        items = state.items
-        allowed = state.allowed_tool_names
-        index = state.next_index
+        items = resolving.items
+        allowed = resolving.allowed_tool_names
+        index = resolving.next_index
         while index < len(items):
             item = items[index]
             if isinstance(item, ToolCall) and item.name not in allowed:
-                state.next_index = index
-                self._state = state
-                return NeedsResolution(self._context(state))
+                resolving.next_index = index
+                self._state.phase = resolving
+                return NeedsResolution(self._context(resolving))
             index += 1
-        state.next_index = index
-        if state.any_skipped:
+        resolving.next_index = index
+        if resolving.any_skipped:
             for position, item in enumerate(items):
-                if isinstance(item, ToolCall) and position not in state.skipped:
-                    state.skipped[position] = ToolResult.text(
+                if isinstance(item, ToolCall) and position not in resolving.skipped:
+                    resolving.skipped[position] = ToolResult.text(
                         item, TOOL_NOT_EXECUTED_DUE_TO_INVALID_PEER, is_error=True
                     )
-        self._state = Advancing(
-            message_id=state.message_id,
+        self._state.phase = Advancing(
+            message_id=resolving.message_id,
             items=tuple(items),
-            has_tool_calls=state.has_tool_calls,
-            skipped=state.skipped,
+            has_tool_calls=resolving.has_tool_calls,
+            skipped=resolving.skipped,
             internal_call_ids=(),
         )
-        return Continue(state.recovered)
+        return Continue(resolving.recovered)
 
     def _validate_action(
         self,
@@ -716,12 +611,12 @@ class AgentRun:
         if isinstance(action, Stop):
             raise PromptCancelled(action.reason, history)
         if isinstance(action, Retry):
-            if self._invalid_tool_call_retries >= self._max_invalid_tool_call_retries:
+            if self._state.invalid_tool_call_retries >= self._state.max_invalid_tool_call_retries:
                 raise unknown(current_name)
         elif isinstance(action, Repair):
             if action.tool_name not in allowed:
                 raise unknown(action.tool_name)
-        elif self._tool_choice is not None and self._tool_choice.kind == "none":  # Skip
+        elif self._state.tool_choice is not None and self._state.tool_choice.kind == "none":  # Skip
             raise unknown(current_name)
 
     def _partial_message(
@@ -742,40 +637,41 @@ class AgentRun:
         feedback: str,
     ) -> None:
         """Abandon a streamed turn: record it and answer every call it holds."""
-        self._new_messages.append(partial_message)
+        self._state.new_messages.append(partial_message)
         results = [
             ToolResult.text(c, TOOL_NOT_EXECUTED_DUE_TO_INVALID_PEER, is_error=True)
             for c in partial.pending_tool_calls
         ]
         results.append(ToolResult.text(invalid_call, feedback, is_error=True))
-        self._new_messages.append(UserMessage(results))
-        self._rollback_pending = True
-        self._state = PREPARING_REQUEST
+        self._state.new_messages.append(UserMessage(results))
+        self._state.rollback_pending = True
+        self._state.phase = PREPARING_REQUEST
 
     def _can_reprompt(self) -> bool:
         return (
-            self._output_retries < self._max_output_retries and self._current_turn < self._max_turns
+            self._state.output_retries < self._state.max_output_retries
+            and self._state.current_turn < self._state.max_turns
         )
 
     def _advance(self, turn: Advancing) -> AgentRunStep:
         """`next_step` from `AwaitingAdvance` (behaviour spec §8), state taken (Failed)."""
         items = turn.items
-        name = self._output_tool_name
+        name = self._state.output_tool_name
         if name is not None and turn.has_tool_calls:
             output_calls = [i for i in items if isinstance(i, ToolCall) and i.name == name]
             if output_calls:
                 return self._finish_with_output_tool(turn, output_calls[0], len(output_calls))
 
         if not is_empty_assistant_turn(items):
-            self._new_messages.append(AssistantMessage(items, turn.message_id))
-        if turn_delivered_no_answer(items) and self._completion_calls:
-            last_reason = self._completion_calls[-1].finish_reason
+            self._state.new_messages.append(AssistantMessage(items, turn.message_id))
+        if turn_delivered_no_answer(items) and self._state.completion_calls:
+            last_reason = self._state.completion_calls[-1].finish_reason
             if last_reason in ("length", "content_filter"):
                 assert last_reason is not None
-                raise CompletionError(_truncation_message(last_reason))
+                raise CompletionError(truncation_message(last_reason))
 
         if turn.has_tool_calls:
-            self._output_retries = 0
+            self._state.output_retries = 0
             return self._call_tools(turn)
 
         if (
@@ -784,35 +680,35 @@ class AgentRun:
             and self._can_reprompt()
             and not self._meets_output_schema(assistant_text_from_choice(items).strip())
         ):
-            self._new_messages.append(
+            self._state.new_messages.append(
                 UserMessage(
                     f"Provide your final answer by calling the `{name}` tool with the "
                     "structured result as its arguments, not as plain text."
                 )
             )
-            self._output_retries += 1
-            self._state = PREPARING_REQUEST
+            self._state.output_retries += 1
+            self._state.phase = PREPARING_REQUEST
             return self.next_step()
 
         return self._finish(assistant_text_from_choice(items), items, 0)
 
     def _finish_with_output_tool(self, turn: Advancing, call: ToolCall, count: int) -> AgentRunStep:
         output = compact_json(call.arguments)
-        missing = missing_required_fields(self._output_schema, call.arguments)
+        missing = missing_required_fields(self._state.output_schema, call.arguments)
         if missing and self._can_reprompt():
-            self._new_messages.append(AssistantMessage(turn.items, turn.message_id))
+            self._state.new_messages.append(AssistantMessage(turn.items, turn.message_id))
             feedback = (
                 f"The `{call.name}` arguments were missing required field(s): "
                 f"{', '.join(missing)}. Call `{call.name}` again with every required field."
             )
             message = retry_result_message(turn.items, call.id, feedback)
             assert message is not None  # the turn holds at least this call
-            self._new_messages.append(message)
-            self._output_retries += 1
-            self._state = PREPARING_REQUEST
+            self._state.new_messages.append(message)
+            self._state.output_retries += 1
+            self._state.phase = PREPARING_REQUEST
             return self.next_step()
         content = tuple(i for i in turn.items if not isinstance(i, ToolCall)) + (Text(output),)
-        self._new_messages.append(AssistantMessage(content, turn.message_id))
+        self._state.new_messages.append(AssistantMessage(content, turn.message_id))
         return self._finish(output, content, count)
 
     def _call_tools(self, turn: Advancing) -> CallTools:
@@ -829,26 +725,26 @@ class AgentRun:
                     break
             calls.append(PendingToolCall(item, turn.skipped.get(position), internal))
         executing = Executing(tuple(calls))
-        self._state = executing
+        self._state.phase = executing
         return CallTools(executing.calls)
 
     def _meets_output_schema(self, text: str) -> bool:
         try:
-            value = json.loads(text, parse_constant=_reject_constant)
+            value = json.loads(text, parse_constant=reject_constant)
         except ValueError:
             return False
-        return not missing_required_fields(self._output_schema, value)
+        return not missing_required_fields(self._state.output_schema, value)
 
     def _finish(
         self, output: str, content: tuple[AssistantContent, ...], output_tool_calls: int
     ) -> Done:
         response = PromptResponse(
             output=output,
-            usage=self._usage,
-            completion_calls=tuple(self._completion_calls),
-            messages=tuple(self._new_messages),
+            usage=self._state.usage,
+            completion_calls=tuple(self._state.completion_calls),
+            messages=tuple(self._state.new_messages),
             content=content,
             output_tool_calls=output_tool_calls,
         )
-        self._state = Finished(response)
+        self._state.phase = Finished(response)
         return Done(response)

@@ -1,7 +1,8 @@
 """JSON form of a run: upstream rig's field names and tagging, plus `schema_version`.
 
-This module writes runs and loads them; the strict field-by-field reading is in
-`app.core.decode` (re-exported here).
+A run's data is `app.core.state.RunState`; this module writes it and reads it back by
+walking its fields (each declares its own codec), brings older documents up to date, and
+re-exports the value encoders and strict decoders (`app.core.encode`, `app.core.decode`).
 
 Version 0 is upstream's own format (no `schema_version` key); it is upgraded on load.
 Every later change to the stored shape bumps `SCHEMA_VERSION` and registers one small
@@ -13,52 +14,35 @@ Version 2 adds a tool result's `"is_error": true` (written only when set).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
-from app.core.content import (
-    AssistantContent,
-    Image,
-    Json,
-    Message,
-    Reasoning,
-    ReasoningBlock,
-    SystemMessage,
-    Text,
-    ToolCall,
-    ToolResult,
-    ToolResultContent,
-    UserContent,
-    UserMessage,
-)
 from app.core.decode import (
     assistant_content_from,
     completion_call_from,
     finish_reason_from,
     message_from,
     model_turn_from,
-    run_from_dict,
     tool_call_from,
     tool_choice_from,
     tool_result_from,
     usage_from,
     user_content_from,
 )
-from app.core.errors import StateDecodeError
-from app.core.types import (
-    KNOWN_FINISH_REASONS,
-    CompletionCall,
-    FinishReason,
-    ModelTurn,
-    PendingToolCall,
-    PromptResponse,
-    ToolChoice,
-    Usage,
+from app.core.encode import (
+    assistant_content_to_dict,
+    completion_call_to_dict,
+    message_to_dict,
+    model_turn_to_dict,
+    tool_call_to_dict,
+    tool_result_to_dict,
+    usage_to_dict,
+    user_content_to_dict,
 )
-
-if TYPE_CHECKING:
-    from app.core.run import AgentRun
+from app.core.errors import StateDecodeError
+from app.core.fields import decoded, obj
+from app.core.state import CODECS, RunState
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -75,8 +59,8 @@ __all__ = [
     "message_to_dict",
     "model_turn_from",
     "model_turn_to_dict",
-    "run_from_dict",
-    "run_to_dict",
+    "state_from_dict",
+    "state_to_dict",
     "tool_call_from",
     "tool_call_to_dict",
     "tool_choice_from",
@@ -93,264 +77,28 @@ SCHEMA_VERSION = 2
 
 Doc = dict[str, Any]
 
-# --- encoding -------------------------------------------------------------------------------
 
-
-def usage_to_dict(u: Usage) -> Doc:
-    return {
-        "input_tokens": u.input_tokens,
-        "output_tokens": u.output_tokens,
-        "total_tokens": u.total_tokens,
-        "cached_input_tokens": u.cached_input_tokens,
-        "cache_creation_input_tokens": u.cache_creation_input_tokens,
-        "tool_use_prompt_tokens": u.tool_use_prompt_tokens,
-        "reasoning_tokens": u.reasoning_tokens,
-    }
-
-
-def _provider(call_id: str | None, item_id: str | None) -> Doc | None:
-    if call_id is None:
-        return None
-    out: Doc = {"call_id": call_id}
-    if item_id is not None:
-        out["item_id"] = item_id
-    return out
-
-
-def tool_call_to_dict(c: ToolCall) -> Doc:
-    out: Doc = {"id": c.id}
-    provider = _provider(c.provider_call_id, c.provider_item_id)
-    if provider is not None:
-        out["provider"] = provider
-    out["function"] = {"name": c.name, "arguments": c.arguments}
-    out["signature"] = c.signature
-    out["additional_params"] = c.additional_params
-    return out
-
-
-def _text(t: Text) -> Doc:
-    out: Doc = {"type": "text", "text": t.text}
-    if t.additional_params:
-        out["additional_params"] = t.additional_params
-    return out
-
-
-def _image(i: Image) -> Doc:
-    out: Doc = {"type": "image", "data": i.data, "media_type": i.media_type, "detail": i.detail}
-    if i.additional_params:
-        out["additional_params"] = i.additional_params
-    return out
-
-
-def _reasoning_block(b: ReasoningBlock) -> Doc:
-    if b.kind == "text":
-        inner: Doc = {"text": b.text}
-        if b.signature is not None:
-            inner["signature"] = b.signature
-        return {"type": "text", "content": inner}
-    if b.kind == "redacted":
-        return {"type": "redacted", "content": {"data": b.text}}
-    return {"type": b.kind, "content": b.text}
-
-
-def assistant_content_to_dict(item: AssistantContent) -> Doc:
-    if isinstance(item, Text):
-        return _text(item)
-    if isinstance(item, ToolCall):
-        return {"type": "toolcall", **tool_call_to_dict(item)}
-    if isinstance(item, Reasoning):
-        return {
-            "type": "reasoning",
-            "id": item.id,
-            "content": [_reasoning_block(b) for b in item.content],
-        }
-    return _image(item)
-
-
-def _result_content(item: ToolResultContent) -> Doc:
-    if isinstance(item, Text):
-        return _text(item)
-    if isinstance(item, Json):
-        return {"type": "json", "value": item.value}
-    return _image(item)
-
-
-def tool_result_to_dict(r: ToolResult) -> Doc:
-    out: Doc = {"type": "toolresult", "call": r.call_id}
-    provider = _provider(r.provider_call_id, r.provider_item_id)
-    if provider is not None:
-        out["provider"] = provider
-    out["name"] = r.name
-    out["content"] = [_result_content(c) for c in r.content]
-    if r.is_error:
-        out["is_error"] = True
-    return out
-
-
-def user_content_to_dict(item: UserContent) -> Doc:
-    if isinstance(item, Text):
-        return _text(item)
-    if isinstance(item, ToolResult):
-        return tool_result_to_dict(item)
-    return _image(item)
-
-
-def message_to_dict(m: Message) -> Doc:
-    if isinstance(m, SystemMessage):
-        return {"role": "system", "content": m.content}
-    if isinstance(m, UserMessage):
-        return {"role": "user", "content": [user_content_to_dict(c) for c in m.content]}
-    return {
-        "role": "assistant",
-        "id": m.id,
-        "content": [assistant_content_to_dict(c) for c in m.content],
-    }
-
-
-def tool_choice_to_json(tc: ToolChoice | None) -> Any:
-    if tc is None:
-        return None
-    if tc.kind == "specific":
-        return {"specific": {"function_names": list(tc.function_names)}}
-    return tc.kind
-
-
-def finish_reason_to_json(reason: FinishReason) -> Any:
-    if reason is None or reason in KNOWN_FINISH_REASONS:
-        return reason
-    return {"other": reason}
-
-
-def completion_call_to_dict(c: CompletionCall) -> Doc:
-    out: Doc = {"call_index": c.call_index, "usage": usage_to_dict(c.usage)}
-    for key in ("message_id", "response_id", "provider_request_id"):
-        value = getattr(c, key)
-        if value is not None:
-            out[key] = value
-    if c.finish_reason is not None:
-        out["finish_reason"] = finish_reason_to_json(c.finish_reason)
-    if c.raw is not None:
-        out["raw"] = c.raw
-    return out
-
-
-def _repeats(items: tuple[Any, ...] | None, of: list[Any]) -> bool:
-    return (
-        items is not None
-        and len(items) == len(of)
-        and all(a is b for a, b in zip(items, of, strict=True))
-    )
-
-
-def response_to_dict(r: PromptResponse, run: AgentRun | None = None) -> Doc:
-    """A response; with `run`, the messages and calls it repeats from the run's own
-    lists are written as their count (the stored layout's log holds them)."""
-    out: Doc = {"output": r.output, "usage": usage_to_dict(r.usage)}
-    if r.completion_calls:
-        if run is not None and _repeats(r.completion_calls, run._completion_calls):
-            out["completion_calls"] = len(r.completion_calls)
-        else:
-            out["completion_calls"] = [completion_call_to_dict(c) for c in r.completion_calls]
-    if run is not None and _repeats(r.messages, run._new_messages):
-        out["messages"] = len(run._new_messages)
-    else:
-        out["messages"] = None if r.messages is None else [message_to_dict(m) for m in r.messages]
-    out["content"] = [assistant_content_to_dict(c) for c in r.content]
-    return out
-
-
-def pending_to_dict(p: PendingToolCall) -> Doc:
-    return {
-        "tool_call": tool_call_to_dict(p.tool_call),
-        "preresolved_result": None
-        if p.preresolved_result is None
-        else tool_result_to_dict(p.preresolved_result),
-        "internal_call_id": p.internal_call_id,
-    }
-
-
-def model_turn_to_dict(t: ModelTurn) -> Doc:
-    out: Doc = {
-        "message_id": t.message_id,
-        "response_id": t.response_id,
-        "provider_request_id": t.provider_request_id,
-        "choice": [assistant_content_to_dict(c) for c in t.choice],
-        "usage": usage_to_dict(t.usage),
-        "executable_tool_names": sorted(t.executable_tool_names),
-        "allowed_tool_names": sorted(t.allowed_tool_names),
-        "finish_reason": finish_reason_to_json(t.finish_reason),
-    }
-    if t.raw is not None:
-        out["raw"] = t.raw
-    return out
-
-
-def run_to_dict(run: AgentRun, *, log: bool = False) -> Doc:
+def state_to_dict(state: RunState, *, log: bool = False) -> Doc:
     """The whole run; `log`: without its conversation lists (`chat_history`,
     `new_messages`, `completion_calls`), and a finished run's response counting the
     messages and calls it repeats from them (`app.core.stored` writes those once)."""
-    from app.core.run import Advancing, Executing, Finished, Resolving
-
-    r = run
-    state = r._state
-    state_doc: Any
-    if isinstance(state, str):
-        state_doc = state
-    elif isinstance(state, Resolving):
-        state_doc = {
-            "ResolvingToolCalls": {
-                "message_id": state.message_id,
-                "original_choice": [assistant_content_to_dict(c) for c in state.original_choice],
-                "items": [assistant_content_to_dict(c) for c in state.items],
-                "next_index": state.next_index,
-                "executable_tool_names": sorted(state.executable_tool_names),
-                "allowed_tool_names": sorted(state.allowed_tool_names),
-                "skipped": {str(k): tool_result_to_dict(v) for k, v in state.skipped.items()},
-                "recovered": state.recovered,
-                "any_skipped": state.any_skipped,
-                "has_tool_calls": state.has_tool_calls,
-            }
-        }
-    elif isinstance(state, Advancing):
-        state_doc = {
-            "AwaitingAdvance": {
-                "message_id": state.message_id,
-                "items": [assistant_content_to_dict(c) for c in state.items],
-                "has_tool_calls": state.has_tool_calls,
-                "skipped": {str(k): tool_result_to_dict(v) for k, v in state.skipped.items()},
-                "internal_call_ids": [list(p) for p in state.internal_call_ids],
-            }
-        }
-    elif isinstance(state, Executing):
-        state_doc = {"ExecutingTools": [pending_to_dict(p) for p in state.calls]}
-    else:
-        assert isinstance(state, Finished)
-        state_doc = {"Done": response_to_dict(state.response, r if log else None)}
-    doc: Doc = {
-        "schema_version": SCHEMA_VERSION,
-        "max_turns": r._max_turns,
-        "max_invalid_tool_call_retries": r._max_invalid_tool_call_retries,
-        "tool_choice": tool_choice_to_json(r._tool_choice),
-        "output_tool_name": r._output_tool_name,
-        "output_schema": r._output_schema,
-        "max_output_retries": r._max_output_retries,
-        "output_retries": r._output_retries,
-    }
-    if not log:  # (key order as upstream's)
-        doc["chat_history"] = (
-            None if r._chat_history is None else [message_to_dict(m) for m in r._chat_history]
-        )
-        doc["new_messages"] = [message_to_dict(m) for m in r._new_messages]
-    doc["current_turn"] = r._current_turn
-    doc["usage"] = usage_to_dict(r._usage)
-    if not log:
-        doc["completion_calls"] = [completion_call_to_dict(c) for c in r._completion_calls]
-    doc["completion_call_index"] = r._completion_call_index
-    doc["invalid_tool_call_retries"] = r._invalid_tool_call_retries
-    doc["rollback_pending"] = r._rollback_pending
-    doc["streamed_completion_call_recorded"] = r._streamed_completion_call_recorded
-    doc["state"] = state_doc
+    lists = (state.new_messages, state.completion_calls) if log else None
+    doc: Doc = {"schema_version": SCHEMA_VERSION}
+    for name, key, codec in CODECS:
+        if not (log and codec.logged):
+            doc[key] = codec.write(getattr(state, name), lists)
     return doc
+
+
+def _read_state(value: Any) -> RunState:
+    d = obj(value)
+    return RunState(**{name: codec.read(d, key) for name, key, codec in CODECS})
+
+
+def state_from_dict(doc: Any) -> RunState:
+    """A run's state from its (current-schema) document, field by field, as upstream's
+    `AgentRun`; a refusal is a `StateDecodeError` naming the field."""
+    return decoded(_read_state, doc, "")
 
 
 def dumps(doc: Any) -> str:
@@ -507,8 +255,8 @@ def upgrade(doc: Doc) -> Doc:
     return doc
 
 
-def loads(data: str | bytes) -> AgentRun:
-    """A run from its JSON text; every failure is a `StateDecodeError`."""
+def loads(data: str | bytes) -> RunState:
+    """A run's state from its JSON text; every failure is a `StateDecodeError`."""
     try:
         doc = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -518,10 +266,11 @@ def loads(data: str | bytes) -> AgentRun:
     return load_doc(doc, upgraded=False)
 
 
-def load_doc(doc: Doc, *, upgraded: bool = True) -> AgentRun:
-    """A run from its document (`upgraded`: already at the current schema version)."""
+def load_doc(doc: Doc, *, upgraded: bool = True) -> RunState:
+    """A run's state from its document (`upgraded`: already at the current schema
+    version)."""
     try:
-        return run_from_dict(doc if upgraded else upgrade(doc))
+        return state_from_dict(doc if upgraded else upgrade(doc))
     except StateDecodeError:
         raise
     except RecursionError:  # the decoder is bounded; this only keeps the promise absolute

@@ -1,6 +1,6 @@
 """A run as the service stores it: a small control document and an append-only log.
 
-The serialized run (`serde.run_to_dict`) holds three lists that only ever grow: the
+The serialized run (`serde.state_to_dict`) holds three lists that only ever grow: the
 given `chat_history` (fixed at creation), `new_messages` and `completion_calls` (one per
 model call, with the provider's raw answer). Rewriting them on every transition made a
 tool round's cost grow with the conversation. Here they are written once: each
@@ -20,25 +20,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from app.core.errors import StateDecodeError
+from app.core.run import AgentRun
 from app.core.serde import (
     SCHEMA_VERSION,
     completion_call_to_dict,
     dumps,
     load_doc,
-    loads,
     message_to_dict,
-    run_to_dict,
+    state_to_dict,
     upgrade,
 )
 from app.core.types import USAGE_FIELDS
-
-if TYPE_CHECKING:
-    from app.core.run import AgentRun
 
 Doc = dict[str, Any]
 
@@ -205,8 +202,7 @@ def load(control: str, log: str | None = None, *, control_only: bool = False) ->
     except orjson.JSONDecodeError as exc:
         raise StateDecodeError(f"serialized run is not valid JSON: {exc}") from None
     if not isinstance(doc, dict) or LOG_KEY not in doc:  # a whole (legacy) document
-        run = loads(control)
-        return Loaded(run, Extent(), stored=False)
+        return Loaded(AgentRun.from_json(control), Extent(), stored=False)
     extent = Extent.of(doc.pop(LOG_KEY))
     for key, value in DEFAULTS.items():
         doc.setdefault(key, value)
@@ -219,7 +215,7 @@ def load(control: str, log: str | None = None, *, control_only: bool = False) ->
     if control_only:
         if _done_body(doc) is not None:
             raise StateDecodeError("a finished run loads with its log")
-        run = load_doc(doc, upgraded=False)
+        run = AgentRun.from_state(load_doc(doc, upgraded=False))
         return Loaded(run, extent, base=(extent.messages, extent.calls))
     try:
         doc = upgrade(doc)
@@ -235,7 +231,7 @@ def load(control: str, log: str | None = None, *, control_only: bool = False) ->
         for key, short in (("messages", "m"), ("completion_calls", "c")):
             if type(done.get(key)) is int:
                 done[key] = lists[short][: done[key]]
-    return Loaded(load_doc(doc), extent)
+    return Loaded(AgentRun.from_state(load_doc(doc)), extent)
 
 
 def split_document(text: str) -> tuple[str, str | None]:
@@ -326,20 +322,19 @@ def snapshot(loaded: Loaded) -> Snapshot:
     """The control document of the run as it is now, and the batch of what it added
     since it was loaded (or last snapshotted); `loaded` then counts those as stored.
     Only the new items are serialized: the cost does not grow with the conversation."""
-    run = loaded.run
-    doc = run_to_dict(run, log=True)
+    state = loaded.run.state
+    doc = state_to_dict(state, log=True)
     extent = loaded.extent if loaded.stored else Extent()
     base_m, base_c = loaded.base
-    messages = run.messages()
-    calls = run.completion_calls()
+    messages = state.new_messages
+    calls = state.completion_calls
     new: Doc = {}
     if loaded.stored:
         history_count = extent.history
     else:
-        full = run.full_history()
-        given = full[: len(full) - len(messages)]
-        history_count = None if run_has_no_history(run) else len(given)
-        if history_count is not None:
+        given = state.chat_history  # None: none given (rig keeps None apart from [])
+        history_count = None if given is None else len(given)
+        if given is not None:
             new["h"] = [message_to_dict(m) for m in given]
     fresh_m = messages[extent.messages - base_m :]
     fresh_c = calls[extent.calls - base_c :]
@@ -366,11 +361,6 @@ def snapshot(loaded: Loaded) -> Snapshot:
     loaded.extent = after
     loaded.stored = True
     return Snapshot(dumps(doc), batch, after)
-
-
-def run_has_no_history(run: AgentRun) -> bool:
-    """Whether the run was given no history at all (rig keeps None apart from [])."""
-    return run._chat_history is None
 
 
 def initial(run: AgentRun) -> Snapshot:

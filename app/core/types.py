@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from app.core.checks import (
@@ -18,7 +18,6 @@ from app.core.content import (
     ASSISTANT_ITEMS,
     AssistantContent,
     Message,
-    Reasoning,
     ToolCall,
     ToolResult,
 )
@@ -37,7 +36,8 @@ def _set(obj: object, name: str, value: object) -> None:
     object.__setattr__(obj, name, value)
 
 
-def _check_identity(obj: object, *fields: str) -> None:
+def check_identity(obj: object, *fields: str) -> None:
+    """Optional string fields (ids, a finish reason): None or a valid str."""
     for name in fields:
         value = getattr(obj, name)
         if value is not None and not (type(value) is str and value.isascii()):
@@ -132,7 +132,7 @@ class CompletionCall:
             check_count("CompletionCall", "call_index", self.call_index)
         if type(self.usage) is not Usage:
             check_instance("CompletionCall", "usage", self.usage, Usage)
-        _check_identity(self, "message_id", "response_id", "provider_request_id", "finish_reason")
+        check_identity(self, "message_id", "response_id", "provider_request_id", "finish_reason")
         _set(self, "raw", freeze(self.raw, "CompletionCall.raw"))
 
 
@@ -165,7 +165,7 @@ class ModelTurn:
         check_instance("ModelTurn", "usage", self.usage, Usage)
         for name in ("executable_tool_names", "allowed_tool_names"):
             _set(self, name, names_of("ModelTurn", name, getattr(self, name)))
-        _check_identity(self, "message_id", "response_id", "provider_request_id", "finish_reason")
+        check_identity(self, "message_id", "response_id", "provider_request_id", "finish_reason")
         _set(self, "raw", freeze(self.raw, "ModelTurn.raw"))
 
 
@@ -311,7 +311,7 @@ class CompletionIdentity:
     provider_request_id: str | None = None
 
     def __post_init__(self) -> None:
-        _check_identity(self, "message_id", "response_id", "provider_request_id")
+        check_identity(self, "message_id", "response_id", "provider_request_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,7 +329,7 @@ class StreamedTurn:
         _set(self, "choice", items_of("StreamedTurn", "choice", self.choice, ASSISTANT_ITEMS))
         for name in ("executable_tool_names", "allowed_tool_names"):
             _set(self, name, names_of("StreamedTurn", name, getattr(self, name)))
-        _check_identity(self, "message_id", "finish_reason")
+        check_identity(self, "message_id", "finish_reason")
         pairs = tuple(
             tuple(p)
             for p in items_of(
@@ -344,55 +344,3 @@ class StreamedTurn:
             for part in pair:
                 check_str("StreamedTurn", "internal_call_ids item", part)
         _set(self, "internal_call_ids", pairs)
-
-
-@dataclass(frozen=True, slots=True)
-class PartialStreamedTurn:
-    """What a stream delivered before an invalid tool call showed up."""
-
-    message_id: str | None = None
-    text: str | None = None
-    reasoning: tuple[Reasoning, ...] = ()
-    pending_tool_calls: tuple[ToolCall, ...] = ()
-
-    def __post_init__(self) -> None:
-        _check_identity(self, "message_id", "text")
-        _set(
-            self,
-            "reasoning",
-            items_of("PartialStreamedTurn", "reasoning", self.reasoning, Reasoning),
-        )
-        calls = items_of(
-            "PartialStreamedTurn", "pending_tool_calls", self.pending_tool_calls, ToolCall
-        )
-        _set(self, "pending_tool_calls", calls)
-
-
-@dataclass(frozen=True, slots=True)
-class StreamedInvalidToolCall:
-    tool_call: ToolCall
-    internal_call_id: str
-    args: str | None = None
-    executable_tool_names: frozenset[str] = field(default_factory=frozenset)
-    allowed_tool_names: frozenset[str] = field(default_factory=frozenset)
-
-    def __post_init__(self) -> None:
-        owner = "StreamedInvalidToolCall"
-        check_instance(owner, "tool_call", self.tool_call, ToolCall)
-        check_str(owner, "internal_call_id", self.internal_call_id)
-        check_optional_str(owner, "args", self.args)
-        for name in ("executable_tool_names", "allowed_tool_names"):
-            _set(self, name, names_of(owner, name, getattr(self, name)))
-
-
-@dataclass(frozen=True, slots=True)
-class Repaired:
-    tool_name: str
-
-
-@dataclass(frozen=True, slots=True)
-class TurnAbandoned:
-    skipped_tool_result: ToolResult | None = None
-
-
-StreamedResolution: TypeAlias = Repaired | TurnAbandoned

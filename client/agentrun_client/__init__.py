@@ -1,9 +1,10 @@
 """The Python client of agentrun-service (docs/client.md): `Client` / `AsyncClient`, typed
 models and exceptions, and tool executors built from one `ToolRegistry`."""
 
-from agentrun_client._async import AsyncClient, AsyncRuns, AsyncRunWaiter
+from agentrun_client._async import AsyncClient, AsyncQueues, AsyncRuns, AsyncRunWaiter
 from agentrun_client._base import RetryPolicy, RunOptions
-from agentrun_client._sync import Client, Runs, RunWaiter
+from agentrun_client._sync import Client, Queues, Runs, RunWaiter
+from agentrun_client._sync_shims import QueueExecutor
 from agentrun_client.errors import (
     AgentrunError,
     APIConnectionError,
@@ -12,6 +13,7 @@ from agentrun_client.errors import (
     BadRequest,
     Conflict,
     Forbidden,
+    InvalidInput,
     NotFound,
     PayloadTooLarge,
     RateLimited,
@@ -44,7 +46,7 @@ from agentrun_client.models import (
     Usage,
     UsageTotals,
 )
-from agentrun_client.queue import AsyncQueueExecutor, AsyncQueues, QueueExecutor, Queues
+from agentrun_client.queue import AsyncQueueExecutor
 from agentrun_client.tools import Tool, ToolCallContext, ToolRegistry
 
 __all__ = [
@@ -66,6 +68,7 @@ __all__ = [
     "EventType",
     "FieldError",
     "Forbidden",
+    "InvalidInput",
     "LeaseExtended",
     "LeasedCall",
     "Message",

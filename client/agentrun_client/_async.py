@@ -1,9 +1,12 @@
-"""The asynchronous client (`AsyncClient`): `_sync.py` with `async`/`await`; a change to
-one is made to the other."""
+"""The client, written once: `AsyncClient` and its resources (`AsyncRuns`, `AsyncRunWaiter`,
+`AsyncQueues`). `_sync.py` (`Client`, `Runs`, `RunWaiter`, `Queues`) is generated from this
+file by unasync (`make sync-client`, client/scripts/generate_sync.py; a test fails when it is
+stale): edit this file, then regenerate. What unasync cannot turn into its sync form
+(sleeping, executing tools, serving a queue) goes through `_async_shims.py` and its sync
+twin `_sync_shims.py`."""
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Collection, Iterable, Mapping
@@ -13,6 +16,7 @@ from typing import Any, Unpack
 import httpx
 
 from agentrun_client import _base
+from agentrun_client._async_shims import AsyncQueueExecutor, AsyncToolRunner, sleep
 from agentrun_client._base import Call, DeadlineReached, RetryPolicy, RunOptions, Tools
 from agentrun_client.errors import (
     APIConnectionError,
@@ -30,6 +34,9 @@ from agentrun_client.models import (
     ConversationMessage,
     Event,
     EventList,
+    LeasedCall,
+    LeaseExtended,
+    LeaseList,
     MessagePage,
     Run,
     RunPage,
@@ -39,17 +46,20 @@ from agentrun_client.models import (
     ToolResult,
     Usage,
 )
-from agentrun_client.queue import AsyncQueueExecutor, AsyncQueues
+from agentrun_client.queue import heartbeat_call, lease_call, result_call
 from agentrun_client.tools import ToolRegistry
+
+Statuses = Collection[RunStatus | str] | RunStatus | str | None
 
 
 class AsyncClient:
-    """The API, asynchronously.
+    """The API: `runs`, `queues`, `usage`, and the inline executor (`run`, `execute`).
 
     `base_url` and `api_key` default to `AGENTRUN_BASE_URL` (else http://127.0.0.1:8000)
     and `AGENTRUN_API_KEY`. `retry` bounds the retries of safe calls (`RetryPolicy`);
-    `http_client` replaces the underlying `httpx.AsyncClient` (its base URL and headers are then
-    the caller's to set).
+    `http_client` replaces the underlying httpx client (an `httpx.Client` for `Client`, an
+    `httpx.AsyncClient` for `AsyncClient`; its base URL and headers are then the caller's to
+    set).
     """
 
     def __init__(
@@ -91,27 +101,17 @@ class AsyncClient:
 
     async def request(self, call: Call) -> httpx.Response:
         """Send `call`, retrying within the policy; a refusal raises its `APIError`."""
-        started = time.monotonic()
+        failed = 0.0  # when the first attempt failed: the retry budget counts from there
         attempt = 0
         while True:
+            request = _base.build_request(self.http, call)  # (`InvalidInput`: nothing sent)
             try:
-                request = self.http.build_request(
-                    call.method,
-                    call.path,
-                    params=call.params,
-                    json=call.json,
-                    headers=call.headers,
-                    timeout=call.timeout or self.http.timeout,
-                )
-                if call.anonymous:
-                    request.headers.pop("authorization", None)
                 response = await self.http.send(request)
             except httpx.TransportError as exc:
-                if call.held and attempt == 0:
-                    started = time.monotonic()  # (the hold is not spent from the budget)
+                failed = failed or time.monotonic()
                 delay = None
                 if _base.retryable_error(exc, call.safe):
-                    delay = self.retry.delay(attempt, time.monotonic() - started)
+                    delay = self.retry.delay(attempt, time.monotonic() - failed)
                 if delay is None:
                     kind = (
                         APITimeoutError
@@ -122,23 +122,23 @@ class AsyncClient:
             else:
                 if response.is_success:
                     return response
-                if call.held and attempt == 0:
-                    started = time.monotonic()
+                failed = failed or time.monotonic()
                 delay = None
                 if _base.retryable_status(response.status_code, call.safe):
                     delay = self.retry.delay(
-                        attempt, time.monotonic() - started, retry_after_of(response)
+                        attempt, time.monotonic() - failed, retry_after_of(response)
                     )
                 if delay is None:
                     raise error_for(response)
-            await asyncio.sleep(delay)
+            await sleep(delay)
             attempt += 1
 
     async def usage(self, *, from_: Any = None, to: Any = None) -> Usage:
         """Tokens and cost of every model call in a time range (default: the last day);
         `from_`/`to` are aware datetimes or RFC 3339 text."""
         call = Call("GET", "/v1/usage", params=_base.usage_params(from_, to), safe=True)
-        return Usage.model_validate((await self.request(call)).json())
+        response = await self.request(call)
+        return Usage.model_validate(response.json())
 
     async def run(
         self,
@@ -152,8 +152,9 @@ class AsyncClient:
     ) -> Run:
         """Create a run with the registry's tools, execute its tool calls here whenever it
         suspends, and return it once it has ended (or suspended for something only a
-        person can answer: a `resolve_invalid_tool_call`). Tools run on
-        this client's event loop (sync functions in threads).
+        person can answer: a `resolve_invalid_tool_call`). `AsyncClient` runs the tools on
+        the running event loop, `Client` on an event loop of this call's own (inside async
+        code use `AsyncClient`); sync functions run in threads (see `ToolRegistry`).
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         run = await self.runs.create(
@@ -164,8 +165,9 @@ class AsyncClient:
     async def serve_queue(
         self, tools: ToolRegistry, *, queue: str, concurrency: int = 4, **options: Any
     ) -> None:
-        """Serve `tools` to the calls of `queue` until cancelled: an `AsyncQueueExecutor`
-        (docs/queue.md; `options`: lease_seconds, wait, grace, executor). For a clean stop,
+        """Serve `tools` to the calls of `queue`: an `AsyncQueueExecutor` until cancelled
+        (`AsyncClient`), a `QueueExecutor` until SIGTERM/SIGINT in the main thread (`Client`);
+        docs/queue.md (`options`: lease_seconds, wait, grace, executor). For a clean stop,
         make the executor yourself and call its `stop()`."""
         executor = AsyncQueueExecutor(self, tools, queue=queue, concurrency=concurrency, **options)
         await executor.run()
@@ -176,7 +178,8 @@ class AsyncClient:
         """Serve an existing run's tool calls from `tools` until it ends (what `run` does
         after creating it)."""
         statuses = SUSPENDED_OR_FINISHED
-        async with self.runs.waiter(run_id, deadline=deadline) as waiter:
+        waiter = self.runs.waiter(run_id, deadline=deadline)
+        async with AsyncToolRunner() as runner, waiter:
             while True:
                 run = await waiter.until(statuses)
                 statuses = SUSPENDED_OR_FINISHED
@@ -191,7 +194,7 @@ class AsyncClient:
                 if not calls:  # every call answered (or queued): until it moves on
                     statuses = _base.MOVED_ON
                     continue
-                results = await tools.execute_all(calls, run_id=run_id)
+                results = await runner.execute_all(tools, calls, run_id=run_id)
                 try:
                     await self.runs.submit_tool_outputs(run_id, results)
                 except Conflict:
@@ -209,7 +212,8 @@ class AsyncRuns:
         self._wait_route = True  # until the server shows it has no `/wait` (RunWaiter)
 
     async def _json(self, call: Call) -> Any:
-        return (await self._client.request(call)).json()
+        response = await self._client.request(call)
+        return response.json()
 
     async def create(
         self,
@@ -320,20 +324,21 @@ class AsyncRuns:
     async def wait(
         self,
         run_id: str,
-        statuses: Collection[RunStatus | str] | RunStatus | str | None = None,
+        statuses: Statuses = None,
         *,
         timeout: float | None = None,
     ) -> Run:
         """The run once its status is one of `statuses` (default: suspended or ended) or it
         has ended; `WaitTimeout` after `timeout` seconds."""
         async with self.waiter(run_id, timeout=timeout) as waiter:
-            return await waiter.until(_base.statuses_of(statuses))
+            return await waiter.until(statuses)
 
     def waiter(
         self, run_id: str, *, timeout: float | None = None, deadline: float | None = None
     ) -> AsyncRunWaiter:
         """Successive waits on one run within `timeout` seconds (or until the
-        `time.monotonic()` `deadline`); use it as an async context manager."""
+        `time.monotonic()` `deadline`); use it as a context manager (`async with` for the
+        `AsyncClient`)."""
         if deadline is None and timeout is not None:
             deadline = time.monotonic() + timeout
         return AsyncRunWaiter(self, run_id, deadline)
@@ -384,20 +389,27 @@ class AsyncRuns:
                 delay = retry.delay(attempt, time.monotonic() - started)
                 if delay is None:
                     raise APIConnectionError(f"GET {path} (stream): {exc!r}") from exc
-            if delay is None:  # the server ended the stream
-                if not got and (await self.get(run_id)).is_terminal:
+            if delay is None and not got:  # the server ended the stream, having sent nothing
+                run = await self.get(run_id)
+                if run.is_terminal:
                     return  # nothing more will come
-                if not got:  # (a live run's stream is followed, whatever the budget says)
-                    delay = retry.delay(attempt, time.monotonic() - started) or retry.max_delay
+                # (a live run's stream is followed, whatever the budget says)
+                delay = retry.delay(attempt, time.monotonic() - started) or retry.max_delay
             if delay:
                 if deadline is not None:
                     delay = min(delay, max(0.0, deadline - time.monotonic()))
-                await asyncio.sleep(delay)
+                await sleep(delay)
             attempt += 0 if got else 1
 
 
 class AsyncRunWaiter:
-    """`RunWaiter` (in `_sync.py`), asynchronously."""
+    """Waits for one run's statuses, one wait after another.
+
+    Each wait is the API's long poll, `GET /v1/runs/{id}/wait`, asked again whenever the
+    server's hold (at most 60 s) ends first; nothing polls. Against a server without that
+    route (an older one) it follows the run's live event stream instead, on one connection
+    for all the waits: it reads the run, and again after each event that can lead to a
+    status waited for."""
 
     def __init__(self, runs: AsyncRuns, run_id: str, deadline: float | None) -> None:
         self._runs = runs
@@ -406,17 +418,19 @@ class AsyncRunWaiter:
         self.run: Run | None = None  # as last read
         self._events: AsyncGenerator[Event, None] | None = None
 
-    async def until(self, statuses: frozenset[RunStatus]) -> Run:
-        """The run once its status is in `statuses` or it has ended (`WaitTimeout` at the
-        deadline)."""
+    async def until(self, statuses: Statuses = None) -> Run:
+        """The run once its status is one of `statuses` (`RunStatus` members or their names,
+        a collection or one; default: suspended or ended) or it has ended (`WaitTimeout` at
+        the deadline)."""
+        wanted = _base.statuses_of(statuses)
         if self._runs._wait_route:
             try:
-                return await self._long_poll(statuses)
+                return await self._long_poll(wanted)
             except APIError as exc:
                 if not _base.no_wait_route(exc):
                     raise
                 self._runs._wait_route = False
-        return await self._follow(statuses)
+        return await self._follow(wanted)
 
     async def _long_poll(self, statuses: frozenset[RunStatus]) -> Run:
         client = self._runs._client
@@ -424,7 +438,8 @@ class AsyncRunWaiter:
             left = None if self.deadline is None else self.deadline - time.monotonic()
             seconds = _base.MAX_WAIT_SECONDS if left is None else left
             call = _base.wait_call(self.run_id, statuses, seconds, client.timeout)
-            run = self.run = Run.model_validate((await client.request(call)).json())
+            response = await client.request(call)
+            run = self.run = Run.model_validate(response.json())
             if run.status in statuses or run.is_terminal:
                 return run
             if self.deadline is not None and time.monotonic() >= self.deadline:
@@ -459,3 +474,40 @@ class AsyncRunWaiter:
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+
+class AsyncQueues:
+    """`/v1/queues`: lease, heartbeat, complete (the executors: `AsyncQueueExecutor`,
+    `QueueExecutor`)."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+
+    async def lease(
+        self,
+        queue: str,
+        *,
+        limit: int = 1,
+        wait: float = 30.0,
+        lease_seconds: float = 60.0,
+        executor: str | None = None,
+    ) -> builtins.list[LeasedCall]:
+        """Up to `limit` calls of `queue`, waiting up to `wait` seconds for one."""
+        response = await self._client.request(
+            lease_call(queue, limit, wait, lease_seconds, executor)
+        )
+        return LeaseList.model_validate(response.json()).calls
+
+    async def heartbeat(
+        self, queue: str, lease_token: str, *, lease_seconds: float = 60.0
+    ) -> LeaseExtended:
+        """Extend a lease (`Conflict` with code `tool-call-lease-lost` once it moved on)."""
+        response = await self._client.request(heartbeat_call(queue, lease_token, lease_seconds))
+        return LeaseExtended.model_validate(response.json())
+
+    async def complete(
+        self, queue: str, lease_token: str, output: Any, *, is_error: bool = False
+    ) -> SubmitOutcome:
+        """Answer a leased call (retried safely: the same answer again is a no-op)."""
+        response = await self._client.request(result_call(queue, lease_token, output, is_error))
+        return SubmitOutcome.model_validate(response.json())

@@ -1,5 +1,6 @@
-"""What the sync and async clients share and that does no IO: the retry policy, the
-request bodies, the server-sent-events decoder and which events can wake a `wait`."""
+"""What the client's calls share and that does no IO: the retry policy, the request
+bodies and their encoding check, the server-sent-events decoder and which events can wake
+a `wait`."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any, Protocol, TypedDict
 
 import httpx
 
+from agentrun_client.errors import InvalidInput
 from agentrun_client.models import (
     SUSPENDED_OR_FINISHED,
     TERMINAL,
@@ -75,14 +77,18 @@ class RetryPolicy:
     API accepts again as a no-op) are retried on connection errors, timeouts, 502/503/504
     and 429; other calls only when the request cannot have been processed (the connection
     was never made, or 429). `Retry-After` is honoured; otherwise the delay doubles from
-    `base_delay` up to `max_delay`, with jitter. No retry starts once `max_elapsed` seconds
-    would have passed since the first attempt.
+    `base_delay` up to `max_delay`, with jitter (each delay is between half its ceiling and
+    the ceiling). No retry starts once `max_elapsed` seconds would have passed since the
+    first failure, nor after `max_retries` retries.
+
+    The default rides out an API that is away for about 13-15 s (a restart takes a few):
+    0.25 s doubling to 2 s, for 15 s from the first failure.
     """
 
-    max_retries: int = 4
-    max_elapsed: float = 60.0
+    max_retries: int = 20
+    max_elapsed: float = 15.0
     base_delay: float = 0.25
-    max_delay: float = 8.0
+    max_delay: float = 2.0
     rng: random.Random = field(default_factory=random.Random, compare=False, repr=False)
 
     def backoff(self, attempt: int) -> float:
@@ -90,7 +96,8 @@ class RetryPolicy:
         return ceiling / 2 + self.rng.uniform(0, ceiling / 2)
 
     def delay(self, attempt: int, elapsed: float, retry_after: float | None = None) -> float | None:
-        """Seconds to wait before retry number `attempt + 1`; None when the budget is spent."""
+        """Seconds to wait before retry number `attempt + 1`, `elapsed` seconds after the
+        first failure; None when the budget is spent."""
         if attempt >= self.max_retries:
             return None
         wait = retry_after if retry_after is not None else self.backoff(attempt)
@@ -126,7 +133,57 @@ class Call:
     safe: bool = False
     anonymous: bool = False  # sent without the API key (to a callback URL)
     timeout: httpx.Timeout | None = None  # instead of the client's
-    held: bool = False  # a long poll: the retry budget counts from its first failure
+
+
+def build_request(http: httpx.Client | httpx.AsyncClient, call: Call) -> httpx.Request:
+    """`call` as a request of `http`; what cannot be encoded (text with a lone surrogate,
+    which UTF-8 cannot carry; a header outside ASCII) raises `InvalidInput`, before
+    anything is sent."""
+    try:
+        request = http.build_request(
+            call.method,
+            call.path,
+            params=call.params,
+            json=call.json,
+            headers=call.headers,
+            timeout=call.timeout or http.timeout,
+        )
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{call.method} {call.path!r}: {_unencodable(call, exc)}") from exc
+    if call.anonymous:
+        request.headers.pop("authorization", None)
+    return request
+
+
+def surrogate_in(value: Any, where: str) -> str | None:
+    """Where `value` (JSON-like) holds a surrogate code point, said for a person; None if
+    nowhere. Python text may hold one (`"\\ud800"`, half of a pair split apart); Unicode
+    text cannot, so neither can JSON in UTF-8."""
+    if isinstance(value, str):
+        for i, char in enumerate(value):
+            if "\ud800" <= char <= "\udfff":
+                return f"{where} holds a lone surrogate {char!r} at index {i}"
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            if isinstance(key, str) and (found := surrogate_in(key, f"a key of {where}")):
+                return found
+            if found := surrogate_in(item, f"{where}.{key!s}"):
+                return found
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            if found := surrogate_in(item, f"{where}[{i}]"):
+                return found
+    return None
+
+
+def _unencodable(call: Call, exc: UnicodeEncodeError) -> str:
+    found = surrogate_in(call.json, "body") or surrogate_in(dict(call.params or {}), "query")
+    if found:
+        return f"{found}, which is not Unicode text: nothing was sent"
+    for name, value in (call.headers or {}).items():
+        if not value.isascii():
+            return f"header {name} is {value!r}: HTTP headers are ASCII; nothing was sent"
+    return f"cannot be encoded ({exc.reason}): nothing was sent"
 
 
 def with_read_timeout(timeout: httpx.Timeout, read: float) -> httpx.Timeout:
@@ -199,7 +256,7 @@ def page_params(limit: int, cursor: str | None) -> dict[str, Any]:
 
 def run_path(run_id: str, suffix: str = "") -> str:
     if not run_id or not all(c.isalnum() or c in "_-" for c in run_id):
-        raise ValueError(f"not a run id: {run_id!r}")
+        raise InvalidInput(f"not a run id: {run_id!r}")
     return f"/v1/runs/{run_id}{suffix}"
 
 
@@ -260,7 +317,10 @@ def statuses_of(statuses: Iterable[RunStatus | str] | None) -> frozenset[RunStat
         return SUSPENDED_OR_FINISHED
     if isinstance(statuses, str):
         statuses = [statuses]
-    chosen = frozenset(RunStatus(s) for s in statuses)
+    try:
+        chosen = frozenset(RunStatus(s) for s in statuses)
+    except ValueError as exc:
+        raise InvalidInput(f"{exc}; the statuses are {', '.join(RunStatus)}") from None
     if not chosen:
         raise ValueError("wait for at least one status")
     return chosen
@@ -285,7 +345,6 @@ def wait_call(
         run_path(run_id, "/wait"),
         params=params,
         safe=True,
-        held=True,
         timeout=with_read_timeout(base, seconds + WAIT_READ_MARGIN),
     )
 

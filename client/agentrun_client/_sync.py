@@ -1,9 +1,14 @@
-"""The synchronous client (`Client`). `_async.py` is the same with `async`/`await`: a
-change to one is made to the other."""
+# Generated from _async.py by client/scripts/generate_sync.py (unasync): do not edit;
+# edit _async.py and run `make sync-client`.
+"""The client, written once: `AsyncClient` and its resources (`AsyncRuns`, `AsyncRunWaiter`,
+`AsyncQueues`). `_sync.py` (`Client`, `Runs`, `RunWaiter`, `Queues`) is generated from this
+file by unasync (`make sync-client`, client/scripts/generate_sync.py; a test fails when it is
+stale): edit this file, then regenerate. What unasync cannot turn into its sync form
+(sleeping, executing tools, serving a queue) goes through `_async_shims.py` and its sync
+twin `_sync_shims.py`."""
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import time
 from collections.abc import Collection, Generator, Iterable, Iterator, Mapping
@@ -14,6 +19,7 @@ import httpx
 
 from agentrun_client import _base
 from agentrun_client._base import Call, DeadlineReached, RetryPolicy, RunOptions, Tools
+from agentrun_client._sync_shims import QueueExecutor, SyncToolRunner, sleep
 from agentrun_client.errors import (
     APIConnectionError,
     APIError,
@@ -30,6 +36,9 @@ from agentrun_client.models import (
     ConversationMessage,
     Event,
     EventList,
+    LeasedCall,
+    LeaseExtended,
+    LeaseList,
     MessagePage,
     Run,
     RunPage,
@@ -39,17 +48,20 @@ from agentrun_client.models import (
     ToolResult,
     Usage,
 )
-from agentrun_client.queue import QueueExecutor, Queues
+from agentrun_client.queue import heartbeat_call, lease_call, result_call
 from agentrun_client.tools import ToolRegistry
+
+Statuses = Collection[RunStatus | str] | RunStatus | str | None
 
 
 class Client:
-    """The API, synchronously.
+    """The API: `runs`, `queues`, `usage`, and the inline executor (`run`, `execute`).
 
     `base_url` and `api_key` default to `AGENTRUN_BASE_URL` (else http://127.0.0.1:8000)
     and `AGENTRUN_API_KEY`. `retry` bounds the retries of safe calls (`RetryPolicy`);
-    `http_client` replaces the underlying `httpx.Client` (its base URL and headers are then
-    the caller's to set).
+    `http_client` replaces the underlying httpx client (an `httpx.Client` for `Client`, an
+    `httpx.AsyncClient` for `AsyncClient`; its base URL and headers are then the caller's to
+    set).
     """
 
     def __init__(
@@ -91,27 +103,17 @@ class Client:
 
     def request(self, call: Call) -> httpx.Response:
         """Send `call`, retrying within the policy; a refusal raises its `APIError`."""
-        started = time.monotonic()
+        failed = 0.0  # when the first attempt failed: the retry budget counts from there
         attempt = 0
         while True:
+            request = _base.build_request(self.http, call)  # (`InvalidInput`: nothing sent)
             try:
-                request = self.http.build_request(
-                    call.method,
-                    call.path,
-                    params=call.params,
-                    json=call.json,
-                    headers=call.headers,
-                    timeout=call.timeout or self.http.timeout,
-                )
-                if call.anonymous:
-                    request.headers.pop("authorization", None)
                 response = self.http.send(request)
             except httpx.TransportError as exc:
-                if call.held and attempt == 0:
-                    started = time.monotonic()  # (the hold is not spent from the budget)
+                failed = failed or time.monotonic()
                 delay = None
                 if _base.retryable_error(exc, call.safe):
-                    delay = self.retry.delay(attempt, time.monotonic() - started)
+                    delay = self.retry.delay(attempt, time.monotonic() - failed)
                 if delay is None:
                     kind = (
                         APITimeoutError
@@ -122,23 +124,23 @@ class Client:
             else:
                 if response.is_success:
                     return response
-                if call.held and attempt == 0:
-                    started = time.monotonic()
+                failed = failed or time.monotonic()
                 delay = None
                 if _base.retryable_status(response.status_code, call.safe):
                     delay = self.retry.delay(
-                        attempt, time.monotonic() - started, retry_after_of(response)
+                        attempt, time.monotonic() - failed, retry_after_of(response)
                     )
                 if delay is None:
                     raise error_for(response)
-            time.sleep(delay)
+            sleep(delay)
             attempt += 1
 
     def usage(self, *, from_: Any = None, to: Any = None) -> Usage:
         """Tokens and cost of every model call in a time range (default: the last day);
         `from_`/`to` are aware datetimes or RFC 3339 text."""
         call = Call("GET", "/v1/usage", params=_base.usage_params(from_, to), safe=True)
-        return Usage.model_validate(self.request(call).json())
+        response = self.request(call)
+        return Usage.model_validate(response.json())
 
     def run(
         self,
@@ -152,39 +154,32 @@ class Client:
     ) -> Run:
         """Create a run with the registry's tools, execute its tool calls here whenever it
         suspends, and return it once it has ended (or suspended for something only a
-        person can answer: a `resolve_invalid_tool_call`). Tools run on an event loop of
-        this call's own (sync functions in threads); inside async code use `AsyncClient`.
+        person can answer: a `resolve_invalid_tool_call`). `AsyncClient` runs the tools on
+        the running event loop, `Client` on an event loop of this call's own (inside async
+        code use `AsyncClient`); sync functions run in threads (see `ToolRegistry`).
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         run = self.runs.create(
             prompt=prompt, model=model, tools=tools, idempotency_key=idempotency_key, **options
         )
-        with asyncio.Runner() as loop:
-            return self.execute(run.id, tools, deadline=deadline, loop=loop)
+        return self.execute(run.id, tools, deadline=deadline)
 
     def serve_queue(
         self, tools: ToolRegistry, *, queue: str, concurrency: int = 4, **options: Any
     ) -> None:
-        """Serve `tools` to the calls of `queue` until SIGTERM/SIGINT (in the main thread):
-        a `QueueExecutor` (docs/queue.md; `options`: lease_seconds, wait, grace, executor)."""
+        """Serve `tools` to the calls of `queue`: an `AsyncQueueExecutor` until cancelled
+        (`AsyncClient`), a `QueueExecutor` until SIGTERM/SIGINT in the main thread (`Client`);
+        docs/queue.md (`options`: lease_seconds, wait, grace, executor). For a clean stop,
+        make the executor yourself and call its `stop()`."""
         executor = QueueExecutor(self, tools, queue=queue, concurrency=concurrency, **options)
         executor.run()
 
-    def execute(
-        self,
-        run_id: str,
-        tools: ToolRegistry,
-        *,
-        deadline: float | None = None,
-        loop: asyncio.Runner | None = None,
-    ) -> Run:
+    def execute(self, run_id: str, tools: ToolRegistry, *, deadline: float | None = None) -> Run:
         """Serve an existing run's tool calls from `tools` until it ends (what `run` does
         after creating it)."""
-        if loop is None:
-            with asyncio.Runner() as own:
-                return self.execute(run_id, tools, deadline=deadline, loop=own)
         statuses = SUSPENDED_OR_FINISHED
-        with self.runs.waiter(run_id, deadline=deadline) as waiter:
+        waiter = self.runs.waiter(run_id, deadline=deadline)
+        with SyncToolRunner() as runner, waiter:
             while True:
                 run = waiter.until(statuses)
                 statuses = SUSPENDED_OR_FINISHED
@@ -199,7 +194,7 @@ class Client:
                 if not calls:  # every call answered (or queued): until it moves on
                     statuses = _base.MOVED_ON
                     continue
-                results = loop.run(tools.execute_all(calls, run_id=run_id))
+                results = runner.execute_all(tools, calls, run_id=run_id)
                 try:
                     self.runs.submit_tool_outputs(run_id, results)
                 except Conflict:
@@ -217,7 +212,8 @@ class Runs:
         self._wait_route = True  # until the server shows it has no `/wait` (RunWaiter)
 
     def _json(self, call: Call) -> Any:
-        return self._client.request(call).json()
+        response = self._client.request(call)
+        return response.json()
 
     def create(
         self,
@@ -322,27 +318,26 @@ class Runs:
     def wait(
         self,
         run_id: str,
-        statuses: Collection[RunStatus | str] | RunStatus | str | None = None,
+        statuses: Statuses = None,
         *,
         timeout: float | None = None,
     ) -> Run:
         """The run once its status is one of `statuses` (default: suspended or ended) or it
         has ended; `WaitTimeout` after `timeout` seconds."""
         with self.waiter(run_id, timeout=timeout) as waiter:
-            return waiter.until(_base.statuses_of(statuses))
+            return waiter.until(statuses)
 
     def waiter(
         self, run_id: str, *, timeout: float | None = None, deadline: float | None = None
     ) -> RunWaiter:
         """Successive waits on one run within `timeout` seconds (or until the
-        `time.monotonic()` `deadline`); use it as a context manager."""
+        `time.monotonic()` `deadline`); use it as a context manager (`async with` for the
+        `AsyncClient`)."""
         if deadline is None and timeout is not None:
             deadline = time.monotonic() + timeout
         return RunWaiter(self, run_id, deadline)
 
-    def _follow(
-        self, run_id: str, after: int, deadline: float | None
-    ) -> Generator[Event, None, None]:
+    def _follow(self, run_id: str, after: int, deadline: float | None) -> Generator[Event, None]:
         path = _base.run_path(run_id, "/events")
         retry = self._client.retry
         attempt, started = 0, time.monotonic()
@@ -384,15 +379,16 @@ class Runs:
                 delay = retry.delay(attempt, time.monotonic() - started)
                 if delay is None:
                     raise APIConnectionError(f"GET {path} (stream): {exc!r}") from exc
-            if delay is None:  # the server ended the stream
-                if not got and self.get(run_id).is_terminal:
+            if delay is None and not got:  # the server ended the stream, having sent nothing
+                run = self.get(run_id)
+                if run.is_terminal:
                     return  # nothing more will come
-                if not got:  # (a live run's stream is followed, whatever the budget says)
-                    delay = retry.delay(attempt, time.monotonic() - started) or retry.max_delay
+                # (a live run's stream is followed, whatever the budget says)
+                delay = retry.delay(attempt, time.monotonic() - started) or retry.max_delay
             if delay:
                 if deadline is not None:
                     delay = min(delay, max(0.0, deadline - time.monotonic()))
-                time.sleep(delay)
+                sleep(delay)
             attempt += 0 if got else 1
 
 
@@ -410,19 +406,21 @@ class RunWaiter:
         self.run_id = run_id
         self.deadline = deadline
         self.run: Run | None = None  # as last read
-        self._events: Generator[Event, None, None] | None = None
+        self._events: Generator[Event, None] | None = None
 
-    def until(self, statuses: frozenset[RunStatus]) -> Run:
-        """The run once its status is in `statuses` or it has ended (`WaitTimeout` at the
-        deadline)."""
+    def until(self, statuses: Statuses = None) -> Run:
+        """The run once its status is one of `statuses` (`RunStatus` members or their names,
+        a collection or one; default: suspended or ended) or it has ended (`WaitTimeout` at
+        the deadline)."""
+        wanted = _base.statuses_of(statuses)
         if self._runs._wait_route:
             try:
-                return self._long_poll(statuses)
+                return self._long_poll(wanted)
             except APIError as exc:
                 if not _base.no_wait_route(exc):
                     raise
                 self._runs._wait_route = False
-        return self._follow(statuses)
+        return self._follow(wanted)
 
     def _long_poll(self, statuses: frozenset[RunStatus]) -> Run:
         client = self._runs._client
@@ -430,7 +428,8 @@ class RunWaiter:
             left = None if self.deadline is None else self.deadline - time.monotonic()
             seconds = _base.MAX_WAIT_SECONDS if left is None else left
             call = _base.wait_call(self.run_id, statuses, seconds, client.timeout)
-            run = self.run = Run.model_validate(client.request(call).json())
+            response = client.request(call)
+            run = self.run = Run.model_validate(response.json())
             if run.status in statuses or run.is_terminal:
                 return run
             if self.deadline is not None and time.monotonic() >= self.deadline:
@@ -465,3 +464,38 @@ class RunWaiter:
         self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+class Queues:
+    """`/v1/queues`: lease, heartbeat, complete (the executors: `AsyncQueueExecutor`,
+    `QueueExecutor`)."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def lease(
+        self,
+        queue: str,
+        *,
+        limit: int = 1,
+        wait: float = 30.0,
+        lease_seconds: float = 60.0,
+        executor: str | None = None,
+    ) -> builtins.list[LeasedCall]:
+        """Up to `limit` calls of `queue`, waiting up to `wait` seconds for one."""
+        response = self._client.request(lease_call(queue, limit, wait, lease_seconds, executor))
+        return LeaseList.model_validate(response.json()).calls
+
+    def heartbeat(
+        self, queue: str, lease_token: str, *, lease_seconds: float = 60.0
+    ) -> LeaseExtended:
+        """Extend a lease (`Conflict` with code `tool-call-lease-lost` once it moved on)."""
+        response = self._client.request(heartbeat_call(queue, lease_token, lease_seconds))
+        return LeaseExtended.model_validate(response.json())
+
+    def complete(
+        self, queue: str, lease_token: str, output: Any, *, is_error: bool = False
+    ) -> SubmitOutcome:
+        """Answer a leased call (retried safely: the same answer again is a no-op)."""
+        response = self._client.request(result_call(queue, lease_token, output, is_error))
+        return SubmitOutcome.model_validate(response.json())

@@ -22,6 +22,12 @@ class AgentrunError(Exception):
     """Base of every exception this client raises."""
 
 
+class InvalidInput(AgentrunError, ValueError):
+    """Refused by the client before anything was sent: text that cannot be sent (a lone
+    surrogate such as `"\\ud800"`, which UTF-8 cannot encode; a header outside ASCII), a
+    malformed run id or queue name, an unknown status."""
+
+
 class APIConnectionError(AgentrunError):
     """The service could not be reached (after the retries the budget allowed)."""
 

@@ -8,6 +8,10 @@ lapses and another executor gets the call again, with the same `tool_call_id` (i
 function's `ToolCallContext.call_id`, with `attempt` counting the leases), so make side
 effects idempotent on it. `stop()` stops leasing; calls in flight finish (within `grace`
 seconds) and are answered.
+
+`AsyncQueueExecutor` is here; `QueueExecutor`, for synchronous programs, runs it on an event
+loop of its own (`_sync_shims.py`); `client.queues` (`AsyncQueues`, `Queues`) are the bare
+calls, made by the builders below.
 """
 
 from __future__ import annotations
@@ -16,11 +20,8 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import socket
-import threading
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -29,17 +30,14 @@ from agentrun_client.errors import (
     APIConnectionError,
     APIError,
     Conflict,
+    InvalidInput,
     NotFound,
     RateLimited,
     ServerError,
     Unavailable,
 )
-from agentrun_client.models import LeasedCall, LeaseExtended, LeaseList, SubmitOutcome
+from agentrun_client.models import LeasedCall, LeaseExtended, SubmitOutcome
 from agentrun_client.tools import ToolRegistry
-
-if TYPE_CHECKING:
-    from agentrun_client._async import AsyncClient
-    from agentrun_client._sync import Client
 
 log = logging.getLogger("agentrun_client.queue")
 
@@ -56,7 +54,7 @@ def default_executor_id() -> str:
 
 def _path(queue: str, suffix: str) -> str:
     if not queue or queue[0] in "._-" or not all(c.isalnum() or c in "._-" for c in queue):
-        raise ValueError(f"not a queue name: {queue!r}")
+        raise InvalidInput(f"not a queue name: {queue!r}")
     return f"/v1/queues/{queue}{suffix}"
 
 
@@ -81,72 +79,27 @@ def result_call(queue: str, token: str, output: Any, is_error: bool) -> Call:
     return Call("POST", _path(queue, f"/leases/{token}/result"), json=body, safe=True)
 
 
-class Queues:
-    """`/v1/queues` for the synchronous client: lease, heartbeat, complete."""
-
-    def __init__(self, client: Client) -> None:
-        self._client = client
-
-    def lease(
-        self,
-        queue: str,
-        *,
-        limit: int = 1,
-        wait: float = 30.0,
-        lease_seconds: float = 60.0,
-        executor: str | None = None,
-    ) -> list[LeasedCall]:
-        """Up to `limit` calls of `queue`, waiting up to `wait` seconds for one."""
-        call = lease_call(queue, limit, wait, lease_seconds, executor)
-        return LeaseList.model_validate(self._client.request(call).json()).calls
-
-    def heartbeat(
-        self, queue: str, lease_token: str, *, lease_seconds: float = 60.0
-    ) -> LeaseExtended:
-        """Extend a lease (`Conflict` with code `tool-call-lease-lost` once it moved on)."""
-        call = heartbeat_call(queue, lease_token, lease_seconds)
-        return LeaseExtended.model_validate(self._client.request(call).json())
-
-    def complete(
-        self, queue: str, lease_token: str, output: Any, *, is_error: bool = False
-    ) -> SubmitOutcome:
-        """Answer a leased call (retried safely: the same answer again is a no-op)."""
-        call = result_call(queue, lease_token, output, is_error)
-        return SubmitOutcome.model_validate(self._client.request(call).json())
-
-
-class AsyncQueues:
-    """`/v1/queues` for the asynchronous client: lease, heartbeat, complete."""
-
-    def __init__(self, client: AsyncClient) -> None:
-        self._client = client
+class QueueCalls(Protocol):
+    """What an executor asks of `client.queues` (`AsyncQueues`)."""
 
     async def lease(
-        self,
-        queue: str,
-        *,
-        limit: int = 1,
-        wait: float = 30.0,
-        lease_seconds: float = 60.0,
-        executor: str | None = None,
-    ) -> list[LeasedCall]:
-        """Up to `limit` calls of `queue`, waiting up to `wait` seconds for one."""
-        call = lease_call(queue, limit, wait, lease_seconds, executor)
-        return LeaseList.model_validate((await self._client.request(call)).json()).calls
+        self, queue: str, *, limit: int, wait: float, lease_seconds: float, executor: str | None
+    ) -> list[LeasedCall]: ...
 
     async def heartbeat(
-        self, queue: str, lease_token: str, *, lease_seconds: float = 60.0
-    ) -> LeaseExtended:
-        """Extend a lease (`Conflict` with code `tool-call-lease-lost` once it moved on)."""
-        call = heartbeat_call(queue, lease_token, lease_seconds)
-        return LeaseExtended.model_validate((await self._client.request(call)).json())
+        self, queue: str, lease_token: str, *, lease_seconds: float
+    ) -> LeaseExtended: ...
 
     async def complete(
-        self, queue: str, lease_token: str, output: Any, *, is_error: bool = False
-    ) -> SubmitOutcome:
-        """Answer a leased call (retried safely: the same answer again is a no-op)."""
-        call = result_call(queue, lease_token, output, is_error)
-        return SubmitOutcome.model_validate((await self._client.request(call)).json())
+        self, queue: str, lease_token: str, output: Any, *, is_error: bool
+    ) -> SubmitOutcome: ...
+
+
+class QueueClient(Protocol):
+    """An `AsyncClient`, as far as an executor uses it."""
+
+    @property
+    def queues(self) -> QueueCalls: ...
 
 
 class AsyncQueueExecutor:
@@ -159,7 +112,7 @@ class AsyncQueueExecutor:
 
     def __init__(
         self,
-        client: AsyncClient,
+        client: QueueClient,
         registry: ToolRegistry,
         *,
         queue: str,
@@ -295,55 +248,3 @@ class AsyncQueueExecutor:
                 return
             except (APIError, *TRANSIENT) as exc:  # next time, then
                 log.warning("heartbeat of %s/%s failed: %s", call.run_id, call.tool_call_id, exc)
-
-
-class QueueExecutor:
-    """`AsyncQueueExecutor` for synchronous programs: `run()` blocks until `stop()` (from
-    another thread) or, in the main thread, SIGTERM/SIGINT. It talks to the API through
-    an `AsyncClient` with the `Client`'s base URL, headers, timeout and retry policy."""
-
-    def __init__(self, client: Client, registry: ToolRegistry, *, queue: str, **options: Any):
-        self.client = client
-        self.registry = registry
-        self.queue = queue
-        self.options = options
-        self._executor: AsyncQueueExecutor | None = None
-        self._stop_requested = False
-        self._lock = threading.Lock()
-
-    @property
-    def completed(self) -> int:
-        return self._executor.completed if self._executor else 0
-
-    def stop(self) -> None:
-        with self._lock:
-            self._stop_requested = True
-            if self._executor is not None:
-                self._executor.stop()
-
-    def run(self, *, handle_signals: bool = True) -> None:
-        from agentrun_client._async import AsyncClient
-
-        async def main() -> None:
-            headers: Mapping[str, str] = dict(self.client.http.headers)
-            async with AsyncClient(
-                self.client.base_url,
-                api_key="",  # (the Client's Authorization header is in `headers`)
-                headers=headers,
-                timeout=self.client.timeout,
-                retry=self.client.retry,
-            ) as client:
-                executor = AsyncQueueExecutor(
-                    client, self.registry, queue=self.queue, **self.options
-                )
-                with self._lock:
-                    self._executor = executor
-                    if self._stop_requested:
-                        executor.stop()
-                if handle_signals and threading.current_thread() is threading.main_thread():
-                    loop = asyncio.get_running_loop()
-                    for sig in (signal.SIGTERM, signal.SIGINT):
-                        loop.add_signal_handler(sig, executor.stop)
-                await executor.run()
-
-        asyncio.run(main())

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import inspect
 import json
 import re
+import threading
 import typing
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
@@ -25,9 +27,11 @@ import pydantic
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentrun_client._base import surrogate_in
 from agentrun_client.models import ToolCall, ToolResult
 
 F = TypeVar("F", bound=Callable[..., Any])
+R = TypeVar("R")
 T = TypeVar("T", bound="BaseTool")
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -63,6 +67,42 @@ class _Limit:
         if semaphore is None:
             semaphore = self._by_loop[loop] = asyncio.Semaphore(self.n)
         return semaphore
+
+
+async def in_daemon_thread(fn: Callable[..., R], /, *args: Any, **kwargs: Any) -> R:
+    """`fn(*args, **kwargs)` in a daemon thread of its own, in the caller's context.
+
+    Unlike `asyncio.to_thread` (the loop's executor, whose threads the loop's close and the
+    interpreter's exit wait for), a call given up on (a tool's timeout) holds nothing: its
+    thread runs on in the background until the function returns or the process exits,
+    and its outcome is dropped. Python cannot stop a thread."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[R] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():  # (given up on)
+            return
+        if error is None:
+            future.set_result(value)
+        else:
+            future.set_exception(error)
+
+    def target() -> None:
+        value: Any = None
+        error: BaseException | None = None
+        try:
+            value = context.run(fn, *args, **kwargs)
+        except Exception as exc:
+            error = exc if not isinstance(exc, StopIteration) else RuntimeError(repr(exc))
+        except BaseException as exc:  # (SystemExit in a thread ends only the thread)
+            error = RuntimeError(repr(exc))
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(settle, value, error)
+
+    name = f"agentrun-tool-{getattr(fn, '__name__', 'call')}"
+    threading.Thread(target=target, name=name, daemon=True).start()
+    return await future
 
 
 def _docstring(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
@@ -176,8 +216,8 @@ class Tool(BaseTool):
         if self.is_async:
             result: Any = await self.fn(*positional, **values)
             return result
-        # (A timed-out sync function's thread runs on to its end: Python cannot stop it.)
-        return await asyncio.to_thread(self.fn, *positional, **values)
+        # (A timed-out sync function's thread runs on to its end, holding nothing.)
+        return await in_daemon_thread(self.fn, *positional, **values)
 
     async def call(self, arguments: Any, context: ToolCallContext) -> ToolResult:
         """Validate, call (within the timeout), and turn the outcome into a result."""
@@ -230,7 +270,9 @@ class ToolRegistry:
     ```
 
     `max_concurrency` bounds the calls running at once across the registry, a tool's own
-    `max_concurrency` that tool's; `timeout` (seconds) is every tool's default.
+    `max_concurrency` that tool's; `timeout` (seconds) is every tool's default. A sync
+    function runs in a daemon thread of its own (`in_daemon_thread`): at its timeout the
+    call is answered with an error and the thread runs on, holding nothing.
     """
 
     def __init__(self, *, max_concurrency: int | None = None, timeout: float | None = None):
@@ -332,7 +374,16 @@ class ToolRegistry:
                 is_error=True,
             )
         async with self.limit.hold():
-            return await tool.call(c.arguments, ToolCallContext(run_id, c.id, c.name, attempt))
+            result = await tool.call(c.arguments, ToolCallContext(run_id, c.id, c.name, attempt))
+        found = surrogate_in(result.output, "the output")
+        if found is None:
+            return result
+        return ToolResult(
+            tool_call_id=c.id,
+            output=f"Tool {c.name!r} returned text that cannot be sent: {found}, "
+            "which is not Unicode text",
+            is_error=True,
+        )
 
     async def execute_all(
         self, calls: Iterable[ToolCall | Mapping[str, Any]], *, run_id: str

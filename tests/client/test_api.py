@@ -9,8 +9,10 @@ import pytest
 from fastapi import FastAPI
 
 from agentrun_client import (
+    AgentrunError,
     AsyncClient,
     Conflict,
+    InvalidInput,
     NotFound,
     RateLimited,
     RetryPolicy,
@@ -143,3 +145,23 @@ async def test_auth_problems(asgi_app: FastAPI) -> None:
         with pytest.raises(RateLimited) as limited:
             await bad.runs.get("run_x")
     assert limited.value.retry_after is not None and limited.value.retry_after > 0
+
+
+async def test_text_that_cannot_be_sent_is_refused_by_the_client(asgi: AsyncClient) -> None:
+    """A lone surrogate is not Unicode, so JSON in UTF-8 cannot carry it: the client's own
+    error, saying where it is, before anything is sent (a call that reached the server
+    would have made a run, or met `NotFound` for `run_x`)."""
+    before = [run.id async for run in asgi.runs.list()]
+    with pytest.raises(InvalidInput) as prompt:
+        await asgi.runs.create(prompt="ok \ud800", model=scripted(), tools=[ADD])
+    assert isinstance(prompt.value, AgentrunError) and isinstance(prompt.value, ValueError)
+    assert "body.prompt holds a lone surrogate '\\ud800' at index 3" in str(prompt.value)
+    assert [run.id async for run in asgi.runs.list()] == before, "no run was made"
+    with pytest.raises(InvalidInput, match=r"a key of body\.metadata holds a lone surrogate"):
+        await asgi.runs.create(prompt="x", model=scripted(), metadata={"\udfff": 1})
+    results = [ToolResult(tool_call_id="call_1", output={"text": ["fine", "\ud83d"]})]
+    with pytest.raises(InvalidInput, match=r"body\.results\[0\]\.output\.text\[1\] holds"):
+        await asgi.runs.submit_tool_outputs("run_x", results)
+    with pytest.raises(InvalidInput, match="header Idempotency-Key is 'cl\u00e9': HTTP headers"):
+        await asgi.runs.create(prompt="x", model=scripted(), idempotency_key="cl\u00e9")
+    assert [run.id async for run in asgi.runs.list()] == before

@@ -3,6 +3,9 @@ workers in-process (both databases)."""
 
 from __future__ import annotations
 
+import threading
+import time
+
 import httpx
 import pytest
 
@@ -156,3 +159,29 @@ async def test_async_inline_run_over_several_rounds(live: Live) -> None:
         with pytest.raises(WaitTimeout):
             await client.execute(slow.id, registry, deadline=0.0)
         await client.runs.cancel(slow.id)
+
+
+def test_a_timed_out_sync_tool_does_not_hold_client_run(live: Live) -> None:
+    """The run completes at the tool's timeout, and so does `client.run`; the tool's
+    thread runs on in the background (Python cannot stop it) until its function returns."""
+    release, finished = threading.Event(), threading.Event()
+    registry = ToolRegistry()
+
+    @registry.tool(timeout=1)
+    def stuck() -> str:
+        release.wait(10)
+        finished.set()
+        return "late"
+
+    try:
+        with live.client() as client:
+            started = time.monotonic()
+            run = client.run("go", tools=registry, model=scripted(), timeout=30)
+            took = time.monotonic() - started
+        assert run.status == RunStatus.COMPLETED
+        assert run.output == "Tool results: stuck: Tool 'stuck' timed out after 1 s"
+        assert took < 5, f"client.run returned {took:.1f} s after it started"
+        assert not finished.is_set(), "the thread was still running"
+    finally:
+        release.set()
+    assert finished.wait(5), "and it ran to its end"

@@ -4,15 +4,27 @@ the request cannot have been processed."""
 
 from __future__ import annotations
 
+import random
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 from fastapi import FastAPI
 
-from agentrun_client import APIConnectionError, AsyncClient, RetryPolicy, Unavailable
+from agentrun_client import (
+    APIConnectionError,
+    AsyncClient,
+    Client,
+    RetryPolicy,
+    RunStatus,
+    Unavailable,
+)
 from tests.client.conftest import KEY, scripted
+from tests.e2e.processes import spawn, stop, wait_until
+from tests.mocks.uvicorn_thread import free_port
 
 ADD = {"name": "add", "parameters": {"type": "object"}}
 FAST = RetryPolicy(max_retries=3, base_delay=0.001, max_delay=0.002)
@@ -115,3 +127,97 @@ async def test_unsafe_calls_are_retried_only_when_never_processed(
             with pytest.raises(outcome):  # type: ignore[call-overload]
                 await client.runs.cancel(run.id)
             assert len(transport.requests) == 1
+
+
+class Extreme(random.Random):
+    """Jitter always at one end: each delay half its ceiling (`low`), or all of it."""
+
+    def __init__(self, low: bool) -> None:
+        super().__init__(0)
+        self.low = low
+
+    def uniform(self, a: float, b: float) -> float:
+        return a if self.low else b
+
+
+def given_up_after(policy: RetryPolicy, retry_after: float | None = None) -> float:
+    """Seconds from the first failure to the last retry's start, when every attempt fails
+    at once (a refused connection)."""
+    elapsed, attempt = 0.0, 0
+    while (delay := policy.delay(attempt, elapsed, retry_after)) is not None:
+        assert delay <= max(policy.max_delay, retry_after or 0.0)
+        elapsed += delay
+        attempt += 1
+    return elapsed
+
+
+@pytest.mark.parametrize("low", [True, False], ids=["least-jitter", "most-jitter"])
+@pytest.mark.parametrize("retry_after", [None, 2.0], ids=["refused", "503-retry-after-2"])
+def test_the_default_policy_rides_out_ten_seconds_within_its_budget(
+    low: bool, retry_after: float | None
+) -> None:
+    """An API restart takes 4.5-6.5 s here; the default keeps retrying for at least 10 s
+    (connection refused, or the API's 503 with `Retry-After: 2`), and no longer than its
+    15 s budget."""
+    policy = RetryPolicy(rng=Extreme(low))
+    assert 10.0 <= given_up_after(policy, retry_after) <= policy.max_elapsed == 15.0
+    delays = [RetryPolicy(rng=Extreme(low)).backoff(n) for n in range(8)]
+    assert delays == sorted(delays) and delays[0] <= 0.25 and delays[-1] <= 2.0
+
+
+@pytest.fixture
+def restartable(tmp_path: Path) -> Iterator[dict[str, object]]:
+    """`agentrun serve` on a port of its own, over a SQLite file that outlives it;
+    `restart(after)` stops it and starts another on the same port `after` seconds later."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    url = f"sqlite:///{tmp_path}/agentrun.db"
+    env = {"AGENTRUN_API_KEYS": KEY, "AGENTRUN_PUBLIC_URL": base}
+    procs = [spawn(["serve", "--port", str(port)], url, tmp_path / "serve.log", **env)]
+
+    def ready() -> bool:
+        try:
+            return httpx.get(f"{base}/readyz").status_code == 200
+        except httpx.TransportError:
+            assert procs[-1].poll() is None, (tmp_path / "serve.log").read_text()
+            return False
+
+    def restart(after: float) -> threading.Thread:
+        assert stop(procs[-1]) == 0
+
+        def again() -> None:
+            time.sleep(after)
+            procs.append(spawn(["serve", "--port", str(port)], url, tmp_path / "serve.log", **env))
+
+        thread = threading.Thread(target=again, daemon=True)
+        thread.start()
+        return thread
+
+    wait_until(ready, 30, "agentrun serve to be ready")
+    try:
+        yield {"base": base, "restart": restart}
+    finally:
+        for proc in procs:
+            stop(proc)
+
+
+def test_the_default_policy_retries_through_an_api_restart(
+    restartable: dict[str, object],
+) -> None:
+    """The API process stops; another starts on its port a second later, and takes its
+    own seconds to listen (4.5-6.5 s here, more on a busy machine). A call made meanwhile,
+    with the default policy, waits for it."""
+    base = str(restartable["base"])
+    restart: Callable[[float], threading.Thread] = restartable["restart"]  # type: ignore[assignment]
+    with Client(base, KEY) as client:
+        run = client.runs.create(prompt="x", model=scripted(), tools=[ADD])
+        starter = restart(1.0)
+        with pytest.raises(httpx.ConnectError):
+            httpx.get(f"{base}/readyz")  # (the API is down now)
+        started = time.monotonic()
+        assert client.runs.get(run.id).id == run.id
+        took = time.monotonic() - started
+        print(f"the read waited {took:.1f} s for the restarted API")
+        starter.join()
+        assert took >= 1.0, "it was down for at least a second"
+        assert client.runs.cancel(run.id).status == RunStatus.CANCELLED

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from typing import Annotated, Literal
 
 import pytest
@@ -181,3 +182,41 @@ async def test_parameters_may_bear_names_pydantic_models_use() -> None:
     assert list(definition["parameters"]["properties"]) == ["json", "model_name", "schema"]
     result = await registry.execute(call("query", {"json": "j", "schema": 2}), run_id="r")
     assert result.output == "j/m/2"
+
+
+def test_a_timed_out_sync_tool_holds_neither_its_event_loop_nor_the_caller() -> None:
+    """`asyncio.run` (so `AsyncClient.run` in a program) returns at the timeout: the
+    function's thread is a daemon of its own, not one of the loop's executor, whose threads
+    the loop's close waits for."""
+    release = threading.Event()
+    registry = ToolRegistry()
+
+    @registry.tool(timeout=0.2)
+    def stuck() -> None:
+        release.wait(10)
+
+    started = time.monotonic()
+    try:
+        result = asyncio.run(registry.execute(call("stuck", {}), run_id="run_1"))
+        took = time.monotonic() - started
+    finally:
+        release.set()
+    assert result.is_error and result.output == "Tool 'stuck' timed out after 0.2 s"
+    assert took < 5, f"asyncio.run returned after {took:.1f} s"
+
+
+async def test_an_output_that_cannot_be_sent_becomes_an_error_result() -> None:
+    """Text with a lone surrogate cannot be submitted (JSON in UTF-8): the model reads why,
+    instead of the executor failing at the submission."""
+    registry = ToolRegistry()
+
+    @registry.tool
+    def broken() -> dict[str, str]:
+        return {"text": "half a pair: \ud83d"}
+
+    result = await registry.execute(call("broken", {}), run_id="run_1")
+    assert result.is_error
+    assert result.output == (
+        "Tool 'broken' returned text that cannot be sent: the output.text holds a lone "
+        "surrogate '\\ud83d' at index 13, which is not Unicode text"
+    )

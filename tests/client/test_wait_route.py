@@ -109,3 +109,26 @@ def test_a_dropped_long_poll_is_retried_whatever_it_held(live: Live) -> None:
     assert timed_out.value.run is not None
     assert timed_out.value.run.status == RunStatus.REQUIRES_ACTION
     assert len(transport.waits()) == 2
+
+
+@pytest.mark.parametrize("older", [False, True], ids=["long-poll", "event-stream"])
+def test_a_waiter_takes_status_names_as_the_docs_show(live: Live, older: bool) -> None:
+    """docs/client.md: `w.until({...})` with names, as `runs.wait` takes them."""
+    with live.client(transport=Recording(older=older)) as client:
+        run = client.runs.create(prompt="x", model=scripted(), tools=ADD)
+        with client.runs.waiter(run.id, timeout=30) as waiter:
+            suspended = waiter.until({"requires_action"})
+            assert suspended.status == RunStatus.REQUIRES_ACTION
+            client.runs.cancel(run.id)
+            assert waiter.until("cancelled").status == RunStatus.CANCELLED
+            with pytest.raises(ValueError, match="'paused' is not a valid RunStatus"):
+                waiter.until(["paused"])
+
+
+async def test_an_async_waiter_takes_status_names(live: Live) -> None:
+    async with live.async_client() as client:
+        run = await client.runs.create(prompt="x", model=scripted(), tools=ADD)
+        async with client.runs.waiter(run.id, timeout=30) as waiter:
+            suspended = await waiter.until({"requires_action", RunStatus.COMPLETED})
+        assert suspended.status == RunStatus.REQUIRES_ACTION
+        await client.runs.cancel(run.id)

@@ -22,16 +22,15 @@ from app.core import (
     PromptCancelled,
     ProtocolViolation,
     Reasoning,
-    Repaired,
     SystemMessage,
     Text,
     ToolCall,
     ToolResult,
-    TurnAbandoned,
     TurnRetried,
     UnknownToolCall,
     UserMessage,
 )
+from app.core.midstream import Repaired, TurnAbandoned
 
 Item = tuple[Any, ...]
 Msg = tuple[Any, ...]

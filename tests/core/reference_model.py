@@ -17,17 +17,16 @@ from app.core import (
     Fail,
     Feedback,
     ModelTurn,
-    PartialStreamedTurn,
     Repair,
     Retry,
     Skip,
     Stop,
-    StreamedInvalidToolCall,
     StreamedTurn,
     ToolChoice,
     ToolResult,
     Usage,
 )
+from app.core.midstream import PartialStreamedTurn, StreamedInvalidToolCall
 from tests.core.normal_forms import Item, Msg, compact, n_item
 
 # Exact texts (spec Appendix A, §0.2, §8).

@@ -21,12 +21,14 @@ from app.core import (
     NeedsResolution,
     PromptCancelled,
     ProtocolViolation,
+    StreamedTurn,
     Text,
     ToolCall,
     ToolResult,
     Usage,
     UserMessage,
 )
+from app.core.midstream import StreamedInvalidToolCall
 
 ADD = frozenset({"add"})
 PV_PREFIX = "agent run driver protocol violation: "
@@ -167,10 +169,8 @@ def streamed(
     message_id: str | None = None,
     internal_call_ids: Iterable[tuple[str, str]] = (),
     finish_reason: str | None = None,
-) -> Any:
+) -> StreamedTurn:
     """A `StreamedTurn` as the streaming driver's assembler would finish it."""
-    from app.core import StreamedTurn
-
     return StreamedTurn(
         choice=items,
         executable_tool_names=frozenset(executable),
@@ -188,10 +188,8 @@ def invalid_call(
     args: str | None = None,
     executable: Iterable[str] = ADD,
     allowed: Iterable[str] = ADD,
-) -> Any:
+) -> StreamedInvalidToolCall:
     """A `StreamedInvalidToolCall` for `call` (internal id `internal_<id>` by default)."""
-    from app.core import StreamedInvalidToolCall
-
     return StreamedInvalidToolCall(
         tool_call=call,
         internal_call_id=internal_call_id or f"internal_{call.id}",

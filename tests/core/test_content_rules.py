@@ -26,7 +26,6 @@ from app.core import (
     Retry,
     Skip,
     Stop,
-    StreamedInvalidToolCall,
     StreamedTurn,
     SystemMessage,
     Text,
@@ -36,6 +35,7 @@ from app.core import (
     Usage,
     UserMessage,
 )
+from app.core.midstream import StreamedInvalidToolCall
 from app.core.serde import message_to_dict, tool_result_to_dict
 from tests.core.support import (
     R,

@@ -20,16 +20,15 @@ from app.core import (
     CompletionIdentity,
     Continue,
     ModelTurn,
-    PartialStreamedTurn,
     Repair,
     Repeat,
     Retry,
     Skip,
     Text,
-    TurnAbandoned,
     Usage,
     UserMessage,
 )
+from app.core.midstream import PartialStreamedTurn, TurnAbandoned
 from tests.core.support import C, R, T, invalid_call, streamed, turn
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,14 +122,14 @@ CASES: dict[str, Case] = {
     ),
     "streamed resolution with a retry request": (
         awaiting_model,
-        lambda run: run.resolve_streamed_invalid_tool_call(
+        lambda run: run._resolve_streamed_invalid_tool_call(
             _partial(),
             invalid_call(C("c1", "bad")),
             Repeat(),  # type: ignore[arg-type]
         ),
         TypeError,
         lambda run: (
-            run.resolve_streamed_invalid_tool_call(
+            run._resolve_streamed_invalid_tool_call(
                 _partial(), invalid_call(C("c1", "bad")), Retry("fb")
             )
             == TurnAbandoned(None)
@@ -138,7 +137,7 @@ CASES: dict[str, Case] = {
     ),
     "streamed resolution with a blocking turn as the partial": (
         awaiting_model,
-        lambda run: run.resolve_streamed_invalid_tool_call(
+        lambda run: run._resolve_streamed_invalid_tool_call(
             T("x"),  # type: ignore[arg-type]
             invalid_call(C("c1", "bad")),
             Retry("fb"),

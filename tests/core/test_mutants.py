@@ -1,7 +1,8 @@
 """Mutation check for `test_pinned_edges.py`: each planted bug must make its group fail.
 
-Each mutant is a small, realistic edit of `app/core/run.py`, found by exact source text in a
-temporary copy of `app/core`; the group's tests then run in a subprocess against that copy.
+Each mutant is a small, realistic edit of a core module (`run.py` unless it names another),
+found by exact source text in a temporary copy of `app/core`; the group's tests then run in a
+subprocess against that copy.
 A missing or repeated anchor fails loudly: if the core is refactored, update the anchor (and
 keep the mutant meaning the same bug) rather than deleting the check. A control run of the
 same harness on an unmutated copy must pass, so a "kill" is never an environment failure.
@@ -26,9 +27,10 @@ IGNORE = shutil.ignore_patterns("__pycache__", ".hypothesis", "*.pyc")
 @dataclass(frozen=True)
 class Mutant:
     group: str  # test-name prefix in test_pinned_edges.py
-    anchor: str  # exact text in app/core/run.py, found exactly once
+    anchor: str  # exact text in app/core/<module>, found exactly once
     replacement: str
     bug: str
+    module: str = "run.py"
 
 
 MUTANTS = [
@@ -37,16 +39,17 @@ MUTANTS = [
         "i.id == invalid_id",
         "i is next(c for c in items if isinstance(c, ToolCall) and c.id == invalid_id)",
         "only the first call with the invalid id gets the feedback",
+        module="predicates.py",
     ),
     Mutant(
         "last_call",
-        "self._completion_calls[-1].finish_reason",
-        "self._completion_calls[0].finish_reason",
+        "self._state.completion_calls[-1].finish_reason",
+        "self._state.completion_calls[0].finish_reason",
         "the truncation guard reads the first completion call",
     ),
     Mutant(
         "json_fields",
-        "return not missing_required_fields(self._output_schema, value)",
+        "return not missing_required_fields(self._state.output_schema, value)",
         "return True  # any JSON document passes",
         "JSON text is accepted without checking the required fields",
     ),
@@ -69,12 +72,12 @@ def build_tree(dest: Path, mutant: Mutant | None) -> Path:
     shutil.copytree(ROOT / "tests" / "core", dest / "tests" / "core", ignore=IGNORE)
     (dest / "pytest.ini").write_text("[pytest]\n", encoding="utf-8")  # rootdir = the copy
     if mutant is not None:
-        target = dest / "app" / "core" / "run.py"
+        target = dest / "app" / "core" / mutant.module
         source = target.read_text(encoding="utf-8")
         found = source.count(mutant.anchor)
         assert found == 1, (
             f"mutant {mutant.group}: anchor {mutant.anchor!r} occurs {found} times in "
-            "app/core/run.py; the core was refactored, update the anchor"
+            f"app/core/{mutant.module}; the core was refactored, update the anchor"
         )
         mutated = source.replace(mutant.anchor, mutant.replacement)
         compile(mutated, str(target), "exec")  # a mutant must be a bug, not a syntax error

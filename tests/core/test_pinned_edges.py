@@ -25,17 +25,16 @@ from app.core import (
     CompletionCall,
     CompletionError,
     ModelTurn,
-    PartialStreamedTurn,
     Reasoning,
     Repeat,
     Retry,
     Text,
     ToolResult,
-    TurnAbandoned,
     TurnRetried,
     Usage,
     UserMessage,
 )
+from app.core.midstream import PartialStreamedTurn, TurnAbandoned
 from tests.core.support import (
     C,
     R,
@@ -142,7 +141,7 @@ def test_shared_id_streamed_rollback_answers_validated_peers_with_peer_text() ->
     run = AgentRun("go", max_turns=2, max_invalid_tool_call_retries=1)
     expect_call_model(run)
     partial = PartialStreamedTurn(pending_tool_calls=(C("dup", "add"),))
-    resolution = run.resolve_streamed_invalid_tool_call(
+    resolution = run._resolve_streamed_invalid_tool_call(
         partial, invalid_call(C("dup", "bad")), Retry("fb")
     )
     assert resolution == TurnAbandoned(None)

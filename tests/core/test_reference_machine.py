@@ -28,14 +28,12 @@ from app.core import (
     Fail,
     Feedback,
     ModelTurn,
-    PartialStreamedTurn,
     Reasoning,
     Repair,
     Repeat,
     Retry,
     Skip,
     Stop,
-    StreamedInvalidToolCall,
     StreamedTurn,
     SystemMessage,
     Text,
@@ -46,6 +44,7 @@ from app.core import (
     UserMessage,
     stored,
 )
+from app.core.midstream import PartialStreamedTurn, StreamedInvalidToolCall
 from tests.core.normal_forms import n_call, n_ctx, n_done, n_hist, observe
 from tests.core.reference_model import Reference
 
@@ -392,12 +391,12 @@ class ReferenceMachine(RuleBasedStateMachine):
         partial, invalid = self.draw_partial(data)
         # The driver first asks for the context (pure in every state, spec §3.5).
         before = self.run.to_json()
-        context = self.run.streamed_invalid_tool_call_context(partial, invalid)
+        context = self.run._streamed_invalid_tool_call_context(partial, invalid)
         assert n_ctx(context) == self.ref.streamed_context(partial, invalid)
         assert self.run.to_json() == before
         action = data.draw(actions)
         expected = self.ref.resolve_streamed(partial, invalid, action)
-        self.step("resolve_streamed_invalid_tool_call", expected, partial, invalid, action)
+        self.step("_resolve_streamed_invalid_tool_call", expected, partial, invalid, action)
 
     # --- wrong-state calls (spec §3.2: refused, run unchanged) -------------------------
 
@@ -426,7 +425,7 @@ class ReferenceMachine(RuleBasedStateMachine):
         if status != "AwaitingModel":
             candidates.append(("streamed_turn", ref.streamed_turn, (stream,)))
             args = (partial, bad, Fail())
-            candidates.append(("resolve_streamed_invalid_tool_call", ref.resolve_streamed, args))
+            candidates.append(("_resolve_streamed_invalid_tool_call", ref.resolve_streamed, args))
         if ref.recorded or not (
             status == "AwaitingModel" or (status == "PreparingRequest" and ref.rollback_pending)
         ):

@@ -15,13 +15,11 @@ from app.core import (
     Fail,
     InvalidToolCallContext,
     MaxTurnsError,
-    PartialStreamedTurn,
     PendingToolCall,
     PromptCancelled,
     ProtocolViolation,
     Reasoning,
     Repair,
-    Repaired,
     Retry,
     Skip,
     Stop,
@@ -29,11 +27,11 @@ from app.core import (
     ToolCall,
     ToolChoice,
     ToolResult,
-    TurnAbandoned,
     UnknownToolCall,
     Usage,
     UserMessage,
 )
+from app.core.midstream import PartialStreamedTurn, Repaired, TurnAbandoned
 from tests.core.support import (
     PV_PREFIX,
     C,
@@ -143,7 +141,7 @@ def test_s71_streamed_retry_rolls_back_with_the_partial_turn() -> None:
     invalid = invalid_call(bad)
     partial_message = AssistantMessage([Text("thinking "), bad], "msg_1")
 
-    context = run.streamed_invalid_tool_call_context(partial, invalid)
+    context = run._streamed_invalid_tool_call_context(partial, invalid)
     assert context == InvalidToolCallContext(
         tool_name="default_api",
         tool_call_id="tc_1",
@@ -158,7 +156,7 @@ def test_s71_streamed_retry_rolls_back_with_the_partial_turn() -> None:
     assert run.status == "AwaitingModel"  # the context query is pure
     assert run.messages() == (UserMessage("use the tool"),)
 
-    resolution = run.resolve_streamed_invalid_tool_call(partial, invalid, Retry("use add instead"))
+    resolution = run._resolve_streamed_invalid_tool_call(partial, invalid, Retry("use add instead"))
     assert resolution == TurnAbandoned(None)
     assert run.status == "PreparingRequest"
     assert _state(run)["rollback_pending"] is True
@@ -183,7 +181,7 @@ def test_s71_streamed_retry_rolls_back_with_the_partial_turn() -> None:
 
     # The run-wide retry budget (1) is spent: a second streamed Retry fails.
     with pytest.raises(UnknownToolCall) as info:
-        run.resolve_streamed_invalid_tool_call(
+        run._resolve_streamed_invalid_tool_call(
             PartialStreamedTurn(), invalid_call(C("tc_2", "default_api")), Retry("again")
         )
     assert info.value.tool_name == "default_api"
@@ -200,7 +198,7 @@ def test_s72_streamed_stop_cancels_and_is_terminal() -> None:
     partial = PartialStreamedTurn(message_id="msg_1")
 
     with pytest.raises(PromptCancelled) as info:
-        run.resolve_streamed_invalid_tool_call(partial, invalid_call(bad), Stop("operator stop"))
+        run._resolve_streamed_invalid_tool_call(partial, invalid_call(bad), Stop("operator stop"))
     err = info.value
     assert not isinstance(err, ProtocolViolation)
     assert err.reason == "operator stop"
@@ -225,7 +223,7 @@ def test_s73_streamed_retry_cannot_emit_a_call_past_the_budget() -> None:
     expect_call_model(run)
     partial = PartialStreamedTurn(message_id="msg_1")
 
-    resolution = run.resolve_streamed_invalid_tool_call(
+    resolution = run._resolve_streamed_invalid_tool_call(
         partial, invalid_call(C("tc_1", "default_api")), Retry("use add instead")
     )
     assert resolution == TurnAbandoned(None)
@@ -252,7 +250,7 @@ def test_s74_streamed_skip_abandons_the_turn_with_a_synthetic_result() -> None:
     expect_call_model(run)
     bad = C("tc_1", "default_api")
 
-    resolution = run.resolve_streamed_invalid_tool_call(
+    resolution = run._resolve_streamed_invalid_tool_call(
         PartialStreamedTurn(), invalid_call(bad), Skip("not available")
     )
     skipped = ToolResult("tc_1", "default_api", (Text("not available"),), "tc_1", is_error=True)
@@ -286,7 +284,7 @@ def test_s74_streamed_skip_is_refused_under_tool_choice_none() -> None:
     run = AgentRun("use the tool", max_turns=2, tool_choice=ToolChoice.none())
     expect_call_model(run)
     with pytest.raises(UnknownToolCall) as info:
-        run.resolve_streamed_invalid_tool_call(
+        run._resolve_streamed_invalid_tool_call(
             PartialStreamedTurn(),
             invalid_call(C("tc_1", "add"), allowed=()),
             Skip("not available"),
@@ -305,7 +303,7 @@ def test_s75_streamed_repair_keeps_the_turn() -> None:
     bad = C("tc_1", "default_api")
     before = run.to_json()
 
-    resolution = run.resolve_streamed_invalid_tool_call(
+    resolution = run._resolve_streamed_invalid_tool_call(
         PartialStreamedTurn(), invalid_call(bad), Repair("add")
     )
     assert resolution == Repaired("add")
@@ -324,7 +322,7 @@ def test_s75_streamed_repair_keeps_the_turn() -> None:
     other = AgentRun("use the tool")
     expect_call_model(other)
     with pytest.raises(UnknownToolCall) as info:
-        other.resolve_streamed_invalid_tool_call(
+        other._resolve_streamed_invalid_tool_call(
             PartialStreamedTurn(), invalid_call(bad), Repair("nope")
         )
     assert info.value.tool_name == "nope"
@@ -414,7 +412,7 @@ def test_s78_record_once_per_turn() -> None:
     run2 = AgentRun("use the tool", max_turns=2, max_invalid_tool_call_retries=1)
     expect_call_model(run2)
     run2.record_streamed_completion_call(Usage())
-    run2.resolve_streamed_invalid_tool_call(
+    run2._resolve_streamed_invalid_tool_call(
         PartialStreamedTurn(), invalid_call(C("tc_1", "bad")), Retry("fb")
     )
     expect_violation(run2, lambda: run2.record_streamed_completion_call(Usage()), PV_RECORD_TWICE)
@@ -478,7 +476,7 @@ def test_s80_no_mixing_of_streamed_and_blocking_ingestion() -> None:
     expect_violation(fresh, lambda: fresh.streamed_turn(streamed(Text("x"))), PV_STREAMED_TURN)
     expect_violation(
         fresh,
-        lambda: fresh.resolve_streamed_invalid_tool_call(
+        lambda: fresh._resolve_streamed_invalid_tool_call(
             PartialStreamedTurn(), invalid_call(C("tc_1", "bad")), Fail()
         ),
         PV_RESOLVE_STREAMED,
@@ -498,12 +496,12 @@ def test_s81_rollback_answers_validated_peers_first_then_the_invalid_call() -> N
         message_id="msg_1", text="ok ", reasoning=(reasoning,), pending_tool_calls=(peer,)
     )
 
-    context = run.streamed_invalid_tool_call_context(partial, invalid_call(bad, args='{"x":'))
+    context = run._streamed_invalid_tool_call_context(partial, invalid_call(bad, args='{"x":'))
     assert context.args == '{"x":'  # buffered argument deltas are passed through verbatim
     canonical = AssistantMessage([reasoning, Text("ok "), peer, bad], "msg_1")
     assert context.chat_history[-1] == canonical
 
-    assert run.resolve_streamed_invalid_tool_call(
+    assert run._resolve_streamed_invalid_tool_call(
         partial, invalid_call(bad), Retry("fb")
     ) == TurnAbandoned(None)
     assert run.messages() == (

@@ -1,0 +1,98 @@
+"""Generate the sync client, `agentrun_client/_sync.py`, from the async one, `_async.py`,
+with unasync (as httpcore does): `async`/`await` dropped, async names mapped to their sync
+twins (`REPLACEMENTS`), then ruff's import sorting and formatting, under a header that says
+so. What cannot be generated that way goes through `_async_shims.py` / `_sync_shims.py`.
+
+    python client/scripts/generate_sync.py           # write _sync.py (`make sync-client`)
+    python client/scripts/generate_sync.py --check   # exit 1 if _sync.py is stale
+
+`--package DIR` works on another copy of the package (the staleness test uses it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import unasync
+
+PACKAGE = Path(__file__).resolve().parents[1] / "agentrun_client"
+#: Where ruff finds the project's settings (line length, import sections).
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Beyond unasync's own (`__aenter__`, `AsyncIterator`, ...; `AsyncX` becomes `SyncX`).
+REPLACEMENTS = {
+    "_async_shims": "_sync_shims",
+    "AsyncClient": "Client",  # ours and httpx's
+    "AsyncBaseTransport": "BaseTransport",
+    "AsyncRuns": "Runs",
+    "AsyncRunWaiter": "RunWaiter",
+    "AsyncQueues": "Queues",
+    "AsyncQueueExecutor": "QueueExecutor",
+    "aclose": "close",
+    "aread": "read",
+    "aiter_lines": "iter_lines",
+}
+
+HEADER = (
+    "# Generated from _async.py by client/scripts/generate_sync.py (unasync): do not edit;\n"
+    "# edit _async.py and run `make sync-client`.\n"
+)
+
+
+def generate(package: Path = PACKAGE) -> str:
+    """The text `_sync.py` should have, from `package`'s `_async.py`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "_async.py"
+        shutil.copyfile(package / "_async.py", source)
+        rule = unasync.Rule("_async.py", "_sync.py", additional_replacements=REPLACEMENTS)
+        unasync.unasync_files([str(source)], rules=[rule])
+        text = (Path(tmp) / "_sync.py").read_text(encoding="utf-8")
+    name = str(ROOT / "client" / "agentrun_client" / "_sync.py")  # (ruff's settings for it)
+    # Imports sorted again (names changed); `for x in y: yield x`, which an async generator
+    # needs, as `yield from y` (UP028; "unsafe" only for generators that are sent values).
+    fixes = ["check", "--fix-only", "--unsafe-fixes", "--select", "I,UP028"]
+    for args in (fixes, ["format"]):
+        text = _ruff([*args, "--stdin-filename", name, "-"], text)
+    return HEADER + text
+
+
+def _ruff(args: list[str], text: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", *args],
+        input=text,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"ruff {' '.join(args)} failed:\n{done.stderr}")
+    return done.stdout
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if _sync.py is stale")
+    parser.add_argument("--package", type=Path, default=PACKAGE, help="the package directory")
+    args = parser.parse_args(argv)
+    target = args.package / "_sync.py"
+    text = generate(args.package)
+    current = target.read_text(encoding="utf-8") if target.exists() else ""
+    if args.check:
+        if current != text:
+            print(f"{target} is stale: run `make sync-client`", file=sys.stderr)
+            return 1
+        return 0
+    if current != text:
+        target.write_text(text, encoding="utf-8")
+        print(f"wrote {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -6,7 +6,7 @@ from alembic import context
 from sqlalchemy import create_engine, pool
 
 from app.settings import get_settings
-from app.store.db import is_sqlite, sync_url
+from app.store.backend.engines import is_sqlite, sync_url
 from app.store.schema import metadata
 
 config = context.config

@@ -24,7 +24,7 @@ from app.service.queues import QueueService
 from app.service.reads import RunReads
 from app.service.runs import RunService
 from app.settings import Settings
-from app.store.db import create_engine, engine_for
+from app.store.backend.engines import create_engine, engine_for
 from app.store.runs import RunStore
 from app.worker.worker import Worker
 

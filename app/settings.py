@@ -14,7 +14,7 @@ class Settings(BaseSettings):
 
     database_url: str = "sqlite:///./agentrun.db"
     # PostgreSQL connection budget (README, "Connection budget"): each process keeps one
-    # pool of this many connections (unset: app.store.db.DEFAULT_POOL_SIZE), plus one
+    # pool of this many connections (unset: app.store.backend.engines.DEFAULT_POOL_SIZE), plus one
     # LISTEN connection on `database_listen_url` (unset: `database_url`).
     database_pool_size: int | None = Field(default=None, ge=1)
     database_pool_timeout: float = Field(default=30.0, gt=0)  # wait for a pooled connection

@@ -34,6 +34,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from app.logs import Redactor, settings_secrets
+from app.store.waiting import Backoff, ToolResults
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -279,22 +280,23 @@ def create_attributes(record: RunRecord, created: bool) -> Attributes:
     }
 
 
-def claim_ended(status: str, values: Mapping[str, Any]) -> None:
+def claim_ended(record: RunRecord) -> None:
     """An event on the drive span for the write that ended a claim (`agentrun.run.<status>`:
     suspended as `requires_action`, `completed`, `failed`, `queued` after a backoff); a
     failed run also fails the span."""
     if not ENABLED:
         return
     span = trace.get_current_span()
-    reason = values.get("waiting_reason") or {}
+    status = record.status.value
+    reason = record.waiting
     attributes: Attributes = {"agentrun.run.status": status}
-    if reason.get("type"):
-        attributes["agentrun.run.waiting_for"] = str(reason["type"])
-    if reason.get("type") == "tool_results":
-        attributes["agentrun.tool_calls.open"] = len(reason.get("call_ids") or ())
-    if reason.get("type") == "backoff":
-        attributes["agentrun.backoff.seconds"] = float(reason["delay_seconds"])
-    error = values.get("error")
+    if reason is not None:
+        attributes["agentrun.run.waiting_for"] = str(reason.doc()["type"])
+    if isinstance(reason, ToolResults):
+        attributes["agentrun.tool_calls.open"] = len(reason.call_ids)
+    if isinstance(reason, Backoff):
+        attributes["agentrun.backoff.seconds"] = round(reason.delay_seconds, 3)
+    error = record.error
     if isinstance(error, Mapping) and error.get("type"):
         attributes["error.type"] = str(error["type"])
         span.set_attribute("error.type", str(error["type"]))

@@ -56,10 +56,10 @@ from app.core.serde import message_to_dict  # noqa: E402
 from app.service.runs import RunService, RunView  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.store import changes  # noqa: E402
-from app.store.db import create_engine  # noqa: E402
-from app.store.direct import Compiled, DirectPool  # noqa: E402
+from app.store.backend.direct import Compiled, DirectPool  # noqa: E402
+from app.store.backend.engines import create_engine  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
-from app.store.records import RUN_COLUMNS, NewToolCall  # noqa: E402
+from app.store.records import NewToolCall  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from tests.helpers import drive_once, results_for, run_body  # noqa: E402
 
@@ -263,7 +263,7 @@ async def record_statements(service: RunService) -> dict[str, Statement]:
         suspended = await service.get_run(view.record.id)
         await service.submit_tool_results(results_for(suspended), run_id=view.record.id)
         await drive_once(service.store, service.settings)
-        await service.store.wakeups.flush()
+        await service.store.flush_wakeups()
     finally:
         DirectPool.fetchone, DirectPool.fetchall = fetchone, fetchall  # type: ignore[method-assign]
     text = [(kind, " ".join(c.sql.split()), c, v) for kind, c, v in sent]
@@ -293,7 +293,6 @@ async def own_statements(
     once), a resumed one completes."""
     engine = create_engine(url, pool_size=clients)
     pool = DirectPool(engine)
-    version, turn = RUN_COLUMNS["version"], RUN_COLUMNS["turn"]
     target = created = completed = 0
 
     def statement(role: str, **values: Any) -> tuple[Compiled, dict[str, Any]]:
@@ -306,7 +305,7 @@ async def own_statements(
 
     async def write(role: str, **values: Any) -> Any:
         row = await pool.fetchone(*statement(role, **values))
-        if row is None or row[0] is None:
+        if row is None or row["id"] is None:
             raise RuntimeError(f"{role} was refused: the replay lost track of its run")
         return row
 
@@ -324,11 +323,11 @@ async def own_statements(
                 await asyncio.sleep(0.001)
                 continue
             progress = time.monotonic()
-            run_id, held = claimed[0][0], claimed[0][version]
-            if claimed[0][turn] == 0:
+            run_id, held = claimed[0]["id"], claimed[0]["version"]
+            if claimed[0]["turn"] == 0:
                 await write("suspend", p_id=run_id, p_version=held)
                 row = await pool.fetchone(*statement("read", p_key=run_id))
-                await write("submit", p_id=run_id, p_version=row[version])
+                await write("submit", p_id=run_id, p_version=row["version"])
             else:
                 await write("complete", p_id=run_id, p_version=held)
                 completed += 1

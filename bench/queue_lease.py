@@ -30,7 +30,7 @@ from app.service.live import EventHub  # noqa: E402
 from app.service.queues import QueueService  # noqa: E402
 from app.service.runs import RunService  # noqa: E402
 from app.service.schemas import LeasedResultIn, LeaseIn  # noqa: E402
-from app.store.db import create_engine  # noqa: E402
+from app.store.backend.engines import create_engine  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from bench.lifecycle import drop_database, fresh_database, server_argument  # noqa: E402

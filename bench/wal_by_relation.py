@@ -27,7 +27,7 @@ import psycopg  # noqa: E402
 
 from app.service.runs import RunService  # noqa: E402
 from app.settings import Settings  # noqa: E402
-from app.store.db import create_engine  # noqa: E402
+from app.store.backend.engines import create_engine  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from bench.lifecycle import drop_database, fresh_database, server_argument  # noqa: E402
@@ -59,7 +59,7 @@ async def measure(url: str, runs: int) -> None:
             start = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()
         for _ in range(runs):
             await lifecycle(service)
-        await store.wakeups.flush()
+        await store.flush_wakeups()
     finally:
         await store.aclose()
     with psycopg.connect(dsn, autocommit=True) as conn:

@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.service.runs import RunService  # noqa: E402
 from app.settings import Settings  # noqa: E402
-from app.store.db import create_engine  # noqa: E402
+from app.store.backend.engines import create_engine  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from bench.lifecycle import (  # noqa: E402

@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from app.settings import Settings
-from app.store.db import create_engine
+from app.store.backend.engines import create_engine
 from app.store.migrate import upgrade_to_head
 from app.store.runs import RunStore
 from tests.helpers import RUN_TABLES

@@ -7,7 +7,7 @@ import pydantic
 import pytest
 
 from app.settings import Settings
-from app.store.db import DEFAULT_POOL_SIZE, engine_for, transaction_pooled
+from app.store.backend.engines import DEFAULT_POOL_SIZE, engine_for, transaction_pooled
 
 SERVER = "postgresql://agentrun@db.internal:5432/agentrun"
 BOUNCER = "postgresql://agentrun@pgbouncer.internal:6432/agentrun"

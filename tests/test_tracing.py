@@ -103,7 +103,7 @@ def test_helpers_build_nothing_when_off() -> None:
         assert span is None
     tracing.event("x", never)
     tracing.record_span("x", {"trace": {"traceparent": "garbage"}}, 0, never)
-    tracing.claim_ended("completed", {})
+    tracing.claim_ended(None)  # type: ignore[arg-type]  # (never read while off)
     assert tracing.carrier() == {}
     assert tracing.start_time() == 0
 

@@ -82,9 +82,9 @@ class RunOut(BaseModel):
             )
         elif view.resolution is not None:
             action = ResolveInvalidToolCall(
-                tool_name=view.resolution["tool_name"],
-                tool_call_id=view.resolution.get("tool_call_id"),
-                arguments=view.resolution.get("arguments", ""),
+                tool_name=view.resolution.tool_name,
+                tool_call_id=view.resolution.tool_call_id,
+                arguments=view.resolution.arguments,
             )
         return cls(
             id=r.id,

@@ -21,6 +21,7 @@ from app.core import (
 from app.core.serde import message_from
 from app.service.errors import InvalidRequest
 from app.service.schemas import HistoryMessage, SpecificTool, ToolChoiceIn
+from app.store.config import tool_choice_of
 
 
 def canonical_hash(value: Any) -> str:
@@ -52,11 +53,8 @@ def tool_choice(choice: ToolChoiceIn | None) -> ToolChoice | None:
 
 
 def tool_choice_from_config(value: Any) -> ToolChoice | None:
-    if value is None:
-        return None
-    if isinstance(value, dict):
-        return ToolChoice.specific([value["name"]])
-    return ToolChoice(value)
+    """A stored `tool_choice` as the core's value (`app.store.config`)."""
+    return tool_choice_of(value)
 
 
 def allowed_tool_names(tools: list[str], choice: ToolChoice | None) -> frozenset[str]:

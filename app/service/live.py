@@ -222,7 +222,7 @@ class EventHub:
         self.bell = QueueBell()
 
     def _ensure_listening(self) -> None:
-        if self.store.is_postgres and not self._tasks:
+        if self.store.notifies and not self._tasks:
             self._tasks = [
                 asyncio.create_task(self._listen()),
                 asyncio.create_task(self._renew_watches()),
@@ -232,7 +232,7 @@ class EventHub:
     def _timeout(self) -> float:
         """How long a subscriber waits for a wake-up before it reads anyway: on SQLite,
         where nothing notifies, the poll interval."""
-        return self.fallback_seconds if self.store.is_postgres else self.poll_interval
+        return self.fallback_seconds if self.store.notifies else self.poll_interval
 
     async def close(self) -> None:
         tasks = [*self._tasks, *self._chores, *([self._writer] if self._writer else [])]
@@ -358,14 +358,14 @@ class EventHub:
             feed = self._feeds[run_id] = RunFeed(self.store, run_id)
         feed.subscribers += 1
         try:
-            if self.store.is_postgres:
+            if self.store.notifies:
                 await asyncio.shield(self._watched(feed))
             yield feed
         finally:
             feed.subscribers -= 1
             if feed.subscribers == 0:
                 self._feeds.pop(run_id, None)
-                if self.store.is_postgres:
+                if self.store.notifies:
                     self._to_unwatch.add(run_id)
                     self._write_soon()
 

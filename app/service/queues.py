@@ -44,7 +44,7 @@ from app.service.shielded import whole
 from app.service.submissions import SUBMIT_ATTEMPTS, SubmitOutcome, SubmittedResult, decide
 from app.service.tokens import lease_signature
 from app.store.errors import NotFoundError
-from app.store.records import RunRecord, ToolCallRecord
+from app.store.records import ToolCallRecord
 
 #: A lease token: the call (run, round, position), the lease's own random part and the
 #: service's signature of them (absent from tokens of earlier releases).
@@ -103,7 +103,7 @@ class QueueService:
         # A wait that heard nothing looks again after this: NOTIFY may be missed (a
         # LISTEN connection re-established), and SQLite has none.
         if fallback_seconds is None:
-            fallback_seconds = 5.0 if self.store.is_postgres else service.settings.poll_interval
+            fallback_seconds = 5.0 if self.store.notifies else service.settings.poll_interval
         self.fallback_seconds = fallback_seconds
         self._key: str | None = None  # signs lease tokens (the callback key), read at first use
 
@@ -201,7 +201,7 @@ class QueueService:
             except NotFoundError:
                 raise LeaseNotFound(f"no lease {token} in queue {queue}") from None
             record = pending.record
-            current = waiting_round(record) == lease.round
+            current = record.waiting_round == lease.round
             row = (
                 next((c for c in pending.calls if c.position == lease.position), None)
                 if current
@@ -236,14 +236,6 @@ class QueueService:
                 _traced(outcome, started, actor, queue)
                 return outcome
         raise RunStateConflict(f"run {lease.run_id} kept changing; try again", record.status.value)
-
-
-def waiting_round(record: RunRecord) -> int | None:
-    """The round of calls the run waits on for results, if it does."""
-    reason = record.waiting_reason or {}
-    if record.status != RunStatus.REQUIRES_ACTION or reason.get("type") != "tool_results":
-        return None
-    return int(reason["round"])
 
 
 def lost_reason(row: ToolCallRecord) -> str:

@@ -29,18 +29,6 @@ from app.store import reports
 from app.store.runs import RunStore
 
 
-def waiting_round(record: RunRecord) -> int | None:
-    """The round of tool calls a run waits on for results, if it does."""
-    reason = record.waiting_reason
-    if (
-        record.status != RunStatus.REQUIRES_ACTION
-        or reason is None
-        or reason.get("type") != "tool_results"
-    ):
-        return None
-    return int(reason["round"])
-
-
 @dataclass(frozen=True, slots=True)
 class Overview:
     """The dashboard's overview: runs by status, suspended ages, last-hour activity."""
@@ -96,7 +84,7 @@ class RunReads:
     async def pending_calls(self, records: Iterable[RunRecord]) -> dict[str, list[ToolCallRecord]]:
         """The tool calls each run waits on (none for a run that waits on nothing), in one
         query for all of them."""
-        rounds = {r.id: n for r in records if (n := waiting_round(r)) is not None}
+        rounds = {r.id: n for r in records if (n := r.waiting_round) is not None}
         return await self.store.pending_calls(rounds)
 
     async def suspended_since(self, records: Iterable[RunRecord]) -> dict[str, datetime]:

@@ -50,8 +50,7 @@ def resolution_change(
     record: RunRecord, body: ResolutionIn, actor: str | None, now: datetime
 ) -> Change:
     """The change resolving `record` (read with its log) with `body` makes."""
-    reason = record.waiting_reason or {}
-    if record.status != RunStatus.REQUIRES_ACTION or reason.get("type") != "resolution":
+    if record.status != RunStatus.REQUIRES_ACTION or not isinstance(record.waiting, Resolution):
         raise RunStateConflict(
             f"run {record.id} is {record.status.value}, not waiting for a resolution",
             record.status.value,

@@ -53,7 +53,7 @@ from app.service.submissions import (
 from app.service.tokens import callback_token, new_key, token_hash
 from app.settings import Settings
 from app.store import changes
-from app.store.changes import Change
+from app.store.changes import Change, Resolution
 from app.store.errors import NotFoundError
 from app.store.records import NewEvent, RunRecord, ToolCallRecord
 from app.store.runs import RunStore
@@ -72,7 +72,7 @@ class RunView:
     record: RunRecord
     pending: list[ToolCallRecord]
     callback_url: str | None
-    resolution: dict[str, Any] | None
+    resolution: Resolution | None  # the invalid tool call it waits to have resolved
 
 
 #: The symbols of a run id's random part: letters and digits only, so an id never starts
@@ -237,7 +237,7 @@ class RunService:
             "request_hash": convert.canonical_hash(request) if idempotency_key else None,
             "config": config,
             "metadata": body.metadata,
-            "waiting_reason": None,  # (queued: `app.store.waiting.derived_reason`)
+            "waiting_reason": None,  # (queued: `app.store.waiting.derived`)
             "turn": 0,
             "max_turns": max_turns,
         }
@@ -340,29 +340,18 @@ class RunService:
 
     async def _views(self, records: list[RunRecord]) -> list[RunView]:
         """Views of many runs; pending calls come in one query for the whole page."""
-        rounds = {
-            r.id: int(r.waiting_reason["round"])
-            for r in records
-            if r.status == RunStatus.REQUIRES_ACTION
-            and r.waiting_reason is not None
-            and r.waiting_reason.get("type") == "tool_results"
-        }
+        rounds = {r.id: n for r in records if (n := r.waiting_round) is not None}
         pending = await self.store.pending_calls(rounds)
         key = await self.callback_key() if rounds else ""
         views = []
         for r in records:
-            reason = r.waiting_reason or {}
             callback_url = None
             if r.id in rounds:
                 callback_url = self.settings.callback_url(callback_token(key, r.id, rounds[r.id]))
-            waiting_resolution = (
-                r.status == RunStatus.REQUIRES_ACTION and reason.get("type") == "resolution"
-            )
-            views.append(
-                RunView(
-                    r, pending.get(r.id, []), callback_url, reason if waiting_resolution else None
-                )
-            )
+            resolution = r.waiting if isinstance(r.waiting, Resolution) else None
+            if r.status != RunStatus.REQUIRES_ACTION:
+                resolution = None
+            views.append(RunView(r, pending.get(r.id, []), callback_url, resolution))
         return views
 
     # --- tool results -------------------------------------------------------------------

@@ -16,7 +16,6 @@ from typing import Any
 
 from app.core import AgentRun, stored
 from app.core.events import EventType as E
-from app.core.lifecycle import RunStatus
 from app.core.serde import tool_result_from
 from app.service import convert
 from app.store import changes
@@ -76,8 +75,8 @@ def decide(
     round); one identical to a stored answer is a retry, not a conflict. When the last
     open call is answered the run resumes: its results are fed to its state, loaded
     without its log (the log only grows, by the results' message)."""
-    reason = record.waiting_reason or {}
-    if record.status != RunStatus.REQUIRES_ACTION or reason.get("type") != "tool_results":
+    round = record.waiting_round
+    if round is None:
         raise StatusConflict(record)
     answered: dict[int, SubmittedResult] = {}
     for submitted in results:
@@ -99,7 +98,6 @@ def decide(
             raise ResultConflictError(submitted.call_id)
     if not answered:
         return None
-    round = int(reason["round"])
     events = [
         NewEvent(E.TOOL_RESULT_RECEIVED, {"tool_call_id": s.call_id}, s.actor)
         for s in answered.values()

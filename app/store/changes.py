@@ -85,7 +85,7 @@ class Change:
 def _waiting(reason: Waiting | None) -> dict[str, Any]:
     """The `waiting_reason` column of a change. A queued run's and a claimed run's reason
     is not stored: the status and the lease columns hold all of it, and every write of the
-    run's row carries the column (`app.store.waiting.derived_reason` gives it back on read)."""
+    run's row carries the column (`app.store.waiting.derived` gives it back on read)."""
     stored = None if reason is None or isinstance(reason, Queued | ModelCall) else reason.doc()
     return {"waiting_reason": stored}
 

@@ -1,5 +1,5 @@
 """The webhook outbox: deliveries written with the change they announce (by the
-change's own statement, `app.store.statements`), claimed and finished by the workers'
+change's own write, `app.store.backend`), claimed and finished by the workers'
 senders, read by the dashboard and the API."""
 
 from __future__ import annotations
@@ -9,26 +9,18 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.lifecycle import OutboxStatus
+from app.store.backend.base import Backend
 from app.store.records import WebhookRecord
 from app.store.schema import run_configs, webhook_attempts, webhook_outbox
 
-WEBHOOKS_CHANNEL = "agentrun_webhooks"
-
 
 class Outbox:
-    """Mixed into `RunStore` (uses its engine and connections)."""
+    """The webhook senders' side of the outbox, and its reads."""
 
-    engine: AsyncEngine
-    is_postgres: bool
-
-    def _reader(self) -> Any:
-        raise NotImplementedError
-
-    def _one_statement(self) -> Any:
-        raise NotImplementedError
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
 
     async def claim_webhooks(
         self, now: datetime, lease_until: datetime, limit: int = 20
@@ -44,27 +36,26 @@ class Outbox:
             .order_by(webhook_outbox.c.next_attempt_at, webhook_outbox.c.id)
             .limit(limit)
         )
-        if self.is_postgres:
-            due = due.with_for_update(skip_locked=True)
+        due = self.backend.skip_locked(due)
         stmt = (
             webhook_outbox.update()
             .where(webhook_outbox.c.id.in_(due.scalar_subquery()))
             .values(attempts=webhook_outbox.c.attempts + 1, next_attempt_at=lease_until)
             .returning(*webhook_outbox.c)
         )
-        async with self._one_statement() as conn:
-            rows = (await conn.execute(stmt)).all()
+        async with self.backend.atomic() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
         return [WebhookRecord.from_row(r) for r in rows]
 
     async def trace_contexts(self, run_ids: Iterable[str]) -> dict[str, dict[str, str]]:
         """The stored trace context (`config["trace"]`, app.tracing) of each run that has
         one; read only while tracing is on."""
-        stmt = sa.select(run_configs.c.run_id, run_configs.c.config["trace"]).where(
+        stmt = sa.select(run_configs.c.run_id, run_configs.c.config["trace"].label("trace")).where(
             run_configs.c.run_id.in_(list(run_ids))
         )
-        async with self._reader() as conn:
+        async with self.backend.reader() as conn:
             rows = (await conn.execute(stmt)).all()
-        return {r[0]: r[1] for r in rows if isinstance(r[1], dict)}
+        return {r.run_id: r.trace for r in rows if isinstance(r.trace, dict)}
 
     async def finish_webhook(
         self,
@@ -85,7 +76,7 @@ class Outbox:
             state, due = OutboxStatus.PENDING, next_attempt_at
         else:
             state, due = OutboxStatus.FAILED, delivery.next_attempt_at
-        async with self.engine.begin() as conn:
+        async with self.backend.transaction() as conn:
             await conn.execute(
                 webhook_attempts.insert().values(
                     outbox_id=delivery.id,
@@ -117,8 +108,8 @@ class Outbox:
             .where(webhook_outbox.c.run_id == run_id)
             .order_by(webhook_outbox.c.id)
         )
-        async with self._reader() as conn:
-            rows = (await conn.execute(stmt)).all()
+        async with self.backend.reader() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
         keys = (
             "event_type",
             "webhook_id",
@@ -144,6 +135,6 @@ class Outbox:
             .where(webhook_outbox.c.webhook_id == webhook_id)
             .order_by(webhook_attempts.c.attempt)
         )
-        async with self._reader() as conn:
+        async with self.backend.reader() as conn:
             rows = (await conn.execute(stmt)).all()
         return [dict(r._mapping) for r in rows]

@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from app.core.lifecycle import RunStatus
-from app.store.schema import run_events, runs, tool_calls
-from app.store.waiting import derived_reason
+import sqlalchemy as sa
 
-#: Position of each field in a run record's row: `runs.*`, then the run's configuration
-#: and metadata (`run_configs`, `app.store.schema.select_runs`).
-RUN_COLUMNS = {
-    name: i for i, name in enumerate([*(c.name for c in runs.columns), "config", "metadata"])
-}
-RUN_WIDTH = len(RUN_COLUMNS)
-RUN_FIELDS = len(runs.columns)  # (the runs table's own, before config and metadata)
+from app.core.lifecycle import RunStatus
+from app.store import waiting
+from app.store.config import RunConfig
+from app.store.schema import runs
+from app.store.waiting import ToolResults, Waiting
+
 #: The counters of a run's billed usage (`runs.usage`), stored without those at zero.
 RUN_USAGE_KEYS = (
     "input_tokens",
@@ -28,8 +25,16 @@ RUN_USAGE_KEYS = (
     "reasoning_tokens",
 )
 _NO_USAGE = dict.fromkeys(RUN_USAGE_KEYS, 0)
-TOOL_CALL_COLUMNS = tuple(c.name for c in tool_calls.columns)
-EVENT_COLUMNS = tuple(c.name for c in run_events.columns)
+
+
+def _keys(prefix: str) -> dict[str, str]:
+    """The key of each of a run record's columns in a row that names them with `prefix`
+    (`runs.*`, then `config` and `metadata`: `app.store.schema.select_runs`)."""
+    names = [*(c.name for c in runs.columns), "config", "metadata"]
+    return {name: prefix + name for name in names}
+
+
+_RUN_KEYS = {prefix: _keys(prefix) for prefix in ("", "n_")}
 
 
 def utc(value: datetime | None) -> datetime | None:
@@ -55,9 +60,9 @@ class RunRecord:
     expires_at: datetime | None
     idempotency_key: str | None
     request_hash: str | None
-    config: dict[str, Any]
+    config: dict[str, Any]  # the document as stored (what the API shows)
     metadata: dict[str, Any]
-    waiting_reason: dict[str, Any] | None
+    waiting: Waiting | None  # why it is where it is (`waiting_reason`, typed)
     turn: int
     max_turns: int
     output: str | None
@@ -69,23 +74,61 @@ class RunRecord:
     # The run's log (`app.core.stored`: its batches as one JSON array text) when the read
     # asked for it: to load the run whole.
     log: str | None = None
+    _config: RunConfig | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def with_log(self, log: str | None) -> RunRecord:
         return dataclasses.replace(self, log=log)
 
+    @property
+    def waiting_reason(self) -> dict[str, Any] | None:
+        """The waiting reason as the API shows it (`doc()` of `waiting`)."""
+        return None if self.waiting is None else self.waiting.doc()
+
+    @property
+    def waiting_round(self) -> int | None:
+        """The round of tool calls the run waits on for results, if it does."""
+        reason = self.waiting
+        if self.status is RunStatus.REQUIRES_ACTION and isinstance(reason, ToolResults):
+            return reason.round
+        return None
+
+    @property
+    def run_config(self) -> RunConfig:
+        """The configuration, typed (parsed on first use: only the worker needs it)."""
+        if self._config is None:
+            object.__setattr__(self, "_config", RunConfig.parse(self.config))
+        return self._config  # type: ignore[return-value]
+
     @classmethod
-    def from_row(cls, v: Sequence[Any], log: str | None = None) -> RunRecord:
-        """From a row whose first columns are the runs table's, in table order, then the
-        run's config and metadata (`select_runs()`, and the changes' statements)."""
-        c = RUN_COLUMNS
+    def from_row(
+        cls,
+        v: Mapping[Any, Any],
+        *,
+        prefix: str = "",
+        log: str | None = None,
+        known: RunRecord | None = None,
+    ) -> RunRecord:
+        """From a row naming the runs table's columns, the run's config and metadata
+        (`select_runs()`, and the changes' statements), each with `prefix`; `known`: a
+        record of this run whose config and metadata the row leaves out (they never
+        change). A SQLAlchemy row is read through its mapping."""
+        if isinstance(v, sa.Row):
+            v = v._mapping
+        c = _RUN_KEYS[prefix]
         status = RunStatus(v[c["status"]])
         lease_owner, lease_expires_at = v[c["lease_owner"]], utc(v[c["lease_expires_at"]])
-        reason = v[c["waiting_reason"]]
-        if reason is None:
-            reason = derived_reason(status, lease_owner, lease_expires_at)
+        doc = v[c["waiting_reason"]]
+        if doc is None:
+            reason = waiting.derived(status, lease_owner, lease_expires_at)
+        else:
+            reason = waiting.parse(doc)
         usage = v[c["usage"]]
         if type(usage) is dict:
             usage = {**_NO_USAGE, **usage}
+        if known is None:
+            config, metadata = v[c["config"]], v[c["metadata"]]
+        else:
+            config, metadata = known.config, known.metadata
         return cls(
             id=v[c["id"]],
             status=status,
@@ -101,9 +144,9 @@ class RunRecord:
             expires_at=utc(v[c["expires_at"]]),
             idempotency_key=v[c["idempotency_key"]],
             request_hash=v[c["request_hash"]],
-            config=v[c["config"]],
-            metadata=v[c["metadata"]],
-            waiting_reason=reason,
+            config=config,
+            metadata=metadata,
+            waiting=reason,
             turn=v[c["turn"]],
             max_turns=v[c["max_turns"]],
             output=v[c["output"]],
@@ -113,6 +156,7 @@ class RunRecord:
             created_at=utc(v[c["created_at"]]),  # type: ignore[arg-type]
             updated_at=utc(v[c["updated_at"]]),  # type: ignore[arg-type]
             log=log,
+            _config=None if known is None else known._config,
         )
 
 
@@ -135,15 +179,9 @@ class ToolCallRecord:
     attempts: int = 0  # leases it has had
 
     @classmethod
-    def from_row(cls, row: Any) -> ToolCallRecord:
-        """From a `tool_calls.*` row: a SQLAlchemy row, or a plain tuple in table order."""
-        if hasattr(row, "_mapping"):
-            return cls.from_mapping(row._mapping)
-        return cls.from_mapping(dict(zip(TOOL_CALL_COLUMNS, row, strict=True)))
-
-    @classmethod
-    def from_mapping(cls, m: Any) -> ToolCallRecord:
-        """From a row's mapping, or from the JSON object of one (timestamps as text)."""
+    def from_row(cls, m: Mapping[Any, Any]) -> ToolCallRecord:
+        """From a row naming the `tool_calls` columns, or from the JSON object of one
+        (timestamps as text)."""
         submitted_at = _instant(m["submitted_at"])
         return cls(
             run_id=m["run_id"],
@@ -179,9 +217,8 @@ class EventRecord:
     created_at: datetime
 
     @classmethod
-    def from_row(cls, row: Any) -> EventRecord:
-        """From a `run_events.*` row: a SQLAlchemy row, or a plain tuple in table order."""
-        m = row._mapping if hasattr(row, "_mapping") else dict(zip(EVENT_COLUMNS, row, strict=True))
+    def from_row(cls, m: Mapping[Any, Any]) -> EventRecord:
+        """From a row naming the `run_events` columns."""
         return cls(
             run_id=m["run_id"],
             seq=m["seq"],
@@ -232,8 +269,8 @@ class WebhookRecord:
     delivered_at: datetime | None
 
     @classmethod
-    def from_row(cls, row: Any) -> WebhookRecord:
-        m = row._mapping
+    def from_row(cls, m: Mapping[Any, Any]) -> WebhookRecord:
+        """From a row naming the `webhook_outbox` columns."""
         return cls(
             id=m["id"],
             run_id=m["run_id"],

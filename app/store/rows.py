@@ -1,5 +1,6 @@
-"""The rows a change writes beside the run: their columns, and what the usage ledger and
-the webhook outbox make of its events (shared by PostgreSQL's CTEs and SQLite's inserts)."""
+"""The rows a change writes beside the run: their columns, and what the usage ledger, the
+webhook outbox and the pending calls make of a change (shared by PostgreSQL's CTEs and
+SQLite's inserts)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from app.core.events import LEDGER_EVENTS, WEBHOOK_EVENTS
-from app.store.records import NewEvent
+from app.store.records import NewEvent, NewToolCall
 from app.timestamps import iso
 
 LEDGER_COLUMNS = (
@@ -101,3 +102,35 @@ class EventPlan:
             tuple(i for i, e in enumerate(events) if e.type in LEDGER_EVENTS),
             tuple(i for i, e in enumerate(events) if e.type in WEBHOOK_EVENTS),
         )
+
+
+def webhook_targets(config: dict[str, Any], global_url: str | None) -> list[tuple[str, str]]:
+    """(webhook id suffix, URL) of each endpoint a run's webhook events go to."""
+    targets = []
+    url = (config.get("webhook") or {}).get("url")
+    if url:
+        targets.append(("", str(url)))
+    if global_url:
+        targets.append(("_g", global_url))
+    return targets
+
+
+def tool_row(c: NewToolCall, round: int | None, now: datetime) -> dict[str, Any]:
+    """The `tool_calls` columns of one pending call. A queued call is leasable from
+    now on (`lease_expires_at`: see app.store.queues)."""
+    queued = c.queue is not None and c.preresolved_result is None
+    return {
+        "round": round,
+        "position": c.position,
+        "call_id": c.call_id,
+        "name": c.name,
+        "arguments": c.arguments,
+        "preresolved": c.preresolved_result is not None,
+        "result": c.preresolved_result,
+        "submitted_at": now if c.preresolved_result is not None else None,
+        "queue": c.queue if queued else None,
+        "lease_owner": None,
+        "lease_token": None,
+        "lease_expires_at": now if queued else None,
+        "attempts": 0,
+    }

@@ -1,6 +1,8 @@
 """Why a run is where it is: the typed `waiting_reason` of a change (`app.store.changes`),
-and, for the reasons a write leaves out (a queued run's, a claimed run's), the reason
-given back on read from the run's status and lease (`app.store.records`)."""
+read back typed (`parse`, once, where the row is parsed: `app.store.records`), and, for the
+reasons a write leaves out (a queued run's, a claimed run's), the reason given back on read
+from the run's status and lease (`derived`). `doc()` is the JSON the API shows; `parse`
+and `doc` are inverse (tests/store/test_records.py)."""
 
 from __future__ import annotations
 
@@ -87,12 +89,41 @@ class Backoff:
 Waiting = Queued | ModelCall | ToolResults | Resolution | Backoff
 
 
-def derived_reason(
+def _instant(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+def parse(doc: Mapping[str, Any]) -> Waiting:
+    """The typed reason of a stored `waiting_reason` document (`doc()`'s inverse)."""
+    kind = doc["type"]
+    if kind == "tool_results":
+        return ToolResults(int(doc["round"]), tuple(doc["call_ids"]))
+    if kind == "resolution":
+        return Resolution(doc["tool_name"], doc["tool_call_id"], doc["arguments"])
+    if kind == "backoff":
+        return Backoff(
+            until=_instant(doc["until"]),
+            delay_seconds=doc["delay_seconds"],
+            reason=doc["reason"],
+            attempt=doc["attempt"],
+            max_attempts=doc["max_attempts"],
+            error=doc["error"],
+            hint_seconds=doc.get("provider_hint_seconds"),
+            header=doc.get("header"),
+        )
+    if kind == "model_call":  # (stored by releases before 0009; derived since)
+        return ModelCall(doc["worker"], _instant(doc["lease_until"]))
+    if kind == RunStatus.QUEUED.value:
+        return Queued()
+    raise ValueError(f"unknown waiting reason {kind!r}")
+
+
+def derived(
     status: RunStatus, lease_owner: str | None, lease_expires_at: datetime | None
-) -> dict[str, Any] | None:
+) -> Waiting | None:
     """The reason a change left out (`app.store.changes`), from the run's status and lease."""
     if status is RunStatus.QUEUED:
-        return Queued().doc()
+        return Queued()
     if status is RunStatus.RUNNING and lease_owner is not None and lease_expires_at is not None:
-        return ModelCall(lease_owner, lease_expires_at).doc()
+        return ModelCall(lease_owner, lease_expires_at)
     return None

@@ -170,26 +170,24 @@ class RunDriver:
     # --- model calls --------------------------------------------------------------------
 
     async def _call_model(self, claim: Claim, run: AgentRun, step: CallModel) -> RunStatus | None:
-        config = claim.record.config
-        tools = [
-            ToolSpec(t["name"], t.get("description", ""), t["parameters"]) for t in config["tools"]
-        ]
-        choice = convert.tool_choice_from_config(config.get("tool_choice"))
-        spec = config["model"]
-        params = {k: v for k, v in spec.items() if k not in ("provider", "name")}
+        config = claim.record.run_config
+        model = config.model
+        tools = [ToolSpec(t.name, t.description, t.parameters) for t in config.tools]
+        choice = config.tool_choice
+        spec = model.doc
         request = ModelRequest(
-            model=spec["name"],
+            model=model.name,
             prompt=step.prompt,
             history=step.history,
-            preamble=config.get("preamble"),
+            preamble=config.preamble,
             tools=tuple(tools),
             tool_choice=choice,
-            params=params,
+            params=dict(model.params),
             turn=step.turn,
             attempt=claim.record.model_attempts + 1,
         )
         provider = self.providers(spec)
-        streamed = bool(config.get("stream"))
+        streamed = config.stream
         started = time.perf_counter()
         try:
             with tracing.model_call(spec, request, streamed=streamed) as span:
@@ -199,7 +197,7 @@ class RunDriver:
                     answer = await self.lease.hold(claim, provider.complete(request))
                 tracing.model_answered(span, answer)
         except ProviderError as err:
-            err.provider = err.provider or spec["provider"]
+            err.provider = err.provider or model.provider
             return await self._provider_failed(claim, err)
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
         names = [t.name for t in tools]
@@ -210,8 +208,8 @@ class RunDriver:
                 E.MODEL_CALLED,
                 {
                     "turn": step.turn,
-                    "provider": spec["provider"],
-                    "model": spec["name"],
+                    "provider": model.provider,
+                    "model": model.name,
                     "usage": usage_of(answer),
                     "cost_usd": cost_of(self.settings.prices, spec, answer),
                     "finish_reason": answer.finish_reason,
@@ -222,7 +220,7 @@ class RunDriver:
             )
         )
         while isinstance(outcome, NeedsResolution):
-            action = invalid_call_action(config.get("invalid_tool_call") or {}, outcome.context)
+            action = invalid_call_action(config.invalid_tool_call, outcome.context)
             if action is None:
                 return await self._suspend_resolution(claim, run, outcome.context)
             claim.events.append(
@@ -259,10 +257,10 @@ class RunDriver:
         return await self._write(claim, change)
 
     def _failed_event(self, claim: Claim, error: dict[str, Any], attempt: int) -> NewEvent:
-        spec = claim.record.config["model"]
+        model = claim.record.run_config.model.name
         return NewEvent(
             E.MODEL_FAILED,
-            {**error, "attempt": attempt, "turn": claim.record.turn + 1, "model": spec["name"]},
+            {**error, "attempt": attempt, "turn": claim.record.turn + 1, "model": model},
         )
 
     # --- ends of a claim ----------------------------------------------------------------
@@ -271,7 +269,7 @@ class RunDriver:
         self, claim: Claim, run: AgentRun, step: CallTools
     ) -> RunStatus | None:
         round = run.turn()
-        queues = tool_queues(claim.record.config)
+        queues = claim.record.run_config.queue_of
         rows = [
             NewToolCall(
                 position=i,
@@ -325,7 +323,7 @@ class RunDriver:
 
     def _expires_at(self, claim: Claim) -> datetime:
         """A suspension's expiry: after the run's own `expires_in`, else the default."""
-        expires_in = claim.record.config.get("expires_in") or self.settings.default_expires_in
+        expires_in = claim.record.run_config.expires_in or self.settings.default_expires_in
         return self.clock() + timedelta(seconds=expires_in)
 
     def _snapshot(self, claim: Claim) -> stored.Snapshot:
@@ -378,18 +376,8 @@ class RunDriver:
         claim.looked = chain
         if record is None:
             raise LeaseLost()
-        tracing.claim_ended(
-            record.status.value, {**change.values, "waiting_reason": record.waiting_reason}
-        )
+        tracing.claim_ended(record)
         return record.status
-
-
-def tool_queues(config: Mapping[str, Any]) -> Callable[[str], str | None]:
-    """The queue that serves each tool of a run: the tool's own `queue`, else the run's
-    `tool_queue`, else none (answered by whoever answers the run)."""
-    default = config.get("tool_queue")
-    own = {t["name"]: t["queue"] for t in config.get("tools") or () if t.get("queue")}
-    return lambda name: own.get(name, default)
 
 
 def backoff_reason(

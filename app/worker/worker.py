@@ -26,10 +26,9 @@ from app.service.tokens import new_key
 from app.settings import Settings
 from app.store import changes
 from app.store.errors import is_unavailable
-from app.store.outbox import WEBHOOKS_CHANNEL
 from app.store.records import RunRecord
 from app.store.retention import purge_batch
-from app.store.runs import NOTIFY_CHANNEL, RunStore
+from app.store.runs import NOTIFY_CHANNEL, WEBHOOKS_CHANNEL, RunStore
 from app.worker.driver import ProviderFactory, RunDriver
 from app.worker.providers import make_provider
 from app.worker.webhooks import WebhookSender, new_secret
@@ -96,7 +95,7 @@ class Worker:
         ]
         if self.settings.retention_days > 0:
             background.append(asyncio.create_task(self._retention()))
-        if self.store.is_postgres:
+        if self.store.notifies:
             background.append(asyncio.create_task(self._listen()))
         dispatcher = asyncio.create_task(self._dispatch())
         slots = [asyncio.create_task(self._slot()) for _ in range(self.concurrency)]
@@ -151,7 +150,7 @@ class Worker:
 
     async def _dispatch(self) -> None:
         """Claim for idle slots, one statement per wake-up (up to one run per slot)."""
-        timeout = self.settings.poll_interval if not self.store.is_postgres else 1.0
+        timeout = self.settings.poll_interval if not self.store.notifies else 1.0
         while not self.stopping.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._kick.wait(), timeout)
@@ -194,7 +193,7 @@ class Worker:
 
     async def _deliver_webhooks(self) -> None:
         assert self.sender is not None
-        timeout = self.settings.poll_interval if not self.store.is_postgres else 1.0
+        timeout = self.settings.poll_interval if not self.store.notifies else 1.0
         while True:
             try:
                 await self.sender.deliver_due()

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from app.core import MAX_JSON_DEPTH
 from app.main import create_app
-from app.store.db import sync_url
+from app.store.backend.engines import sync_url
 from tests.conftest import make_settings
 from tests.mocks.uvicorn_thread import serve_in_thread
 
@@ -130,7 +130,7 @@ def test_a_result_is_stored_exactly_or_refused_with_nothing_changed(
 def _waiting_run(client: httpx.Client, url: str) -> tuple[str, str]:
     import asyncio
 
-    from app.store.db import create_engine
+    from app.store.backend.engines import create_engine
     from app.store.runs import RunStore
     from tests.helpers import drive_once
 

@@ -40,7 +40,7 @@ async def test_wakes_when_the_run_suspends_and_answers_as_get_does(
         client.get(f"/v1/runs/{run_id}/wait", params={"timeout": 60}, timeout=60)
     )
     await wait_for(lambda: asyncio.sleep(0, hub.subscribers(run_id)), lambda n: n == 1)
-    if service.store.is_postgres:
+    if service.store.notifies:
         await wait_for(service.store.watched, lambda w: (run_id, hub.watcher) in w)
     await drive_once(service.store, service.settings)
     response = await asyncio.wait_for(pending, 30)

@@ -13,7 +13,7 @@ import pytest
 
 from app.core.lifecycle import RunStatus
 from app.service.runs import RunService
-from app.store.db import create_engine
+from app.store.backend.engines import create_engine
 from app.store.runs import RunStore
 from tests.conftest import make_settings
 from tests.e2e.checks import assert_all_completed_once

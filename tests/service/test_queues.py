@@ -64,7 +64,7 @@ async def hub(store: RunStore, settings: Settings) -> AsyncIterator[EventHub]:
 def queues(service: RunService, hub: EventHub) -> QueueService:
     # A fallback poll longer than any test: on PostgreSQL only a NOTIFY (or a lease's
     # lapse) wakes a waiting lease; SQLite polls every `poll_interval`.
-    return QueueService(service, hub, fallback_seconds=600 if service.store.is_postgres else None)
+    return QueueService(service, hub, fallback_seconds=600 if service.store.notifies else None)
 
 
 def lease_in(**kw: object) -> LeaseIn:

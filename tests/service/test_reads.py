@@ -14,7 +14,7 @@ from app.service.reads import RunReads
 from app.service.runs import RunService
 from app.service.types import BadCursor, RunFilter
 from app.settings import Settings
-from app.store.db import create_engine
+from app.store.backend.engines import create_engine
 from app.store.runs import RunStore
 from tests.helpers import run_body, suspended_run
 

@@ -214,7 +214,7 @@ async def test_ask_policy_suspends_for_a_resolution(service: RunService) -> None
     await drive_once(service.store, service.settings)
     parked = await service.get_run(view.record.id)
     assert parked.record.status == RunStatus.REQUIRES_ACTION
-    assert parked.resolution is not None and parked.resolution["tool_name"] == "sub"
+    assert parked.resolution is not None and parked.resolution.tool_name == "sub"
     with pytest.raises(RunStateConflict):  # waiting for a resolution, not for results
         await service.submit_tool_results(results(("x", "1")), run_id=view.record.id)
     with pytest.raises(InvalidRequest):

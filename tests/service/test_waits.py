@@ -38,7 +38,7 @@ async def hub(store: RunStore, settings: Settings) -> AsyncIterator[EventHub]:
 async def waiting(hub: EventHub, store: RunStore, run_id: str, count: int = 1) -> None:
     """Until `count` waits hold the run (and, on PostgreSQL, its watch is written)."""
     await wait_for(lambda: asyncio.sleep(0, hub.subscribers(run_id)), lambda n: n >= count)
-    if store.is_postgres:
+    if store.notifies:
         await wait_for(store.watched, lambda w: (run_id, hub.watcher) in w)
 
 
@@ -81,7 +81,7 @@ async def test_a_wait_is_woken_when_the_run_suspends_and_again_when_it_completes
     assert record is not None and record.status == RunStatus.COMPLETED
     assert record.output == "the sums are 3 and 7"
     await wait_for(lambda: asyncio.sleep(0, hub.subscribers(run_id)), lambda n: n == 0)
-    if store.is_postgres:
+    if store.notifies:
         await wait_for(store.watched, lambda w: (run_id, hub.watcher) not in w)
 
 
@@ -125,7 +125,7 @@ async def test_many_waits_and_a_stream_on_one_run_share_each_read(
     assert (await anext(stream)).type == "run.cancelled"
     await stream.aclose()
     # One read for the wake-up (a few more on SQLite, where each poll reads once for all).
-    assert reads <= (2 if store.is_postgres else 10), reads
+    assert reads <= (2 if store.notifies else 10), reads
 
 
 @POSTGRES

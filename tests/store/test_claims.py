@@ -12,10 +12,11 @@ from sqlalchemy.engine import make_url
 from app.core.lifecycle import RunStatus, Transition
 from app.service.runs import RunService
 from app.settings import Settings
+from app.store.backend.postgres import PostgresBackend
 from app.store.changes import Change
 from app.store.records import NewEvent, RunRecord
+from app.store.rows import EventPlan
 from app.store.runs import EVENTS_CHANNEL, NOTIFY_CHANNEL, RunStore
-from app.store.statements import EventPlan
 from tests.helpers import run_body
 
 
@@ -175,7 +176,9 @@ async def test_claim_plan_keeps_its_index_when_planned_generic_on_an_empty_table
     made now, on an empty table, is the one every later claim on that connection uses."""
     events = [NewEvent("run.claimed", {"worker": "w"})]
     # White-box: the claim statement exactly as the store sends it.
-    compiled = store._compile(store.sql.claim(EventPlan.of(events)))
+    backend = store.backend
+    assert isinstance(backend, PostgresBackend)
+    compiled = backend.compile(backend.sql.claim(EventPlan.of(events)))
     now, until = lease()
     values = {
         "p_now": now,

@@ -20,8 +20,8 @@ from app.core.lifecycle import RunStatus
 from app.core.types import USAGE_FIELDS
 from app.service.runs import RunService
 from app.service.schemas import ToolResultsIn
-from app.store.db import create_engine as create_async_engine
-from app.store.db import sync_url
+from app.store.backend.engines import create_engine as create_async_engine
+from app.store.backend.engines import sync_url
 from app.store.migrate import alembic_config, upgrade_to_head
 from app.store.records import RUN_USAGE_KEYS
 from app.store.runs import RunStore

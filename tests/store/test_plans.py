@@ -13,8 +13,10 @@ import pytest
 
 from app.core.lifecycle import RunStatus
 from app.service.runs import RunService
-from app.store.db import create_engine
-from app.store.direct import SESSION_SETTINGS, Compiled, DirectPool
+from app.store.backend.direct import SESSION_SETTINGS, Compiled, DirectPool
+from app.store.backend.engines import create_engine
+from app.store.backend.postgres import PostgresBackend
+from app.store.lookups import list_runs
 from app.store.runs import RunStore
 from tests.conftest import make_settings
 from tests.helpers import drive_once, results_for, suspended_run
@@ -90,9 +92,11 @@ async def test_run_lists_follow_the_creation_index(
                     f"INSERT INTO {table} SELECT {values} FROM generate_series(1, 5000) g"
                 )
             await c.execute("ANALYZE")
-        stmt = store.sql.list_runs(status, paged)
+        stmt = list_runs(status, paged)
+        backend = store.backend
+        assert isinstance(backend, PostgresBackend)
         values: dict[str, Any] = {"p_limit": 50, "p_created": datetime.now(UTC), "p_id": "r9"}
-        plan = await generic_plan(empty_postgres_url, store._compile(stmt), values)
+        plan = await generic_plan(empty_postgres_url, backend.compile(stmt), values)
     finally:
         await store.aclose()
     assert "Seq Scan" not in plan, plan

@@ -1,8 +1,9 @@
-"""One pool per process (app.store.db, app.store.direct): the hot path borrows the engine's
-connections (and keeps one briefly for its next statements, never keeping SQLAlchemy's
-queries waiting long), its session settings stay on its own statements, the process never
-holds more than the pool, a connection the pool must replace is replaced, and an engine
-made for PgBouncer leaves nothing in a server session."""
+"""One pool per process (app.store.backend.engines, app.store.backend.direct): the hot
+path borrows the engine's connections (and keeps one briefly for its next statements,
+never keeping SQLAlchemy's queries waiting long), its session settings stay on its own
+statements, the process never holds more than the pool, a connection the pool must
+replace is replaced, and an engine made for PgBouncer leaves nothing in a server
+session."""
 
 from __future__ import annotations
 
@@ -16,9 +17,15 @@ import pytest
 import sqlalchemy as sa
 
 from app.service.runs import RunService
-from app.store import direct
-from app.store.db import create_engine
-from app.store.direct import IDLE_SECONDS, LEND_SECONDS, Compiled, DirectPool, compile_statement
+from app.store.backend import direct
+from app.store.backend.direct import (
+    IDLE_SECONDS,
+    LEND_SECONDS,
+    Compiled,
+    DirectPool,
+    compile_statement,
+)
+from app.store.backend.engines import create_engine
 from app.store.errors import is_unavailable
 from app.store.runs import RunStore
 from tests.conftest import make_settings

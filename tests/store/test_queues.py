@@ -14,6 +14,9 @@ from app.core.lifecycle import RunStatus
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store import changes
+from app.store.backend.pg_lease import lease_statement
+from app.store.backend.postgres import PostgresBackend
+from app.store.queues import call_statement, extend_statement, next_due_statement
 from app.store.runs import RunStore
 from tests.helpers import ADD_TOOL, drive_once, run_body, suspended_run
 
@@ -202,7 +205,7 @@ async def test_the_queue_statements_use_their_indexes_on_empty_tables(
 ) -> None:
     """Planned generically on empty tables (the direct pool's sticky plan), the lease reads
     the partial index of leasable calls and the others the primary key: no scan."""
-    from app.store.db import create_engine
+    from app.store.backend.engines import create_engine
     from tests.store.test_plans import generic_plan
 
     store = RunStore(create_engine(empty_postgres_url))
@@ -219,15 +222,16 @@ async def test_the_queue_statements_use_their_indexes_on_empty_tables(
         "p_position": 0,
         "p_token": "t",
     }
-    sql = store.queue_sql
+    backend = store.backend
+    assert isinstance(backend, PostgresBackend)
     try:
         for stmt, index in (
-            (sql.lease, "ix_tool_calls_leasable"),
-            (sql.next_due, "ix_tool_calls_leasable"),
-            (sql.extend, "pk_tool_calls"),
-            (sql.call, "pk_tool_calls"),
+            (lease_statement(), "ix_tool_calls_leasable"),
+            (next_due_statement(), "ix_tool_calls_leasable"),
+            (extend_statement(), "pk_tool_calls"),
+            (call_statement(), "pk_tool_calls"),
         ):
-            compiled = store._compile(stmt)
+            compiled = backend.compile(stmt)
             params = {name: values[name] for name, _, fixed, _ in compiled.slots if not fixed}
             plan = await generic_plan(empty_postgres_url, compiled, params)
             assert index in plan and "Seq Scan" not in plan, plan
@@ -240,8 +244,8 @@ async def test_a_cancel_finds_its_calls_by_the_run_on_empty_tables(
 ) -> None:
     """The cancel's statement (which takes the run's calls out of their queue) reaches
     them by the primary key, not by the index of every queue's leasable calls."""
-    from app.store.db import create_engine
-    from app.store.direct import DirectPool
+    from app.store.backend.direct import DirectPool
+    from app.store.backend.engines import create_engine
     from tests.store.test_plans import generic_plan
 
     store = RunStore(create_engine(empty_postgres_url))

@@ -59,7 +59,7 @@ async def test_a_burst_of_creates_wakes_the_workers_with_fewer_notifies(
     async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as listener:
         await listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
         await asyncio.gather(*[service.create_run(run_body()) for _ in range(50)])
-        await store.wakeups.flush()
+        await store.flush_wakeups()
         received = [n.channel async for n in listener.notifies(timeout=0.5)]
     assert received and set(received) == {NOTIFY_CHANNEL}
     assert len(received) < 50

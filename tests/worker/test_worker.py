@@ -9,7 +9,7 @@ import pytest
 from app.core.lifecycle import RunStatus
 from app.service.runs import RunService
 from app.settings import Settings
-from app.store.db import create_engine
+from app.store.backend.engines import create_engine
 from app.store.runs import RunStore
 from app.worker.worker import Worker
 from tests.helpers import run_body, running_worker, wait_for, wait_status
@@ -59,7 +59,7 @@ async def test_a_lost_wake_up_costs_a_poll_not_the_run(
     async with running_worker(store, settings):
         await asyncio.sleep(0.3)  # listening and idle
         client = RunStore(create_engine(database_url))
-        monkeypatch.setattr(client.wakeups, "poke", lambda channel, payload="": None)
+        monkeypatch.setattr(client.backend, "wake", lambda wakes: None)
         try:
             service = RunService(client, settings)
             view, _ = await service.create_run(run_body())

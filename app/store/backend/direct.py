@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import ConnectionPoolEntry, Pool, PoolProxiedConnection, QueuePool
 from sqlalchemy.util import await_, greenlet_spawn
 
-from app.store.db import transaction_pooled
+from app.store.backend.engines import transaction_pooled
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,7 +254,8 @@ class DirectPool:
             held.fairy.close()
 
     async def fetchone(self, compiled: Compiled, values: Mapping[str, Any]) -> Any:
-        """The first row (a tuple) of one autocommit statement, or None."""
+        """The first row (an asyncpg record: by name or position) of one autocommit
+        statement, or None."""
         held = await self._borrow()
         try:
             row = await held.fairy.driver_connection.fetchrow(  # type: ignore[union-attr]
@@ -264,7 +265,7 @@ class DirectPool:
             self._give_back(held, exc)
             raise
         self._give_back(held)
-        return tuple(row) if row is not None else None
+        return row
 
     async def fetchall(self, compiled: Compiled, values: Mapping[str, Any]) -> list[Any]:
         held = await self._borrow()
@@ -276,7 +277,7 @@ class DirectPool:
             self._give_back(held, exc)
             raise
         self._give_back(held)
-        return [tuple(row) for row in rows]
+        return list(rows)
 
     async def aclose(self) -> None:
         """What it keeps goes back to the engine's pool (disposed with it); from now on

@@ -1,34 +1,29 @@
-"""The lifecycle's SQL, built (not run) here: one statement per shape, cached.
+"""PostgreSQL's forms of the lifecycle's statements, built (not run) here: one statement
+per shape, cached.
 
 Building SQLAlchemy statements per call costs more CPU than the database spends on them,
 so each shape (the columns set, the source statuses, the events' kinds, the rows beside
-the change) is built once and reused. On PostgreSQL a change is one statement: the
-compare-and-set UPDATE as a CTE, its events, usage-ledger rows, outbox rows, pending
-calls, answers and the run's log batch as data-modifying CTEs beside it, and a
-live-stream NOTIFY for watched runs; so a transition costs one round trip and one commit.
-SQLite runs the UPDATE alone and writes the rest in the same transaction
-(`app.store.sqlite_rows`). Pure: `tests/store/test_plans.py` compiles and EXPLAINs them.
+the change) is built once and reused. A change is one statement: the compare-and-set
+UPDATE (`app.store.transitions.update_run`) as a CTE, its events, usage-ledger rows,
+outbox rows, pending calls, answers and the run's log batch as data-modifying CTEs beside
+it, and a live-stream NOTIFY for watched runs; so a transition costs one round trip and
+one commit. The reads that fold a run's log or its pending calls into its row are here
+too. Pure: `tests/store/test_plans.py` compiles and EXPLAINs them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import postgresql
 
 from app.core.lifecycle import OutboxStatus, RunStatus
-from app.store.queries import Queries, log_of
-from app.store.rows import (
-    LEDGER_COLUMNS,
-    OUTBOX_COLUMNS,
-    TOOL_CALL_COLUMNS,
-    EventPlan,
-    ledger_row,
-    webhook_payload,
-)
+from app.store.backend.base import EVENTS_CHANNEL
+from app.store.lookups import run_by
+from app.store.rows import LEDGER_COLUMNS, OUTBOX_COLUMNS, TOOL_CALL_COLUMNS, EventPlan
 from app.store.schema import (
     config_of,
     metadata_of,
@@ -38,21 +33,11 @@ from app.store.schema import (
     run_messages,
     run_watchers,
     runs,
+    select_runs,
     tool_calls,
     webhook_outbox,
 )
-
-EVENTS_CHANNEL = "agentrun_events"
-__all__ = [
-    "EVENTS_CHANNEL",
-    "EventPlan",
-    "Shape",
-    "Statements",
-    "claim_keys",
-    "ledger_row",
-    "log_of",
-    "webhook_payload",
-]
+from app.store.transitions import claim_keys, due_runs, update_run
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,16 +74,6 @@ def notify_each(channel: str, changed: Any, *, watched_only: bool = False) -> An
     return notify.correlate(None).scalar_subquery()
 
 
-def status_in(statuses: Iterable[str]) -> sa.ColumnElement[bool]:
-    """`status IN (...)` for a run found by its key, as a filter only: `status || ''` keeps
-    status-led indexes from serving the lookup, so the primary key does. Seen: with
-    `status` bare, a plan made while few runs were suspended found the run through
-    ix_runs_lease, reading every suspended run on each submission. The statuses are
-    literals (enum values), part of the shape."""
-    status = runs.c.status.concat(sa.literal_column("''"))
-    return status.in_([sa.literal_column(f"'{RunStatus(s).value}'") for s in statuses])
-
-
 def typed(name: str, t: Any) -> Any:
     """An explicitly typed parameter for a SELECT list (the server must know each
     parameter's type when it prepares the statement); JSON needs its own bind type so
@@ -119,27 +94,53 @@ def record_of(changed: Any) -> Any:
     )
 
 
-class Statements(Queries):
-    """The statement of each shape, for one dialect, built on first use (the reads are
-    `Queries`')."""
+def log_of(run_id: Any) -> Any:
+    """A run's log as one JSON array text (its batches in order), or NULL."""
+    agg = sa.func.string_agg(
+        run_messages.c.body,
+        postgresql.aggregate_order_by(sa.literal_column("','"), run_messages.c.seq),
+    )
+    return (
+        sa.select(sa.func.concat(sa.literal_column("'['"), agg, sa.literal_column("']'")))
+        .where(run_messages.c.run_id == run_id)
+        .scalar_subquery()
+    )
 
-    def __init__(self, is_postgres: bool, webhook_url: str | None) -> None:
-        super().__init__(is_postgres)
+
+def claimed_runs(prefix: str = "") -> sa.ColumnElement[bool]:
+    """A claim's pick, joined as a derived table (not `IN`): it runs once, locking what it
+    picks, so a concurrent claim's row lock cannot make the re-check skip the rows this
+    claim picked."""
+    picked = due_runs(prefix).with_for_update(skip_locked=True).subquery("due")
+    return runs.c.id == picked.c.id
+
+
+class PgStatements:
+    """The statement of each shape, built on first use."""
+
+    def __init__(self, webhook_url: str | None) -> None:
         self.webhook_url = webhook_url
+        self._cache: dict[Hashable, Any] = {}
+
+    def _cached(self, key: Hashable, build: Callable[[], Any]) -> Any:
+        stmt = self._cache.get(key)
+        if stmt is None:
+            stmt = self._cache[key] = build()
+        return stmt
 
     # --- changes ------------------------------------------------------------------------
 
     def change(self, shape: Shape) -> Any:
         """The compare-and-set UPDATE of one run by id. With `shape.chain` (the claim's
         events), the same statement also claims the next due run (`n_`-prefixed
-        parameters); the row then holds both runs side by side (FULL JOIN: either may be
-        missing), the claimed run's columns and log last."""
+        parameters and columns); the row then holds both runs side by side (FULL JOIN:
+        either may be missing)."""
         return self._cached(shape, lambda: self._change(shape))
 
     def _change(self, shape: Shape) -> Any:
-        dml = self.dml(shape.keys, shape.statuses, shape.plan.n, shape.fenced, False, shape.bump)
-        if not self.is_postgres:
-            return dml.returning(*runs.c)
+        dml = update_run(
+            shape.keys, shape.statuses, shape.plan.n, fenced=shape.fenced, bump=shape.bump
+        )
         changed = dml.returning(*runs.c).cte("changed")
         head = None if shape.reads_config else sa.select(changed)
         stmt = self.with_rows(
@@ -148,13 +149,17 @@ class Statements(Queries):
         if shape.closes_calls:
             stmt = stmt.add_cte(self._unqueue(changed).cte("unqueued"))
         if shape.chain is not None:
-            claimed = self.dml(
-                claim_keys(), (RunStatus.QUEUED.value,), shape.chain.n, False, True, prefix="n_"
+            claimed = update_run(
+                claim_keys(),
+                (RunStatus.QUEUED.value,),
+                shape.chain.n,
+                claimed=claimed_runs("n_"),
+                prefix="n_",
             )
             claimed = claimed.returning(*runs.c).cte("n_changed")
             stmt = self.side_ctes(stmt, claimed, shape.chain, "n_")
             stmt = stmt.add_columns(
-                *claimed.c,
+                *[c.label(f"n_{c.name}") for c in claimed.c],
                 config_of(claimed.c.id).label("n_config"),
                 metadata_of(claimed.c.id).label("n_metadata"),
                 log_of(claimed.c.id).label("n_log"),
@@ -163,74 +168,17 @@ class Statements(Queries):
         return stmt
 
     def claim(self, plan: EventPlan) -> Any:
-        """The claim of up to `p_limit` due queued runs (PostgreSQL: with each run's log)."""
+        """The claim of up to `p_limit` due queued runs, with each run's log."""
 
         def build() -> Any:
-            dml = self.dml(claim_keys(), (RunStatus.QUEUED.value,), plan.n, False, True)
-            if not self.is_postgres:
-                return dml.returning(*runs.c)
+            dml = update_run(
+                claim_keys(), (RunStatus.QUEUED.value,), plan.n, claimed=claimed_runs()
+            )
             changed = dml.returning(*runs.c).cte("changed")
             stmt = self.side_ctes(record_of(changed), changed, plan)
             return stmt.add_columns(log_of(changed.c.id).label("log"))
 
         return self._cached(("claim", plan), build)
-
-    def dml(
-        self,
-        keys: tuple[str, ...],
-        statuses: tuple[str, ...],
-        n_events: int,
-        fenced: bool,
-        claim: bool,
-        bump: bool = True,
-        prefix: str = "",
-    ) -> Any:
-        """The UPDATE itself: by id (`claim`: the oldest due queued runs, at most
-        `p_limit`), compare-and-set on status (and `version` when `fenced`); `bump`
-        moves the fencing token. `prefix` names the parameters of a chained claim."""
-        if claim:
-            due = (
-                sa.select(runs.c.id)
-                .where(
-                    # A literal, not a parameter: it matches ix_runs_claim's predicate, so
-                    # even a generic plan uses that index.
-                    runs.c.status == sa.literal_column(f"'{RunStatus.QUEUED.value}'"),
-                    runs.c.available_at <= sa.bindparam("p_now"),
-                )
-                .order_by(runs.c.available_at, runs.c.id)
-                .limit(sa.bindparam(f"{prefix}p_limit", type_=sa.Integer()))
-            )
-            if self.is_postgres:
-                # Joined as a derived table (not `IN`): it runs once, locking what it
-                # picks, so a concurrent claim's row lock cannot make the re-check skip
-                # the rows this claim picked.
-                picked = due.with_for_update(skip_locked=True).subquery("due")
-                chosen: sa.ColumnElement[bool] = runs.c.id == picked.c.id
-            else:  # SQLite: writers are serialized
-                chosen = runs.c.id.in_(due)
-        else:
-            chosen = runs.c.id == sa.bindparam("p_id")
-        where = [chosen]
-        if not claim:  # (a claim's pick is row-locked and re-checked by its subquery)
-            where.append(status_in(statuses))
-        if fenced:
-            where.append(runs.c.version == sa.bindparam("p_version"))
-        values: dict[str, Any] = {
-            k: sa.bindparam(f"{prefix}v_{k}", type_=runs.c[k].type) for k in keys
-        }
-        if claim:
-            values["attempts"] = runs.c.attempts + 1
-        if bump:
-            values["version"] = runs.c.version + 1
-        return (
-            runs.update()
-            .where(*where)
-            .values(
-                **values,
-                last_event_seq=runs.c.last_event_seq + n_events,
-                updated_at=sa.bindparam("p_now"),
-            )
-        )
 
     def with_rows(
         self,
@@ -241,7 +189,7 @@ class Statements(Queries):
         batch: bool = False,
         head: Any = None,
     ) -> Any:
-        """PostgreSQL: the change (`changed`, a `RETURNING runs.*` CTE) with its events,
+        """The change (`changed`, a `RETURNING runs.*` CTE) with its events,
         ledger, outbox, tool-call rows, answers, log batch and live-stream NOTIFY, as one
         statement (data-modifying CTEs)."""
         stmt = self.side_ctes(record_of(changed) if head is None else head, changed, plan)
@@ -445,18 +393,17 @@ class Statements(Queries):
     # --- inserts and reads ----------------------------------------------------------------
 
     def insert(self, keys: tuple[str, ...], plan: EventPlan, idempotent: bool) -> Any:
-        """A new run (with its events and first log batch, on PostgreSQL)."""
+        """A new run with its configuration, events and first log batch."""
 
         def build() -> Any:
-            insert = postgresql.insert(runs) if self.is_postgres else sqlite.insert(runs)
-            dml = insert.values({k: sa.bindparam(f"v_{k}", type_=runs.c[k].type) for k in keys})
+            dml = postgresql.insert(runs).values(
+                {k: sa.bindparam(f"v_{k}", type_=runs.c[k].type) for k in keys}
+            )
             if idempotent:
                 dml = dml.on_conflict_do_nothing(
                     index_elements=["idempotency_key"],
                     index_where=runs.c.idempotency_key.is_not(None),
                 )
-            if not self.is_postgres:
-                return dml.returning(*runs.c)
             changed = dml.returning(*runs.c).cte("changed")
             config = typed("c_config", run_configs.c.config.type)
             meta = typed("c_metadata", run_configs.c.metadata.type)
@@ -472,7 +419,79 @@ class Statements(Queries):
 
         return self._cached(("insert", keys, plan, idempotent), build)
 
+    # --- reads --------------------------------------------------------------------------
 
-def claim_keys() -> tuple[str, ...]:
-    """The columns a claim sets (sorted, as shapes key them)."""
-    return ("lease_expires_at", "lease_owner", "status", "waiting_reason")
+    def by(self, column: str) -> Any:
+        """A run by a unique column (`p_key`), with its log."""
+        return self._cached(
+            ("by", column), lambda: run_by(column).add_columns(log_of(runs.c.id).label("log"))
+        )
+
+    def submission_read(self, column: str) -> Any:
+        """A run and the calls of its pending round, in one query."""
+
+        def build() -> Any:
+            pairs: list[Any] = []
+            for c in tool_calls.columns:
+                pairs += [sa.literal_column(f"'{c.name}'"), c]
+            call = sa.func.jsonb_build_object(*pairs)
+            calls = (
+                sa.select(
+                    sa.func.coalesce(
+                        sa.func.jsonb_agg(
+                            postgresql.aggregate_order_by(call, tool_calls.c.position)
+                        ),
+                        sa.literal_column("'[]'::jsonb"),
+                    )
+                )
+                .where(
+                    tool_calls.c.run_id == runs.c.id,
+                    tool_calls.c.round == runs.c.waiting_reason["round"].as_integer(),
+                )
+                .scalar_subquery()
+            )
+            return (
+                select_runs()
+                .add_columns(calls.label("calls"))
+                .where(runs.c[column] == sa.bindparam("p_key"))
+            )
+
+        return self._cached(("submission", column), build)
+
+    def calls_of_rounds(self) -> Any:
+        """The calls of many runs' rounds (`p_ids`, `p_rounds` zipped)."""
+
+        def build() -> Any:
+            wanted = sa.select(
+                sa.func.unnest(sa.bindparam("p_ids", type_=postgresql.ARRAY(sa.String()))),
+                sa.func.unnest(sa.bindparam("p_rounds", type_=postgresql.ARRAY(sa.Integer()))),
+            )
+            return (
+                tool_calls.select()
+                .where(sa.tuple_(tool_calls.c.run_id, tool_calls.c.round).in_(wanted))
+                .order_by(tool_calls.c.run_id, tool_calls.c.position)
+            )
+
+        return self._cached(("calls_of_rounds",), build)
+
+    def watch(self) -> Any:
+        """Upsert watches of `p_ids` by `p_watcher` for `p_ttl` seconds (database clock)."""
+
+        def build() -> Any:
+            expires = sa.func.now() + sa.func.make_interval(
+                0, 0, 0, 0, 0, 0, sa.bindparam("p_ttl", type_=sa.Float())
+            )
+            insert = postgresql.insert(run_watchers).from_select(
+                ["run_id", "watcher", "expires_at"],
+                sa.select(
+                    sa.func.unnest(sa.bindparam("p_ids", type_=postgresql.ARRAY(sa.String()))),
+                    sa.bindparam("p_watcher", type_=sa.String()),
+                    expires,
+                ),
+            )
+            return insert.on_conflict_do_update(
+                index_elements=["run_id", "watcher"],
+                set_={"expires_at": insert.excluded.expires_at},
+            )
+
+        return self._cached(("watch",), build)

@@ -1,0 +1,165 @@
+"""What differs between PostgreSQL and SQLite, as one protocol (`Backend`); one
+implementation per dialect (`app.store.backend.postgres`, `app.store.backend.sqlite`).
+
+The repositories (`app.store.transitions`, `lookups`, `queues`, `outbox`, `watchers`) hold
+the SQL both dialects share and call a backend for the rest: how a statement runs (on
+PostgreSQL the hot ones on asyncpg directly, `app.store.backend.direct`), transactions,
+wake-ups after the commit (NOTIFY; SQLite's listeners poll), the dialect's statement forms
+(insert-on-conflict, `FOR UPDATE SKIP LOCKED`), and the writes whose form differs: a change
+with its side rows is one statement of data-modifying CTEs on PostgreSQL and an UPDATE
+with follow-up inserts in one transaction on SQLite. Rows come back as mappings (by column
+name) and leave the backend as typed records (`app.store.records`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from app.core.stored import Snapshot
+from app.store.changes import Change
+from app.store.records import NewEvent, RunRecord, ToolCallRecord
+
+#: A row: its columns by name (an asyncpg record, a SQLAlchemy row mapping, a dict).
+Row = Mapping[Any, Any]
+#: (channel, payload) of a wake-up to send once a write is committed.
+Wake = tuple[str, str]
+
+#: NOTIFY channels: workers (a run is due), live streams (a watched run's events),
+#: webhook senders (a delivery is due), queue executors (payload: the queue's name).
+NOTIFY_CHANNEL = "agentrun_runs"
+EVENTS_CHANNEL = "agentrun_events"
+WEBHOOKS_CHANNEL = "agentrun_webhooks"
+QUEUE_CHANNEL = "agentrun_tool_calls"
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeWrite:
+    """One compare-and-set of a run (`app.store.transitions.Transitions.apply`)."""
+
+    run_id: str
+    change: Change
+    now: datetime
+    known: RunRecord | None = None  # the run as the caller read it (config and metadata)
+    claim_for: tuple[str, datetime] | None = None  # (worker, lease until): claim next
+    conn: AsyncConnection | None = None  # a sweep's transaction (else its own)
+
+
+@dataclass(slots=True)
+class Changed:
+    record: RunRecord | None  # the run as changed; None when refused
+    claimed: RunRecord | None = None  # the run claimed with `claim_for`
+    wakes: list[Wake] = field(default_factory=list)  # to send once committed
+
+
+@dataclass(frozen=True, slots=True)
+class NewRun:
+    """A run to insert (`Transitions.create`)."""
+
+    values: Mapping[str, Any]  # the `runs` columns
+    config: dict[str, Any]
+    metadata: dict[str, Any]
+    events: Sequence[NewEvent]
+    snapshot: Snapshot
+    now: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A lease of a queue's calls (`app.store.queues.ToolCallQueue.lease_calls`)."""
+
+    queue: str
+    owner: str
+    now: datetime
+    until: datetime
+    limit: int
+
+
+class Backend(Protocol):
+    engine: AsyncEngine  # (reports, usage and retention run their own SQLAlchemy queries)
+    #: Whether writes wake listeners (LISTEN/NOTIFY); without it they poll.
+    notifies: bool
+
+    # --- running statements ----------------------------------------------------------
+
+    def reader(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """A connection for reads (no BEGIN/ROLLBACK round trips where the dialect
+        allows)."""
+        ...
+
+    def transaction(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """A connection in a transaction, committed at the end."""
+        ...
+
+    def atomic(self) -> AbstractAsyncContextManager[AsyncConnection]:
+        """A connection for an operation that is one (atomic) statement."""
+        ...
+
+    async def fetch(self, stmt: Any, params: Mapping[str, Any]) -> list[Row]:
+        """The rows of one statement run as its own transaction: the hot path."""
+        ...
+
+    async def fetch_one(self, stmt: Any, params: Mapping[str, Any]) -> Row | None: ...
+
+    def wake(self, wakes: Iterable[Wake]) -> None:
+        """Send these wake-ups soon (the write is committed)."""
+        ...
+
+    async def flush(self) -> None:
+        """Return once the wake-ups asked for so far are sent (or have failed)."""
+        ...
+
+    async def aclose(self) -> None: ...
+
+    # --- statement forms -------------------------------------------------------------
+
+    def insert(self, table: sa.Table) -> Any:
+        """An INSERT of `table` that takes `on_conflict_do_nothing/update`."""
+        ...
+
+    def skip_locked(self, stmt: Any, *of: sa.Table) -> Any:
+        """`stmt` row-locking what it picks, skipping rows locked by others (SQLite
+        serializes writers: unchanged)."""
+        ...
+
+    # --- writes and reads whose form differs ----------------------------------------
+
+    async def change(self, write: ChangeWrite) -> Changed:
+        """One compare-and-set of a run with its events and side rows (and, with
+        `claim_for`, the claim of the next due run); `record` None when refused."""
+        ...
+
+    async def create(self, run: NewRun) -> Changed:
+        """Insert a run with its events and log batch; `record` None when its
+        idempotency key is taken."""
+        ...
+
+    async def claim(self, change: Change, now: datetime, limit: int) -> list[RunRecord]:
+        """Claim up to `limit` due queued runs with `change`, each with its log."""
+        ...
+
+    async def run(self, key: str, value: str, *, with_log: bool) -> RunRecord | None:
+        """The run whose `key` column is `value` (with its log when `with_log`)."""
+        ...
+
+    async def pending(self, key: str, value: str) -> tuple[RunRecord, list[ToolCallRecord]] | None:
+        """A run (by `key`) and the calls of the round it waits on, in one read."""
+        ...
+
+    async def calls_of_rounds(self, rounds: Mapping[str, int]) -> list[ToolCallRecord]:
+        """The tool calls of each run's given round (ordered by run, position)."""
+        ...
+
+    async def lease_calls(self, lease: Lease) -> list[ToolCallRecord]:
+        """Lease a queue's due calls, with their runs' events (`app.store.queues`)."""
+        ...
+
+    async def watch(self, watcher: str, run_ids: Sequence[str], ttl_seconds: float) -> None:
+        """Record watches (their runs' event appends NOTIFY); nothing without NOTIFY."""
+        ...

@@ -1,0 +1,197 @@
+"""A run store's reads of runs: a run (with its log), lists, pending calls, events,
+counts, service secrets. The statements both dialects share are built here, once; the
+reads whose form differs (a run with its log, a run with its pending calls) are the
+backend's."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from app.core.lifecycle import RunStatus
+from app.store.backend.base import Backend
+from app.store.errors import NotFoundError
+from app.store.records import EventRecord, RunRecord, ToolCallRecord
+from app.store.schema import (
+    created_beyond,
+    newest_first,
+    run_events,
+    run_messages,
+    runs,
+    select_runs,
+    service_secrets,
+    tool_calls,
+)
+from app.store.usage import usage_totals
+
+# --- statements ----------------------------------------------------------------------------
+
+
+@functools.cache
+def run_by(column: str) -> sa.Select[Any]:
+    """`SELECT runs.*, config, metadata WHERE <column> = :p_key`."""
+    return select_runs().where(runs.c[column] == sa.bindparam("p_key"))
+
+
+@functools.cache
+def log_batches() -> sa.Select[Any]:
+    """A run's log batches (`p_key`) in order."""
+    return (
+        sa.select(run_messages.c.body)
+        .where(run_messages.c.run_id == sa.bindparam("p_key"))
+        .order_by(run_messages.c.seq)
+    )
+
+
+@functools.cache
+def calls_of_round() -> sa.Select[Any]:
+    """The calls of one round (`p_id`, `p_round`) of a run, in order."""
+    return (
+        tool_calls.select()
+        .where(
+            tool_calls.c.run_id == sa.bindparam("p_id", type_=sa.String()),
+            tool_calls.c.round == sa.bindparam("p_round", type_=sa.Integer()),
+        )
+        .order_by(tool_calls.c.position)
+    )
+
+
+@functools.cache
+def list_runs(status: RunStatus | None, paged: bool) -> sa.Select[Any]:
+    """Runs newest first, of one status or all, after a keyset cursor when `paged`."""
+    stmt = (
+        select_runs().order_by(*newest_first()).limit(sa.bindparam("p_limit", type_=sa.Integer()))
+    )
+    if status is not None:
+        stmt = stmt.where(runs.c.status == sa.literal_column(f"'{status.value}'"))
+    if paged:
+        created = sa.bindparam("p_created", type_=runs.c.created_at.type)
+        stmt = stmt.where(
+            created_beyond(created, sa.bindparam("p_id", type_=sa.String()), ascending=False)
+        )
+    return stmt
+
+
+@functools.cache
+def events_after() -> sa.Select[Any]:
+    """A run's events after a sequence number, in order, at most `p_limit`."""
+    return (
+        run_events.select()
+        .where(
+            run_events.c.run_id == sa.bindparam("p_id", type_=sa.String()),
+            run_events.c.seq > sa.bindparam("p_after", type_=sa.Integer()),
+        )
+        .order_by(run_events.c.seq)
+        .limit(sa.bindparam("p_limit", type_=sa.Integer()))
+    )
+
+
+@functools.cache
+def secret_named() -> sa.Select[Any]:
+    return sa.select(service_secrets.c.value).where(
+        service_secrets.c.name == sa.bindparam("p_name", type_=sa.String())
+    )
+
+
+# --- the repository ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A suspended run as a submission reads it: the run and its pending round's calls."""
+
+    record: RunRecord
+    calls: list[ToolCallRecord]
+
+
+class Lookups:
+    """The reads of runs and what hangs off them."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self._insert_secret: Any = None  # (in the backend's form of insert-on-conflict)
+
+    async def get(self, run_id: str, *, with_log: bool = False) -> RunRecord | None:
+        """A run (with its log when `with_log`: to load it whole)."""
+        return await self.backend.run("id", run_id, with_log=with_log)
+
+    async def list_runs(
+        self, *, status: RunStatus | None, limit: int, before: tuple[datetime, str] | None
+    ) -> list[RunRecord]:
+        """Newest first; keyset pagination on (created_at, id)."""
+        params: dict[str, Any] = {"p_limit": limit}
+        if before is not None:
+            params["p_created"], params["p_id"] = before
+        rows = await self.backend.fetch(list_runs(status, before is not None), params)
+        return [RunRecord.from_row(r) for r in rows]
+
+    async def tool_calls(self, run_id: str, round: int | None = None) -> list[ToolCallRecord]:
+        stmt = tool_calls.select().where(tool_calls.c.run_id == run_id)
+        if round is not None:
+            stmt = stmt.where(tool_calls.c.round == round)
+        stmt = stmt.order_by(tool_calls.c.round, tool_calls.c.position)
+        async with self.backend.reader() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
+        return [ToolCallRecord.from_row(r) for r in rows]
+
+    async def pending_calls(self, rounds: Mapping[str, int]) -> dict[str, list[ToolCallRecord]]:
+        """The tool calls of each run's given round, for many runs in one query."""
+        if not rounds:
+            return {}
+        out: dict[str, list[ToolCallRecord]] = {run_id: [] for run_id in rounds}
+        for record in await self.backend.calls_of_rounds(rounds):
+            out[record.run_id].append(record)
+        return out
+
+    async def pending(self, *, run_id: str | None = None, token_hash: str | None = None) -> Pending:
+        """A run (by id or callback token) and the calls of its pending round, as a
+        submission decides on them; `NotFoundError` when there is no such run."""
+        if run_id is not None:
+            found = await self.backend.pending("id", run_id)
+        else:
+            found = await self.backend.pending("callback_token_hash", token_hash or "")
+        if found is None:
+            raise NotFoundError(run_id or "callback")
+        return Pending(*found)
+
+    async def events(self, run_id: str, *, after: int = 0, limit: int = 1000) -> list[EventRecord]:
+        params = {"p_id": run_id, "p_after": after, "p_limit": limit}
+        return [EventRecord.from_row(r) for r in await self.backend.fetch(events_after(), params)]
+
+    async def count_by_status(self) -> dict[str, int]:
+        stmt = sa.select(runs.c.status, sa.func.count()).group_by(runs.c.status)
+        async with self.backend.reader() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return {status: count for status, count in rows}
+
+    async def usage_totals(self, start: datetime, end: datetime) -> dict[str, Any]:
+        """Sums of the usage ledger in [start, end): overall, by run status, by model."""
+        async with self.backend.reader() as conn:
+            return await usage_totals(conn, start, end)
+
+    async def secret(self, name: str, make: Callable[[], str]) -> str:
+        """A service-wide secret shared by every process (created once, first writer wins:
+        an insert that does nothing when the name is taken, then the stored value; no row
+        is rewritten, so asking again writes nothing)."""
+        if self._insert_secret is None:
+            self._insert_secret = (
+                self.backend.insert(service_secrets)
+                .values(
+                    name=sa.bindparam("p_name", type_=sa.String()),
+                    value=sa.bindparam("p_value", type_=sa.String()),
+                )
+                .on_conflict_do_nothing(index_elements=["name"])
+                .returning(service_secrets.c.value)
+            )
+        params = {"p_name": name, "p_value": make()}
+        row = await self.backend.fetch_one(self._insert_secret, params)
+        if row is None:  # taken: the first writer's
+            row = await self.backend.fetch_one(secret_named(), params)
+        if row is None:  # (secrets are never deleted)
+            raise RuntimeError(f"secret {name!r} was neither stored nor found")
+        return str(row["value"])

@@ -1,0 +1,223 @@
+"""A run's transitions: each public method is one compare-and-set of a run (`WHERE status
+IN (...)`, and `AND version = :v` for the lease holder's writes, the fencing token) with
+its events, side rows and log batch in the same transaction. What a change writes is
+decided by `app.store.changes`; how it is written (one statement of data-modifying CTEs on
+PostgreSQL, an UPDATE and follow-up inserts on SQLite) by the backend. The UPDATE itself,
+shared by both, is built here.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+
+from app.core.lifecycle import RunStatus
+from app.core.stored import Snapshot
+from app.store import changes
+from app.store.backend.base import Backend, ChangeWrite, NewRun, Wake
+from app.store.changes import Change
+from app.store.errors import NotFoundError
+from app.store.records import NewEvent, RunRecord
+from app.store.schema import runs
+
+# --- the UPDATE of a run -----------------------------------------------------------------------
+
+
+def status_in(statuses: Sequence[str]) -> sa.ColumnElement[bool]:
+    """`status IN (...)` for a run found by its key, as a filter only: `status || ''` keeps
+    status-led indexes from serving the lookup, so the primary key does. Seen: with
+    `status` bare, a plan made while few runs were suspended found the run through
+    ix_runs_lease, reading every suspended run on each submission. The statuses are
+    literals (enum values), part of the statement."""
+    status = runs.c.status.concat(sa.literal_column("''"))
+    return status.in_([sa.literal_column(f"'{RunStatus(s).value}'") for s in statuses])
+
+
+def due_runs(prefix: str = "") -> sa.Select[Any]:
+    """The ids of the oldest due queued runs, at most `p_limit` (a claim's pick)."""
+    return (
+        sa.select(runs.c.id)
+        .where(
+            # A literal, not a parameter: it matches ix_runs_claim's predicate, so even a
+            # generic plan uses that index.
+            runs.c.status == sa.literal_column(f"'{RunStatus.QUEUED.value}'"),
+            runs.c.available_at <= sa.bindparam("p_now"),
+        )
+        .order_by(runs.c.available_at, runs.c.id)
+        .limit(sa.bindparam(f"{prefix}p_limit", type_=sa.Integer()))
+    )
+
+
+def update_run(
+    keys: tuple[str, ...],
+    statuses: tuple[str, ...],
+    n_events: int,
+    *,
+    fenced: bool = False,
+    bump: bool = True,
+    claimed: sa.ColumnElement[bool] | None = None,
+    prefix: str = "",
+) -> Any:
+    """The UPDATE of a run by id (`p_id`), compare-and-set on its status (and `version`
+    when `fenced`); `bump` moves the fencing token on. A claim passes the predicate that
+    picks its runs as `claimed` (the backend's form of `due_runs`) and counts an attempt.
+    `prefix` names the parameters of a claim chained to a change."""
+    if claimed is not None:  # (a claim's pick is row-locked and re-checked by its subquery)
+        where = [claimed]
+    else:
+        where = [runs.c.id == sa.bindparam("p_id"), status_in(statuses)]
+    if fenced:
+        where.append(runs.c.version == sa.bindparam("p_version"))
+    values: dict[str, Any] = {k: sa.bindparam(f"{prefix}v_{k}", type_=runs.c[k].type) for k in keys}
+    if claimed is not None:
+        values["attempts"] = runs.c.attempts + 1
+    if bump:
+        values["version"] = runs.c.version + 1
+    return (
+        runs.update()
+        .where(*where)
+        .values(
+            **values,
+            last_event_seq=runs.c.last_event_seq + n_events,
+            updated_at=sa.bindparam("p_now"),
+        )
+    )
+
+
+@functools.cache
+def claim_keys() -> tuple[str, ...]:
+    """The columns a claim sets (sorted, as statements are keyed)."""
+    return tuple(sorted(changes.claim("", datetime.min).columns()))
+
+
+def change_params(change: Change, now: datetime, prefix: str = "") -> dict[str, Any]:
+    """The UPDATE's values: the columns `change` sets, the clock, the fencing token."""
+    params: dict[str, Any] = {f"{prefix}v_{k}": v for k, v in change.columns().items()}
+    params["p_now"] = now
+    if change.expect_version is not None:
+        params["p_version"] = change.expect_version
+    return params
+
+
+# --- the repository ------------------------------------------------------------------------
+
+
+class Transitions:
+    """Creates runs and applies changes to them (workers, the service, the sweeps)."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+
+    async def apply(
+        self,
+        run_id: str,
+        change: Change,
+        now: datetime,
+        *,
+        claim_for: tuple[str, datetime] | None = None,
+        known: RunRecord | None = None,
+    ) -> tuple[RunRecord | None, RunRecord | None]:
+        """Apply `change` to run `run_id` with one compare-and-set: (the run as changed,
+        or None when refused: its status or fencing token moved on; the run claimed).
+
+        `known`: the run as the caller read it. Its configuration and metadata never
+        change, so the write need not read them back (nor, for a run with no webhook in
+        a deployment with no global one, consider an outbox at all).
+
+        With `claim_for` (worker, lease until) the same write also claims the next due run
+        for that worker (one round trip on PostgreSQL): a lease holder's last write and
+        its next claim. The claim happens even when the change is refused (a lost lease);
+        the caller owns what it returns."""
+        done = await self.backend.change(
+            ChangeWrite(run_id, change, now, known=known, claim_for=claim_for)
+        )
+        self.backend.wake(done.wakes)
+        return done.record, done.claimed
+
+    async def create(
+        self, values: dict[str, Any], events: Sequence[NewEvent], snapshot: Snapshot, now: datetime
+    ) -> tuple[RunRecord, bool]:
+        """Insert a run with its log's first batch; with an idempotency key already taken,
+        return the stored run."""
+        config, meta = values["config"], values["metadata"]
+        columns = {
+            **{k: v for k, v in values.items() if k not in ("config", "metadata")},
+            "state": snapshot.control,
+            "last_event_seq": len(events),
+            "created_at": now,
+            "updated_at": now,
+        }
+        done = await self.backend.create(NewRun(columns, config, meta, events, snapshot, now))
+        if done.record is not None:
+            self.backend.wake(done.wakes)
+            return done.record, True
+        # The idempotency key is taken: the stored run answers.
+        existing = await self.backend.run(
+            "idempotency_key", columns["idempotency_key"], with_log=False
+        )
+        if existing is None:  # deleted between the two statements: ask again
+            raise NotFoundError("idempotency key")
+        return existing, False
+
+    async def claim(self, worker_id: str, now: datetime, lease_until: datetime) -> RunRecord | None:
+        """Take the oldest due queued run."""
+        claimed = await self.claim_many(worker_id, now, lease_until, 1)
+        return claimed[0] if claimed else None
+
+    async def claim_many(
+        self, worker_id: str, now: datetime, lease_until: datetime, limit: int
+    ) -> list[RunRecord]:
+        """Take up to `limit` of the oldest due queued runs with one statement, however
+        many idle slots it feeds, each with its log (to load it whole)."""
+        return await self.backend.claim(changes.claim(worker_id, lease_until), now, limit)
+
+    async def heartbeat(
+        self, run_id: str, version: int, worker_id: str, lease_until: datetime, now: datetime
+    ) -> bool:
+        """Extend the lease; False when it was lost (the fencing token moved on)."""
+        done, _ = await self.apply(run_id, changes.heartbeat(version, worker_id, lease_until), now)
+        return done is not None
+
+    async def append_events(
+        self, run_id: str, version: int | None, events: Sequence[NewEvent], now: datetime
+    ) -> bool:
+        """Events of the lease holder without a state change (streamed text deltas): fenced
+        on `version` and status running, they leave the fencing token where the holder's
+        final change expects it; False when the fence refused. `version` None (a worker
+        that lost its lease recording the model calls it made, so the ledger counts
+        them) appends whatever the run's status. No events: nothing written, True."""
+        if not events:
+            return True
+        change = changes.bill(events) if version is None else changes.record(version, events)
+        done, _ = await self.apply(run_id, change, now)
+        return done is not None
+
+    # --- sweeps ---------------------------------------------------------------------------
+
+    async def reap_expired_leases(self, now: datetime) -> list[str]:
+        """Re-queue running runs whose worker stopped heartbeating (the lease is lost)."""
+        return await self._sweep(changes.lease_lost(now), runs.c.lease_expires_at < now, now)
+
+    async def expire_suspended(self, now: datetime) -> list[str]:
+        return await self._sweep(changes.expire(), runs.c.expires_at < now, now)
+
+    async def _sweep(self, change: Change, due: sa.ColumnElement[bool], now: datetime) -> list[str]:
+        """Apply `change` to every run in its source status matching `due` (row-locked,
+        skipping runs others hold), in one transaction."""
+        wakes: list[Wake] = []
+        (status,) = change.sources
+        async with self.backend.transaction() as conn:
+            # The status as a literal: it matches the partial index's predicate (a
+            # parameter could not, in a generic plan).
+            in_status = runs.c.status == sa.literal_column(f"'{status.value}'")
+            pick = self.backend.skip_locked(sa.select(runs.c.id).where(in_status, due).limit(100))
+            ids = list((await conn.execute(pick)).scalars())
+            for run_id in ids:
+                done = await self.backend.change(ChangeWrite(run_id, change, now, conn=conn))
+                wakes.extend(done.wakes)
+        self.backend.wake(wakes)
+        return ids

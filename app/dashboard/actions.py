@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, get_args
+from typing import Any, ClassVar, Self, get_args
 
 from pydantic import ValidationError
 from starlette.datastructures import FormData
@@ -62,36 +62,32 @@ class _Fields:
 # --- actions without fields ------------------------------------------------------------
 
 
+class _Fieldless:
+    """An action that asks for nothing but its confirmation."""
+
+    __slots__ = ()
+
+    @classmethod
+    def parse(cls, form: FormData, view: RunView) -> Self | Invalid:
+        return cls()
+
+    def summary(self) -> Pairs:
+        return []
+
+    def fields(self) -> Pairs:
+        return []
+
+
 @dataclass(frozen=True, slots=True)
-class Cancel:
+class Cancel(_Fieldless):
     name: ClassVar[str] = "cancel"
     done: ClassVar[str] = "The run was cancelled."
 
-    @classmethod
-    def parse(cls, form: FormData, view: RunView) -> Cancel | Invalid:
-        return cls()
-
-    def summary(self) -> Pairs:
-        return []
-
-    def fields(self) -> Pairs:
-        return []
-
 
 @dataclass(frozen=True, slots=True)
-class Retry:
+class Retry(_Fieldless):
     name: ClassVar[str] = "retry"
     done: ClassVar[str] = "The run was queued again."
-
-    @classmethod
-    def parse(cls, form: FormData, view: RunView) -> Retry | Invalid:
-        return cls()
-
-    def summary(self) -> Pairs:
-        return []
-
-    def fields(self) -> Pairs:
-        return []
 
 
 # --- tool results ----------------------------------------------------------------------

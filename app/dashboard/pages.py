@@ -119,6 +119,22 @@ async def rows_of(request: Request, page: Listing) -> tuple[list[present.Row], s
     return rows, next_cursor
 
 
+async def listing_context(
+    request: Request, status: str | None, provider: str | None, meta: str | None, cursor: str | None
+) -> dict[str, Any]:
+    """What the runs page and its auto-refreshed rows both show."""
+    page = listing(status, provider, meta, cursor)
+    rows, next_cursor = await rows_of(request, page)
+    return {
+        "page": page,
+        "rows": rows,
+        "next_cursor": next_cursor,
+        "statuses": [s.value for s in RunStatus],
+        "counts": await reads_of(request).count_by_status(),
+        "now": now(),
+    }
+
+
 @router.get("", response_class=HTMLResponse)
 async def runs_page(
     request: Request,
@@ -129,24 +145,9 @@ async def runs_page(
     cursor: str | None = None,
     done: str | None = None,
 ) -> HTMLResponse:
-    page = listing(status, provider, meta, cursor)
-    rows, next_cursor = await rows_of(request, page)
-    counts = await reads_of(request).count_by_status()
-    return await render(
-        request,
-        "runs.html",
-        {
-            "page": page,
-            "rows": rows,
-            "next_cursor": next_cursor,
-            "statuses": [s.value for s in RunStatus],
-            "providers": PROVIDERS,
-            "counts": counts,
-            "now": now(),
-            "flash": FLASH.get(done or ""),
-        },
-        session=session,
-    )
+    context = await listing_context(request, status, provider, meta, cursor)
+    context.update(providers=PROVIDERS, flash=FLASH.get(done or ""))
+    return await render(request, "runs.html", context, session=session)
 
 
 @router.get("/rows", response_class=HTMLResponse)
@@ -160,23 +161,9 @@ async def runs_rows(
 ) -> HTMLResponse:
     """The table body alone (and the pager, out of band): what the auto-refresh swaps, so
     the page and its scroll position stay put."""
-    page = listing(status, provider, meta, cursor)
-    rows, next_cursor = await rows_of(request, page)
-    counts = await reads_of(request).count_by_status()
-    return await render(
-        request,
-        "_rows.html",
-        {
-            "page": page,
-            "rows": rows,
-            "next_cursor": next_cursor,
-            "now": now(),
-            "oob": True,
-            "counts": counts,
-            "statuses": [s.value for s in RunStatus],
-        },
-        session=session,
-    )
+    context = await listing_context(request, status, provider, meta, cursor)
+    context.update(oob=True)
+    return await render(request, "_rows.html", context, session=session)
 
 
 # --- run detail ------------------------------------------------------------------------

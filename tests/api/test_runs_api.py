@@ -244,9 +244,20 @@ async def test_results_for_unknown_run_is_404(client: httpx.AsyncClient) -> None
     assert_problem(response, 404, "run-not-found")
 
 
-async def test_malformed_json_is_400(client: httpx.AsyncClient) -> None:
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"prompt": ',
+        b'{"prompt": "x"} and more',
+        b'{"prompt": "\xff\xfe"}',  # not UTF-8
+        b'{"prompt": "x", "max_turns": ' + b"9" * 4301 + b"}",  # past int("…")'s digit limit
+    ],
+    ids=["truncated", "trailing", "invalid-utf8", "huge-int"],
+)
+@pytest.mark.parametrize("path", ["/v1/runs", "/v1/runs/run_x/tool-results"])
+async def test_malformed_json_is_400(client: httpx.AsyncClient, content: bytes, path: str) -> None:
     response = await client.post(
-        "/v1/runs", content=b'{"prompt": ', headers={"content-type": "application/json"}
+        path, content=content, headers={"content-type": "application/json"}
     )
     assert_problem(response, 400, "malformed-json")
 

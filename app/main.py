@@ -88,7 +88,7 @@ def create_app(settings: Settings, *, worker_slots: int = 0) -> FastAPI:
             app.state.queues = c.queues
             yield
 
-    app = create_api(settings, lifespan)
+    app = create_api(settings, lifespan, too_large={"/admin": dashboard.too_large})
     dashboard.install(app)
     return app
 

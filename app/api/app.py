@@ -4,12 +4,13 @@ composition root (app.main) passes in."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.types import ASGIApp
 
 from app.api import openapi, problems, queues, routes
 from app.api.metrics import render as render_metrics
@@ -34,11 +35,14 @@ repository. A Python client with tool executors: `client/` there (`docs/client.m
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
 
 
-def create_api(settings: Settings, lifespan: Lifespan) -> FastAPI:
+def create_api(
+    settings: Settings, lifespan: Lifespan, too_large: Mapping[str, ASGIApp] | None = None
+) -> FastAPI:
     """The API; `lifespan` must set `app.state.service` (app.service.runs.RunService),
     `app.state.reads` (app.service.reads.RunReads) and `app.state.event_hub`
     (app.service.live.EventHub) and `app.state.queues` (app.service.queues.QueueService)
-    for as long as the app serves."""
+    for as long as the app serves. `too_large`: who answers a body over the limit under
+    a path prefix (the dashboard's page under /admin) instead of the JSON problem."""
     app = FastAPI(
         title="agentrun-service",
         version="0.1.0",
@@ -57,7 +61,7 @@ def create_api(settings: Settings, lifespan: Lifespan) -> FastAPI:
     app.include_router(routes.router)
     app.include_router(routes.callbacks)
     app.include_router(queues.router)
-    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes, pages=too_large)
     app.add_middleware(DatabaseUnavailable)  # outermost: sees every route's exceptions
 
     @app.get("/healthz", response_model=Health, tags=["health"])

@@ -202,6 +202,10 @@ def install(app: FastAPI) -> None:
                 instance=request.url.path,
                 errors=[{"loc": ["body"], "msg": msg, "type": "json_value"}],
             )
+        if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
+            # FastAPI's JSON parser refused it past json.JSONDecodeError: bytes that are
+            # not UTF-8, an integer longer than int()'s digit limit.
+            return problem("malformed-json", "the request body is not valid JSON")
         code = {
             401: "unauthorized",
             404: "not-found",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+from collections.abc import Mapping
 
 from fastapi import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -74,11 +75,15 @@ def is_loopback(host: str) -> bool:
 class BodyLimit:
     """Refuses bodies over `limit` bytes before the app parses them (413), whether the
     size is announced by Content-Length or only found while reading a chunked body (the
-    body is read up to the limit first, then replayed to the app)."""
+    body is read up to the limit first, then replayed to the app). Under a path prefix in
+    `pages` that prefix's app answers instead of the JSON problem (the dashboard's page)."""
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(
+        self, app: ASGIApp, limit: int, pages: Mapping[str, ASGIApp] | None = None
+    ) -> None:
         self.app = app
         self.limit = limit
+        self.pages = dict(pages or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
@@ -115,5 +120,10 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope["path"]
+        for prefix, page in self.pages.items():
+            if path == prefix or path.startswith(prefix + "/"):
+                await page(scope, receive, send)
+                return
         response = problem("payload-too-large", f"the request body exceeds {self.limit} bytes")
         await response(scope, receive, send)

@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from app.dashboard import auth, login, pages, perform
-from app.dashboard.web import templates
+from app.dashboard.web import templates, too_large
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 
@@ -22,7 +22,7 @@ router = APIRouter()
 for part in (login.router, pages.router, perform.router):
     router.include_router(part)
 
-__all__ = ["STATIC_DIR", "install", "router"]
+__all__ = ["STATIC_DIR", "install", "router", "too_large"]
 
 
 def install(app: FastAPI) -> None:

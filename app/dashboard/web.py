@@ -11,6 +11,7 @@ from fastapi import Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from starlette.datastructures import FormData
+from starlette.types import Receive, Scope, Send
 
 from app.dashboard import auth, present
 from app.service.reads import RunReads
@@ -100,6 +101,17 @@ async def render(
 async def error_page(request: Request, message: str, status_code: int) -> HTMLResponse:
     """The plain error page (unknown run, unknown action, ...)."""
     return await render(request, "error.html", {"error": message}, status_code=status_code)
+
+
+async def too_large(scope: Scope, receive: Receive, send: Send) -> None:
+    """The page for a form over AGENTRUN_MAX_BODY_BYTES: the API's body limit
+    (app.api.security.BodyLimit) refuses it before any route reads it, and answers
+    under /admin with this instead of its JSON problem."""
+    request = Request(scope, receive)
+    limit = request.app.state.settings.max_body_bytes
+    message = f"The form is larger than the {limit} bytes this server accepts. Nothing was changed."
+    response = await error_page(request, message, 413)
+    await response(scope, receive, send)
 
 
 def redirect(url: str) -> RedirectResponse:

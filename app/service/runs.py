@@ -106,6 +106,15 @@ def without_unset_queues(request: dict[str, Any]) -> dict[str, Any]:
     return request
 
 
+def retry_budget(policy: InvalidToolCallPolicy, max_turns: int) -> int:
+    """The core's run-wide budget of invalid-call retries: `max_retries` under the `retry`
+    policy; under `ask` every `retry` a person picks is honoured (each is a model call, so
+    `max_turns` bounds them); no other policy retries."""
+    if policy.action == "retry":
+        return policy.max_retries
+    return max_turns if policy.action == "ask" else 0
+
+
 def encode_cursor(record: RunRecord) -> str:
     raw = f"{record.created_at.isoformat()}|{record.id}".encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
@@ -200,7 +209,7 @@ class RunService:
             max_turns=max_turns,
             history=history or None,
             tool_choice=choice,
-            max_invalid_tool_call_retries=policy.max_retries if policy.action == "retry" else 0,
+            max_invalid_tool_call_retries=retry_budget(policy, max_turns),
         )
         request = without_unset_queues(body.model_dump(mode="json"))
         if before is not None:  # what the body left out is inherited: part of the request

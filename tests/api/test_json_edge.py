@@ -103,6 +103,36 @@ def test_create_stores_exactly_or_refuses_and_stores_nothing(
         assert _count(url) == before
 
 
+def _parses(content: bytes) -> bool:
+    try:
+        json.loads(content)
+    except ValueError:  # JSONDecodeError, UnicodeDecodeError, int()'s digit limit
+        return False
+    return True
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    head=st.binary(max_size=16),
+    tail=st.binary(max_size=16) | st.just(b"9" * 4301) | st.sampled_from([b"\xff", b"\xc3("]),
+)
+def test_a_body_that_is_not_json_is_the_malformed_json_problem(
+    live: tuple[httpx.Client, str], head: bytes, tail: bytes
+) -> None:
+    client, url = live
+    content = b'{"prompt": "x", "metadata": {"k": ' + head + tail + b"}}"
+    if _parses(content):
+        return  # JSON after all: the test above covers what happens to it
+    before = _count(url)
+    response = client.post(
+        "/v1/runs", content=content, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 400, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert response.json()["type"] == "/problems/malformed-json"
+    assert _count(url) == before
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 @given(output=ANY_JSON, is_error=st.booleans())
 def test_a_result_is_stored_exactly_or_refused_with_nothing_changed(

@@ -169,6 +169,52 @@ async def test_resolution_route(client: httpx.AsyncClient, store: RunStore) -> N
     assert_problem(twice, 409, "run-state-conflict")
 
 
+def invalid_then(*steps: dict[str, Any]) -> dict[str, Any]:
+    """A scripted model whose first turn calls `sub` (not a defined tool), then `steps`."""
+    first = {"tool_calls": [{"name": "sub", "arguments": {"a": 1}}]}
+    return {"provider": "scripted", "name": "demo", "script": [first, *steps]}
+
+
+async def test_retry_resolution_asks_the_model_again(
+    client: httpx.AsyncClient, store: RunStore
+) -> None:
+    again = {"tool_calls": [{"name": "sub", "arguments": {"a": 2}}]}
+    model = invalid_then(again, {"text": "done"})
+    run = await suspend(client, store, model=model, invalid_tool_call={"action": "ask"})
+    settings = client.app.state.settings  # type: ignore[attr-defined]
+    url = f"/v1/runs/{run['id']}/resolution"
+    for feedback in ("use add", "really, use add"):  # every retry a person picks is honoured
+        retried = await client.post(url, json={"action": "retry", "feedback": feedback})
+        assert retried.status_code == 200, retried.text
+        assert retried.json()["status"] == "queued"
+        await drive_once(store, settings)
+        if feedback == "use add":
+            got = (await client.get(f"/v1/runs/{run['id']}")).json()
+            assert got["required_action"]["arguments"] == '{"a":2}', got
+    done = (await client.get(f"/v1/runs/{run['id']}")).json()
+    assert done["status"] == "completed" and done["output"] == "done", done
+    messages = (await client.get(f"/v1/runs/{run['id']}/messages")).json()["data"]
+    assert "really, use add" in str(messages)
+
+
+@pytest.mark.parametrize(
+    "resolution", [{"action": "skip", "reason": "no"}, {"action": "repair", "tool_name": "add"}]
+)
+async def test_skip_and_repair_resolutions_go_on(
+    client: httpx.AsyncClient, store: RunStore, resolution: dict[str, Any]
+) -> None:
+    model = invalid_then({"text": "done"})
+    run = await suspend(client, store, model=model, invalid_tool_call={"action": "ask"})
+    posted = await client.post(f"/v1/runs/{run['id']}/resolution", json=resolution)
+    assert posted.status_code == 200 and posted.json()["status"] == "queued", posted.text
+    await drive_once(store, client.app.state.settings)  # type: ignore[attr-defined]
+    got = (await client.get(f"/v1/runs/{run['id']}")).json()
+    if got["status"] == "requires_action":  # repaired: the call now runs as `add`
+        assert got["required_action"]["tool_calls"][0]["name"] == "add"
+    else:
+        assert got["status"] == "completed" and got["output"] == "done", got
+
+
 async def test_cancel_route(client: httpx.AsyncClient) -> None:
     run = await create(client)
     ok = await client.post(f"/v1/runs/{run['id']}/cancel")
@@ -198,9 +244,20 @@ async def test_results_for_unknown_run_is_404(client: httpx.AsyncClient) -> None
     assert_problem(response, 404, "run-not-found")
 
 
-async def test_malformed_json_is_400(client: httpx.AsyncClient) -> None:
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"prompt": ',
+        b'{"prompt": "x"} and more',
+        b'{"prompt": "\xff\xfe"}',  # not UTF-8
+        b'{"prompt": "x", "max_turns": ' + b"9" * 4301 + b"}",  # past int("…")'s digit limit
+    ],
+    ids=["truncated", "trailing", "invalid-utf8", "huge-int"],
+)
+@pytest.mark.parametrize("path", ["/v1/runs", "/v1/runs/run_x/tool-results"])
+async def test_malformed_json_is_400(client: httpx.AsyncClient, content: bytes, path: str) -> None:
     response = await client.post(
-        "/v1/runs", content=b'{"prompt": ', headers={"content-type": "application/json"}
+        path, content=content, headers={"content-type": "application/json"}
     )
     assert_problem(response, 400, "malformed-json")
 

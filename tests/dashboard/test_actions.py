@@ -236,3 +236,31 @@ async def test_cancel_and_retry_ignore_extra_fields(
     response = await post(admin, view.record.id, "cancel", {"minutes": "x", "count": "y"})
     assert response.status_code == 303
     assert (await service.get_run(view.record.id)).record.status == RunStatus.CANCELLED
+
+
+async def test_a_form_over_the_body_limit_is_an_html_413_page(
+    admin: httpx.AsyncClient, service: RunService
+) -> None:
+    view = await suspended_run(service)
+    run_id = view.record.id
+    before = await snapshot(service.store, run_id)
+    limit = service.settings.max_body_bytes
+    sized = await post(admin, run_id, "tool-results", {"count": "1", "output_0": "x" * limit})
+
+    async def chunks() -> Any:  # no Content-Length: refused while streaming
+        for _ in range(limit // 1000 + 1):
+            yield b"x" * 1000
+
+    streamed = await admin.post(
+        f"/admin/runs/{run_id}/tool-results",
+        content=chunks(),
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
+    for response in (sized, streamed):
+        assert response.status_code == 413
+        assert response.headers["content-type"].startswith("text/html")
+        assert f"larger than the {limit} bytes" in page_text(response)
+        assert 'href="/admin"' in response.text  # the dashboard's page, with its navigation
+    assert await snapshot(service.store, run_id) == before
+    api = await admin.post("/v1/runs", content=b"x" * (limit + 1))
+    assert api.status_code == 413 and api.json()["type"] == "/problems/payload-too-large"

@@ -581,6 +581,16 @@ async def test_resolve_an_invalid_tool_call(admin: httpx.AsyncClient, service: R
     assert resolved[0].data["action"]["tool_name"] == "add"
 
 
+async def test_resolve_with_retry_asks_the_model_again(
+    admin: httpx.AsyncClient, service: RunService
+) -> None:
+    run_id = (await parked_run(service)).record.id
+    done = await act(admin, run_id, "resolve", action="retry", feedback="use add")
+    assert done.status_code == 303, done.text
+    after = await service.get_run(run_id)
+    assert after.record.status == RunStatus.QUEUED, after.record.error
+
+
 async def test_extend_expiry(admin: httpx.AsyncClient, service: RunService) -> None:
     view = await suspended_run(service)
     run_id = view.record.id

@@ -11,7 +11,10 @@ from sqlalchemy.dialects import postgresql
 
 from app.core.lifecycle import RunStatus
 from app.store.schema import (
+    CREATED,
+    RUN_CREATED,
     created_beyond,
+    listed_by,
     newest_first,
     run_events,
     run_messages,
@@ -106,18 +109,23 @@ class Queries:
         """Runs newest first, of one status or all, after a keyset cursor when `paged`."""
 
         def build() -> Any:
+            # Of one status: that status's index on `runs` (`listed_by`), else all runs
+            # by the creation index of `run_configs`.
+            on = CREATED if status is None else RUN_CREATED
             stmt = (
                 select_runs()
-                .order_by(*newest_first())
+                .order_by(*newest_first(on))
                 .limit(sa.bindparam("p_limit", type_=sa.Integer()))
             )
             if status is not None:
-                stmt = stmt.where(runs.c.status == sa.literal_column(f"'{status.value}'"))
+                stmt = stmt.where(
+                    listed_by(status), runs.c.status == sa.literal_column(f"'{status.value}'")
+                )
             if paged:
                 created = sa.bindparam("p_created", type_=runs.c.created_at.type)
                 stmt = stmt.where(
                     created_beyond(
-                        created, sa.bindparam("p_id", type_=sa.String()), ascending=False
+                        created, sa.bindparam("p_id", type_=sa.String()), ascending=False, on=on
                     )
                 )
             return stmt

@@ -18,6 +18,7 @@ from app.core.lifecycle import RunStatus
 from app.store.direct import Compiled, DirectPool
 from app.store.errors import NotFoundError
 from app.store.records import EventRecord, RunRecord, ToolCallRecord
+from app.store.reports import count_by_status
 from app.store.schema import run_configs, runs, select_runs, service_secrets, tool_calls
 from app.store.statements import Statements
 from app.store.usage import usage_totals
@@ -156,10 +157,8 @@ class RunReads:
         return [EventRecord.from_row(r) for r in await self._rows(self.sql.events(), params)]
 
     async def count_by_status(self) -> dict[str, int]:
-        stmt = sa.select(runs.c.status, sa.func.count()).group_by(runs.c.status)
-        async with self._reader() as conn:
-            rows = (await conn.execute(stmt)).all()
-        return {status: count for status, count in rows}
+        """By index and rollup, not by counting `runs` (app.store.reports)."""
+        return await count_by_status(self.engine)
 
     async def usage_totals(self, start: datetime, end: datetime) -> dict[str, Any]:
         """Sums of the usage ledger in [start, end): overall, by run status, by model."""

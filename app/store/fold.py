@@ -31,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.lifecycle import TERMINAL
 from app.store.schema import (
+    LEDGER_UNFOLDED,
     RECOUNT,
     UNFOLDED,
     model_calls,
@@ -96,6 +97,15 @@ def minute_of(value: datetime) -> datetime:
 
 def _utc(value: datetime) -> datetime:
     return value.astimezone(UTC) if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+async def serial(conn: AsyncConnection) -> None:
+    """PostgreSQL: no parallel workers for the rest of this transaction. The reports'
+    statements read a few index entries, but the planner cannot estimate a partial
+    index's predicate that compares two columns (`counted_as <> status`) and took them
+    for many: launching workers cost more than the whole read."""
+    if conn.dialect.name == "postgresql":
+        await conn.exec_driver_sql("SET LOCAL max_parallel_workers_per_gather = 0")
 
 
 def _picked(postgres: bool, where: Any, batch: int) -> Any:
@@ -167,7 +177,7 @@ async def fold_runs(
                 model_calls.c.outcome,
                 model_calls.c.cost_usd,
                 *[model_calls.c[c] for c in TOKENS],
-            ).where(model_calls.c.run_id.in_(list(ended)), model_calls.c.folded.is_(False))
+            ).where(model_calls.c.run_id.in_(list(ended)), LEDGER_UNFOLDED)
         )
         for call in calls:
             key = (hour_of(call.created_at), call.provider, call.model, ended[call.run_id])
@@ -178,7 +188,7 @@ async def fold_runs(
     if folding:
         await conn.execute(
             model_calls.update()
-            .where(model_calls.c.run_id.in_(folding), model_calls.c.folded.is_(False))
+            .where(model_calls.c.run_id.in_(folding), LEDGER_UNFOLDED)
             .values(folded=True)
         )
         await conn.execute(

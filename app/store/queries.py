@@ -14,7 +14,6 @@ from app.store.schema import (
     CREATED,
     RUN_CREATED,
     created_beyond,
-    listed_by,
     newest_first,
     run_events,
     run_messages,
@@ -109,8 +108,9 @@ class Queries:
         """Runs newest first, of one status or all, after a keyset cursor when `paged`."""
 
         def build() -> Any:
-            # Of one status: that status's index on `runs` (`listed_by`), else all runs
-            # by the creation index of `run_configs`.
+            # Of one status: that status's index on `runs` (ix_runs_waiting or
+            # ix_runs_ended; running runs, which leases bound, by ix_runs_lease and a
+            # sort), else all runs by the creation index of `run_configs`.
             on = CREATED if status is None else RUN_CREATED
             stmt = (
                 select_runs()
@@ -118,9 +118,7 @@ class Queries:
                 .limit(sa.bindparam("p_limit", type_=sa.Integer()))
             )
             if status is not None:
-                stmt = stmt.where(
-                    listed_by(status), runs.c.status == sa.literal_column(f"'{status.value}'")
-                )
+                stmt = stmt.where(runs.c.status == sa.literal_column(f"'{status.value}'"))
             if paged:
                 created = sa.bindparam("p_created", type_=runs.c.created_at.type)
                 stmt = stmt.where(

@@ -3,14 +3,15 @@
 by status, queue depth and the inputs of /metrics.
 
 Each reads an index or a rollup (app.store.fold), so its cost does not grow with the
-finished runs kept: pages of one status walk that status's index (`listed_by`), counts
+finished runs kept: pages of one status walk that status's index, counts
 and activity add the rollups to the runs not folded yet, suspended runs are read by their
 status's index. tests/store/test_report_plans.py EXPLAINs them on a seeded database."""
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -21,9 +22,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.core.events import QUEUEING_EVENTS as _QUEUEING
 from app.core.events import EventType as E
 from app.core.lifecycle import OutboxStatus, RunStatus
-from app.store.fold import minute_of
+from app.store.fold import minute_of, serial
 from app.store.records import RunRecord, utc
 from app.store.schema import (
+    CREATED,
     IS_ENDED,
     IS_WAITING,
     QUEUED,
@@ -33,7 +35,6 @@ from app.store.schema import (
     SUSPENDED,
     UNFOLDED,
     created_beyond,
-    listed_by,
     model_calls,
     newest_first,
     oldest_first,
@@ -63,6 +64,14 @@ AGE_BUCKETS: tuple[tuple[float, str], ...] = (
     (24 * 3600, "6–24h"),
     (float("inf"), ">1d"),
 )
+
+
+@contextlib.asynccontextmanager
+async def reading(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+    """A connection for a report's reads (no parallel workers: `serial`)."""
+    async with engine.connect() as conn:
+        await serial(conn)
+        yield conn
 
 
 class BadCursor(ValueError):
@@ -97,10 +106,16 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     return value, run_id
 
 
-def _conditions(f: RunFilter) -> list[Any]:
+def _status(f: RunFilter) -> list[Any]:
+    if f.status is None:
+        return []
+    # (A literal: the planner sees which partial index holds the status.)
+    return [runs.c.status == sa.literal_column(f"'{f.status.value}'")]
+
+
+def _filters(f: RunFilter) -> list[Any]:
+    """The provider and metadata filters (on `run_configs`): no index holds them."""
     where: list[Any] = []
-    if f.status is not None:
-        where += [listed_by(f.status), runs.c.status == f.status.value]
     if f.provider:
         where.append(run_configs.c.config[("model", "provider")].as_string() == f.provider)
     if f.meta_key:
@@ -113,28 +128,79 @@ def _conditions(f: RunFilter) -> list[Any]:
     return where
 
 
-def page_query(f: RunFilter, *, limit: int, after: tuple[datetime, str] | None) -> sa.Select[Any]:
-    """A keyset page on (created_at, id): of one status by that status's index on `runs`,
-    of all by the creation index (`run_configs`); provider and metadata filters are
-    checked along the walk."""
-    on = RUN_CREATED if f.status is not None else None
-    order = (oldest_first if f.ascending else newest_first)(*([on] if on else []))
-    stmt = select_runs().where(*_conditions(f)).order_by(*order).limit(limit + 1)
+def _walk(f: RunFilter, after: tuple[datetime, str] | None) -> tuple[Any, list[Any]]:
+    """The keyset columns and the conditions of a walk in page order: of one status by
+    that status's index on `runs` (ix_runs_waiting, ix_runs_ended; running runs by
+    ix_runs_lease and a sort of the leased runs), of all by ix_run_configs_created."""
+    on = RUN_CREATED if f.status is not None else CREATED
+    where = _status(f)
     if after is not None:
-        extra = {"on": on} if on else {}
-        stmt = stmt.where(created_beyond(*after, ascending=f.ascending, **extra))
-    return stmt
+        where.append(created_beyond(*after, ascending=f.ascending, on=on))
+    return on, where
+
+
+def _order(f: RunFilter, on: Any) -> tuple[Any, Any]:
+    return (oldest_first if f.ascending else newest_first)(on)
+
+
+def page_query(f: RunFilter, *, limit: int, after: tuple[datetime, str] | None) -> sa.Select[Any]:
+    """A keyset page on (created_at, id), without provider or metadata filters."""
+    on, where = _walk(f, after)
+    return select_runs().where(*where).order_by(*_order(f, on)).limit(limit + 1)
+
+
+def chunk_query(f: RunFilter, *, size: int, after: tuple[datetime, str] | None) -> sa.Select[Any]:
+    """The next `size` runs of the walk (a page order's keys, by index), each with
+    whether it passes the provider and metadata filters (`hit`): a filter no index holds
+    is checked along the walk, a bounded chunk per statement, whatever it matches."""
+    on, where = _walk(f, after)
+    table = runs if f.status is not None else run_configs
+    keys = sa.select(*on).select_from(table).where(*where).order_by(*_order(f, on)).limit(size)
+    chunk = keys.subquery("chunk")
+    at, key = chunk.c
+    hit = sa.func.coalesce(sa.and_(*_filters(f)), sa.false()).label("hit")
+    return (
+        select_runs()
+        .add_columns(hit)
+        .join(chunk, key == runs.c.id)
+        .order_by(*((at.asc(), key.asc()) if f.ascending else (at.desc(), key.desc())))
+    )
+
+
+#: A filtered page's walk: runs per statement (in pages), statements per request.
+CHUNK_PAGES, CHUNKS = 4, 10
 
 
 async def page_of_runs(
     engine: AsyncEngine, f: RunFilter, *, limit: int, cursor: str | None
 ) -> tuple[list[RunRecord], str | None]:
     """One keyset page on (created_at, id): oldest first for waiting statuses, newest
-    first otherwise; the cursor of the next page, or None on the last one."""
-    stmt = page_query(f, limit=limit, after=decode_cursor(cursor) if cursor else None)
-    async with engine.connect() as conn:
-        rows = (await conn.execute(stmt)).all()
-    records = [RunRecord.from_row(r) for r in rows]
+    first otherwise; the cursor of the next page, or None on the last one. With provider
+    or metadata filters, a page holds what a bounded walk found (possibly fewer runs than
+    `limit`, with a cursor where the walk stopped)."""
+    after = decode_cursor(cursor) if cursor else None
+    if not _filters(f):
+        async with reading(engine) as conn:
+            rows = (await conn.execute(page_query(f, limit=limit, after=after))).all()
+        return _page([RunRecord.from_row(r) for r in rows], limit)
+    size = CHUNK_PAGES * (limit + 1)
+    found: list[RunRecord] = []
+    async with reading(engine) as conn:
+        for _ in range(CHUNKS):
+            rows = (await conn.execute(chunk_query(f, size=size, after=after))).all()
+            for row in rows:
+                record = RunRecord.from_row(row[:-1])
+                after = (record.created_at, record.id)
+                if row[-1]:
+                    found.append(record)
+                if len(found) > limit:
+                    return _page(found, limit)
+            if len(rows) < size:
+                return _page(found, limit)
+    return found, encode_cursor(*after) if after is not None else None
+
+
+def _page(records: list[RunRecord], limit: int) -> tuple[list[RunRecord], str | None]:
     more = len(records) > limit
     records = records[:limit]
     next_cursor = (
@@ -154,7 +220,7 @@ async def suspended_since(engine: AsyncEngine, run_ids: Sequence[str]) -> dict[s
         )
         .group_by(run_events.c.run_id)
     )
-    async with engine.connect() as conn:
+    async with reading(engine) as conn:
         rows = (await conn.execute(stmt)).all()
     out: dict[str, datetime] = {}
     for run_id, at in rows:
@@ -183,7 +249,7 @@ def suspended_query() -> sa.Select[Any]:
 
 async def suspended_ages(engine: AsyncEngine, now: datetime) -> list[float]:
     """Seconds each suspended run has been waiting (since it suspended, else updated)."""
-    async with engine.connect() as conn:
+    async with reading(engine) as conn:
         rows = (await conn.execute(suspended_query())).all()
     ages = []
     for updated_at, at in rows:
@@ -210,7 +276,7 @@ def counts_query() -> Any:
 
 async def count_by_status(engine: AsyncEngine) -> dict[str, int]:
     """Stored runs by status (statuses with none left out)."""
-    async with engine.connect() as conn:
+    async with reading(engine) as conn:
         return await _count_by_status(conn)
 
 
@@ -227,7 +293,7 @@ def depth_query(now: datetime) -> sa.Select[Any]:
 
 
 async def queue_depth(engine: AsyncEngine, now: datetime) -> int:
-    async with engine.connect() as conn:
+    async with reading(engine) as conn:
         return int((await conn.execute(depth_query(now))).scalar_one())
 
 
@@ -292,7 +358,7 @@ async def activity(engine: AsyncEngine, now: datetime, minutes: int = 60) -> Act
     since = minute_of(now) - timedelta(minutes=minutes - 1)
     ended: dict[str, int] = {}
     per_minute = [0] * minutes
-    async with engine.connect() as conn:
+    async with reading(engine) as conn:
         rows = (await conn.execute(activity_query(since))).all()
     for status, at, n in rows:
         when = _as_datetime(at)
@@ -323,7 +389,7 @@ async def run_ledger(engine: AsyncEngine, run_id: str) -> dict[str, Any]:
         sa.func.count().filter(model_calls.c.outcome == "error").label("failed_calls"),
         sa.func.sum(model_calls.c.cost_usd).label("cost_usd"),
     ).where(model_calls.c.run_id == run_id)
-    async with engine.connect() as conn:
+    async with reading(engine) as conn:
         row = (await conn.execute(stmt)).one()
     return {
         "calls": int(row.calls),
@@ -347,7 +413,7 @@ class MetricsInputs:
 async def metrics_inputs(engine: AsyncEngine, now: datetime) -> MetricsInputs:
     """Everything /metrics reports, read in one connection."""
     hour_ago = now - timedelta(hours=1)
-    async with engine.connect() as conn:
+    async with reading(engine) as conn:
         by_status = await _count_by_status(conn)
         depth = (await conn.execute(depth_query(now))).scalar_one()
         suspended = [

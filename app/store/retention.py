@@ -17,30 +17,43 @@ by `ix_webhook_attempts_outbox` (the foreign key's cascade).
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.core.lifecycle import TERMINAL
 from app.store.fold import fold_runs
-from app.store.schema import IS_ENDED, RUN_ROWS, runs
+from app.store.schema import RUN_CREATED, RUN_ROWS, oldest_first, runs
+
+ENDED_VALUES = sorted(s.value for s in TERMINAL)
+
+
+def due_query(status: str, cutoff: datetime, limit: int, postgres: bool) -> Any:
+    """Runs of a finished status due for deletion, oldest first, by ix_runs_ended."""
+    due = (
+        sa.select(runs.c.id, runs.c.status, runs.c.counted_as, runs.c.updated_at)
+        .where(
+            runs.c.status == sa.literal_column(f"'{status}'"),
+            runs.c.created_at < cutoff,
+            runs.c.updated_at < cutoff,
+        )
+        .order_by(*oldest_first(RUN_CREATED))
+        .limit(limit)
+    )
+    return due.with_for_update(skip_locked=True) if postgres else due
 
 
 async def purge_batch(engine: AsyncEngine, cutoff: datetime, batch: int = 200) -> int:
     """Delete up to `batch` finished runs older than `cutoff`; how many were deleted."""
     postgres = engine.dialect.name == "postgresql"
-    due = (
-        sa.select(runs.c.id, runs.c.status, runs.c.counted_as, runs.c.updated_at)
-        .where(
-            IS_ENDED,  # (the index's predicate, as its text: a generic plan can use it)
-            runs.c.created_at < cutoff,
-            runs.c.updated_at < cutoff,
-        )
-        .limit(batch)
-    )
-    if postgres:
-        due = due.with_for_update(skip_locked=True)
     async with engine.begin() as conn:
-        found = (await conn.execute(due)).all()
+        found: list[Any] = []
+        for status in ENDED_VALUES:
+            due = due_query(status, cutoff, batch - len(found), postgres)
+            found += (await conn.execute(due)).all()
+            if len(found) == batch:
+                break
         if not found:
             return 0
         await fold_runs(conn, [], postgres, deleting=found)

@@ -17,8 +17,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.store.fold import COUNTERS, TOKENS, Sums, hour_of
-from app.store.schema import model_calls, runs, usage_hourly
+from app.store.fold import COUNTERS, TOKENS, Sums, hour_of, serial
+from app.store.schema import LEDGER_UNFOLDED, model_calls, runs, usage_hourly
 
 
 def _ceil_hour(moment: datetime) -> datetime | None:
@@ -32,25 +32,37 @@ def _ceil_hour(moment: datetime) -> datetime | None:
         return None
 
 
-def _ledger(where: list[sa.ColumnElement[bool]]) -> sa.Select[Any]:
-    """Ledger rows' sums by provider, model and the status of their run."""
-    return (
+def _ledger(where: list[Any]) -> sa.Select[Any]:
+    """Ledger rows' sums by provider, model and the status of their run: summed per run
+    first, each run's status read by its key (a scalar subquery, run once per run: never
+    a join that could read `runs` whole); calls whose run is gone have none (dropped)."""
+    per_run = (
         sa.select(
+            model_calls.c.run_id,
             model_calls.c.provider,
             model_calls.c.model,
-            runs.c.status,
             sa.func.count().label("calls"),
             sa.func.count().filter(model_calls.c.outcome == "error").label("failed_calls"),
             *[sa.func.coalesce(sa.func.sum(model_calls.c[c]), 0).label(c) for c in TOKENS],
             sa.func.sum(model_calls.c.cost_usd).label("cost_usd"),
         )
-        .select_from(model_calls.join(runs, runs.c.id == model_calls.c.run_id))
         .where(*where)
-        .group_by(model_calls.c.provider, model_calls.c.model, runs.c.status)
+        .group_by(model_calls.c.run_id, model_calls.c.provider, model_calls.c.model)
+        .subquery()
     )
+    status = (
+        sa.select(runs.c.status).where(runs.c.id == per_run.c.run_id).scalar_subquery()
+    ).label("status")
+    return sa.select(
+        per_run.c.provider,
+        per_run.c.model,
+        status,
+        *[sa.func.sum(per_run.c[c]).label(c) for c in COUNTERS],
+        sa.func.sum(per_run.c.cost_usd).label("cost_usd"),
+    ).group_by(per_run.c.provider, per_run.c.model, status)
 
 
-def _between(a: datetime, b: datetime) -> list[sa.ColumnElement[bool]]:
+def _between(a: datetime, b: datetime) -> list[Any]:
     return [model_calls.c.created_at >= a, model_calls.c.created_at < b]
 
 
@@ -68,7 +80,7 @@ def usage_query(start: datetime, end: datetime) -> Any:
                 usage_hourly.c.cost_usd,
             ).where(usage_hourly.c.hour >= first, usage_hourly.c.hour < last)
         )
-        parts.append(_ledger([model_calls.c.folded.is_(False), *_between(first, last)]))
+        parts.append(_ledger([LEDGER_UNFOLDED, *_between(first, last)]))
         edges = [(start, first), (last, end)]
     else:
         edges = [(start, end)]
@@ -83,8 +95,11 @@ async def usage_totals(conn: AsyncConnection, start: datetime, end: datetime) ->
     overall = Sums()
     by_status: dict[str, Sums] = {}
     by_model: dict[str, Sums] = {}
+    await serial(conn)
     for row in (await conn.execute(usage_query(start, end))).all():
         provider, model, status = row[0], row[1], row[2]
+        if status is None:  # (calls of a run deleted since: never, as a run's rows go with it)
+            continue
         for into in (
             overall,
             by_status.setdefault(status, Sums()),

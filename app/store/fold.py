@@ -204,10 +204,13 @@ def _insert(postgres: bool, table: sa.Table) -> Any:
 
 
 async def _apply(conn: AsyncConnection, deltas: Deltas, postgres: bool) -> None:
-    for (hour, provider, model, status), sums in sorted(deltas.usage.items()):
-        stmt = _insert(postgres, usage_hourly).values(
-            hour=hour, provider=provider, model=model, run_status=status, **sums.__dict__
-        )
+    """One multi-row upsert per rollup table, its rows in key order."""
+    usage = [
+        {"hour": h, "provider": p, "model": m, "run_status": s, **sums.__dict__}
+        for (h, p, m, s), sums in sorted(deltas.usage.items())
+    ]
+    if usage:
+        stmt = _insert(postgres, usage_hourly).values(usage)
         old, new = usage_hourly.c, stmt.excluded
         cost = sa.case(
             (sa.and_(old.cost_usd.is_(None), new.cost_usd.is_(None)), sa.null()),
@@ -219,16 +222,19 @@ async def _apply(conn: AsyncConnection, deltas: Deltas, postgres: bool) -> None:
                 set_={**{c: old[c] + new[c] for c in COUNTERS}, "cost_usd": cost},
             )
         )
-    for status, n in sorted(deltas.counts.items()):
-        if n:
-            stmt = _insert(postgres, run_counts).values(status=status, runs=n)
-            await conn.execute(
-                stmt.on_conflict_do_update(
-                    index_elements=["status"], set_={"runs": run_counts.c.runs + stmt.excluded.runs}
-                )
+    counts = [{"status": s, "runs": n} for s, n in sorted(deltas.counts.items()) if n]
+    if counts:
+        stmt = _insert(postgres, run_counts).values(counts)
+        await conn.execute(
+            stmt.on_conflict_do_update(
+                index_elements=["status"], set_={"runs": run_counts.c.runs + stmt.excluded.runs}
             )
-    for (minute, status), n in sorted(deltas.endings.items()):
-        stmt = _insert(postgres, run_endings).values(minute=minute, status=status, runs=n)
+        )
+    endings = [
+        {"minute": m, "status": s, "runs": n} for (m, s), n in sorted(deltas.endings.items())
+    ]
+    if endings:
+        stmt = _insert(postgres, run_endings).values(endings)
         await conn.execute(
             stmt.on_conflict_do_update(
                 index_elements=["minute", "status"],

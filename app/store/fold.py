@@ -99,13 +99,21 @@ def _utc(value: datetime) -> datetime:
     return value.astimezone(UTC) if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
-async def serial(conn: AsyncConnection) -> None:
-    """PostgreSQL: no parallel workers for the rest of this transaction. The reports'
-    statements read a few index entries, but the planner cannot estimate a partial
-    index's predicate that compares two columns (`counted_as <> status`) and took them
-    for many: launching workers cost more than the whole read."""
+async def by_index(conn: AsyncConnection) -> None:
+    """PostgreSQL: for the rest of this transaction, read by index and without parallel
+    workers, as the lifecycle's statements do (`app.store.direct.SESSION_SETTINGS`). The
+    statements across runs read a few index entries, but the planner cannot estimate the
+    predicate of ix_runs_recount (`counted_as <> status`: two columns) and took it for
+    most of the table: it scanned `runs` whole, or launched workers for a few rows. (No
+    JIT: a scan of a tiny table, which has no index worth reading, costs the disabled
+    sequential scan's penalty, which took a plan past `jit_above_cost`: 0.9 s to compile
+    a read of a few rows.)"""
     if conn.dialect.name == "postgresql":
-        await conn.exec_driver_sql("SET LOCAL max_parallel_workers_per_gather = 0")
+        await conn.exec_driver_sql(
+            "SELECT set_config('enable_seqscan', 'off', true),"
+            " set_config('max_parallel_workers_per_gather', '0', true),"
+            " set_config('jit', 'off', true)"
+        )
 
 
 def _picked(postgres: bool, where: Any, batch: int) -> Any:
@@ -121,6 +129,7 @@ async def fold_batch(engine: AsyncEngine, batch: int = FOLD_BATCH) -> int:
     """Fold up to `batch` runs (recounts first); how many it folded."""
     postgres = engine.dialect.name == "postgresql"
     async with engine.begin() as conn:
+        await by_index(conn)
         found = list((await conn.execute(_picked(postgres, RECOUNT, batch))).all())
         if len(found) < batch:
             more = await conn.execute(_picked(postgres, UNFOLDED, batch - len(found)))

@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.core.events import QUEUEING_EVENTS as _QUEUEING
 from app.core.events import EventType as E
 from app.core.lifecycle import OutboxStatus, RunStatus
-from app.store.fold import minute_of, serial
+from app.store.fold import by_index, minute_of
 from app.store.records import RunRecord, utc
 from app.store.schema import (
     CREATED,
@@ -68,9 +68,9 @@ AGE_BUCKETS: tuple[tuple[float, str], ...] = (
 
 @contextlib.asynccontextmanager
 async def reading(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
-    """A connection for a report's reads (no parallel workers: `serial`)."""
+    """A connection for a report's reads (by index: `by_index`)."""
     async with engine.connect() as conn:
-        await serial(conn)
+        await by_index(conn)
         yield conn
 
 

@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.lifecycle import TERMINAL
-from app.store.fold import fold_runs
+from app.store.fold import by_index, fold_runs
 from app.store.schema import RUN_CREATED, RUN_ROWS, oldest_first, runs
 
 ENDED_VALUES = sorted(s.value for s in TERMINAL)
@@ -48,6 +48,7 @@ async def purge_batch(engine: AsyncEngine, cutoff: datetime, batch: int = 200) -
     """Delete up to `batch` finished runs older than `cutoff`; how many were deleted."""
     postgres = engine.dialect.name == "postgresql"
     async with engine.begin() as conn:
+        await by_index(conn)
         found: list[Any] = []
         for status in ENDED_VALUES:
             due = due_query(status, cutoff, batch - len(found), postgres)

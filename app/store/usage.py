@@ -17,8 +17,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.store.fold import COUNTERS, TOKENS, Sums, hour_of, serial
-from app.store.schema import LEDGER_UNFOLDED, model_calls, runs, usage_hourly
+from app.store.fold import COUNTERS, TOKENS, Sums, by_index, hour_of
+from app.store.schema import IS_WAITING, LEDGER_UNFOLDED, model_calls, runs, usage_hourly
 
 
 def _ceil_hour(moment: datetime) -> datetime | None:
@@ -33,33 +33,27 @@ def _ceil_hour(moment: datetime) -> datetime | None:
 
 
 def _ledger(where: list[Any]) -> sa.Select[Any]:
-    """Ledger rows' sums by provider, model and the status of their run: summed per run
-    first, each run's status read by its key (a scalar subquery, run once per run: never
-    a join that could read `runs` whole); calls whose run is gone have none (dropped)."""
-    per_run = (
+    """Ledger rows' sums by provider, model and the status of their run, which is read
+    from the index of waiting runs (ix_runs_waiting, whole: most calls not folded are
+    theirs), else by the run's key (a scalar subquery, run only for the others): never a
+    join that could read `runs` whole. Calls whose run is gone have no status (dropped)."""
+    waiting = sa.select(runs.c.id, runs.c.status).where(IS_WAITING).subquery("waiting")
+    by_key = sa.select(runs.c.status).where(runs.c.id == model_calls.c.run_id).scalar_subquery()
+    status = sa.func.coalesce(waiting.c.status, by_key).label("status")
+    return (
         sa.select(
-            model_calls.c.run_id,
             model_calls.c.provider,
             model_calls.c.model,
+            status,
             sa.func.count().label("calls"),
             sa.func.count().filter(model_calls.c.outcome == "error").label("failed_calls"),
             *[sa.func.coalesce(sa.func.sum(model_calls.c[c]), 0).label(c) for c in TOKENS],
             sa.func.sum(model_calls.c.cost_usd).label("cost_usd"),
         )
+        .select_from(model_calls.outerjoin(waiting, waiting.c.id == model_calls.c.run_id))
         .where(*where)
-        .group_by(model_calls.c.run_id, model_calls.c.provider, model_calls.c.model)
-        .subquery()
+        .group_by(model_calls.c.provider, model_calls.c.model, status)
     )
-    status = (
-        sa.select(runs.c.status).where(runs.c.id == per_run.c.run_id).scalar_subquery()
-    ).label("status")
-    return sa.select(
-        per_run.c.provider,
-        per_run.c.model,
-        status,
-        *[sa.func.sum(per_run.c[c]).label(c) for c in COUNTERS],
-        sa.func.sum(per_run.c.cost_usd).label("cost_usd"),
-    ).group_by(per_run.c.provider, per_run.c.model, status)
 
 
 def _between(a: datetime, b: datetime) -> list[Any]:
@@ -95,7 +89,7 @@ async def usage_totals(conn: AsyncConnection, start: datetime, end: datetime) ->
     overall = Sums()
     by_status: dict[str, Sums] = {}
     by_model: dict[str, Sums] = {}
-    await serial(conn)
+    await by_index(conn)
     for row in (await conn.execute(usage_query(start, end))).all():
         provider, model, status = row[0], row[1], row[2]
         if status is None:  # (calls of a run deleted since: never, as a run's rows go with it)

@@ -4,7 +4,9 @@ Revision ID: 0011
 Revises: 0010
 Create Date: 2026-12-01 17:30:00
 
-Reports read rollups instead of whole tables: `usage_hourly` (usage of folded ledger rows
+A suspension records its time (`runs.suspended_at`, filled in here for runs suspended
+at the upgrade from their latest `run.requires_action` event). Reports read rollups
+instead of whole tables: `usage_hourly` (usage of folded ledger rows
 per hour, provider, model and run status), `run_counts` (finished runs per status) and
 `run_endings` (finished runs per minute), which workers keep by folding finished runs
 (`runs.counted_as`, `model_calls.folded`). Lists of one status and the retention sweep
@@ -58,6 +60,12 @@ def _usage_columns() -> list[sa.Column]:  # type: ignore[type-arg]
 
 def upgrade() -> None:
     op.add_column("runs", sa.Column("counted_as", sa.String(length=20), nullable=True))
+    op.add_column("runs", sa.Column("suspended_at", sa.DateTime(timezone=True), nullable=True))
+    op.execute(
+        "UPDATE runs SET suspended_at = (SELECT max(created_at) FROM run_events"
+        " WHERE run_events.run_id = runs.id AND run_events.type = 'run.requires_action')"
+        " WHERE status = 'requires_action'"
+    )
     op.add_column(
         "model_calls",
         sa.Column("folded", sa.Boolean(), server_default=sa.false(), nullable=False),
@@ -194,6 +202,7 @@ def downgrade() -> None:
     with op.batch_alter_table("model_calls") as batch:
         batch.drop_column("folded")
     with op.batch_alter_table("runs") as batch:
+        batch.drop_column("suspended_at")
         batch.drop_column("counted_as")
 
 

@@ -210,15 +210,11 @@ def _page(records: list[RunRecord], limit: int) -> tuple[list[RunRecord], str | 
 
 
 async def suspended_since(engine: AsyncEngine, run_ids: Sequence[str]) -> dict[str, datetime]:
-    """When each run last suspended (its latest `run.requires_action` event)."""
+    """When each run last suspended (`suspended_at`, by primary key)."""
     if not run_ids:
         return {}
-    stmt = (
-        sa.select(run_events.c.run_id, sa.func.max(run_events.c.created_at))
-        .where(
-            run_events.c.run_id.in_(list(run_ids)), run_events.c.type == E.RUN_REQUIRES_ACTION.value
-        )
-        .group_by(run_events.c.run_id)
+    stmt = sa.select(runs.c.id, runs.c.suspended_at).where(
+        runs.c.id.in_(list(run_ids)), runs.c.suspended_at.is_not(None)
     )
     async with reading(engine) as conn:
         rows = (await conn.execute(stmt)).all()
@@ -231,20 +227,9 @@ async def suspended_since(engine: AsyncEngine, run_ids: Sequence[str]) -> dict[s
 
 
 def suspended_query() -> sa.Select[Any]:
-    """Each suspended run's last change and when it last suspended (its latest
-    `run.requires_action` event, read backwards from its last event by primary key)."""
-    last = (
-        sa.select(run_events.c.created_at)
-        .where(
-            run_events.c.run_id == runs.c.id,
-            run_events.c.type == E.RUN_REQUIRES_ACTION.value,
-        )
-        .order_by(run_events.c.seq.desc())
-        .limit(1)
-        .correlate(runs)
-        .scalar_subquery()
-    )
-    return sa.select(runs.c.updated_at, last.label("at")).where(SUSPENDED)
+    """Each suspended run's last change and when it last suspended, by the status's
+    index (ix_runs_expiry)."""
+    return sa.select(runs.c.updated_at, runs.c.suspended_at.label("at")).where(SUSPENDED)
 
 
 async def suspended_ages(engine: AsyncEngine, now: datetime) -> list[float]:

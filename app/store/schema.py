@@ -56,6 +56,9 @@ runs = sa.Table(
     # The status `run_counts` counts this run under (null: counted by no row there), set
     # by the fold (app.store.fold) once the run has finished; see ix_runs_unfolded.
     sa.Column("counted_as", sa.String(20)),
+    # When it last suspended (its latest `run.requires_action` event's time): the
+    # dashboard's and /metrics' suspended ages read it beside the status index.
+    sa.Column("suspended_at", Timestamp),
 )
 # The claim's index holds queued runs only, in claim order: a generic plan picks it even
 # on an empty table (no sticky seq-scan plan), and other transitions do not write to it.

@@ -21,6 +21,7 @@ from app.core.lifecycle import RunStatus
 from app.core.types import USAGE_FIELDS
 from app.service.runs import RunService
 from app.service.schemas import ToolResultsIn
+from app.store import reports
 from app.store.db import create_engine as create_async_engine
 from app.store.db import sync_url
 from app.store.fold import fold
@@ -183,11 +184,13 @@ async def test_0011_moves_daily_usage_into_hourly_rollups_and_back(own_database:
     service = RunService(store, settings)
     await service.create_run(run_body(model=TEXT_ONLY))
     assert await drive_once(store, settings) == RunStatus.COMPLETED
+    waiting = await suspended_run(service)
+    suspended = await reports.suspended_since(store.engine, [waiting.record.id])
     await store.aclose()
     command.downgrade(alembic_config(own_database), "0010")
     engine = create_engine_sync(sync_url(own_database))
     with engine.begin() as conn:
-        called = conn.execute(sa.text("SELECT created_at FROM model_calls")).scalar_one()
+        called = conn.execute(sa.text("SELECT min(created_at) FROM model_calls")).scalar_one()
         day = (called if not isinstance(called, str) else datetime.fromisoformat(called)).date()
         earlier = day - timedelta(days=3)
         conn.execute(
@@ -208,11 +211,14 @@ async def test_0011_moves_daily_usage_into_hourly_rollups_and_back(own_database:
         assert (await store.usage_totals(midnight + timedelta(hours=1), midnight))["calls"] == 0
         whole = (midnight, datetime.combine(day + timedelta(days=1), time(), UTC))
         before = await store.usage_totals(*whole)
-        assert before["calls"] == 5 and before["by_status"]["completed"]["calls"] == 1
-        assert await store.count_by_status() == {"completed": 1}
+        assert before["calls"] == 6 and before["by_status"]["completed"]["calls"] == 1
+        counts = {"completed": 1, "requires_action": 1}
+        assert await store.count_by_status() == counts
         assert await fold(store.engine) == 1  # the run stored at the upgrade
         assert await store.usage_totals(*whole) == before
-        assert await store.count_by_status() == {"completed": 1}
+        assert await store.count_by_status() == counts
+        # The suspended run's suspension time, from its event.
+        assert await reports.suspended_since(store.engine, [waiting.record.id]) == suspended
     finally:
         await store.aclose()
     command.downgrade(alembic_config(own_database), "0010")

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from app.core.lifecycle import TERMINAL, RunStatus
 from app.store.db import create_engine
 from app.store.fold import fold, fold_batch
+from app.store.records import utc
 from app.store.reports import activity, count_by_status
 from app.store.retention import purge
 from app.store.runs import RunStore
@@ -299,3 +300,36 @@ async def test_ranges_at_the_calendars_ends_and_inside_an_hour(
     got = await usage_totals_of(store, start, end)
     assert got["calls"] == world.expected(start, end)["calls"]
     assert got["input_tokens"] == world.expected(start, end)["input_tokens"]
+
+
+async def test_a_suspended_run_is_suspended_since_its_suspension_not_its_last_change(
+    store: RunStore,
+) -> None:
+    """An answer to one of two calls changes the run, not when it suspended."""
+    from app.service.runs import RunService
+    from app.service.schemas import ToolResultsIn
+    from app.store import reports
+    from app.store.schema import run_events
+    from tests.conftest import make_settings
+    from tests.helpers import suspended_run
+
+    service = RunService(store, make_settings(str(store.engine.url)))
+    view = await suspended_run(service)  # two pending calls
+    async with store.engine.connect() as conn:
+        event = sa.select(run_events.c.created_at).where(
+            run_events.c.run_id == view.record.id, run_events.c.type == "run.requires_action"
+        )
+        at = (await conn.execute(event)).scalar_one()
+    since = await reports.suspended_since(store.engine, [view.record.id])
+    assert since[view.record.id] == utc(at)  # (the suspension and its event: one time)
+    await asyncio.sleep(0.05)
+    first = view.pending[0]
+    await service.submit_tool_results(
+        ToolResultsIn.model_validate({"results": [{"tool_call_id": first.call_id, "output": "3"}]}),
+        run_id=view.record.id,
+    )
+    changed = await store.get(view.record.id)
+    assert changed is not None and changed.updated_at > since[view.record.id]
+    assert await reports.suspended_since(store.engine, [view.record.id]) == since
+    ages = await reports.suspended_ages(store.engine, changed.updated_at)
+    assert ages == [(changed.updated_at - since[view.record.id]).total_seconds()]

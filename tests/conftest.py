@@ -117,7 +117,7 @@ async def store(database_url: str) -> AsyncIterator[RunStore]:
     engine = create_engine(database_url)
     store = RunStore(engine)
     async with engine.begin() as conn:
-        for table in (*RUN_TABLES, "usage_daily"):
+        for table in (*RUN_TABLES, "usage_hourly", "run_counts", "run_endings"):
             await conn.exec_driver_sql(f"DELETE FROM {table}")
     yield store
     await store.aclose()

@@ -59,7 +59,16 @@ class RunReads:
         return await self.store.events(run_id, after=after, limit=limit)
 
     async def count_by_status(self) -> dict[str, int]:
-        return await self.store.count_by_status()
+        """Stored runs by status, from indexes and a rollup (never a count of `runs`)."""
+        return await reports.count_by_status(self.store.engine)
+
+    async def queue_depth(self, now: datetime) -> int:
+        """Queued runs that are due now (the claim index)."""
+        return await reports.queue_depth(self.store.engine, now)
+
+    async def suspended_ages(self, now: datetime) -> list[float]:
+        """Seconds each suspended run has waited (read by the suspended status's index)."""
+        return await reports.suspended_ages(self.store.engine, now)
 
     async def usage(self, start: datetime, end: datetime) -> dict[str, Any]:
         """The usage ledger's sums in [start, end): overall, by run status, by model."""
@@ -101,8 +110,8 @@ class RunReads:
         return await reports.run_ledger(self.store.engine, run_id)
 
     async def overview(self, now: datetime) -> Overview:
-        counts = await self.store.count_by_status()
-        ages = await reports.suspended_ages(self.store.engine, now)
+        counts = await self.count_by_status()
+        ages = await self.suspended_ages(now)
         return Overview(
             counts=counts,
             suspended_ages=ages,

@@ -1,6 +1,6 @@
 """Read-only report queries, so their SQL stays in the store: the dashboard's pages
-(filtered keyset pages, suspension times, age buckets, last-hour activity) and the inputs
-of /metrics."""
+(filtered keyset pages, suspension times, age buckets, last-hour activity); /metrics reads
+`app.store.gauges`."""
 
 from __future__ import annotations
 
@@ -13,9 +13,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.core.events import QUEUEING_EVENTS as _QUEUEING
 from app.core.events import EventType as E
-from app.core.lifecycle import OutboxStatus, RunStatus
+from app.core.lifecycle import RunStatus
 from app.store.records import RunRecord, utc
 from app.store.schema import (
     created_beyond,
@@ -26,12 +25,7 @@ from app.store.schema import (
     run_events,
     runs,
     select_runs,
-    webhook_attempts,
-    webhook_outbox,
 )
-
-#: Events after which a run is due again (claim latency is measured from them).
-QUEUEING_EVENTS = tuple(e.value for e in _QUEUEING)
 
 #: Statuses listed oldest first (they are waiting for something); the rest newest first.
 WAITING = frozenset({RunStatus.REQUIRES_ACTION, RunStatus.QUEUED, RunStatus.RUNNING})
@@ -264,94 +258,3 @@ async def run_ledger(engine: AsyncEngine, run_id: str) -> dict[str, Any]:
         "failed_calls": int(row.failed_calls),
         "cost_usd": None if row.cost_usd is None else float(row.cost_usd),
     }
-
-
-@dataclass(frozen=True, slots=True)
-class MetricsInputs:
-    by_status: dict[str, int]
-    depth: int
-    suspended: list[datetime]
-    calls: list[tuple[str, str, int]]
-    latencies: list[tuple[str, float]]
-    deliveries: list[tuple[str, int]]
-    attempts: list[tuple[str, int]]
-    recent: list[tuple[str, str, datetime]]
-
-
-async def metrics_inputs(engine: AsyncEngine, now: datetime) -> MetricsInputs:
-    """Everything /metrics reports, read in one connection."""
-    hour_ago = now - timedelta(hours=1)
-    async with engine.connect() as conn:
-        by_status: dict[str, int] = dict(
-            (
-                await conn.execute(
-                    sa.select(runs.c.status, sa.func.count()).group_by(runs.c.status)
-                )
-            ).all()
-        )
-        depth = (
-            await conn.execute(
-                sa.select(sa.func.count()).where(
-                    runs.c.status == RunStatus.QUEUED.value, runs.c.available_at <= now
-                )
-            )
-        ).scalar_one()
-        suspended = (
-            (
-                await conn.execute(
-                    sa.select(runs.c.updated_at).where(
-                        runs.c.status == RunStatus.REQUIRES_ACTION.value
-                    )
-                )
-            )
-            .scalars()
-            .all()
-        )
-        calls = (
-            await conn.execute(
-                sa.select(model_calls.c.provider, model_calls.c.outcome, sa.func.count()).group_by(
-                    model_calls.c.provider, model_calls.c.outcome
-                )
-            )
-        ).all()
-        latencies = (
-            await conn.execute(
-                sa.select(model_calls.c.provider, model_calls.c.latency_ms)
-                .where(model_calls.c.created_at >= hour_ago, model_calls.c.latency_ms.is_not(None))
-                .limit(20000)
-            )
-        ).all()
-        deliveries = (
-            await conn.execute(
-                sa.select(webhook_outbox.c.status, sa.func.count()).group_by(
-                    webhook_outbox.c.status
-                )
-            )
-        ).all()
-        outcome = sa.case(
-            (webhook_attempts.c.status_code.between(200, 299), OutboxStatus.DELIVERED.value),
-            else_="error",
-        )
-        attempts = (await conn.execute(sa.select(outcome, sa.func.count()).group_by(outcome))).all()
-        recent = (
-            await conn.execute(
-                sa.select(run_events.c.run_id, run_events.c.type, run_events.c.created_at)
-                .where(
-                    run_events.c.created_at >= hour_ago,
-                    run_events.c.type.in_([*QUEUEING_EVENTS, E.RUN_CLAIMED.value]),
-                )
-                .order_by(run_events.c.run_id, run_events.c.seq)
-                .limit(50000)
-            )
-        ).all()
-
-    return MetricsInputs(
-        by_status=by_status,
-        depth=int(depth),
-        suspended=[utc(t) for t in suspended],  # type: ignore[misc]
-        calls=[(p, o, int(n)) for p, o, n in calls],
-        latencies=[(p, float(ms)) for p, ms in latencies],
-        deliveries=[(st, int(n)) for st, n in deliveries],
-        attempts=[(o, int(n)) for o, n in attempts],
-        recent=[(r, k, utc(at)) for r, k, at in recent],  # type: ignore[misc]
-    )

@@ -18,6 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from app import metrics
 from app.core.events import LEDGER_EVENTS
 from app.core.stored import Snapshot
 from app.store import changes
@@ -260,6 +261,9 @@ class RunStore(RunReads, Watchers, Outbox, Queues):
         claimed = None
         if chain is not None and row[-1 - RUN_WIDTH] is not None:
             claimed = RunRecord.from_row(row[-1 - RUN_WIDTH : -1], log=row[-1])
+            metrics.claimed([claimed.available_at], now)
+        if record is not None:
+            metrics.transition(change.transition.value, record.status.value)
         if record is not None and not self.is_postgres and conn is not None:
             await write_events(
                 conn,
@@ -322,7 +326,9 @@ class RunStore(RunReads, Watchers, Outbox, Queues):
                     raise NotFoundError("idempotency key")
                 return RunRecord.from_row(existing), False
         self._wake(self._wake_after(stmt, row, notify=True))
-        return RunRecord.from_row(row), True
+        record = RunRecord.from_row(row)
+        metrics.transition("create", record.status.value)
+        return record, True
 
     async def claim(self, worker_id: str, now: datetime, lease_until: datetime) -> RunRecord | None:
         """Take the oldest due queued run (SKIP LOCKED on PostgreSQL)."""
@@ -341,7 +347,9 @@ class RunStore(RunReads, Watchers, Outbox, Queues):
         params["p_limit"] = limit
         if self._direct is not None:
             rows = await self._direct.fetchall(self._compile(stmt), params)
-            return [RunRecord.from_row(row, log=row[-1]) for row in rows]
+            claimed = [RunRecord.from_row(row, log=row[-1]) for row in rows]
+            metrics.claimed([r.available_at for r in claimed], now)
+            return claimed
         async with self.engine.begin() as conn:
             rows = [await self._configured(conn, r) for r in await conn.execute(stmt, params)]
             records = [RunRecord.from_row(row) for row in rows]
@@ -349,6 +357,7 @@ class RunStore(RunReads, Watchers, Outbox, Queues):
             for record in records:
                 await write_events(conn, record.id, record.last_event_seq, change.events, now)
                 out.append(record.with_log(await self._log(conn, record.id)))
+        metrics.claimed([r.available_at for r in out], now)
         return out
 
     async def heartbeat(

@@ -25,6 +25,8 @@ from prometheus_client import REGISTRY, Counter, Histogram, disable_created_metr
 from prometheus_client.core import Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from app.core.lifecycle import OutboxStatus, RunStatus, Transition
+
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
@@ -136,15 +138,16 @@ def transition(name: str, status: str) -> None:
 def claimed(due: Iterable[datetime], now: datetime) -> None:
     """Runs claimed at `now` that became due at `due` (their `available_at`)."""
     for at in due:
-        TRANSITIONS.labels("claim", "running").inc()
+        TRANSITIONS.labels(Transition.CLAIM.value, RunStatus.RUNNING.value).inc()
         CLAIM_LATENCY.observe(max(0.0, (now - at).total_seconds()))
 
 
 def webhook_attempt(delivered: bool, seconds: float, *, gave_up: bool) -> None:
-    WEBHOOK_ATTEMPTS.labels("delivered" if delivered else "error").inc()
+    WEBHOOK_ATTEMPTS.labels(OutboxStatus.DELIVERED.value if delivered else "error").inc()
     WEBHOOK_ATTEMPT_LATENCY.observe(seconds)
     if delivered or gave_up:
-        WEBHOOK_DELIVERIES_ENDED.labels("delivered" if delivered else "failed").inc()
+        ended = OutboxStatus.DELIVERED if delivered else OutboxStatus.FAILED
+        WEBHOOK_DELIVERIES_ENDED.labels(ended.value).inc()
 
 
 def tool_calls_leased(queue: str, attempts: Iterable[int]) -> None:

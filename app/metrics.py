@@ -6,7 +6,7 @@ process the transitions it applies), so a scrape reads none of them from the dat
 Where one host runs several processes (`agentrun api` beside `agentrun worker`s), set
 `PROMETHEUS_MULTIPROC_DIR` to an empty directory shared by all of them: prometheus_client
 then keeps each process's values in a file there and the API's `/metrics` adds up every
-process's files (`process_metrics`). Without it a process shows its own values, and a
+process's files (`ProcessMetrics`). Without it a process shows its own values, and a
 worker serves them itself with `agentrun worker --metrics-port` (`serve`).
 
 Gauges that need the database (`DB_GAUGES`) are read at scrape time by `app.api.metrics`,

@@ -7,7 +7,7 @@ pages come from here, which calls the store's public reads and its report querie
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,13 +19,13 @@ from app.service.tokens import new_key
 from app.service.types import (
     Activity,
     EventRecord,
-    MetricsInputs,
+    Gauges,
     QueueDepth,
     RunFilter,
     RunRecord,
     ToolCallRecord,
 )
-from app.store import reports
+from app.store import gauges, reports
 from app.store.runs import RunStore
 
 
@@ -74,9 +74,10 @@ class RunReads:
         """The usage ledger's sums in [start, end): overall, by run status, by model."""
         return await self.store.usage_totals(start, end)
 
-    async def metrics(self, now: datetime) -> MetricsInputs:
-        """Everything /metrics reports, read at once."""
-        return await reports.metrics_inputs(self.store.engine, now)
+    async def gauges(self, now: datetime, age_edges: Sequence[float]) -> Gauges:
+        """What /metrics reads from the database (each from an index; runs by status come
+        from `count_by_status`, tool-call queues from `queue_depths`)."""
+        return await gauges.read(self.store.engine, now, age_edges)
 
     async def queue_depths(self, now: datetime) -> list[QueueDepth]:
         """Per tool-call queue: calls waiting for a lease, calls under a live lease."""

@@ -1,6 +1,6 @@
 """Read-only report queries, so their SQL stays in the store: the dashboard's pages
 (filtered keyset pages, suspension times, age buckets, last-hour activity), runs counted
-by status, queue depth and the inputs of /metrics.
+by status and queue depth; /metrics reads `app.store.gauges`.
 
 Each reads an index or a rollup (app.store.fold), so its cost does not grow with the
 finished runs kept: pages of one status walk that status's index, counts
@@ -19,9 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.core.events import QUEUEING_EVENTS as _QUEUEING
-from app.core.events import EventType as E
-from app.core.lifecycle import OutboxStatus, RunStatus
+from app.core.lifecycle import RunStatus
 from app.store.fold import by_index, minute_of
 from app.store.records import RunRecord, utc
 from app.store.schema import (
@@ -41,15 +39,9 @@ from app.store.schema import (
     run_configs,
     run_counts,
     run_endings,
-    run_events,
     runs,
     select_runs,
-    webhook_attempts,
-    webhook_outbox,
 )
-
-#: Events after which a run is due again (claim latency is measured from them).
-QUEUEING_EVENTS = tuple(e.value for e in _QUEUEING)
 
 #: Statuses listed oldest first (they are waiting for something); the rest newest first.
 WAITING = frozenset({RunStatus.REQUIRES_ACTION, RunStatus.QUEUED, RunStatus.RUNNING})
@@ -261,13 +253,10 @@ def counts_query() -> Any:
 
 async def count_by_status(engine: AsyncEngine) -> dict[str, int]:
     """Stored runs by status (statuses with none left out)."""
-    async with reading(engine) as conn:
-        return await _count_by_status(conn)
-
-
-async def _count_by_status(conn: AsyncConnection) -> dict[str, int]:
     out: dict[str, int] = {}
-    for status, n in (await conn.execute(counts_query())).all():
+    async with reading(engine) as conn:
+        rows = (await conn.execute(counts_query())).all()
+    for status, n in rows:
         out[status] = out.get(status, 0) + int(n)
     return {status: n for status, n in out.items() if n}
 
@@ -381,75 +370,3 @@ async def run_ledger(engine: AsyncEngine, run_id: str) -> dict[str, Any]:
         "failed_calls": int(row.failed_calls),
         "cost_usd": None if row.cost_usd is None else float(row.cost_usd),
     }
-
-
-@dataclass(frozen=True, slots=True)
-class MetricsInputs:
-    by_status: dict[str, int]
-    depth: int
-    suspended: list[datetime]
-    calls: list[tuple[str, str, int]]
-    latencies: list[tuple[str, float]]
-    deliveries: list[tuple[str, int]]
-    attempts: list[tuple[str, int]]
-    recent: list[tuple[str, str, datetime]]
-
-
-async def metrics_inputs(engine: AsyncEngine, now: datetime) -> MetricsInputs:
-    """Everything /metrics reports, read in one connection."""
-    hour_ago = now - timedelta(hours=1)
-    async with reading(engine) as conn:
-        by_status = await _count_by_status(conn)
-        depth = (await conn.execute(depth_query(now))).scalar_one()
-        suspended = [
-            at if at is not None else updated
-            for updated, at in (await conn.execute(suspended_query())).all()
-        ]
-        calls = (
-            await conn.execute(
-                sa.select(model_calls.c.provider, model_calls.c.outcome, sa.func.count()).group_by(
-                    model_calls.c.provider, model_calls.c.outcome
-                )
-            )
-        ).all()
-        latencies = (
-            await conn.execute(
-                sa.select(model_calls.c.provider, model_calls.c.latency_ms)
-                .where(model_calls.c.created_at >= hour_ago, model_calls.c.latency_ms.is_not(None))
-                .limit(20000)
-            )
-        ).all()
-        deliveries = (
-            await conn.execute(
-                sa.select(webhook_outbox.c.status, sa.func.count()).group_by(
-                    webhook_outbox.c.status
-                )
-            )
-        ).all()
-        outcome = sa.case(
-            (webhook_attempts.c.status_code.between(200, 299), OutboxStatus.DELIVERED.value),
-            else_="error",
-        )
-        attempts = (await conn.execute(sa.select(outcome, sa.func.count()).group_by(outcome))).all()
-        recent = (
-            await conn.execute(
-                sa.select(run_events.c.run_id, run_events.c.type, run_events.c.created_at)
-                .where(
-                    run_events.c.created_at >= hour_ago,
-                    run_events.c.type.in_([*QUEUEING_EVENTS, E.RUN_CLAIMED.value]),
-                )
-                .order_by(run_events.c.run_id, run_events.c.seq)
-                .limit(50000)
-            )
-        ).all()
-
-    return MetricsInputs(
-        by_status=by_status,
-        depth=int(depth),
-        suspended=[t for t in map(_as_datetime, suspended) if t is not None],
-        calls=[(p, o, int(n)) for p, o, n in calls],
-        latencies=[(p, float(ms)) for p, ms in latencies],
-        deliveries=[(st, int(n)) for st, n in deliveries],
-        attempts=[(o, int(n)) for o, n in attempts],
-        recent=[(r, k, utc(at)) for r, k, at in recent],  # type: ignore[misc]
-    )

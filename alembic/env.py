@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from alembic import context
 from sqlalchemy import create_engine, pool
 
+from alembic import context
 from app.settings import get_settings
 from app.store.backend.engines import is_sqlite, sync_url
 from app.store.schema import metadata

@@ -59,6 +59,12 @@ def main(argv: list[str] | None = None) -> int:
     api.add_argument("--port", type=int, default=8000)
     worker = sub.add_parser("worker", help="run a worker process")
     worker.add_argument("--concurrency", type=int, default=4)
+    worker.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve this process's counters for Prometheus on this port (see docs/reference.md)",
+    )
+    worker.add_argument("--metrics-host", default="127.0.0.1")
     sub.add_parser("migrate", help="alembic upgrade head on AGENTRUN_DATABASE_URL")
     purge = sub.add_parser(
         "purge", help="delete finished runs older than an age (their usage is kept per day)"
@@ -109,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
 
         from app.main import run_worker
 
+        if args.metrics_port is not None:
+            from app.metrics import serve as serve_metrics
+
+            serve_metrics(args.metrics_port, args.metrics_host)
         # uvloop: the worker is CPU-bound on event-loop work between short statements.
         uvloop.run(run_worker(settings, args.concurrency))
         return 0

@@ -596,6 +596,7 @@ async def tool_round_cost(url: str, rounds: int = 60) -> list[tuple[int, float, 
                 [],
                 None,
                 {"round": run.turn()},
+                now,
             )
             suspended, _ = await store.apply(record.id, change, now)
             times[n].append((time.perf_counter() - t0) * 1000)

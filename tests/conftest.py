@@ -21,7 +21,7 @@ from app.settings import Settings
 from app.store.backend.engines import create_engine
 from app.store.migrate import upgrade_to_head
 from app.store.runs import RunStore
-from tests.helpers import RUN_TABLES
+from tests.helpers import CLEAN_TABLES
 
 BACKENDS = ["sqlite", "postgres"]
 
@@ -117,7 +117,7 @@ async def store(database_url: str) -> AsyncIterator[RunStore]:
     engine = create_engine(database_url)
     store = RunStore(engine)
     async with engine.begin() as conn:
-        for table in (*RUN_TABLES, "usage_daily"):
+        for table in CLEAN_TABLES:
             await conn.exec_driver_sql(f"DELETE FROM {table}")
     yield store
     await store.aclose()

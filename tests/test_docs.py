@@ -66,6 +66,20 @@ def test_every_event_type_and_webhook_event_is_described() -> None:
     assert all(named(webhooks, h) for h in ("webhook-id", "webhook-timestamp", "webhook-signature"))
 
 
+def test_every_metric_is_described() -> None:
+    from prometheus_client import Counter, Histogram
+
+    from app import metrics
+
+    described = section("Metrics")
+    kept = [m for m in vars(metrics).values() if isinstance(m, Counter | Histogram)]
+    names = [m._name + ("_total" if isinstance(m, Counter) else "") for m in kept]
+    names += [name for name, _ in metrics.DB_GAUGES]
+    assert len(names) == 16
+    for name in names:
+        assert re.search(rf"^\| `{name}` \|", described, re.MULTILINE), name
+
+
 def test_every_problem_is_described_with_its_status() -> None:
     errors = section("Errors")
     for code, (status, _, _) in CATALOGUE.items():

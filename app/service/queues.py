@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from app import tracing
+from app import metrics, tracing
 from app.core.lifecycle import RunStatus
 from app.service import convert
 from app.service.errors import (
@@ -143,6 +143,7 @@ class QueueService:
                 now = self.clock()
                 until = now + timedelta(seconds=body.lease_seconds)
                 calls = await whole(self.store.lease_calls(queue, owner, now, until, body.limit))
+                metrics.tool_calls_leased(queue, [c.attempts for c in calls])
                 remaining = deadline - loop.time()
                 if calls or remaining <= 0 or bell.released:
                     return calls
@@ -180,6 +181,7 @@ class QueueService:
             raise LeaseNotFound(f"no lease {token} in queue {queue}")
         if not (issued or row.lease_token == lease.nonce):
             raise LeaseNotFound(f"no lease {token} in queue {queue}")
+        metrics.tool_call_lease_lost(queue)
         raise LeaseLost(lost_reason(row), tool_call_id=row.call_id)
 
     # --- results --------------------------------------------------------------------------
@@ -224,6 +226,7 @@ class QueueService:
             if row.queue != queue:
                 raise LeaseNotFound(f"no lease {token} in queue {queue}")
             if row.lease_token != lease.nonce:
+                metrics.tool_call_lease_lost(queue)
                 raise LeaseLost(lost_reason(row), tool_call_id=row.call_id)
             now = self.clock()
             mine = dataclasses.replace(submitted, call_id=row.call_id)

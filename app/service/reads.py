@@ -7,7 +7,7 @@ pages come from here, which calls the store's public reads and its report querie
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,13 +19,13 @@ from app.service.tokens import new_key
 from app.service.types import (
     Activity,
     EventRecord,
-    MetricsInputs,
+    Gauges,
     QueueDepth,
     RunFilter,
     RunRecord,
     ToolCallRecord,
 )
-from app.store import reports
+from app.store import gauges, reports
 from app.store.runs import RunStore
 
 
@@ -59,15 +59,25 @@ class RunReads:
         return await self.store.events(run_id, after=after, limit=limit)
 
     async def count_by_status(self) -> dict[str, int]:
-        return await self.store.count_by_status()
+        """Stored runs by status, from indexes and a rollup (never a count of `runs`)."""
+        return await reports.count_by_status(self.store.engine)
+
+    async def queue_depth(self, now: datetime) -> int:
+        """Queued runs that are due now (the claim index)."""
+        return await reports.queue_depth(self.store.engine, now)
+
+    async def suspended_ages(self, now: datetime) -> list[float]:
+        """Seconds each suspended run has waited (read by the suspended status's index)."""
+        return await reports.suspended_ages(self.store.engine, now)
 
     async def usage(self, start: datetime, end: datetime) -> dict[str, Any]:
         """The usage ledger's sums in [start, end): overall, by run status, by model."""
         return await self.store.usage_totals(start, end)
 
-    async def metrics(self, now: datetime) -> MetricsInputs:
-        """Everything /metrics reports, read at once."""
-        return await reports.metrics_inputs(self.store.engine, now)
+    async def gauges(self, now: datetime, age_edges: Sequence[float]) -> Gauges:
+        """What /metrics reads from the database (each from an index; runs by status come
+        from `count_by_status`, tool-call queues from `queue_depths`)."""
+        return await gauges.read(self.store.engine, now, age_edges)
 
     async def queue_depths(self, now: datetime) -> list[QueueDepth]:
         """Per tool-call queue: calls waiting for a lease, calls under a live lease."""
@@ -101,8 +111,8 @@ class RunReads:
         return await reports.run_ledger(self.store.engine, run_id)
 
     async def overview(self, now: datetime) -> Overview:
-        counts = await self.store.count_by_status()
-        ages = await reports.suspended_ages(self.store.engine, now)
+        counts = await self.count_by_status()
+        ages = await self.suspended_ages(now)
         return Overview(
             counts=counts,
             suspended_ages=ages,

@@ -11,15 +11,16 @@ changes the service can put views of its own here, in one place.
 from __future__ import annotations
 
 from app.service.submissions import SubmitOutcome
+from app.store.gauges import Gauges
 from app.store.queues import QueueDepth
 from app.store.records import EventRecord, RunRecord, ToolCallRecord
-from app.store.reports import Activity, BadCursor, MetricsInputs, RunFilter
+from app.store.reports import Activity, BadCursor, RunFilter
 
 __all__ = [
     "Activity",
     "BadCursor",
     "EventRecord",
-    "MetricsInputs",
+    "Gauges",
     "QueueDepth",
     "RunFilter",
     "RunRecord",

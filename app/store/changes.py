@@ -143,11 +143,17 @@ def suspend_for_tools(
     events: Sequence[NewEvent],
     usage: Mapping[str, Any] | None,
     requires_action: Mapping[str, Any],
+    now: datetime,
 ) -> Change:
     """The model asked for tools: the calls no result answers yet are pending."""
     open_ids = tuple(c.call_id for c in calls if c.preresolved_result is None)
     values = (
-        {"turn": turn, "expires_at": expires_at, "callback_token_hash": token_hash}
+        {
+            "turn": turn,
+            "expires_at": expires_at,
+            "callback_token_hash": token_hash,
+            "suspended_at": now,
+        }
         | _NO_LEASE
         | _NO_RETRY
         | _waiting(ToolResults(turn, open_ids))
@@ -171,9 +177,15 @@ def suspend_for_resolution(
     expires_at: datetime,
     events: Sequence[NewEvent],
     usage: Mapping[str, Any] | None,
+    now: datetime,
 ) -> Change:
     """An invalid tool call whose policy is `ask`: someone resolves it."""
-    values = {"turn": turn, "expires_at": expires_at} | _NO_LEASE | _NO_RETRY | _waiting(reason)
+    values = (
+        {"turn": turn, "expires_at": expires_at, "suspended_at": now}
+        | _NO_LEASE
+        | _NO_RETRY
+        | _waiting(reason)
+    )
     return Change(
         T.SUSPEND,
         _with_usage(values, usage),

@@ -17,7 +17,10 @@ from app.core.lifecycle import RunStatus
 from app.store.backend.base import Backend
 from app.store.errors import NotFoundError
 from app.store.records import EventRecord, RunRecord, ToolCallRecord
+from app.store.reports import count_by_status
 from app.store.schema import (
+    CREATED,
+    RUN_CREATED,
     created_beyond,
     newest_first,
     run_events,
@@ -64,15 +67,19 @@ def calls_of_round() -> sa.Select[Any]:
 @functools.cache
 def list_runs(status: RunStatus | None, paged: bool) -> sa.Select[Any]:
     """Runs newest first, of one status or all, after a keyset cursor when `paged`."""
+    # Of one status: that status's index on `runs` (ix_runs_waiting or ix_runs_ended;
+    # running runs, which leases bound, by ix_runs_lease and a sort), else all runs by
+    # the creation index of `run_configs`.
+    on = CREATED if status is None else RUN_CREATED
     stmt = (
-        select_runs().order_by(*newest_first()).limit(sa.bindparam("p_limit", type_=sa.Integer()))
+        select_runs().order_by(*newest_first(on)).limit(sa.bindparam("p_limit", type_=sa.Integer()))
     )
     if status is not None:
         stmt = stmt.where(runs.c.status == sa.literal_column(f"'{status.value}'"))
     if paged:
         created = sa.bindparam("p_created", type_=runs.c.created_at.type)
         stmt = stmt.where(
-            created_beyond(created, sa.bindparam("p_id", type_=sa.String()), ascending=False)
+            created_beyond(created, sa.bindparam("p_id", type_=sa.String()), ascending=False, on=on)
         )
     return stmt
 
@@ -164,10 +171,8 @@ class Lookups:
         return [EventRecord.from_row(r) for r in await self.backend.fetch(events_after(), params)]
 
     async def count_by_status(self) -> dict[str, int]:
-        stmt = sa.select(runs.c.status, sa.func.count()).group_by(runs.c.status)
-        async with self.backend.reader() as conn:
-            rows = (await conn.execute(stmt)).all()
-        return {status: count for status, count in rows}
+        """By index and rollup, not by counting `runs` (app.store.reports)."""
+        return await count_by_status(self.backend.engine)
 
     async def usage_totals(self, start: datetime, end: datetime) -> dict[str, Any]:
         """Sums of the usage ledger in [start, end): overall, by run status, by model."""

@@ -1,37 +1,47 @@
 """Read-only report queries, so their SQL stays in the store: the dashboard's pages
-(filtered keyset pages, suspension times, age buckets, last-hour activity) and the inputs
-of /metrics."""
+(filtered keyset pages, suspension times, age buckets, last-hour activity), runs counted
+by status and queue depth; /metrics reads `app.store.gauges`.
+
+Each reads an index or a rollup (app.store.fold), so its cost does not grow with the
+finished runs kept: pages of one status walk that status's index, counts
+and activity add the rollups to the runs not folded yet, suspended runs are read by their
+status's index. tests/store/test_report_plans.py EXPLAINs them on a seeded database."""
 
 from __future__ import annotations
 
 import base64
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.core.events import QUEUEING_EVENTS as _QUEUEING
-from app.core.events import EventType as E
-from app.core.lifecycle import OutboxStatus, RunStatus
+from app.core.lifecycle import RunStatus
+from app.store.fold import by_index, minute_of
 from app.store.records import RunRecord, utc
 from app.store.schema import (
+    CREATED,
+    IS_ENDED,
+    IS_WAITING,
+    QUEUED,
+    RECOUNT,
+    RUN_CREATED,
+    RUNNING,
+    SUSPENDED,
+    UNFOLDED,
     created_beyond,
     model_calls,
     newest_first,
     oldest_first,
     run_configs,
-    run_events,
+    run_counts,
+    run_endings,
     runs,
     select_runs,
-    webhook_attempts,
-    webhook_outbox,
 )
-
-#: Events after which a run is due again (claim latency is measured from them).
-QUEUEING_EVENTS = tuple(e.value for e in _QUEUEING)
 
 #: Statuses listed oldest first (they are waiting for something); the rest newest first.
 WAITING = frozenset({RunStatus.REQUIRES_ACTION, RunStatus.QUEUED, RunStatus.RUNNING})
@@ -46,6 +56,14 @@ AGE_BUCKETS: tuple[tuple[float, str], ...] = (
     (24 * 3600, "6–24h"),
     (float("inf"), ">1d"),
 )
+
+
+@contextlib.asynccontextmanager
+async def reading(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+    """A connection for a report's reads (by index: `by_index`)."""
+    async with engine.connect() as conn:
+        await by_index(conn)
+        yield conn
 
 
 class BadCursor(ValueError):
@@ -80,10 +98,16 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     return value, run_id
 
 
-def _conditions(f: RunFilter) -> list[sa.ColumnElement[bool]]:
-    where: list[sa.ColumnElement[bool]] = []
-    if f.status is not None:
-        where.append(runs.c.status == f.status.value)
+def _status(f: RunFilter) -> list[Any]:
+    if f.status is None:
+        return []
+    # (A literal: the planner sees which partial index holds the status.)
+    return [runs.c.status == sa.literal_column(f"'{f.status.value}'")]
+
+
+def _filters(f: RunFilter) -> list[Any]:
+    """The provider and metadata filters (on `run_configs`): no index holds them."""
+    where: list[Any] = []
     if f.provider:
         where.append(run_configs.c.config[("model", "provider")].as_string() == f.provider)
     if f.meta_key:
@@ -96,19 +120,79 @@ def _conditions(f: RunFilter) -> list[sa.ColumnElement[bool]]:
     return where
 
 
+def _walk(f: RunFilter, after: tuple[datetime, str] | None) -> tuple[Any, list[Any]]:
+    """The keyset columns and the conditions of a walk in page order: of one status by
+    that status's index on `runs` (ix_runs_waiting, ix_runs_ended; running runs by
+    ix_runs_lease and a sort of the leased runs), of all by ix_run_configs_created."""
+    on = RUN_CREATED if f.status is not None else CREATED
+    where = _status(f)
+    if after is not None:
+        where.append(created_beyond(*after, ascending=f.ascending, on=on))
+    return on, where
+
+
+def _order(f: RunFilter, on: Any) -> tuple[Any, Any]:
+    return (oldest_first if f.ascending else newest_first)(on)
+
+
+def page_query(f: RunFilter, *, limit: int, after: tuple[datetime, str] | None) -> sa.Select[Any]:
+    """A keyset page on (created_at, id), without provider or metadata filters."""
+    on, where = _walk(f, after)
+    return select_runs().where(*where).order_by(*_order(f, on)).limit(limit + 1)
+
+
+def chunk_query(f: RunFilter, *, size: int, after: tuple[datetime, str] | None) -> sa.Select[Any]:
+    """The next `size` runs of the walk (a page order's keys, by index), each with
+    whether it passes the provider and metadata filters (`hit`): a filter no index holds
+    is checked along the walk, a bounded chunk per statement, whatever it matches."""
+    on, where = _walk(f, after)
+    table = runs if f.status is not None else run_configs
+    keys = sa.select(*on).select_from(table).where(*where).order_by(*_order(f, on)).limit(size)
+    chunk = keys.subquery("chunk")
+    at, key = chunk.c
+    hit = sa.func.coalesce(sa.and_(*_filters(f)), sa.false()).label("hit")
+    return (
+        select_runs()
+        .add_columns(hit)
+        .join(chunk, key == runs.c.id)
+        .order_by(*((at.asc(), key.asc()) if f.ascending else (at.desc(), key.desc())))
+    )
+
+
+#: A filtered page's walk: runs per statement (in pages), statements per request.
+CHUNK_PAGES, CHUNKS = 4, 10
+
+
 async def page_of_runs(
     engine: AsyncEngine, f: RunFilter, *, limit: int, cursor: str | None
 ) -> tuple[list[RunRecord], str | None]:
     """One keyset page on (created_at, id): oldest first for waiting statuses, newest
-    first otherwise; the cursor of the next page, or None on the last one."""
-    stmt = select_runs().where(*_conditions(f)).limit(limit + 1)
-    stmt = stmt.order_by(*(oldest_first() if f.ascending else newest_first()))
-    if cursor:
-        created, run_id = decode_cursor(cursor)
-        stmt = stmt.where(created_beyond(created, run_id, ascending=f.ascending))
-    async with engine.connect() as conn:
-        rows = (await conn.execute(stmt)).all()
-    records = [RunRecord.from_row(r) for r in rows]
+    first otherwise; the cursor of the next page, or None on the last one. With provider
+    or metadata filters, a page holds what a bounded walk found (possibly fewer runs than
+    `limit`, with a cursor where the walk stopped)."""
+    after = decode_cursor(cursor) if cursor else None
+    if not _filters(f):
+        async with reading(engine) as conn:
+            rows = (await conn.execute(page_query(f, limit=limit, after=after))).all()
+        return _page([RunRecord.from_row(r) for r in rows], limit)
+    size = CHUNK_PAGES * (limit + 1)
+    found: list[RunRecord] = []
+    async with reading(engine) as conn:
+        for _ in range(CHUNKS):
+            rows = (await conn.execute(chunk_query(f, size=size, after=after))).all()
+            for row in rows:
+                record = RunRecord.from_row(row)
+                after = (record.created_at, record.id)
+                if row._mapping["hit"]:
+                    found.append(record)
+                if len(found) > limit:
+                    return _page(found, limit)
+            if len(rows) < size:
+                return _page(found, limit)
+    return found, encode_cursor(*after) if after is not None else None
+
+
+def _page(records: list[RunRecord], limit: int) -> tuple[list[RunRecord], str | None]:
     more = len(records) > limit
     records = records[:limit]
     next_cursor = (
@@ -118,17 +202,13 @@ async def page_of_runs(
 
 
 async def suspended_since(engine: AsyncEngine, run_ids: Sequence[str]) -> dict[str, datetime]:
-    """When each run last suspended (its latest `run.requires_action` event)."""
+    """When each run last suspended (`suspended_at`, by primary key)."""
     if not run_ids:
         return {}
-    stmt = (
-        sa.select(run_events.c.run_id, sa.func.max(run_events.c.created_at))
-        .where(
-            run_events.c.run_id.in_(list(run_ids)), run_events.c.type == E.RUN_REQUIRES_ACTION.value
-        )
-        .group_by(run_events.c.run_id)
+    stmt = sa.select(runs.c.id, runs.c.suspended_at).where(
+        runs.c.id.in_(list(run_ids)), runs.c.suspended_at.is_not(None)
     )
-    async with engine.connect() as conn:
+    async with reading(engine) as conn:
         rows = (await conn.execute(stmt)).all()
     out: dict[str, datetime] = {}
     for run_id, at in rows:
@@ -138,30 +218,57 @@ async def suspended_since(engine: AsyncEngine, run_ids: Sequence[str]) -> dict[s
     return out
 
 
+def suspended_query() -> sa.Select[Any]:
+    """Each suspended run's last change and when it last suspended, by the status's
+    index (ix_runs_expiry)."""
+    return sa.select(runs.c.updated_at, runs.c.suspended_at.label("at")).where(SUSPENDED)
+
+
 async def suspended_ages(engine: AsyncEngine, now: datetime) -> list[float]:
     """Seconds each suspended run has been waiting (since it suspended, else updated)."""
-    last = (
-        sa.select(
-            run_events.c.run_id.label("run_id"),
-            sa.func.max(run_events.c.created_at).label("at"),
-        )
-        .where(run_events.c.type == E.RUN_REQUIRES_ACTION.value)
-        .group_by(run_events.c.run_id)
-        .subquery()
-    )
-    stmt = (
-        sa.select(runs.c.updated_at, last.c.at)
-        .select_from(runs.outerjoin(last, last.c.run_id == runs.c.id))
-        .where(runs.c.status == RunStatus.REQUIRES_ACTION.value)
-    )
-    async with engine.connect() as conn:
-        rows = (await conn.execute(stmt)).all()
+    async with reading(engine) as conn:
+        rows = (await conn.execute(suspended_query())).all()
     ages = []
     for updated_at, at in rows:
         since = _as_datetime(at) or _as_datetime(updated_at)
         if since is not None:
             ages.append(max(0.0, (now - since).total_seconds()))
     return ages
+
+
+def counts_query() -> Any:
+    """Rows (status, n) whose sums per status are the runs stored in it: waiting and
+    running runs by their indexes, finished ones from `run_counts` plus those not folded
+    yet, less runs counted under a status they have left (an operator's retry)."""
+    n = sa.func.count()
+    return sa.union_all(
+        sa.select(runs.c.status, n).where(IS_WAITING).group_by(runs.c.status),
+        sa.select(sa.literal(RunStatus.RUNNING.value), n).select_from(runs).where(RUNNING),
+        sa.select(run_counts.c.status, run_counts.c.runs),
+        sa.select(runs.c.status, n).where(UNFOLDED).group_by(runs.c.status),
+        sa.select(runs.c.counted_as, -n).where(RECOUNT).group_by(runs.c.counted_as),
+        sa.select(runs.c.status, n).where(RECOUNT, IS_ENDED).group_by(runs.c.status),
+    )
+
+
+async def count_by_status(engine: AsyncEngine) -> dict[str, int]:
+    """Stored runs by status (statuses with none left out)."""
+    out: dict[str, int] = {}
+    async with reading(engine) as conn:
+        rows = (await conn.execute(counts_query())).all()
+    for status, n in rows:
+        out[status] = out.get(status, 0) + int(n)
+    return {status: n for status, n in out.items() if n}
+
+
+def depth_query(now: datetime) -> sa.Select[Any]:
+    """Queued runs that are due (ix_runs_claim)."""
+    return sa.select(sa.func.count()).where(QUEUED, runs.c.available_at <= now)
+
+
+async def queue_depth(engine: AsyncEngine, now: datetime) -> int:
+    async with reading(engine) as conn:
+        return int((await conn.execute(depth_query(now))).scalar_one())
 
 
 def age_histogram(ages: Sequence[float]) -> list[tuple[str, int]]:
@@ -202,40 +309,39 @@ class Activity:
         return self.failed / finished if finished else None
 
 
+def activity_query(since: datetime) -> Any:
+    """Rows (status, when, runs) of the runs that ended at or after `since` (a whole
+    minute): folded runs per minute (`run_endings`), the rest one by one (their indexes)."""
+    one = sa.literal(1)
+    return sa.union_all(
+        sa.select(run_endings.c.status, run_endings.c.minute, run_endings.c.runs).where(
+            run_endings.c.minute >= since
+        ),
+        sa.select(runs.c.status, runs.c.updated_at, one).where(
+            UNFOLDED, runs.c.updated_at >= since
+        ),
+        sa.select(runs.c.status, runs.c.updated_at, one).where(
+            RECOUNT, IS_ENDED, runs.c.updated_at >= since
+        ),
+    )
+
+
 async def activity(engine: AsyncEngine, now: datetime, minutes: int = 60) -> Activity:
-    """From the runs table: a terminal run's `updated_at` is when it ended (terminal
-    statuses absorb every later change)."""
-    since = now - timedelta(minutes=minutes)
-    ended_statuses = [
-        RunStatus.COMPLETED.value,
-        RunStatus.FAILED.value,
-        RunStatus.CANCELLED.value,
-        RunStatus.EXPIRED.value,
-    ]
-    counts = (
-        sa.select(runs.c.status, sa.func.count())
-        .where(runs.c.status.in_(ended_statuses), runs.c.updated_at >= since)
-        .group_by(runs.c.status)
-    )
-    start = sa.bindparam("since", since, type_=runs.c.updated_at.type)
-    minute: sa.ColumnElement[Any]
-    if engine.dialect.name == "postgresql":
-        minute = sa.func.floor(sa.extract("epoch", runs.c.updated_at - start) / 60)
-    else:
-        minute = sa.cast(
-            (sa.func.julianday(runs.c.updated_at) - sa.func.julianday(start)) * 1440, sa.Integer
-        )
-    bins = (
-        sa.select(minute.label("minute"), sa.func.count())
-        .where(runs.c.status == RunStatus.COMPLETED.value, runs.c.updated_at >= start)
-        .group_by(minute)
-    )
+    """The last `minutes` whole minutes (the current one so far included): a finished
+    run ended when it last changed (`updated_at`), as it was when folded."""
+    since = minute_of(now) - timedelta(minutes=minutes - 1)
+    ended: dict[str, int] = {}
     per_minute = [0] * minutes
-    async with engine.connect() as conn:
-        ended = {str(s): int(n) for s, n in (await conn.execute(counts)).all()}
-        for index, n in (await conn.execute(bins)).all():
-            if index is not None:
-                per_minute[min(max(int(index), 0), minutes - 1)] += int(n)
+    async with reading(engine) as conn:
+        rows = (await conn.execute(activity_query(since))).all()
+    for status, at, n in rows:
+        when = _as_datetime(at)
+        if when is None:
+            continue
+        ended[status] = ended.get(status, 0) + int(n)
+        if status == RunStatus.COMPLETED.value:
+            index = int((when - since).total_seconds() // 60)
+            per_minute[min(max(index, 0), minutes - 1)] += int(n)
     return Activity(minutes, ended, per_minute)
 
 
@@ -257,101 +363,10 @@ async def run_ledger(engine: AsyncEngine, run_id: str) -> dict[str, Any]:
         sa.func.count().filter(model_calls.c.outcome == "error").label("failed_calls"),
         sa.func.sum(model_calls.c.cost_usd).label("cost_usd"),
     ).where(model_calls.c.run_id == run_id)
-    async with engine.connect() as conn:
+    async with reading(engine) as conn:
         row = (await conn.execute(stmt)).one()
     return {
         "calls": int(row.calls),
         "failed_calls": int(row.failed_calls),
         "cost_usd": None if row.cost_usd is None else float(row.cost_usd),
     }
-
-
-@dataclass(frozen=True, slots=True)
-class MetricsInputs:
-    by_status: dict[str, int]
-    depth: int
-    suspended: list[datetime]
-    calls: list[tuple[str, str, int]]
-    latencies: list[tuple[str, float]]
-    deliveries: list[tuple[str, int]]
-    attempts: list[tuple[str, int]]
-    recent: list[tuple[str, str, datetime]]
-
-
-async def metrics_inputs(engine: AsyncEngine, now: datetime) -> MetricsInputs:
-    """Everything /metrics reports, read in one connection."""
-    hour_ago = now - timedelta(hours=1)
-    async with engine.connect() as conn:
-        by_status: dict[str, int] = dict(
-            (
-                await conn.execute(
-                    sa.select(runs.c.status, sa.func.count()).group_by(runs.c.status)
-                )
-            ).all()
-        )
-        depth = (
-            await conn.execute(
-                sa.select(sa.func.count()).where(
-                    runs.c.status == RunStatus.QUEUED.value, runs.c.available_at <= now
-                )
-            )
-        ).scalar_one()
-        suspended = (
-            (
-                await conn.execute(
-                    sa.select(runs.c.updated_at).where(
-                        runs.c.status == RunStatus.REQUIRES_ACTION.value
-                    )
-                )
-            )
-            .scalars()
-            .all()
-        )
-        calls = (
-            await conn.execute(
-                sa.select(model_calls.c.provider, model_calls.c.outcome, sa.func.count()).group_by(
-                    model_calls.c.provider, model_calls.c.outcome
-                )
-            )
-        ).all()
-        latencies = (
-            await conn.execute(
-                sa.select(model_calls.c.provider, model_calls.c.latency_ms)
-                .where(model_calls.c.created_at >= hour_ago, model_calls.c.latency_ms.is_not(None))
-                .limit(20000)
-            )
-        ).all()
-        deliveries = (
-            await conn.execute(
-                sa.select(webhook_outbox.c.status, sa.func.count()).group_by(
-                    webhook_outbox.c.status
-                )
-            )
-        ).all()
-        outcome = sa.case(
-            (webhook_attempts.c.status_code.between(200, 299), OutboxStatus.DELIVERED.value),
-            else_="error",
-        )
-        attempts = (await conn.execute(sa.select(outcome, sa.func.count()).group_by(outcome))).all()
-        recent = (
-            await conn.execute(
-                sa.select(run_events.c.run_id, run_events.c.type, run_events.c.created_at)
-                .where(
-                    run_events.c.created_at >= hour_ago,
-                    run_events.c.type.in_([*QUEUEING_EVENTS, E.RUN_CLAIMED.value]),
-                )
-                .order_by(run_events.c.run_id, run_events.c.seq)
-                .limit(50000)
-            )
-        ).all()
-
-    return MetricsInputs(
-        by_status=by_status,
-        depth=int(depth),
-        suspended=[utc(t) for t in suspended],  # type: ignore[misc]
-        calls=[(p, o, int(n)) for p, o, n in calls],
-        latencies=[(p, float(ms)) for p, ms in latencies],
-        deliveries=[(st, int(n)) for st, n in deliveries],
-        attempts=[(o, int(n)) for o, n in attempts],
-        recent=[(r, k, utc(at)) for r, k, at in recent],  # type: ignore[misc]
-    )

@@ -7,7 +7,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from app.core.lifecycle import RunStatus
+from app.core.lifecycle import TERMINAL, RunStatus
 
 metadata = sa.MetaData(
     naming_convention={
@@ -53,6 +53,12 @@ runs = sa.Table(
     sa.Column("last_event_seq", sa.Integer, nullable=False, server_default="0"),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
+    # The status `run_counts` counts this run under (null: counted by no row there), set
+    # by the fold (app.store.fold) once the run has finished; see ix_runs_unfolded.
+    sa.Column("counted_as", sa.String(20)),
+    # When it last suspended (its latest `run.requires_action` event's time): the
+    # dashboard's and /metrics' suspended ages read it beside the status index.
+    sa.Column("suspended_at", Timestamp),
 )
 # The claim's index holds queued runs only, in claim order: a generic plan picks it even
 # on an empty table (no sticky seq-scan plan), and other transitions do not write to it.
@@ -73,6 +79,46 @@ RUNNING = sa.text(f"status = '{RunStatus.RUNNING.value}'")
 SUSPENDED = sa.text(f"status = '{RunStatus.REQUIRES_ACTION.value}'")
 sa.Index("ix_runs_lease", runs.c.lease_expires_at, postgresql_where=RUNNING, sqlite_where=RUNNING)
 sa.Index("ix_runs_expiry", runs.c.expires_at, postgresql_where=SUSPENDED, sqlite_where=SUSPENDED)
+
+# Runs by status in creation order, for lists of one status (either order, keyset; the
+# status a literal, so the planner sees the predicate holds) and the retention sweep:
+# waiting runs (a transition into queued or suspended adds an entry) and finished runs
+# (the finishing transition and the fold add one each). Running runs, which a worker's
+# lease bounds, are listed from ix_runs_lease.
+WAITING_SQL = f"status IN ('{RunStatus.QUEUED.value}', '{RunStatus.REQUIRES_ACTION.value}')"
+ENDED_SQL = "status IN ({})".format(
+    ", ".join(f"'{s.value}'" for s in sorted(TERMINAL, key=lambda s: s.value))
+)
+IS_WAITING, IS_ENDED = sa.text(WAITING_SQL), sa.text(ENDED_SQL)
+sa.Index(
+    "ix_runs_waiting",
+    runs.c.status,
+    runs.c.created_at,
+    runs.c.id,
+    postgresql_where=IS_WAITING,
+    sqlite_where=IS_WAITING,
+)
+sa.Index(
+    "ix_runs_ended",
+    runs.c.status,
+    runs.c.created_at,
+    runs.c.id,
+    postgresql_where=IS_ENDED,
+    sqlite_where=IS_ENDED,
+)
+# The fold's work (app.store.fold), bounded by its lag: finished runs it has not counted
+# yet, and runs counted under a status they have left (an operator's retry).
+UNFOLDED = sa.text(f"{ENDED_SQL} AND counted_as IS NULL")
+RECOUNT = sa.text("counted_as IS NOT NULL AND counted_as <> status")
+sa.Index(
+    "ix_runs_unfolded",
+    runs.c.status,
+    runs.c.updated_at,
+    postgresql_where=UNFOLDED,
+    sqlite_where=UNFOLDED,
+)
+sa.Index("ix_runs_recount", runs.c.counted_as, postgresql_where=RECOUNT, sqlite_where=RECOUNT)
+
 HAS_KEY = runs.c.idempotency_key.is_not(None)
 HAS_TOKEN = runs.c.callback_token_hash.is_not(None)
 sa.Index(
@@ -114,21 +160,27 @@ sa.Index("ix_run_configs_created", run_configs.c.created_at, run_configs.c.run_i
 CREATED = (run_configs.c.created_at, run_configs.c.run_id)
 
 
-def created_beyond(created: Any, run_id: Any, *, ascending: bool) -> sa.ColumnElement[bool]:
+RUN_CREATED = (runs.c.created_at, runs.c.id)
+
+
+def created_beyond(
+    created: Any, run_id: Any, *, ascending: bool, on: tuple[Any, Any] = CREATED
+) -> sa.ColumnElement[bool]:
     """Keyset pagination on (created_at, id), served by ix_run_configs_created (queries
-    that select from `select_runs()`): the runs after the cursor's run in the page order."""
-    at, key = CREATED
-    if ascending:
-        return sa.or_(at > created, sa.and_(at == created, key > run_id))
-    return sa.or_(at < created, sa.and_(at == created, key < run_id))
+    that select from `select_runs()`), or with `on=RUN_CREATED` by the status indexes of
+    `runs` (ix_runs_waiting, ix_runs_ended): the runs after the cursor's run in the page
+    order. A row comparison, which the index reads as one range from the cursor on (an
+    OR of the two columns' conditions was read as two, the first from the start)."""
+    row, cursor = sa.tuple_(*on), sa.tuple_(created, run_id)
+    return row > cursor if ascending else row < cursor
 
 
-def newest_first() -> tuple[Any, Any]:
-    return CREATED[0].desc(), CREATED[1].desc()
+def newest_first(on: tuple[Any, Any] = CREATED) -> tuple[Any, Any]:
+    return on[0].desc(), on[1].desc()
 
 
-def oldest_first() -> tuple[Any, Any]:
-    return CREATED[0].asc(), CREATED[1].asc()
+def oldest_first(on: tuple[Any, Any] = CREATED) -> tuple[Any, Any]:
+    return on[0].asc(), on[1].asc()
 
 
 def config_of(run_id: Any) -> Any:
@@ -299,16 +351,29 @@ model_calls = sa.Table(
     sa.Column("latency_ms", sa.Float),
     sa.Column("error", sa.Text),
     sa.Column("created_at", Timestamp, nullable=False),
+    # In `usage_hourly` (app.store.fold): set in the transaction that adds the row there.
+    sa.Column("folded", sa.Boolean, nullable=False, server_default=sa.false()),
 )
 sa.Index("ix_model_calls_created", model_calls.c.created_at)
 sa.Index("ix_model_calls_run", model_calls.c.run_id)
+# Calls not yet in the rollups: of runs that have not finished, or not been folded yet.
+LEDGER_UNFOLDED = sa.text("NOT folded")
+sa.Index(
+    "ix_model_calls_unfolded",
+    model_calls.c.created_at,
+    postgresql_where=LEDGER_UNFOLDED,
+    sqlite_where=LEDGER_UNFOLDED,
+)
 
-# Usage that outlives its runs: when retention deletes finished runs, their model-call
-# rows are first added here, per UTC day of the call, model and the run's final status.
-usage_daily = sa.Table(
-    "usage_daily",
+# The rollups the fold (app.store.fold) keeps, so reports read a few rows per hour or
+# status whatever is kept. Never deleted by retention.
+#
+# The usage of folded ledger rows, per UTC hour of the call, provider, model and the status
+# of its run when the run was folded (it had finished).
+usage_hourly = sa.Table(
+    "usage_hourly",
     metadata,
-    sa.Column("day", sa.Date, nullable=False),
+    sa.Column("hour", Timestamp, nullable=False),
     sa.Column("provider", sa.String(40), nullable=False),
     sa.Column("model", sa.String(200), nullable=False),
     sa.Column("run_status", sa.String(20), nullable=False),
@@ -320,7 +385,26 @@ usage_daily = sa.Table(
     sa.Column("reasoning_tokens", sa.BigInteger, nullable=False),
     sa.Column("total_tokens", sa.BigInteger, nullable=False),
     sa.Column("cost_usd", sa.Float),
-    sa.PrimaryKeyConstraint("day", "provider", "model", "run_status"),
+    sa.PrimaryKeyConstraint("hour", "provider", "model", "run_status"),
+)
+
+# Stored runs per finished status, of the runs whose `counted_as` is that status.
+run_counts = sa.Table(
+    "run_counts",
+    metadata,
+    sa.Column("status", sa.String(20), primary_key=True),
+    sa.Column("runs", sa.BigInteger, nullable=False),
+)
+
+# Runs that finished, per UTC minute of their end and status (the dashboard's last hour),
+# of folded runs; the fold deletes minutes older than a day.
+run_endings = sa.Table(
+    "run_endings",
+    metadata,
+    sa.Column("minute", Timestamp, nullable=False),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("runs", sa.BigInteger, nullable=False),
+    sa.PrimaryKeyConstraint("minute", "status"),
 )
 
 #: Tables whose rows belong to a run (by `run_id`), deleted with it.

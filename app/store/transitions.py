@@ -15,6 +15,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from app import metrics
 from app.core.lifecycle import RunStatus
 from app.core.stored import Snapshot
 from app.store import changes
@@ -136,6 +137,10 @@ class Transitions:
             ChangeWrite(run_id, change, now, known=known, claim_for=claim_for)
         )
         self.backend.wake(done.wakes)
+        if done.claimed is not None:
+            metrics.claimed([done.claimed.available_at], now)
+        if done.record is not None:
+            metrics.transition(change.transition.value, done.record.status.value)
         return done.record, done.claimed
 
     async def create(
@@ -154,6 +159,7 @@ class Transitions:
         done = await self.backend.create(NewRun(columns, config, meta, events, snapshot, now))
         if done.record is not None:
             self.backend.wake(done.wakes)
+            metrics.transition("create", done.record.status.value)
             return done.record, True
         # The idempotency key is taken: the stored run answers.
         existing = await self.backend.run(
@@ -173,7 +179,9 @@ class Transitions:
     ) -> list[RunRecord]:
         """Take up to `limit` of the oldest due queued runs with one statement, however
         many idle slots it feeds, each with its log (to load it whole)."""
-        return await self.backend.claim(changes.claim(worker_id, lease_until), now, limit)
+        claimed = await self.backend.claim(changes.claim(worker_id, lease_until), now, limit)
+        metrics.claimed([r.available_at for r in claimed], now)
+        return claimed
 
     async def heartbeat(
         self, run_id: str, version: int, worker_id: str, lease_until: datetime, now: datetime
@@ -209,6 +217,7 @@ class Transitions:
         """Apply `change` to every run in its source status matching `due` (row-locked,
         skipping runs others hold), in one transaction."""
         wakes: list[Wake] = []
+        changed: list[str] = []
         (status,) = change.sources
         async with self.backend.transaction() as conn:
             # The status as a literal: it matches the partial index's predicate (a
@@ -219,5 +228,9 @@ class Transitions:
             for run_id in ids:
                 done = await self.backend.change(ChangeWrite(run_id, change, now, conn=conn))
                 wakes.extend(done.wakes)
+                if done.record is not None:
+                    changed.append(done.record.status.value)
         self.backend.wake(wakes)
+        for status_to in changed:  # (counted once committed)
+            metrics.transition(change.transition.value, status_to)
         return ids

@@ -1,69 +1,119 @@
-"""The usage ledger's totals for /v1/usage: `model_calls` rows of runs still stored, plus
-the daily aggregates retention kept of the runs it deleted."""
+"""The usage ledger's totals for /v1/usage, read from the rollups (app.store.fold).
+
+A range [start, end) is read as its whole UTC hours and its edges: the whole hours from
+`usage_hourly` plus the ledger rows not folded yet (`ix_model_calls_unfolded`), the partial
+hours at either edge from the ledger itself (`ix_model_calls_created`). So a report reads
+a few rows per hour, model and status, the calls of runs not folded yet and at most two
+hours of calls, whatever is kept; and it is exact to the token: each call is in exactly
+one of them, in one statement's snapshot. Calls of runs that retention deleted are in the
+rollups only: they count in ranges that hold their whole hour, not at an edge.
+"""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.store.retention import add_daily, daily_usage
-from app.store.schema import model_calls, runs
+from app.store.fold import COUNTERS, TOKENS, Sums, by_index, hour_of
+from app.store.schema import IS_WAITING, LEDGER_UNFOLDED, model_calls, runs, usage_hourly
+
+
+def _ceil_hour(moment: datetime) -> datetime | None:
+    """The first whole hour at or after `moment` (None: past the calendar's end)."""
+    floor = hour_of(moment)
+    if floor == moment.astimezone(UTC):
+        return floor
+    try:
+        return floor + timedelta(hours=1)
+    except OverflowError:
+        return None
+
+
+def _ledger(where: list[Any]) -> sa.Select[Any]:
+    """Ledger rows' sums by provider, model and the status of their run, which is read
+    from the index of waiting runs (ix_runs_waiting, whole: most calls not folded are
+    theirs), else by the run's key (a scalar subquery, run only for the others): never a
+    join that could read `runs` whole. Calls whose run is gone have no status (dropped)."""
+    waiting = sa.select(runs.c.id, runs.c.status).where(IS_WAITING).subquery("waiting")
+    by_key = sa.select(runs.c.status).where(runs.c.id == model_calls.c.run_id).scalar_subquery()
+    status = sa.func.coalesce(waiting.c.status, by_key).label("status")
+    return (
+        sa.select(
+            model_calls.c.provider,
+            model_calls.c.model,
+            status,
+            sa.func.count().label("calls"),
+            sa.func.count().filter(model_calls.c.outcome == "error").label("failed_calls"),
+            *[sa.func.coalesce(sa.func.sum(model_calls.c[c]), 0).label(c) for c in TOKENS],
+            sa.func.sum(model_calls.c.cost_usd).label("cost_usd"),
+        )
+        .select_from(model_calls.outerjoin(waiting, waiting.c.id == model_calls.c.run_id))
+        .where(*where)
+        .group_by(model_calls.c.provider, model_calls.c.model, status)
+    )
+
+
+def _between(a: datetime, b: datetime) -> list[Any]:
+    return [model_calls.c.created_at >= a, model_calls.c.created_at < b]
+
+
+def usage_query(start: datetime, end: datetime) -> Any:
+    """One statement (one snapshot) whose rows add up to the usage of [start, end)."""
+    first, last = _ceil_hour(start), hour_of(end)
+    parts: list[sa.Select[Any]] = []
+    if first is not None and first < last:
+        parts.append(
+            sa.select(
+                usage_hourly.c.provider,
+                usage_hourly.c.model,
+                usage_hourly.c.run_status,
+                *[usage_hourly.c[c] for c in COUNTERS],
+                usage_hourly.c.cost_usd,
+            ).where(usage_hourly.c.hour >= first, usage_hourly.c.hour < last)
+        )
+        parts.append(_ledger([LEDGER_UNFOLDED, *_between(first, last)]))
+        edges = [(start, first), (last, end)]
+    else:
+        edges = [(start, end)]
+    parts += [_ledger(_between(a, b)) for a, b in edges if a < b]
+    if not parts:  # an empty range
+        return _ledger([sa.false()])
+    return parts[0] if len(parts) == 1 else sa.union_all(*parts)
 
 
 async def usage_totals(conn: AsyncConnection, start: datetime, end: datetime) -> dict[str, Any]:
     """Sums of the usage ledger in [start, end): overall, by run status, by model."""
-    sums = [
-        sa.func.count().label("calls"),
-        sa.func.count().filter(model_calls.c.outcome == "error").label("failed_calls"),
-        *[
-            sa.func.coalesce(sa.func.sum(model_calls.c[c]), 0).label(c)
-            for c in (
-                "input_tokens",
-                "output_tokens",
-                "cached_input_tokens",
-                "reasoning_tokens",
-                "total_tokens",
-            )
-        ],
-        sa.func.sum(model_calls.c.cost_usd).label("cost_usd"),
-    ]
-    in_range = sa.and_(model_calls.c.created_at >= start, model_calls.c.created_at < end)
-    joined = model_calls.join(runs, runs.c.id == model_calls.c.run_id)
-    model_key = model_calls.c.provider + ":" + model_calls.c.model
-    total = (await conn.execute(sa.select(*sums).where(in_range))).one()
-    by_status = (
-        await conn.execute(
-            sa.select(runs.c.status, *sums)
-            .select_from(joined)
-            .where(in_range)
-            .group_by(runs.c.status)
-        )
-    ).all()
-    by_model = (
-        await conn.execute(
-            sa.select(model_key.label("key"), *sums).where(in_range).group_by(model_key)
-        )
-    ).all()
-    kept = await daily_usage(conn, start, end)  # of runs retention deleted
+    overall = Sums()
+    by_status: dict[str, Sums] = {}
+    by_model: dict[str, Sums] = {}
+    await by_index(conn)
+    for row in (await conn.execute(usage_query(start, end))).all():
+        provider, model, status = row[0], row[1], row[2]
+        if status is None:  # (calls of a run deleted since: never, as a run's rows go with it)
+            continue
+        for into in (
+            overall,
+            by_status.setdefault(status, Sums()),
+            by_model.setdefault(f"{provider}:{model}", Sums()),
+        ):
+            _add(into, row)
+    return {
+        **_plain(overall),
+        "by_status": {k: _plain(v) for k, v in by_status.items()},
+        "by_model": {k: _plain(v) for k, v in by_model.items()},
+    }
 
-    def clean(row: Any) -> dict[str, Any]:
-        m = dict(row._mapping)
-        m.pop("status", None)
-        m.pop("key", None)
-        for k, v in m.items():
-            if k != "cost_usd":
-                m[k] = int(v or 0)
-        m["cost_usd"] = None if m["cost_usd"] is None else float(m["cost_usd"])
-        return m
 
-    return add_daily(
-        {
-            **clean(total),
-            "by_status": {r.status: clean(r) for r in by_status},
-            "by_model": {r.key: clean(r) for r in by_model},
-        },
-        kept,
-    )
+def _add(into: Sums, row: Any) -> None:
+    m = row._mapping
+    for column in COUNTERS:
+        setattr(into, column, getattr(into, column) + int(m[column] or 0))
+    if m["cost_usd"] is not None:
+        into.cost_usd = (into.cost_usd or 0.0) + float(m["cost_usd"])
+
+
+def _plain(sums: Sums) -> dict[str, Any]:
+    return dict(sums.__dict__)

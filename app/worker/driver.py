@@ -294,6 +294,7 @@ class RunDriver:
             ],
             "callback_url": self.settings.callback_url(token),
         }
+        now = self.clock()  # (the suspension's time, as its event's)
         change = changes.suspend_for_tools(
             claim.version,
             self._snapshot(claim),
@@ -304,12 +305,14 @@ class RunDriver:
             claim.events,
             self._usage(claim),
             requires_action,
+            now,
         )
-        return await self._write(claim, change)
+        return await self._write(claim, change, now)
 
     async def _suspend_resolution(
         self, claim: Claim, run: AgentRun, ctx: InvalidToolCallContext
     ) -> RunStatus | None:
+        now = self.clock()
         change = changes.suspend_for_resolution(
             claim.version,
             self._snapshot(claim),
@@ -318,8 +321,9 @@ class RunDriver:
             self._expires_at(claim),
             claim.events,
             self._usage(claim),
+            now,
         )
-        return await self._write(claim, change)
+        return await self._write(claim, change, now)
 
     def _expires_at(self, claim: Claim) -> datetime:
         """A suspension's expiry: after the run's own `expires_in`, else the default."""
@@ -360,10 +364,13 @@ class RunDriver:
         change = changes.fail(claim.version, error, claim.events, self._usage(claim))
         return await self._write(claim, change)
 
-    async def _write(self, claim: Claim, change: Change) -> RunStatus | None:
-        """End the claim with `change` (and, when the slot wants more, claim its next
-        run in the same statement); `LeaseLost` when the fencing token moved on."""
-        now = self.clock()
+    async def _write(
+        self, claim: Claim, change: Change, now: datetime | None = None
+    ) -> RunStatus | None:
+        """End the claim with `change` at `now` (default: the clock's) (and, when the slot
+        wants more, claim its next run in the same statement); `LeaseLost` when the
+        fencing token moved on."""
+        now = now or self.clock()
         chain = claim.chain is not None and claim.chain()
         lease_until = now + timedelta(seconds=self.settings.lease_seconds)
         record, claim.next = await self.store.apply(

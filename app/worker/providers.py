@@ -1,11 +1,21 @@
-"""Provider construction from a run's model spec and the deployment's settings."""
+"""Provider construction from a run's model spec and the deployment's settings; every
+provider it makes counts its calls (`app.metrics`: by provider and outcome, latency)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from app.providers.base import Provider
+from app import metrics
+from app.providers.base import (
+    ModelRequest,
+    Provider,
+    ProviderError,
+    ProviderTurn,
+    StreamItem,
+    TurnComplete,
+)
 from app.providers.scripted import ScriptedProvider
 from app.settings import Settings
 
@@ -13,10 +23,10 @@ from app.settings import Settings
 def make_provider(spec: Mapping[str, Any], settings: Settings) -> Provider:
     """Credentials and base URLs come from the deployment, never from the run."""
     if spec["provider"] == "scripted":
-        return ScriptedProvider(spec)
+        return Measured(ScriptedProvider(spec), spec["provider"])
     from app.providers.registry import provider_from_settings
 
-    return provider_from_settings(
+    provider = provider_from_settings(
         spec["provider"],
         openai_api_key=settings.openai_api_key,
         openai_base_url=settings.openai_base_url,
@@ -24,3 +34,45 @@ def make_provider(spec: Mapping[str, Any], settings: Settings) -> Provider:
         anthropic_base_url=settings.anthropic_base_url,
         timeout=settings.provider_timeout,
     )
+    return Measured(provider, spec["provider"])
+
+
+class Measured:
+    """A provider whose calls are counted as the usage ledger counts them: an answer is
+    `ok` (with its latency), a `ProviderError` is `error`; a call abandoned (the lease
+    lost, a shutdown) is neither."""
+
+    def __init__(self, inner: Provider, label: str) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.label = label
+
+    async def complete(self, request: ModelRequest) -> ProviderTurn:
+        started = time.perf_counter()
+        try:
+            answer = await self.inner.complete(request)
+        except ProviderError:
+            metrics.model_call(self.label, False, time.perf_counter() - started)
+            raise
+        metrics.model_call(self.label, True, time.perf_counter() - started)
+        return answer
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        started = time.perf_counter()
+        answered = False
+        items = self.inner.stream(request)
+        try:
+            async for item in items:
+                if isinstance(item, TurnComplete):
+                    answered = True
+                    metrics.model_call(self.label, True, time.perf_counter() - started)
+                yield item
+        except ProviderError:
+            metrics.model_call(self.label, False, time.perf_counter() - started)
+            raise
+        finally:
+            aclose = getattr(items, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        if not answered:  # (the worker fails such a call: it ended without a turn)
+            metrics.model_call(self.label, False, time.perf_counter() - started)

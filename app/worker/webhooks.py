@@ -23,7 +23,7 @@ import structlog
 from opentelemetry.trace import SpanKind
 from standardwebhooks import Webhook
 
-from app import tracing
+from app import metrics, tracing
 from app.providers.backoff import backoff_delay
 from app.service.destinations import (
     Destination,
@@ -123,7 +123,8 @@ class WebhookSender:
             except (DestinationUnresolved, httpx.HTTPError) as exc:
                 error = f"{type(exc).__name__}: {exc}"
             tracing.webhook_answered(span, status_code, error)
-        latency_ms = round((time.perf_counter() - started) * 1000, 2)
+        seconds = time.perf_counter() - started
+        latency_ms = round(seconds * 1000, 2)
         now = self.clock()
         retry_at = None
         if error is not None:
@@ -141,6 +142,7 @@ class WebhookSender:
                 error=error,
                 retry=retry_at is not None,
             )
+        metrics.webhook_attempt(error is None, seconds, gave_up=retry_at is None)
         await self.store.finish_webhook(
             delivery,
             status_code=status_code,

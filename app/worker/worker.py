@@ -16,6 +16,7 @@ import contextlib
 import os
 import random
 import socket
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -26,6 +27,7 @@ from app.service.tokens import new_key
 from app.settings import Settings
 from app.store import changes
 from app.store.errors import is_unavailable
+from app.store.fold import FOLD_BATCH, fold_batch, forget_endings
 from app.store.records import RunRecord
 from app.store.retention import purge_batch
 from app.store.runs import NOTIFY_CHANNEL, WEBHOOKS_CHANNEL, RunStore
@@ -92,6 +94,7 @@ class Worker:
         background = [
             asyncio.create_task(self._reaper()),
             asyncio.create_task(self._deliver_webhooks()),
+            asyncio.create_task(self._fold()),
         ]
         if self.settings.retention_days > 0:
             background.append(asyncio.create_task(self._retention()))
@@ -219,6 +222,23 @@ class Worker:
             except Exception:
                 log.exception("reaper failed")
             await asyncio.sleep(self.settings.reap_interval)
+
+    async def _fold(self) -> None:
+        """Fold finished runs into the rollups that reports read (app.store.fold), with
+        the reaper's period: the lag, and what reports read besides the rollups, stay
+        about one period of finished runs."""
+        forgotten = 0.0
+        while True:
+            await asyncio.sleep(self.settings.reap_interval * (0.5 + random.random()))
+            try:
+                folded = FOLD_BATCH
+                while folded == FOLD_BATCH and not self.stopping.is_set():
+                    folded = await fold_batch(self.store.engine, FOLD_BATCH)
+                if time.monotonic() - forgotten > 600:
+                    await forget_endings(self.store.engine, self.clock())
+                    forgotten = time.monotonic()
+            except Exception:
+                log.exception("fold failed")
 
     async def _retention(self) -> None:
         """Delete finished runs past the retention age, a small batch per transaction

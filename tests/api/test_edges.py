@@ -55,6 +55,18 @@ async def test_a_run_that_fails_after_a_billed_call_shows_its_usage(
     assert run["usage"]["cached_input_tokens"] == run["usage"]["reasoning_tokens"] == 0
 
 
+async def test_usage_over_the_whole_calendar_answers(client: httpx.AsyncClient) -> None:
+    """Ranges at the calendar's ends are ranges like any other (once a 500: an overflow
+    past year 9999 while finding the range's whole days)."""
+    response = await client.get(
+        "/v1/usage", params={"from": "0001-01-01T00:00:00Z", "to": "9999-12-31T23:59:59Z"}
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["calls"] == 0
+    inside = {"from": "9999-12-31T23:10:00Z", "to": "9999-12-31T23:20:00Z"}
+    assert (await client.get("/v1/usage", params=inside)).status_code == 200
+
+
 # --- run ids ---------------------------------------------------------------------------------
 
 

@@ -13,6 +13,7 @@ import pytest
 from app.settings import Settings
 from app.store.runs import RunStore
 from tests.api.test_runs_api import assert_problem, body, suspend
+from tests.metrics_support import sample
 
 
 async def lease(client: httpx.AsyncClient, queue: str = "q", **kw: Any) -> list[dict[str, Any]]:
@@ -132,6 +133,28 @@ async def test_metrics_count_queued_and_leased_calls_per_queue(
     assert 'agentrun_tool_calls_leased{queue="q"} 1.0' in text
     assert 'agentrun_tool_calls_queued{queue="other"} 2.0' in text
     assert 'agentrun_tool_calls_leased{queue="other"} 0.0' in text
+
+
+async def test_metrics_count_leases_again_after_a_lapse_and_lost_leases(
+    client: httpx.AsyncClient, store: RunStore
+) -> None:
+    async def scrape() -> dict[str, float]:
+        text = (await client.get("/metrics")).text
+        return {
+            lease: sample(text, "agentrun_tool_call_leases_total", queue="q", lease=lease) or 0
+            for lease in ("first", "again")
+        } | {"lost": sample(text, "agentrun_tool_call_leases_lost_total", queue="q") or 0}
+
+    before = await scrape()
+    await suspend(client, store, tool_queue="q")
+    first = await lease(client, lease_seconds=1)
+    await asyncio.sleep(1.1)  # the leases lapse
+    again = await lease(client, lease_seconds=30)
+    lost = await client.post(url(first[0], "heartbeat"), json={})
+    assert lost.status_code == 409
+    after = await scrape()
+    assert len(first) == len(again) == 2
+    assert {k: after[k] - before[k] for k in after} == {"first": 2, "again": 2, "lost": 1}
 
 
 def test_a_lease_request_whose_client_goes_away_ends(api_settings: Settings) -> None:

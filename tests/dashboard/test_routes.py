@@ -658,10 +658,14 @@ async def test_overview(admin: httpx.AsyncClient, service: RunService) -> None:
     await suspended_run(service)
     old = await suspended_run(service)
     async with service.store.engine.begin() as conn:  # make one wait for two hours
-        await conn.execute(
-            sa.text("UPDATE run_events SET created_at = :t WHERE run_id = :r"),
-            {"t": datetime.now(UTC) - timedelta(hours=2), "r": old.record.id},
-        )
+        for table, column, key in (
+            ("run_events", "created_at", "run_id"),
+            ("runs", "suspended_at", "id"),
+        ):
+            await conn.execute(
+                sa.text(f"UPDATE {table} SET {column} = :t WHERE {key} = :r"),
+                {"t": datetime.now(UTC) - timedelta(hours=2), "r": old.record.id},
+            )
     page = await admin.get("/admin/overview")
     assert page.status_code == 200
     html = page.text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import RUN_TABLES
+from tests.helpers import CLEAN_TABLES
 
 
 @pytest.fixture
@@ -12,6 +12,6 @@ def clean_postgres(postgres_url: str) -> str:
     import psycopg
 
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        for table in RUN_TABLES:
+        for table in CLEAN_TABLES:
             conn.execute(f"DELETE FROM {table}")
     return postgres_url

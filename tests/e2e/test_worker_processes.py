@@ -18,7 +18,7 @@ from app.store.runs import RunStore
 from tests.conftest import make_settings
 from tests.e2e.checks import assert_all_completed_once
 from tests.e2e.processes import spawn, stop, wait_until
-from tests.helpers import RUN_TABLES, results_for, run_body
+from tests.helpers import CLEAN_TABLES, results_for, run_body
 
 RUNS = 200
 
@@ -27,7 +27,7 @@ RUNS = 200
 async def pg_service(postgres_url: str) -> AsyncIterator[RunService]:
     engine = create_engine(postgres_url)
     async with engine.begin() as conn:
-        for table in RUN_TABLES:
+        for table in CLEAN_TABLES:
             await conn.exec_driver_sql(f"DELETE FROM {table}")
     store = RunStore(engine)
     yield RunService(store, make_settings(postgres_url))

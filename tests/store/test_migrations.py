@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +21,18 @@ from app.core.lifecycle import RunStatus
 from app.core.types import USAGE_FIELDS
 from app.service.runs import RunService
 from app.service.schemas import ToolResultsIn
+from app.store import reports
 from app.store.backend.engines import create_engine as create_async_engine
 from app.store.backend.engines import sync_url
+from app.store.fold import fold
 from app.store.migrate import alembic_config, upgrade_to_head
 from app.store.records import RUN_USAGE_KEYS
 from app.store.runs import RunStore
 from app.store.schema import metadata
 from tests.conftest import fresh_database, make_settings
 from tests.helpers import drive_once, results_for, run_body, suspended_run
+
+TEXT_ONLY = {"provider": "scripted", "name": "demo", "script": [{"text": "done"}]}
 
 
 def test_models_and_migrations_do_not_drift(database_url: str) -> None:
@@ -164,4 +169,61 @@ async def test_0009_downgrade_writes_back_zero_counters_and_waiting_reasons(
     doc = orjson.loads(state)
     assert set(doc["usage"]) == set(USAGE_FIELDS)
     assert calls and all(set(c["usage"]) == set(USAGE_FIELDS) for c in calls)
+    upgrade_to_head(own_database)
+
+
+# --- 0011: usage rollups ------------------------------------------------------------------
+
+
+async def test_0011_moves_daily_usage_into_hourly_rollups_and_back(own_database: str) -> None:
+    """Usage that retention kept per day (revision 0005's `usage_daily`) counts in the
+    first hour of its day after 0011; a stored run's calls still count from the ledger and
+    once folded; 0011's downgrade writes back per day only what no stored run holds."""
+    settings = make_settings(own_database)
+    store = RunStore(create_async_engine(own_database))
+    service = RunService(store, settings)
+    await service.create_run(run_body(model=TEXT_ONLY))
+    assert await drive_once(store, settings) == RunStatus.COMPLETED
+    waiting = await suspended_run(service)
+    suspended = await reports.suspended_since(store.engine, [waiting.record.id])
+    await store.aclose()
+    command.downgrade(alembic_config(own_database), "0010")
+    engine = create_engine_sync(sync_url(own_database))
+    with engine.begin() as conn:
+        called = conn.execute(sa.text("SELECT min(created_at) FROM model_calls")).scalar_one()
+        day = (called if not isinstance(called, str) else datetime.fromisoformat(called)).date()
+        earlier = day - timedelta(days=3)
+        conn.execute(
+            sa.text(
+                "INSERT INTO usage_daily VALUES (:day, 'openai', 'gpt', 'failed',"
+                " 4, 1, 100, 50, 7, 3, 160, 0.25)"
+            ),
+            {"day": earlier},
+        )
+    upgrade_to_head(own_database)
+    store = RunStore(create_async_engine(own_database))
+    midnight = datetime.combine(earlier, time(), UTC)
+    try:
+        hour = await store.usage_totals(midnight, midnight + timedelta(hours=1))
+        assert (hour["calls"], hour["failed_calls"], hour["input_tokens"]) == (4, 1, 100)
+        assert hour["by_status"]["failed"]["total_tokens"] == 160
+        assert hour["by_model"]["openai:gpt"]["cost_usd"] == 0.25
+        assert (await store.usage_totals(midnight + timedelta(hours=1), midnight))["calls"] == 0
+        whole = (midnight, datetime.combine(day + timedelta(days=1), time(), UTC))
+        before = await store.usage_totals(*whole)
+        assert before["calls"] == 6 and before["by_status"]["completed"]["calls"] == 1
+        counts = {"completed": 1, "requires_action": 1}
+        assert await store.count_by_status() == counts
+        assert await fold(store.engine) == 1  # the run stored at the upgrade
+        assert await store.usage_totals(*whole) == before
+        assert await store.count_by_status() == counts
+        # The suspended run's suspension time, from its event.
+        assert await reports.suspended_since(store.engine, [waiting.record.id]) == suspended
+    finally:
+        await store.aclose()
+    command.downgrade(alembic_config(own_database), "0010")
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT day, run_status, calls FROM usage_daily")).all()
+    engine.dispose()
+    assert [(str(d)[:10], s, n) for d, s, n in rows] == [(str(earlier), "failed", 4)]
     upgrade_to_head(own_database)

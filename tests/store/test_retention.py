@@ -1,5 +1,5 @@
 """Retention: finished runs past the cutoff are deleted with everything they own, their
-usage is kept per day, and nothing else is touched (both databases)."""
+usage stays in the rollups, and nothing else is touched (both databases)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from app.cli import parse_age
 from app.core.lifecycle import RunStatus
 from app.service.runs import RunService
 from app.settings import Settings
+from app.store.records import utc
 from app.store.retention import purge, purge_batch
 from app.store.runs import RunStore
 from app.store.schema import (
@@ -21,7 +22,7 @@ from app.store.schema import (
     run_events,
     runs,
     tool_calls,
-    usage_daily,
+    usage_hourly,
     webhook_attempts,
     webhook_outbox,
 )
@@ -79,19 +80,22 @@ async def test_finished_runs_go_with_everything_they_own_and_their_usage_stays(
     assert after == before  # the ledger row became a daily aggregate: same totals
 
 
-async def test_usage_of_deleted_runs_counts_for_ranges_that_hold_its_day(
+async def test_usage_of_deleted_runs_counts_for_ranges_that_hold_its_hour(
     store: RunStore, settings: Settings
 ) -> None:
     service = RunService(store, settings)
     await service.create_run(run_body(model=TEXT_ONLY))
     await drive_once(store, settings)
+    async with store.engine.connect() as conn:
+        called = (await conn.execute(sa.select(model_calls.c.created_at))).scalar_one()
+    hour = utc(called).replace(minute=0, second=0, microsecond=0)
     await purge(store.engine, datetime.now(UTC) + timedelta(minutes=1))
-    midnight, next_midnight = _today()
-    assert (await store.usage_totals(midnight, next_midnight))["calls"] == 1
-    assert (await store.usage_totals(midnight - timedelta(days=2), midnight))["calls"] == 0
-    # A range that starts after the day began does not hold that day's aggregate.
-    assert (await store.usage_totals(midnight + timedelta(hours=1), next_midnight))["calls"] == 0
-    by_model = (await store.usage_totals(midnight, next_midnight))["by_model"]
+    assert (await store.usage_totals(hour, hour + timedelta(hours=1)))["calls"] == 1
+    assert (await store.usage_totals(hour - timedelta(hours=2), hour))["calls"] == 0
+    # A range that holds only part of the hour reads its ledger, where the run is gone.
+    part = (hour + timedelta(microseconds=1), hour + timedelta(hours=1))
+    assert (await store.usage_totals(*part))["calls"] == 0
+    by_model = (await store.usage_totals(hour, hour + timedelta(hours=1)))["by_model"]
     assert by_model["scripted:demo"]["calls"] == 1
 
 
@@ -108,7 +112,7 @@ async def test_concurrent_sweeps_never_count_a_run_twice(
     assert sum(results) <= 6
     assert sum(results) + await purge(store.engine, cutoff) == 6
     async with store.engine.connect() as conn:
-        calls = await conn.execute(sa.select(sa.func.sum(usage_daily.c.calls)))
+        calls = await conn.execute(sa.select(sa.func.sum(usage_hourly.c.calls)))
         assert calls.scalar_one() == 6
 
 

@@ -1,0 +1,233 @@
+"""Every statement that looks across runs reads indexes or rollups, on a seeded database
+(tens of thousands of runs, most of them finished and folded, analyzed): no sequential
+scan of a table that grows with the runs kept, no sort of more than a page, and a keyset
+page twenty pages deep reads about one page (PostgreSQL; SQLite's plans are documented in
+docs/reference.md, not promised)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+import psycopg
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+
+from app.core.lifecycle import RunStatus
+from app.store import lookups, reports
+from app.store.backend.direct import compile_statement
+from app.store.backend.engines import create_engine
+from app.store.fold import _picked
+from app.store.reports import RunFilter
+from app.store.retention import ENDED_VALUES, due_query
+from app.store.runs import RunStore
+from app.store.schema import (
+    RECOUNT,
+    RUN_ROWS,
+    UNFOLDED,
+    model_calls,
+    runs,
+    webhook_outbox,
+)
+from app.store.usage import usage_query
+from tests.conftest import fresh_database
+from tests.store.test_plans import generic_plan
+
+GROWING = {"runs", "run_events", "model_calls", "webhook_outbox", "webhook_attempts", "run_configs"}
+PAGE = 50
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+DONE, FAILED, SUSPENDED, QUEUED, UNFOLDED_N = 40_000, 3_000, 4_000, 2_000, 300
+ALL = DONE + FAILED + SUSPENDED + QUEUED
+
+SEED = f"""
+INSERT INTO runs (id, status, state, schema_version, version, available_at, max_turns,
+                  created_at, updated_at, counted_as)
+SELECT 'r' || lpad(g::text, 6, '0'),
+       CASE WHEN g <= {DONE} THEN 'completed'
+            WHEN g <= {DONE + FAILED} THEN 'failed'
+            WHEN g <= {DONE + FAILED + SUSPENDED} THEN 'requires_action'
+            ELSE 'queued' END,
+       '{{}}', 2, 1,
+       timestamptz '{NOW.isoformat()}' - (g % 720) * interval '1 hour',
+       5,
+       timestamptz '{NOW.isoformat()}' - ({ALL} - g) * interval '60 s',
+       timestamptz '{NOW.isoformat()}' - ({ALL} - g) * interval '60 s' + interval '20 s',
+       CASE WHEN g <= {DONE - UNFOLDED_N} THEN 'completed'
+            WHEN g > {DONE} AND g <= {DONE + FAILED} THEN 'failed' END
+FROM generate_series(1, {ALL}) g;
+INSERT INTO run_configs (run_id, config, metadata, created_at)
+SELECT id, '{{"model": {{"provider": "scripted", "name": "demo"}}}}',
+       jsonb_build_object('team', CASE WHEN random() < 0.6 THEN 'a' ELSE 'b' END), created_at
+FROM runs;
+INSERT INTO run_events (run_id, seq, type, data, actor, created_at)
+SELECT id, s, CASE s WHEN 3 THEN 'run.requires_action' ELSE 'run.note' END, '{{}}', NULL,
+       created_at + s * interval '1 s'
+FROM runs, generate_series(1, 4) s;
+INSERT INTO model_calls (run_id, turn, provider, model, outcome, input_tokens, output_tokens,
+                         total_tokens, cost_usd, created_at, folded)
+SELECT id, t, 'scripted', 'demo', 'ok', 100, 20, 120, 0.001, created_at + t * interval '2 s',
+       counted_as IS NOT NULL
+FROM runs, generate_series(1, 2) t WHERE status <> 'queued';
+INSERT INTO webhook_outbox (run_id, event_seq, event_type, webhook_id, url, payload, status,
+                            attempts, next_attempt_at, created_at)
+SELECT id, 4, 'run.completed', 'msg_' || id, 'http://127.0.0.1:9/', '{{}}', 'delivered', 1,
+       updated_at, updated_at
+FROM runs WHERE status IN ('completed', 'failed');
+INSERT INTO webhook_attempts (outbox_id, attempt, status_code, latency_ms, created_at)
+SELECT id, 1, 200, 5, created_at FROM webhook_outbox;
+INSERT INTO usage_hourly
+SELECT h, 'scripted', 'demo', 'completed', 100, 0, 10000, 2000, 0, 0, 12000, 0.1
+FROM generate_series(timestamptz '{NOW.isoformat()}' - interval '60 days',
+                     timestamptz '{NOW.isoformat()}', interval '1 hour') h;
+INSERT INTO run_counts VALUES ('completed', {DONE - UNFOLDED_N}), ('failed', {FAILED});
+INSERT INTO run_endings
+SELECT m, 'completed', 1
+FROM generate_series(timestamptz '{NOW.isoformat()}' - interval '1 day',
+                     timestamptz '{NOW.isoformat()}', interval '1 minute') m;
+ANALYZE;
+"""
+
+
+@pytest.fixture(scope="module")
+def seeded(postgres_server: str) -> Iterator[str]:
+    with fresh_database(postgres_server) as url, psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(SEED)
+        yield url
+
+
+@pytest.fixture
+async def store(seeded: str) -> AsyncIterator[RunStore]:
+    store = RunStore(create_engine(seeded))
+    yield store
+    await store.aclose()
+
+
+def nodes(plan: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield plan
+    for child in plan.get("Plans", []):
+        yield from nodes(child)
+
+
+def literal(stmt: Any) -> str:
+    return str(stmt.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
+
+
+async def explain(url: str, sql: str, *, analyze: bool = False) -> dict[str, Any]:
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        await conn.execute("SET max_parallel_workers_per_gather = 0")  # (as `serial`)
+        options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
+        row = await (await conn.execute(f"EXPLAIN ({options}) {sql}")).fetchone()
+        await conn.rollback()  # (an analyzed DELETE or UPDATE leaves nothing)
+    assert row is not None
+    document = row[0] if not isinstance(row[0], str) else orjson.loads(row[0])
+    return dict(document[0]["Plan"])
+
+
+def assert_flat(plan: dict[str, Any], *, sort_rows: int = PAGE + 1) -> None:
+    for node in nodes(plan):
+        if node["Node Type"] == "Seq Scan":
+            assert node["Relation Name"] not in GROWING, (node["Relation Name"], plan)
+        if node["Node Type"] in ("Sort", "Incremental Sort"):
+            assert node["Plan Rows"] <= sort_rows, plan
+
+
+STATUSES = [None, *RunStatus]
+
+
+@pytest.mark.parametrize("status", STATUSES)
+async def test_api_lists_of_each_status_read_a_page(
+    store: RunStore, seeded: str, status: Any
+) -> None:
+    for paged in (False, True):
+        values = {"p_limit": PAGE + 1, "p_created": NOW - timedelta(days=3), "p_id": "r9"}
+        stmt = lookups.list_runs(status, paged)
+        plan = await generic_plan(seeded, compile_statement(stmt, store.engine.dialect), values)
+        assert "Seq Scan" not in plan, plan
+        if status is not None and status != RunStatus.RUNNING:
+            assert "ix_runs_waiting" in plan or "ix_runs_ended" in plan, plan
+            assert "Sort" not in plan, plan
+
+
+@pytest.mark.parametrize(
+    "status", [RunStatus.REQUIRES_ACTION, RunStatus.QUEUED, RunStatus.COMPLETED, RunStatus.FAILED]
+)
+async def test_dashboard_pages_twenty_deep_read_about_a_page(
+    store: RunStore, seeded: str, status: RunStatus
+) -> None:
+    """Oldest first for waiting statuses, newest first otherwise; with a metadata filter
+    (one run in ten matches) too: each page reads its own runs, not those before it."""
+    for meta in (None, "a"):
+        f = RunFilter(status=status, meta_key="team" if meta else None, meta_value=meta)
+        cursor = None
+        for _ in range(20):
+            records, cursor = await reports.page_of_runs(store.engine, f, limit=PAGE, cursor=cursor)
+            assert cursor is not None and len(records) == PAGE
+        after = reports.decode_cursor(cursor)
+        if meta:
+            size = reports.CHUNK_PAGES * (PAGE + 1)
+            stmt = reports.chunk_query(f, size=size, after=after)
+        else:
+            size, stmt = PAGE + 1, reports.page_query(f, limit=PAGE, after=after)
+        plan = await explain(seeded, literal(stmt), analyze=True)
+        assert_flat(plan, sort_rows=size)
+        read = max(n.get("Actual Rows", 0) for n in nodes(plan) if "Index" in n["Node Type"])
+        assert read <= size, plan
+
+
+async def test_counts_depth_suspended_activity_and_usage_read_indexes_and_rollups(
+    seeded: str,
+) -> None:
+    month = (NOW - timedelta(days=30, minutes=17), NOW - timedelta(minutes=3))
+    for stmt in (  # (aggregates: sorts of groups, bounded by the runs not folded)
+        reports.counts_query(),
+        reports.depth_query(NOW),
+        reports.suspended_query(),
+        reports.activity_query(NOW - timedelta(minutes=59)),
+        usage_query(*month),
+        usage_query(NOW - timedelta(days=1), NOW),
+    ):
+        assert_flat(await explain(seeded, literal(stmt)), sort_rows=2 * (SUSPENDED + UNFOLDED_N))
+
+
+async def test_the_fold_and_the_retention_sweep_read_by_index(seeded: str) -> None:
+    ids = [f"r{g:06d}" for g in range(1, 201)]
+    picked = runs.c.id.in_(ids)
+    statements = [
+        _picked(True, RECOUNT, 500),
+        _picked(True, UNFOLDED, 500),
+        sa.select(model_calls).where(
+            model_calls.c.run_id.in_(ids), model_calls.c.folded.is_(False)
+        ),
+        model_calls.update().where(model_calls.c.run_id.in_(ids)).values(folded=True),
+        runs.update().where(picked).values(counted_as=runs.c.status),
+        *[due_query(s, NOW - timedelta(days=25), 200, True) for s in ENDED_VALUES],
+        *[t.delete().where(t.c.run_id.in_(ids)) for t in RUN_ROWS],
+        runs.delete().where(picked),
+    ]
+    for stmt in statements:
+        assert_flat(await explain(seeded, literal(stmt)), sort_rows=500)  # (a batch)
+    # The outbox rows' attempts go by the foreign key's cascade, through its index.
+    plan = await explain(
+        seeded,
+        literal(webhook_outbox.delete().where(webhook_outbox.c.run_id.in_(ids))),
+        analyze=True,
+    )
+    assert_flat(plan)
+    async with await psycopg.AsyncConnection.connect(seeded) as conn:
+        indexed = await (
+            await conn.execute(
+                "SELECT indexdef FROM pg_indexes WHERE tablename = 'webhook_attempts'"
+            )
+        ).fetchall()
+    assert any("(outbox_id)" in row[0] for row in indexed), indexed
+
+
+async def test_suspended_since_reads_each_run_by_key(seeded: str) -> None:
+    ids = [f"r{g:06d}" for g in range(DONE + FAILED + 1, DONE + FAILED + 51)]
+    stmt = sa.select(runs.c.id, runs.c.suspended_at).where(runs.c.id.in_(ids))
+    plan = await explain(seeded, literal(stmt))
+    assert_flat(plan)
+    assert any(n.get("Index Name") == "pk_runs" for n in nodes(plan)), plan

@@ -313,6 +313,8 @@ def comparable(run: dict[str, Any], events: list[dict[str, Any]], messages: Any)
     text = repr((run, [(e["seq"], e["type"], e["data"]) for e in events], messages))
     text = re.sub(r"run_[A-Za-z0-9]{21}", "RUN", text)
     text = re.sub(r"/v1/callbacks/[A-Za-z0-9_-]+/", "/v1/callbacks/TOKEN/", text)  # (by id)
+    # which worker process took it (host:pid): templates of one kind differ only there
+    text = re.sub(r"'worker': '[^']*'", "'worker': 'WORKER'", text)
     return re.sub(r"\d{4}-\d\d-\d\dT[\d:.]+Z", "TIME", text)
 
 
@@ -325,20 +327,28 @@ def read_run(client: httpx.Client, run_id: str) -> Any:
 
 
 def verify_sample(client: httpx.Client, templates: dict[str, list[str]], completed: int) -> int:
+    """A sample of each kind's copies read through the API: each equals one of its kind's
+    templates but for ids and times (which one is not known when the databases were kept
+    from an earlier run: the templates are read back in no set order)."""
     checked = 0
     counts = {"completed": completed, "suspended": SUSPENDED, "queued": QUEUED}
     rng = random.Random(22)
     for kind, count in counts.items():
+        status = "requires_action" if kind == "suspended" else kind
+        still = [read_run(client, t) for t in templates[kind]]
+        expected = {comparable(*r): r for r in still if r[0]["status"] == status}
+        if not expected:  # kept databases: the measuring workers took the queued templates
+            print(f"  {kind} templates have moved on since the copies: not compared")
+            continue
         for g in rng.sample(range(count), min(count, 20)):
             copy_id = f"run_{kind[0]}{g:020d}"
-            template = templates[kind][g % len(templates[kind])]
             run, events, messages = read_run(client, copy_id)
             assert run["id"] == copy_id and run["status"] == (
                 "requires_action" if kind == "suspended" else kind
             ), run
             assert all(e["data"].get("run_id", copy_id) == copy_id for e in events)
-            expected = comparable(*read_run(client, template))
-            assert comparable(run, events, messages) == expected, (copy_id, template)
+            got = comparable(run, events, messages)
+            assert got in expected, f"{copy_id} equals none of the {kind} templates"
             checked += 1
     return checked
 

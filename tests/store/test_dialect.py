@@ -21,9 +21,7 @@ DIALECT = re.compile(
 #: both branches are merged; the tables declare each dialect's variants of a column; the
 #: outage classifier knows every driver's exceptions (it branches on none).
 NOT_YET = {
-    "reports.py",
     "retention.py",
-    "usage.py",
     "fold.py",
     "gauges.py",
     "schema.py",

@@ -4,7 +4,7 @@ SQLAlchemy still builds every statement (one source of the SQL, shared with SQLi
 module compiles it once to text with `$n` placeholders and runs it, as its own autocommit
 statement, on a raw asyncpg connection borrowed from the engine's pool (prepared and
 cached per connection), skipping SQLAlchemy's execution layer: CPU is what limits
-throughput here (README, lifecycle benchmark; `bench/statement_cpu.py` measures the
+throughput here (docs/benchmarks.md, the lifecycle; `bench/statement_cpu.py` measures the
 paths). The process has that one pool (README, "Connection budget").
 """
 

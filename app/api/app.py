@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.types import ASGIApp
@@ -16,10 +16,12 @@ from app.api import openapi, problems, queues, routes
 from app.api.metrics import render as render_metrics
 from app.api.models import Health
 from app.api.problems import CATALOGUE, problem
-from app.api.security import BodyLimit
+from app.api.security import BodyLimit, authorize
 from app.api.throttle import FailureThrottle
 from app.api.unavailable import DatabaseUnavailable
+from app.service.access import Permission
 from app.service.errors import RETRY_AFTER_SECONDS
+from app.service.keys import Authenticator, EnvKeys
 from app.service.reads import RunReads
 from app.settings import Settings
 
@@ -36,13 +38,17 @@ Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
 
 
 def create_api(
-    settings: Settings, lifespan: Lifespan, too_large: Mapping[str, ASGIApp] | None = None
+    settings: Settings,
+    lifespan: Lifespan,
+    too_large: Mapping[str, ASGIApp] | None = None,
+    authenticator: Authenticator | None = None,
 ) -> FastAPI:
     """The API; `lifespan` must set `app.state.service` (app.service.runs.RunService),
     `app.state.reads` (app.service.reads.RunReads) and `app.state.event_hub`
     (app.service.live.EventHub) and `app.state.queues` (app.service.queues.QueueService)
     for as long as the app serves. `too_large`: who answers a body over the limit under
-    a path prefix (the dashboard's page under /admin) instead of the JSON problem."""
+    a path prefix (the dashboard's page under /admin) instead of the JSON problem.
+    `authenticator`: who a bearer key is (default: the keys of AGENTRUN_API_KEYS)."""
     app = FastAPI(
         title="agentrun-service",
         version="0.1.0",
@@ -52,6 +58,7 @@ def create_api(
         responses=problems.responses(503),
     )
     app.state.settings = settings
+    app.state.authenticator = authenticator or EnvKeys(settings.api_key_list)
     app.state.idempotency_in_flight = set()
     app.state.auth_throttle = FailureThrottle(
         settings.auth_failure_limit, settings.auth_failure_window
@@ -90,7 +97,11 @@ def create_api(
         "/metrics",
         tags=["health"],
         response_class=PlainTextResponse,
-        responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+        responses={
+            200: {"content": {"text/plain": {"schema": {"type": "string"}}}},
+            **problems.responses(401),
+        },
+        dependencies=[Depends(authorize(Permission.METRICS_READ))],
     )
     async def metrics(request: Request) -> PlainTextResponse:
         body = await render_metrics(request.app.state.reads)

@@ -22,11 +22,18 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.dependencies.models import Dependant
 from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
 
 from app.api.problems import MEDIA_TYPE, responses
 from app.core import MAX_JSON_INT, MIN_JSON_INT
 from app.providers.params import EXTRA_BODY, TABLES
+from app.service.access import Permission, roles_with
+
+#: The OpenAPI extension that names an operation's permission and the roles holding it.
+PERMISSION_KEY = "x-permission"
+ROLES_KEY = "x-roles"
 
 PROBLEM = {"$ref": "#/components/schemas/Problem"}
 JSON_VALUE = {"$ref": "#/components/schemas/JsonValue"}
@@ -150,11 +157,44 @@ def _fix_operation(operation: dict[str, Any]) -> None:
         }
 
 
+def permission_of(dependant: Dependant) -> Permission | None:
+    """The permission an `app.api.security.authorize` dependency of the route names."""
+    for sub in dependant.dependencies:
+        found = getattr(sub.call, "permission", None)
+        if isinstance(found, Permission):
+            return found
+        inner = permission_of(sub)
+        if inner is not None:
+            return inner
+    return None
+
+
+def _document_access(operation: dict[str, Any], permission: Permission) -> None:
+    roles = [r.value for r in roles_with(permission)]
+    operation[PERMISSION_KEY] = permission.value
+    operation[ROLES_KEY] = roles
+    note = f"Needs the permission `{permission.value}` (roles: {', '.join(roles)})."
+    operation["description"] = (operation.get("description", "") + "\n\n" + note).strip()
+    answers: dict[str, Any] = operation.setdefault("responses", {})
+    answers.setdefault("403", {"description": responses(403)[403]["description"]})
+
+
 def build(app: FastAPI) -> dict[str, Any]:
     schema = get_openapi(
         title=app.title, version=app.version, description=app.description, routes=app.routes
     )
-    for path in schema.get("paths", {}).values():
+    paths: dict[str, Any] = schema.get("paths", {})
+    for route in app.routes:
+        if not isinstance(route, APIRoute) or not route.include_in_schema:
+            continue
+        permission = permission_of(route.dependant)
+        if permission is None or route.path_format not in paths:
+            continue
+        for method in route.methods or ():
+            operation = paths[route.path_format].get(method.lower())
+            if operation is not None:
+                _document_access(operation, permission)
+    for path in paths.values():
         for operation in path.values():
             _fix_operation(operation)
     components: dict[str, Any] = schema.setdefault("components", {}).setdefault("schemas", {})

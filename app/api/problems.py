@@ -25,6 +25,12 @@ CATALOGUE: dict[str, tuple[int, str, str]] = {
         "Unauthorized",
         "A valid `Authorization: Bearer <key>` header is required.",
     ),
+    "forbidden": (
+        403,
+        "Permission missing",
+        "The key (or account, or token) is valid but its role does not hold the "
+        "permission this operation needs; `permission` names it, `role` is the caller's.",
+    ),
     "not-found": (404, "Not found", "No such resource."),
     "method-not-allowed": (405, "Method not allowed", "The resource does not accept it."),
     "run-not-found": (404, "Run not found", "No run has this id."),

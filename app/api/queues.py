@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 from app.api.live import ClientGone, while_connected
 from app.api.models import ToolResultsOut
 from app.api.problems import responses
-from app.api.routes import AUTH, Actor, Service, json_body, results_out
+from app.api.routes import AUTH, Service, Worker, json_body, results_out
 from app.service.queues import QueueService
 from app.service.schemas import QUEUE_NAME, HeartbeatIn, LeasedResultIn, LeaseIn
 from app.service.types import ToolCallRecord
@@ -91,10 +91,10 @@ lease while the tool runs (`…/heartbeat`), answer through it (`…/result`).""
     description=LEASE_DESCRIPTION,
 )
 async def lease(
-    queue: Queue, body: LeaseIn, request: Request, queues: Queues, actor: Actor
+    queue: Queue, body: LeaseIn, request: Request, queues: Queues, principal: Worker
 ) -> Response:
     try:
-        calls = await while_connected(request, queues.lease(queue, body, actor))
+        calls = await while_connected(request, queues.lease(queue, body, principal.actor))
     except ClientGone:
         return Response(status_code=499)  # (its calls lapse and are offered again)
     return json_body(LeaseOut(calls=[LeasedCallOut.of(c, queues.token(c)) for c in calls]))
@@ -110,7 +110,7 @@ async def lease(
     "or its run stopped waiting): stop the tool, its result would be refused.",
 )
 async def heartbeat(
-    queue: Queue, lease_token: Token, body: HeartbeatIn, queues: Queues, _: Actor
+    queue: Queue, lease_token: Token, body: HeartbeatIn, queues: Queues, principal: Worker
 ) -> LeaseExtendedOut:
     until = await queues.heartbeat(queue, lease_token, body)
     return LeaseExtendedOut(lease_token=lease_token, lease_expires_at=until)
@@ -133,7 +133,7 @@ async def result(
     body: LeasedResultIn,
     service: Service,
     queues: Queues,
-    actor: Actor,
+    principal: Worker,
 ) -> Response:
-    outcome = await queues.submit(queue, lease_token, body, actor)
+    outcome = await queues.submit(queue, lease_token, body, principal.actor)
     return await results_out(service, outcome)

@@ -13,8 +13,9 @@ from sse_starlette import EventSourceResponse
 from app.api import models
 from app.api.live import ClientGone, server_sent_events, wait_while_connected
 from app.api.problems import responses
-from app.api.security import require_api_key
+from app.api.security import authorize
 from app.core.lifecycle import RunStatus
+from app.service.access import Permission, Principal
 from app.service.errors import IdempotencyInFlight, InvalidRequest, RunNotFound
 from app.service.live import FINAL, SETTLED, EventHub
 from app.service.reads import RunReads
@@ -28,7 +29,14 @@ REFERENCE = "docs/reference.md"
 router = APIRouter(prefix="/v1", tags=["runs"])
 callbacks = APIRouter(prefix="/v1/callbacks", tags=["callbacks"])
 
-Actor = Annotated[str, Depends(require_api_key)]
+# The authenticated caller of a route, who must hold the permission named.
+Creator = Annotated[Principal, Depends(authorize(Permission.RUNS_CREATE))]
+Reader = Annotated[Principal, Depends(authorize(Permission.RUNS_READ))]
+Submitter = Annotated[Principal, Depends(authorize(Permission.TOOL_RESULTS_SUBMIT))]
+Resolver = Annotated[Principal, Depends(authorize(Permission.RUNS_RESOLVE))]
+Canceller = Annotated[Principal, Depends(authorize(Permission.RUNS_CANCEL))]
+UsageReader = Annotated[Principal, Depends(authorize(Permission.USAGE_READ))]
+Worker = Annotated[Principal, Depends(authorize(Permission.QUEUES_WORK))]
 RunId = Annotated[
     str, Path(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_-]+$", description="a run id")
 ]
@@ -91,7 +99,7 @@ async def create_run(
     body: RunCreate,
     request: Request,
     service: Service,
-    actor: Actor,
+    principal: Creator,
     idempotency_key: Annotated[
         str | None, Header(min_length=1, max_length=255, pattern=r"^[\x21-\x7e]+$")
     ] = None,
@@ -103,7 +111,10 @@ async def create_run(
         in_flight.add(idempotency_key)
     try:
         view, created = await service.create_run(
-            body, idempotency_key=idempotency_key, actor=actor, trace_parent=request.headers
+            body,
+            idempotency_key=idempotency_key,
+            actor=principal.actor,
+            trace_parent=request.headers,
         )
     finally:
         if idempotency_key is not None:
@@ -122,7 +133,7 @@ async def create_run(
 )
 async def list_runs(
     service: Service,
-    _: Actor,
+    principal: Reader,
     status: RunStatus | None = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Annotated[
@@ -148,7 +159,7 @@ async def list_runs(
     description=f"Statuses, `waiting_reason`, `required_action`, `error`: "
     f"`{REFERENCE}#the-run-object`.",
 )
-async def get_run(run_id: RunId, service: Service, _: Actor) -> Response:
+async def get_run(run_id: RunId, service: Service, principal: Reader) -> Response:
     return json_body(models.RunOut.of(await service.get_run(run_id)))
 
 
@@ -166,7 +177,7 @@ async def get_run(run_id: RunId, service: Service, _: Actor) -> Response:
 async def messages(
     run_id: RunId,
     service: Service,
-    _: Actor,
+    principal: Reader,
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     cursor: Annotated[
         str | None,
@@ -193,9 +204,9 @@ async def messages(
     description=f"`output`, `is_error` and the answers to each case: `{REFERENCE}#tool-results`.",
 )
 async def submit_tool_results(
-    run_id: RunId, body: ToolResultsIn, service: Service, actor: Actor
+    run_id: RunId, body: ToolResultsIn, service: Service, principal: Submitter
 ) -> Response:
-    outcome = await service.submit_tool_results(body, run_id=run_id, actor=actor)
+    outcome = await service.submit_tool_results(body, run_id=run_id, actor=principal.actor)
     return await results_out(service, outcome)
 
 
@@ -222,9 +233,9 @@ async def callback_tool_results(
     description=f"The actions: `{REFERENCE}#resolutions`.",
 )
 async def resolve(
-    run_id: RunId, body: ResolutionIn, service: Service, actor: Actor
+    run_id: RunId, body: ResolutionIn, service: Service, principal: Resolver
 ) -> models.RunOut:
-    return models.RunOut.of(await service.resolve(run_id, body, actor=actor))
+    return models.RunOut.of(await service.resolve(run_id, body, actor=principal.actor))
 
 
 @router.post(
@@ -233,8 +244,8 @@ async def resolve(
     responses={**AUTH, **responses(404, 409)},
     summary="Cancel a run that has not ended",
 )
-async def cancel(run_id: RunId, service: Service, actor: Actor) -> models.RunOut:
-    return models.RunOut.of(await service.cancel(run_id, actor=actor))
+async def cancel(run_id: RunId, service: Service, principal: Canceller) -> models.RunOut:
+    return models.RunOut.of(await service.cancel(run_id, actor=principal.actor))
 
 
 @router.get(
@@ -257,7 +268,7 @@ async def events(
     run_id: RunId,
     request: Request,
     service: Service,
-    _: Actor,
+    principal: Reader,
     after: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
     last_event_id: Annotated[str | None, Header(pattern=r"^[0-9]{1,10}$")] = None,
 ) -> models.EventList | EventSourceResponse:
@@ -307,7 +318,7 @@ async def wait_for_run(
     run_id: RunId,
     request: Request,
     service: Service,
-    _: Actor,
+    principal: Reader,
     status: Annotated[
         list[RunStatus] | None,
         Query(
@@ -344,7 +355,7 @@ async def wait_for_run(
 )
 async def usage(
     reads: Reads,
-    _: Actor,
+    principal: UsageReader,
     from_: Annotated[
         str | None,
         Query(

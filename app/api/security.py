@@ -1,23 +1,40 @@
-"""Bearer API keys (compared by app.service.keys) and the request-size limit."""
+"""Who the caller is and whether it may (bearer keys through `app.service.keys`, roles
+through `app.service.access`), and the request-size limit."""
 
 from __future__ import annotations
 
 import ipaddress
 import math
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from fastapi import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.problems import problem
+from app.service.access import OPEN_MODE, Permission, Principal, roles_with
 from app.service.errors import ServiceError
-from app.service.keys import actor_of, key_matches
+from app.service.keys import Authenticator
 
 
 class Unauthorized(ServiceError):
     code = "unauthorized"
     status = 401
     title = "Unauthorized"
+
+
+class Forbidden(ServiceError):
+    code = "forbidden"
+    status = 403
+    title = "Permission missing"
+
+    def __init__(self, permission: Permission, principal: Principal) -> None:
+        roles = ", ".join(roles_with(permission))
+        super().__init__(
+            f"this operation needs the permission {permission.value} "
+            f"(held by: {roles}); the caller's role is {principal.role.value}",
+            permission=permission.value,
+            role=principal.role.value,
+        )
 
 
 class TooManyFailedAuthentications(ServiceError):
@@ -49,18 +66,47 @@ def check_throttle(request: Request) -> str:
     return address
 
 
-async def require_api_key(request: Request) -> str:
-    """The caller's actor tag; refuses a missing or wrong key unless in open mode."""
-    keys: list[str] = request.app.state.settings.api_key_list
-    if not keys:
-        return actor_of(None)
-    address = check_throttle(request)
+def bearer_of(request: Request) -> str | None:
     header = request.headers.get("authorization", "")
     scheme, _, presented = header.partition(" ")
-    if scheme.lower() != "bearer" or not presented or not key_matches(presented.strip(), keys):
-        request.app.state.auth_throttle.failed(address)
-        raise Unauthorized("a valid bearer API key is required")
-    return actor_of(presented.strip())
+    presented = presented.strip()
+    if scheme.lower() != "bearer" or not presented:
+        return None
+    return presented
+
+
+async def authenticate(request: Request) -> Principal:
+    """The caller; refuses a missing or wrong key (401, throttled) unless in open mode."""
+    cached: Principal | None = getattr(request.state, "principal", None)
+    if cached is not None:
+        return cached
+    authenticator: Authenticator = request.app.state.authenticator
+    if await authenticator.open_mode():
+        principal = OPEN_MODE
+    else:
+        address = check_throttle(request)
+        presented = bearer_of(request)
+        found = None if presented is None else await authenticator.authenticate(presented)
+        if found is None:
+            request.app.state.auth_throttle.failed(address)
+            raise Unauthorized("a valid bearer API key is required")
+        principal = found
+    request.state.principal = principal
+    return principal
+
+
+def authorize(permission: Permission) -> Callable[[Request], Awaitable[Principal]]:
+    """A dependency: the caller, who must hold `permission` (403 names it otherwise).
+    The OpenAPI document reads `permission` off it (`app.api.openapi`)."""
+
+    async def dependency(request: Request) -> Principal:
+        principal = await authenticate(request)
+        if not principal.can(permission):
+            raise Forbidden(permission, principal)
+        return principal
+
+    dependency.permission = permission  # type: ignore[attr-defined]
+    return dependency
 
 
 def is_loopback(host: str) -> bool:

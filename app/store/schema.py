@@ -409,3 +409,66 @@ run_endings = sa.Table(
 
 #: Tables whose rows belong to a run (by `run_id`), deleted with it.
 RUN_ROWS = (run_configs, run_events, run_messages, tool_calls, model_calls, webhook_outbox)
+
+# Who may call (app.service.access). A tenant owns runs and everything of them; keys and
+# dashboard accounts belong to one tenant each. `default` exists from the migration on.
+tenants = sa.Table(
+    "tenants",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("name", sa.String(200), nullable=False),
+    # The tenant's limits (app.service.tenants.TenantLimits): active runs, tokens and cost
+    # per day. Kept here for the budget and flow-control work to enforce.
+    sa.Column("limits", Json, nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("disabled_at", Timestamp),
+)
+
+# API keys: a public lookup id and a hash of the secret (never the secret). A rotated key
+# keeps working until `expires_at`; a revoked one never again.
+api_keys = sa.Table(
+    "api_keys",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("tenant_id", sa.String(64), sa.ForeignKey("tenants.id"), nullable=False),
+    sa.Column("role", sa.String(20), nullable=False),
+    sa.Column("name", sa.String(100), nullable=False),
+    sa.Column("secret_hash", sa.String(128), nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("created_by", sa.String(100)),
+    sa.Column("expires_at", Timestamp),
+    sa.Column("revoked_at", Timestamp),
+    sa.Column("rotated_from", sa.String(32)),
+)
+sa.Index("ix_api_keys_tenant_id", api_keys.c.tenant_id)
+
+# The dashboard's people: one account per person, its password hashed with argon2.
+operators = sa.Table(
+    "operators",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("tenant_id", sa.String(64), sa.ForeignKey("tenants.id"), nullable=False),
+    sa.Column("username", sa.String(100), nullable=False, unique=True),
+    sa.Column("role", sa.String(20), nullable=False),
+    sa.Column("password_hash", sa.Text, nullable=False),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("disabled_at", Timestamp),
+)
+
+# A signed-in person's session: the cookie holds its id's secret, the table its hash, so
+# a session can be listed, expired and revoked.
+operator_sessions = sa.Table(
+    "operator_sessions",
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column(
+        "operator_id",
+        sa.String(32),
+        sa.ForeignKey("operators.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    sa.Column("created_at", Timestamp, nullable=False),
+    sa.Column("expires_at", Timestamp, nullable=False),
+    sa.Column("revoked_at", Timestamp),
+)
+sa.Index("ix_operator_sessions_operator_id", operator_sessions.c.operator_id)

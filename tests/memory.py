@@ -23,9 +23,17 @@ from app.store.lookups import events_after, secret_named
 from app.store.queues import call_statement
 from app.store.records import NewEvent, RunRecord, ToolCallRecord
 from app.store.rows import tool_row
-from app.store.schema import runs, service_secrets
+from app.store.schema import DEFAULT_TENANT, runs, service_secrets
 
 JSON_COLUMNS = {"waiting_reason", "error", "usage", "config", "metadata"}
+
+
+def _server_default(column: sa.Column[Any]) -> Any:
+    """A column's server default as the database would fill it in (numbers, the tenant)."""
+    if column.server_default is None:
+        return None
+    arg = column.server_default.arg  # type: ignore[attr-defined]
+    return arg if column.name == "tenant_id" else int(arg)
 
 
 def _stored(value: Any) -> Any:
@@ -170,12 +178,12 @@ class MemoryBackend:
 
     async def create(self, run: NewRun) -> Changed:
         key = run.values.get("idempotency_key")
-        if key is not None and any(r["idempotency_key"] == key for r in self.runs.values()):
+        tenant = run.values.get("tenant_id", DEFAULT_TENANT)
+        if key is not None and any(
+            (r["tenant_id"], r["idempotency_key"]) == (tenant, key) for r in self.runs.values()
+        ):
             return Changed(None)
-        row: dict[str, Any] = {
-            c.name: int(c.server_default.arg) if c.server_default is not None else None  # type: ignore[attr-defined]
-            for c in runs.columns
-        }
+        row: dict[str, Any] = {c.name: _server_default(c) for c in runs.columns}
         row.update({k: _stored(v) if k in JSON_COLUMNS else v for k, v in run.values.items()})
         row["config"], row["metadata"] = _stored(run.config), _stored(run.metadata)
         self.runs[row["id"]] = row
@@ -204,14 +212,18 @@ class MemoryBackend:
     def _log_of(self, run_id: str) -> str:
         return "[" + ",".join(body for _, body in sorted(self.logs.get(run_id, []))) + "]"
 
-    async def run(self, key: str, value: str, *, with_log: bool) -> RunRecord | None:
+    async def run(
+        self, key: str, value: str, *, with_log: bool, tenant: str | None = None
+    ) -> RunRecord | None:
         for row in self.runs.values():
-            if row[key] == value:
+            if row[key] == value and tenant in (None, row["tenant_id"]):
                 return self._record(row, self._log_of(row["id"]) if with_log else None)
         return None
 
-    async def pending(self, key: str, value: str) -> tuple[RunRecord, list[ToolCallRecord]] | None:
-        record = await self.run(key, value, with_log=False)
+    async def pending(
+        self, key: str, value: str, *, tenant: str | None = None
+    ) -> tuple[RunRecord, list[ToolCallRecord]] | None:
+        record = await self.run(key, value, with_log=False, tenant=tenant)
         if record is None:
             return None
         return record, self._round(record.id, record.waiting_round or 0)

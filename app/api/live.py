@@ -27,12 +27,17 @@ class ClientGone(Exception):
 
 
 async def wait_while_connected(
-    request: Request, hub: EventHub, run_id: str, statuses: Set[RunStatus], timeout: float
+    request: Request,
+    hub: EventHub,
+    run_id: str,
+    statuses: Set[RunStatus],
+    timeout: float,
+    tenant: str | None = None,
 ) -> RunRecord | None:
-    """`hub.until`, given up (`ClientGone`) when the client disconnects: a wait must not
-    outlive its client (one that gives up after 10 s and asks again would otherwise pile
-    up waits)."""
-    return await while_connected(request, hub.until(run_id, statuses, timeout))
+    """`hub.until` (a run of `tenant`'s), given up (`ClientGone`) when the client
+    disconnects: a wait must not outlive its client (one that gives up after 10 s and asks
+    again would otherwise pile up waits)."""
+    return await while_connected(request, hub.until(run_id, statuses, timeout, tenant))
 
 
 async def while_connected(request: Request, work: Awaitable[T]) -> T:

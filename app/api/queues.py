@@ -94,7 +94,9 @@ async def lease(
     queue: Queue, body: LeaseIn, request: Request, queues: Queues, principal: Worker
 ) -> Response:
     try:
-        calls = await while_connected(request, queues.lease(queue, body, principal.actor))
+        calls = await while_connected(
+            request, queues.lease(queue, body, principal.actor, principal.tenant)
+        )
     except ClientGone:
         return Response(status_code=499)  # (its calls lapse and are offered again)
     return json_body(LeaseOut(calls=[LeasedCallOut.of(c, queues.token(c)) for c in calls]))
@@ -112,7 +114,7 @@ async def lease(
 async def heartbeat(
     queue: Queue, lease_token: Token, body: HeartbeatIn, queues: Queues, principal: Worker
 ) -> LeaseExtendedOut:
-    until = await queues.heartbeat(queue, lease_token, body)
+    until = await queues.heartbeat(queue, lease_token, body, principal.tenant)
     return LeaseExtendedOut(lease_token=lease_token, lease_expires_at=until)
 
 
@@ -135,5 +137,5 @@ async def result(
     queues: Queues,
     principal: Worker,
 ) -> Response:
-    outcome = await queues.submit(queue, lease_token, body, principal.actor)
+    outcome = await queues.submit(queue, lease_token, body, principal.actor, principal.tenant)
     return await results_out(service, outcome)

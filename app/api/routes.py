@@ -104,21 +104,24 @@ async def create_run(
         str | None, Header(min_length=1, max_length=255, pattern=r"^[\x21-\x7e]+$")
     ] = None,
 ) -> Response:
-    in_flight: set[str] = request.app.state.idempotency_in_flight
-    if idempotency_key is not None:
-        if idempotency_key in in_flight:
+    # Idempotency keys are per tenant: another tenant's use of the same key is no conflict.
+    in_flight: set[tuple[str, str]] = request.app.state.idempotency_in_flight
+    flight = (principal.tenant, idempotency_key) if idempotency_key is not None else None
+    if flight is not None:
+        if flight in in_flight:
             raise IdempotencyInFlight("a request with this Idempotency-Key is being processed")
-        in_flight.add(idempotency_key)
+        in_flight.add(flight)
     try:
         view, created = await service.create_run(
             body,
             idempotency_key=idempotency_key,
             actor=principal.actor,
             trace_parent=request.headers,
+            tenant=principal.tenant,
         )
     finally:
-        if idempotency_key is not None:
-            in_flight.discard(idempotency_key)
+        if flight is not None:
+            in_flight.discard(flight)
     headers = {"Location": f"/v1/runs/{view.record.id}"}
     if not created:
         headers["Idempotent-Replayed"] = "true"
@@ -146,7 +149,9 @@ async def list_runs(
         ),
     ] = None,
 ) -> Response:
-    views, next_cursor = await service.list_runs(status=status, limit=limit, cursor=cursor)
+    views, next_cursor = await service.list_runs(
+        status=status, limit=limit, cursor=cursor, tenant=principal.tenant
+    )
     page = models.RunList(data=[models.RunOut.of(v) for v in views], next_cursor=next_cursor)
     return json_body(page)
 
@@ -160,7 +165,7 @@ async def list_runs(
     f"`{REFERENCE}#the-run-object`.",
 )
 async def get_run(run_id: RunId, service: Service, principal: Reader) -> Response:
-    return json_body(models.RunOut.of(await service.get_run(run_id)))
+    return json_body(models.RunOut.of(await service.get_run(run_id, tenant=principal.tenant)))
 
 
 @router.get(
@@ -189,7 +194,9 @@ async def messages(
         ),
     ] = None,
 ) -> Response:
-    entries, next_cursor = await service.messages(run_id, limit=limit, cursor=cursor)
+    entries, next_cursor = await service.messages(
+        run_id, limit=limit, cursor=cursor, tenant=principal.tenant
+    )
     page = models.MessageList(
         data=[models.ConversationMessageOut.of(e) for e in entries], next_cursor=next_cursor
     )
@@ -206,7 +213,9 @@ async def messages(
 async def submit_tool_results(
     run_id: RunId, body: ToolResultsIn, service: Service, principal: Submitter
 ) -> Response:
-    outcome = await service.submit_tool_results(body, run_id=run_id, actor=principal.actor)
+    outcome = await service.submit_tool_results(
+        body, run_id=run_id, actor=principal.actor, tenant=principal.tenant
+    )
     return await results_out(service, outcome)
 
 
@@ -235,7 +244,8 @@ async def callback_tool_results(
 async def resolve(
     run_id: RunId, body: ResolutionIn, service: Service, principal: Resolver
 ) -> models.RunOut:
-    return models.RunOut.of(await service.resolve(run_id, body, actor=principal.actor))
+    view = await service.resolve(run_id, body, actor=principal.actor, tenant=principal.tenant)
+    return models.RunOut.of(view)
 
 
 @router.post(
@@ -245,7 +255,8 @@ async def resolve(
     summary="Cancel a run that has not ended",
 )
 async def cancel(run_id: RunId, service: Service, principal: Canceller) -> models.RunOut:
-    return models.RunOut.of(await service.cancel(run_id, actor=principal.actor))
+    view = await service.cancel(run_id, actor=principal.actor, tenant=principal.tenant)
+    return models.RunOut.of(view)
 
 
 @router.get(
@@ -273,13 +284,13 @@ async def events(
     last_event_id: Annotated[str | None, Header(pattern=r"^[0-9]{1,10}$")] = None,
 ) -> models.EventList | EventSourceResponse:
     if "text/event-stream" in request.headers.get("accept", ""):
-        await service.get_run(run_id)  # 404 before the stream starts
+        await service.get_run(run_id, tenant=principal.tenant)  # 404 before the stream starts
         start = after
         if last_event_id is not None:
             start = int(last_event_id)
         hub: EventHub = request.app.state.event_hub
         return EventSourceResponse(server_sent_events(hub, run_id, start), ping=15)
-    records = await service.events(run_id, after=after)
+    records = await service.events(run_id, after=after, tenant=principal.tenant)
     return models.EventList(data=[models.EventOut.of(e) for e in records])
 
 
@@ -334,7 +345,7 @@ async def wait_for_run(
     wanted = frozenset(status) if status else SETTLED
     hub: EventHub = request.app.state.event_hub
     try:
-        record = await wait_while_connected(request, hub, run_id, wanted, timeout)
+        record = await wait_while_connected(request, hub, run_id, wanted, timeout, principal.tenant)
     except ClientGone:
         return Response(status_code=499)  # nobody reads it (nginx's "client closed request")
     if record is None:
@@ -379,7 +390,7 @@ async def usage(
     start = _instant(from_, "from") if from_ is not None else _day_before(end)
     if start > end:
         raise InvalidRequest("from must not be after to")
-    totals = await reads.usage(start, end)
+    totals = await reads.usage(start, end, principal.tenant)
     return models.UsageOut.model_validate({"from": start, "to": end, **totals})
 
 

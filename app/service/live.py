@@ -390,15 +390,20 @@ class EventHub:
                 first_wait = timeout
 
     async def until(
-        self, run_id: str, statuses: Set[RunStatus], timeout: float
+        self,
+        run_id: str,
+        statuses: Set[RunStatus],
+        timeout: float,
+        tenant: str | None = None,
     ) -> RunRecord | None:
         """The run once its status is one of `statuses` or `FINAL`, else as last read
         when `timeout` seconds have passed (or `release` was called); None when there is
-        no such run. Reads the run once, then only when one of its commits wakes this
-        process (or the wait's poll comes due): no database connection is held between."""
+        no such run (of `tenant`, when given: its first read is scoped). Reads the run
+        once, then only when one of its commits wakes this process (or the wait's poll
+        comes due): no database connection is held between."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        record = await whole(self.store.get(run_id))
+        record = await whole(self.store.get(run_id, tenant=tenant))
         if record is None or settled(record, statuses) or timeout <= 0 or self._released:
             return record
         wait = min(self._timeout, self.first_look_seconds)

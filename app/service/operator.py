@@ -4,7 +4,8 @@ operator's name (a partial submission noted in the event log).
 
 Extending and retrying are each one compare-and-set change (`app.store.changes`) with
 their event (naming the actor) in the same transaction, so a refused request changes
-nothing and a race has one winner.
+nothing and a race has one winner. Each acts on a run of the operator's `tenant` only
+(another tenant's run is not found).
 """
 
 from __future__ import annotations
@@ -26,12 +27,14 @@ from app.timestamps import iso
 MAX_EXTENSION_SECONDS = 365 * 24 * 3600
 
 
-async def extend_expiry(service: RunService, run_id: str, seconds: float, actor: str) -> RunRecord:
+async def extend_expiry(
+    service: RunService, run_id: str, seconds: float, actor: str, tenant: str | None = None
+) -> RunRecord:
     """Give a suspended run `seconds` more to wait, counted from its current expiry (or from
     now, when that is already past or unset)."""
     if not 0 < seconds <= MAX_EXTENSION_SECONDS:
         raise InvalidRequest(f"seconds must be in (0, {MAX_EXTENSION_SECONDS}]")
-    record = await _existing(service, run_id)
+    record = await service.owned(run_id, tenant)
     if record.status != RunStatus.REQUIRES_ACTION:
         raise RunStateConflict(
             f"cannot extend the expiry of run {run_id}: it is {record.status.value}, "
@@ -58,10 +61,12 @@ async def extend_expiry(service: RunService, run_id: str, seconds: float, actor:
     return updated
 
 
-async def retry_run(service: RunService, run_id: str, actor: str) -> RunRecord:
+async def retry_run(
+    service: RunService, run_id: str, actor: str, tenant: str | None = None
+) -> RunRecord:
     """Put a failed or expired run back in the queue; a worker resumes it from the stored
     state (the last durable one: a failed model call never overwrote it)."""
-    record = await _existing(service, run_id)
+    record = await service.owned(run_id, tenant)
     allowed = sources(Transition.RETRY)
     if record.status not in allowed:
         raise RunStateConflict(
@@ -104,12 +109,12 @@ async def note(
 
 
 async def submit_tool_results(
-    service: RunService, run_id: str, body: ToolResultsIn, actor: str
+    service: RunService, run_id: str, body: ToolResultsIn, actor: str, tenant: str | None = None
 ) -> SubmitOutcome:
     """Submit results as `actor`. A submission that resumes the run is named in its
     `run.resumed` event; one that leaves calls open gets its own event naming the actor
     (`tool_result.submitted_by_operator`)."""
-    outcome = await service.submit_tool_results(body, run_id=run_id, actor=actor)
+    outcome = await service.submit_tool_results(body, run_id=run_id, actor=actor, tenant=tenant)
     if not outcome.resumed and outcome.accepted:
         await note(
             service,

@@ -16,6 +16,9 @@ has that very result.
 A token is signed (`app.service.tokens.lease_signature`): one this service never issued is
 refused as not found (404), one it issued whose lease moved on as lost (409). Unsigned
 tokens, as releases before the signature handed out, are good while they hold the call.
+
+A queue is a tenant's (the caller's): its leases, heartbeats and results reach the calls
+of that tenant's runs only; a token of another tenant's lease is not found (404).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any
 from app import metrics, tracing
 from app.core.lifecycle import RunStatus
 from app.service import convert
+from app.service.access import DEFAULT_TENANT
 from app.service.errors import (
     LeaseLost,
     LeaseNotFound,
@@ -44,6 +48,7 @@ from app.service.shielded import whole
 from app.service.submissions import SUBMIT_ATTEMPTS, SubmitOutcome, SubmittedResult, decide
 from app.service.tokens import lease_signature
 from app.store.errors import NotFoundError
+from app.store.queues import bell_of
 from app.store.records import ToolCallRecord
 
 #: A lease token: the call (run, round, position), the lease's own random part and the
@@ -129,26 +134,30 @@ class QueueService:
 
     # --- lease ----------------------------------------------------------------------------
 
-    async def lease(self, queue: str, body: LeaseIn, actor: str | None) -> list[ToolCallRecord]:
-        """Up to `body.limit` calls of `queue`, leased for `body.lease_seconds`; waits up
-        to `body.wait` seconds for one when none is leasable (empty: none came)."""
+    async def lease(
+        self, queue: str, body: LeaseIn, actor: str | None, tenant: str = DEFAULT_TENANT
+    ) -> list[ToolCallRecord]:
+        """Up to `body.limit` calls of `tenant`'s `queue`, leased for `body.lease_seconds`;
+        waits up to `body.wait` seconds for one when none is leasable (empty: none came)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + body.wait
         owner = body.executor or actor or "executor"
         await self.key()  # (for the tokens of what it leases)
-        bell = self.bell
+        bell, name = self.bell, bell_of(tenant, queue)
         while True:
-            ring = bell.listen(queue)  # before looking: a ring meanwhile is kept
+            ring = bell.listen(name)  # before looking: a ring meanwhile is kept
             try:
                 now = self.clock()
                 until = now + timedelta(seconds=body.lease_seconds)
-                calls = await whole(self.store.lease_calls(queue, owner, now, until, body.limit))
+                calls = await whole(
+                    self.store.lease_calls(queue, owner, now, until, body.limit, tenant)
+                )
                 metrics.tool_calls_leased(queue, [c.attempts for c in calls])
                 remaining = deadline - loop.time()
                 if calls or remaining <= 0 or bell.released:
                     return calls
                 pause = min(remaining, self.fallback_seconds)
-                due = await whole(self.store.next_offer(queue))
+                due = await whole(self.store.next_offer(queue, tenant))
                 if due is not None:  # a lease lapses then (or a call is due but was busy)
                     until_due = (due - self.clock()).total_seconds()
                     pause = min(pause, max(until_due, MIN_PAUSE_SECONDS))
@@ -157,7 +166,7 @@ class QueueService:
                 except TimeoutError:
                     pass
             finally:
-                bell.forget(queue, ring)
+                bell.forget(name, ring)
 
     @property
     def bell(self) -> QueueBell:
@@ -165,18 +174,20 @@ class QueueService:
 
     # --- heartbeat ------------------------------------------------------------------------
 
-    async def heartbeat(self, queue: str, token: str, body: HeartbeatIn) -> datetime:
+    async def heartbeat(
+        self, queue: str, token: str, body: HeartbeatIn, tenant: str = DEFAULT_TENANT
+    ) -> datetime:
         """Extend a lease by `body.lease_seconds` from now; the new expiry. Refused
         (`LeaseLost`) once the lease moved on; a lease that lapsed but that nobody took
         since is extended."""
         lease, issued = await self._parse(queue, token)
         until = self.clock() + timedelta(seconds=body.lease_seconds)
         extended = await self.store.extend_lease(
-            lease.run_id, lease.round, lease.position, lease.nonce, queue, until
+            lease.run_id, lease.round, lease.position, lease.nonce, queue, until, tenant
         )
         if extended is not None:
             return extended
-        row = await self.store.call_row(lease.run_id, lease.round, lease.position)
+        row = await self.store.call_row(lease.run_id, lease.round, lease.position, tenant)
         if row is None or (row.queue is not None and row.queue != queue):
             raise LeaseNotFound(f"no lease {token} in queue {queue}")
         if not (issued or row.lease_token == lease.nonce):
@@ -187,7 +198,12 @@ class QueueService:
     # --- results --------------------------------------------------------------------------
 
     async def submit(
-        self, queue: str, token: str, body: LeasedResultIn, actor: str | None
+        self,
+        queue: str,
+        token: str,
+        body: LeasedResultIn,
+        actor: str | None,
+        tenant: str = DEFAULT_TENANT,
     ) -> SubmitOutcome:
         """Answer the leased call (the normal submission path: the run resumes when this
         was its last open call)."""
@@ -199,7 +215,7 @@ class QueueService:
         started = tracing.start_time()
         for _ in range(SUBMIT_ATTEMPTS):
             try:
-                pending = await self.store.pending(run_id=lease.run_id)
+                pending = await self.store.pending(run_id=lease.run_id, tenant=tenant)
             except NotFoundError:
                 raise LeaseNotFound(f"no lease {token} in queue {queue}") from None
             record = pending.record
@@ -207,7 +223,7 @@ class QueueService:
             row = (
                 next((c for c in pending.calls if c.position == lease.position), None)
                 if current
-                else await self.store.call_row(lease.run_id, lease.round, lease.position)
+                else await self.store.call_row(lease.run_id, lease.round, lease.position, tenant)
             )
             if row is None or not (issued or row.lease_token == lease.nonce):
                 raise LeaseNotFound(f"no lease {token} in queue {queue}")

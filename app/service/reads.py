@@ -2,7 +2,9 @@
 
 They never touch the store or its engine: health, usage, metrics and the dashboard's
 pages come from here, which calls the store's public reads and its report queries
-(`app.store.reports`). Writes stay in `RunService` and `app.service.operator`.
+(`app.store.reports`). Writes stay in `RunService` and `app.service.operator`. The reads
+of runs take a `tenant` (its runs only; None: every tenant's, for the deployment's own
+views such as /metrics).
 """
 
 from __future__ import annotations
@@ -52,27 +54,29 @@ class RunReads:
         """A service-wide secret every process shares (made by the first to ask)."""
         return await self.store.secret(name, new_key)
 
-    async def run(self, run_id: str) -> RunRecord | None:
-        return await self.store.get(run_id)
+    async def run(self, run_id: str, tenant: str | None = None) -> RunRecord | None:
+        return await self.store.get(run_id, tenant=tenant)
 
     async def events(self, run_id: str, *, after: int = 0, limit: int = 1000) -> list[EventRecord]:
         return await self.store.events(run_id, after=after, limit=limit)
 
-    async def count_by_status(self) -> dict[str, int]:
+    async def count_by_status(self, tenant: str | None = None) -> dict[str, int]:
         """Stored runs by status, from indexes and a rollup (never a count of `runs`)."""
-        return await reports.count_by_status(self.store.engine)
+        return await reports.count_by_status(self.store.engine, tenant)
 
     async def queue_depth(self, now: datetime) -> int:
         """Queued runs that are due now (the claim index)."""
         return await reports.queue_depth(self.store.engine, now)
 
-    async def suspended_ages(self, now: datetime) -> list[float]:
+    async def suspended_ages(self, now: datetime, tenant: str | None = None) -> list[float]:
         """Seconds each suspended run has waited (read by the suspended status's index)."""
-        return await reports.suspended_ages(self.store.engine, now)
+        return await reports.suspended_ages(self.store.engine, now, tenant)
 
-    async def usage(self, start: datetime, end: datetime) -> dict[str, Any]:
+    async def usage(
+        self, start: datetime, end: datetime, tenant: str | None = None
+    ) -> dict[str, Any]:
         """The usage ledger's sums in [start, end): overall, by run status, by model."""
-        return await self.store.usage_totals(start, end)
+        return await self.store.usage_totals(start, end, tenant)
 
     async def gauges(self, now: datetime, age_edges: Sequence[float]) -> Gauges:
         """What /metrics reads from the database (each from an index; runs by status come
@@ -110,12 +114,13 @@ class RunReads:
         """The run's usage-ledger totals: calls, failed calls, cost."""
         return await reports.run_ledger(self.store.engine, run_id)
 
-    async def overview(self, now: datetime) -> Overview:
-        counts = await self.count_by_status()
-        ages = await self.suspended_ages(now)
+    async def overview(self, now: datetime, tenant: str | None = None) -> Overview:
+        """The dashboard's overview of `tenant`'s runs (None: every tenant's)."""
+        counts = await self.count_by_status(tenant)
+        ages = await self.suspended_ages(now, tenant)
         return Overview(
             counts=counts,
             suspended_ages=ages,
             age_histogram=reports.age_histogram(ages),
-            activity=await reports.activity(self.store.engine, now),
+            activity=await reports.activity(self.store.engine, now, tenant=tenant),
         )

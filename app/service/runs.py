@@ -1,7 +1,10 @@
 """The run service: create, read, list, submit tool results, resolve, cancel.
 
 Every operation validates first and then applies one atomic store transition, so a
-refused request changes nothing. The state machine (`app.core.AgentRun`) decides what a
+refused request changes nothing. Each takes the caller's `tenant`: a run of another
+tenant is exactly like a missing one (404), and a new run is the caller's (None: the
+deployment's own view, as workers and sweeps see it; a run made so is the default
+tenant's). The state machine (`app.core.AgentRun`) decides what a
 run does with what arrives; the store decides who wins a race.
 """
 
@@ -22,6 +25,7 @@ from app.core.events import EventType as E
 from app.core.lifecycle import INITIAL, RunStatus
 from app.core.serde import SCHEMA_VERSION
 from app.service import conversations, convert
+from app.service.access import DEFAULT_TENANT
 from app.service.destinations import (
     DestinationRefused,
     DestinationUnresolved,
@@ -163,6 +167,7 @@ class RunService:
         idempotency_key: str | None = None,
         actor: str | None = None,
         trace_parent: Mapping[str, str] | None = None,
+        tenant: str | None = None,
     ) -> tuple[RunView, bool]:
         """Create a run (or, for a known Idempotency-Key, answer with the stored one). Its
         trace starts here, as a child of `trace_parent` (the request's W3C headers) if that
@@ -172,16 +177,18 @@ class RunService:
             lambda: {"agentrun.actor": actor or ""},
             parent=trace_parent or {},
         ) as span:
-            view, created = await self._create_run(body, idempotency_key, actor)
+            view, created = await self._create_run(
+                body, idempotency_key, actor, tenant or DEFAULT_TENANT
+            )
             tracing.set_attributes(span, lambda: tracing.create_attributes(view.record, created))
         return view, created
 
     async def _create_run(
-        self, body: RunCreate, idempotency_key: str | None, actor: str | None
+        self, body: RunCreate, idempotency_key: str | None, actor: str | None, tenant: str
     ) -> tuple[RunView, bool]:
         before = None
-        if body.previous_run_id is not None:
-            previous = await self.store.get(body.previous_run_id, with_log=True)
+        if body.previous_run_id is not None:  # (another tenant's run: not found)
+            previous = await self.store.get(body.previous_run_id, with_log=True, tenant=tenant)
             before = conversations.continuation(previous, body.previous_run_id)
         elif body.model is None:
             raise InvalidRequest("model is required unless previous_run_id names a run to continue")
@@ -234,6 +241,7 @@ class RunService:
             config[tracing.CONFIG_KEY] = tracing.carrier()
         values = {
             "id": run_id(),
+            "tenant_id": tenant,
             "status": INITIAL.value,
             "schema_version": SCHEMA_VERSION,
             "version": 1,
@@ -303,43 +311,52 @@ class RunService:
 
     # --- read ---------------------------------------------------------------------------
 
-    async def get_run(self, run_id: str, *, with_log: bool = False) -> RunView:
+    async def get_run(
+        self, run_id: str, *, with_log: bool = False, tenant: str | None = None
+    ) -> RunView:
         """A run as the API shows it (`with_log`: its record carries its log too)."""
-        record = await self.store.get(run_id, with_log=with_log)
+        record = await self.store.get(run_id, with_log=with_log, tenant=tenant)
         if record is None:
             raise RunNotFound(f"no run with id {run_id}")
         return await self.view(record)
 
-    async def load_run(self, run_id: str) -> AgentRun:
+    async def load_run(self, run_id: str, *, tenant: str | None = None) -> AgentRun:
         """A run's state machine as stored, with its whole conversation."""
-        record = await self.store.get(run_id, with_log=True)
+        record = await self.store.get(run_id, with_log=True, tenant=tenant)
         if record is None:
             raise RunNotFound(f"no run with id {run_id}")
         return stored.load(record.state, record.log).run
 
     async def messages(
-        self, run_id: str, *, limit: int, cursor: str | None
+        self, run_id: str, *, limit: int, cursor: str | None, tenant: str | None = None
     ) -> tuple[list[conversations.Entry], str | None]:
         """A page of the run's conversation, oldest first (`app.service.conversations`)."""
         if cursor:
             conversations.decode_cursor(cursor)  # a malformed cursor costs no read
-        record = await self.store.get(run_id, with_log=True)
+        record = await self.store.get(run_id, with_log=True, tenant=tenant)
         if record is None:
             raise RunNotFound(f"no run with id {run_id}")
         return conversations.page(record, limit, cursor)
 
     async def list_runs(
-        self, *, status: RunStatus | None, limit: int, cursor: str | None
+        self,
+        *,
+        status: RunStatus | None,
+        limit: int,
+        cursor: str | None,
+        tenant: str | None = None,
     ) -> tuple[list[RunView], str | None]:
         before = decode_cursor(cursor) if cursor else None
-        records = await self.store.list_runs(status=status, limit=limit + 1, before=before)
+        records = await self.store.list_runs(
+            status=status, limit=limit + 1, before=before, tenant=tenant
+        )
         more = len(records) > limit
         records = records[:limit]
         views = await self._views(records)
         return views, (encode_cursor(records[-1]) if more and records else None)
 
-    async def events(self, run_id: str, after: int = 0) -> list[Any]:
-        if await self.store.get(run_id) is None:
+    async def events(self, run_id: str, after: int = 0, *, tenant: str | None = None) -> list[Any]:
+        if await self.store.get(run_id, tenant=tenant) is None:
             raise RunNotFound(f"no run with id {run_id}")
         return await self.store.events(run_id, after=after)
 
@@ -372,7 +389,10 @@ class RunService:
         run_id: str | None = None,
         token: str | None = None,
         actor: str | None = None,
+        tenant: str | None = None,
     ) -> SubmitOutcome:
+        """Results for a run by id (`tenant`'s) or by its callback token (whoever holds
+        it: the token names one run and one suspension)."""
         submitted = [
             SubmittedResult(
                 r.tool_call_id,
@@ -384,7 +404,7 @@ class RunService:
         ]
         started = tracing.start_time()
         try:
-            outcome = await self._submit(run_id, token, submitted)
+            outcome = await self._submit(run_id, token, submitted, tenant)
         except NotFoundError:
             if token is not None:
                 raise CallbackTokenInvalid("this callback token is unknown or expired") from None
@@ -420,13 +440,17 @@ class RunService:
         return outcome
 
     async def _submit(
-        self, run_id: str | None, token: str | None, submitted: list[SubmittedResult]
+        self,
+        run_id: str | None,
+        token: str | None,
+        submitted: list[SubmittedResult],
+        tenant: str | None = None,
     ) -> SubmitOutcome:
         """Read, decide (`app.service.submissions`), write with a compare-and-set on the
         version read; a concurrent submission moved it: read and decide again."""
         hashed = token_hash(token) if token is not None else None
         for _ in range(SUBMIT_ATTEMPTS):
-            pending = await self.store.pending(run_id=run_id, token_hash=hashed)
+            pending = await self.store.pending(run_id=run_id, token_hash=hashed, tenant=tenant)
             now = self.clock()
             change = decide(pending.record, pending.calls, submitted, now)
             if change is None:
@@ -441,10 +465,15 @@ class RunService:
     # --- resolution ---------------------------------------------------------------------
 
     async def resolve(
-        self, run_id: str, body: ResolutionIn, *, actor: str | None = None
+        self,
+        run_id: str,
+        body: ResolutionIn,
+        *,
+        actor: str | None = None,
+        tenant: str | None = None,
     ) -> RunView:
         started = tracing.start_time()
-        record = await self.store.get(run_id, with_log=True)
+        record = await self.store.get(run_id, with_log=True, tenant=tenant)
         if record is None:
             raise RunNotFound(f"no run with id {run_id}")
         change = resolution_change(record, body, actor, self.clock())
@@ -464,8 +493,12 @@ class RunService:
 
     # --- cancel -------------------------------------------------------------------------
 
-    async def cancel(self, run_id: str, *, actor: str | None = None) -> RunView:
+    async def cancel(
+        self, run_id: str, *, actor: str | None = None, tenant: str | None = None
+    ) -> RunView:
         started = tracing.start_time()
+        if tenant is not None:  # (a run's tenant never changes: then the write by id)
+            await self.owned(run_id, tenant)
         updated = await self._apply(run_id, changes.cancel(actor))
         if updated is None:
             return await self._refused(run_id, "cancel")
@@ -476,6 +509,14 @@ class RunService:
             lambda: tracing.run_attributes(updated, actor),
         )
         return await self.view(updated)
+
+    async def owned(self, run_id: str, tenant: str | None) -> RunRecord:
+        """The run, if it is `tenant`'s (any tenant's for None); else 404 as for a
+        missing one."""
+        record = await self.store.get(run_id, tenant=tenant)
+        if record is None:
+            raise RunNotFound(f"no run with id {run_id}")
+        return record
 
     async def _apply(self, run_id: str, change: Change) -> RunRecord | None:
         """Apply one change now; None when refused (the run moved on)."""

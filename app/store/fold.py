@@ -2,10 +2,11 @@
 status instead of every run kept (`usage_hourly`, `run_counts`, `run_endings`).
 
 A run is folded once it has finished, in one transaction: its ledger rows not yet folded
-are added to `usage_hourly` (per UTC hour of the call, provider, model and the run's
-status) and marked `folded`; it is counted in `run_counts` under its status (`counted_as`)
-and in `run_endings` under the minute it ended. A run an operator retried after its fold
-(`counted_as` no longer its status) leaves its count in the next fold; the calls it had
+are added to `usage_hourly` (per tenant, UTC hour of the call, provider, model and the
+run's status) and marked `folded`; it is counted in `run_counts` under its tenant and
+status (`counted_as`) and in `run_endings` under the minute it ended. A run an operator
+retried after its fold (`counted_as` no longer its status) leaves its count in the next
+fold; the calls it had
 made stay in the rollups under the status it had then. Readers add what is not folded yet
 (`ix_model_calls_unfolded`, `ix_runs_unfolded`, `ix_runs_recount`), in the same snapshot,
 so every report is exact whatever the fold's lag. Workers fold in their periodic sweep;
@@ -82,9 +83,10 @@ class Sums:
 class Deltas:
     """What a batch adds to the rollups."""
 
-    usage: dict[tuple[datetime, str, str, str], Sums] = field(default_factory=dict)
-    counts: Counter[str] = field(default_factory=Counter)
-    endings: Counter[tuple[datetime, str]] = field(default_factory=Counter)
+    # Keyed by tenant first, as the rollups' primary keys.
+    usage: dict[tuple[str, datetime, str, str, str], Sums] = field(default_factory=dict)
+    counts: Counter[tuple[str, str]] = field(default_factory=Counter)
+    endings: Counter[tuple[str, datetime, str]] = field(default_factory=Counter)
 
 
 def hour_of(value: datetime) -> datetime:
@@ -118,7 +120,7 @@ async def by_index(conn: AsyncConnection) -> None:
 
 def _picked(postgres: bool, where: Any, batch: int) -> Any:
     stmt = (
-        sa.select(runs.c.id, runs.c.status, runs.c.counted_as, runs.c.updated_at)
+        sa.select(runs.c.id, runs.c.status, runs.c.counted_as, runs.c.updated_at, runs.c.tenant_id)
         .where(where)
         .limit(batch)
     )
@@ -156,26 +158,29 @@ async def fold_runs(
     *,
     deleting: Iterable[Any] = (),
 ) -> None:
-    """Fold the runs `found` (rows of id, status, counted_as, updated_at, locked by the
-    caller). `deleting`: finished runs (same rows, none in `found`) that retention deletes
-    in this transaction: they leave the counts, their unfolded calls are folded (their rows
-    go next)."""
+    """Fold the runs `found` (rows of id, status, counted_as, updated_at, tenant_id,
+    locked by the caller). `deleting`: finished runs (same rows, none in `found`) that
+    retention deletes in this transaction: they leave the counts, their unfolded calls are
+    folded (their rows go next)."""
     gone = list(deleting)
     deltas = Deltas()
-    ended: dict[str, str] = {}  # run id -> status, of runs whose calls fold now
+    # run id -> (tenant, status), of runs whose calls fold now
+    ended: dict[str, tuple[str, str]] = {}
     for row in found:
+        tenant = row.tenant_id
         if row.counted_as is not None:
-            deltas.counts[row.counted_as] -= 1
+            deltas.counts[(tenant, row.counted_as)] -= 1
         if row.status in ENDED_VALUES:
-            deltas.counts[row.status] += 1
-            deltas.endings[(minute_of(row.updated_at), row.status)] += 1
-            ended[row.id] = row.status
+            deltas.counts[(tenant, row.status)] += 1
+            deltas.endings[(tenant, minute_of(row.updated_at), row.status)] += 1
+            ended[row.id] = (tenant, row.status)
     for row in gone:  # (never also in `found`)
+        tenant = row.tenant_id
         if row.counted_as is not None:
-            deltas.counts[row.counted_as] -= 1
+            deltas.counts[(tenant, row.counted_as)] -= 1
         if row.counted_as != row.status:
-            deltas.endings[(minute_of(row.updated_at), row.status)] += 1
-        ended[row.id] = row.status
+            deltas.endings[(tenant, minute_of(row.updated_at), row.status)] += 1
+        ended[row.id] = (tenant, row.status)
     if ended:
         calls = await conn.execute(
             sa.select(
@@ -189,7 +194,8 @@ async def fold_runs(
             ).where(model_calls.c.run_id.in_(list(ended)), LEDGER_UNFOLDED)
         )
         for call in calls:
-            key = (hour_of(call.created_at), call.provider, call.model, ended[call.run_id])
+            tenant, status = ended[call.run_id]
+            key = (tenant, hour_of(call.created_at), call.provider, call.model, status)
             deltas.usage.setdefault(key, Sums()).add_call(call)
     await _apply(conn, deltas, postgres)
     kept = [row.id for row in found]
@@ -215,8 +221,8 @@ def _insert(postgres: bool, table: sa.Table) -> Any:
 async def _apply(conn: AsyncConnection, deltas: Deltas, postgres: bool) -> None:
     """One multi-row upsert per rollup table, its rows in key order."""
     usage = [
-        {"hour": h, "provider": p, "model": m, "run_status": s, **sums.__dict__}
-        for (h, p, m, s), sums in sorted(deltas.usage.items())
+        {"tenant_id": t, "hour": h, "provider": p, "model": m, "run_status": s, **sums.__dict__}
+        for (t, h, p, m, s), sums in sorted(deltas.usage.items())
     ]
     if usage:
         stmt = _insert(postgres, usage_hourly).values(usage)
@@ -227,26 +233,30 @@ async def _apply(conn: AsyncConnection, deltas: Deltas, postgres: bool) -> None:
         )
         await conn.execute(
             stmt.on_conflict_do_update(
-                index_elements=["hour", "provider", "model", "run_status"],
+                index_elements=["tenant_id", "hour", "provider", "model", "run_status"],
                 set_={**{c: old[c] + new[c] for c in COUNTERS}, "cost_usd": cost},
             )
         )
-    counts = [{"status": s, "runs": n} for s, n in sorted(deltas.counts.items()) if n]
+    counts = [
+        {"tenant_id": t, "status": s, "runs": n} for (t, s), n in sorted(deltas.counts.items()) if n
+    ]
     if counts:
         stmt = _insert(postgres, run_counts).values(counts)
         await conn.execute(
             stmt.on_conflict_do_update(
-                index_elements=["status"], set_={"runs": run_counts.c.runs + stmt.excluded.runs}
+                index_elements=["tenant_id", "status"],
+                set_={"runs": run_counts.c.runs + stmt.excluded.runs},
             )
         )
     endings = [
-        {"minute": m, "status": s, "runs": n} for (m, s), n in sorted(deltas.endings.items())
+        {"tenant_id": t, "minute": m, "status": s, "runs": n}
+        for (t, m, s), n in sorted(deltas.endings.items())
     ]
     if endings:
         stmt = _insert(postgres, run_endings).values(endings)
         await conn.execute(
             stmt.on_conflict_do_update(
-                index_elements=["minute", "status"],
+                index_elements=["tenant_id", "minute", "status"],
                 set_={"runs": run_endings.c.runs + stmt.excluded.runs},
             )
         )

@@ -23,6 +23,7 @@ from app.store.schema import (
     RUN_CREATED,
     created_beyond,
     newest_first,
+    run_configs,
     run_events,
     run_messages,
     runs,
@@ -35,10 +36,23 @@ from app.store.usage import usage_totals
 # --- statements ----------------------------------------------------------------------------
 
 
+def of_tenant() -> sa.ColumnElement[bool]:
+    """`runs.tenant_id = :p_tenant`: a read on behalf of a tenant sees its runs only (a
+    run of another tenant is exactly like a missing one)."""
+    return runs.c.tenant_id == sa.bindparam("p_tenant", type_=sa.String())
+
+
 @functools.cache
-def run_by(column: str) -> sa.Select[Any]:
-    """`SELECT runs.*, config, metadata WHERE <column> = :p_key`."""
-    return select_runs().where(runs.c[column] == sa.bindparam("p_key"))
+def run_by(column: str, scoped: bool = False) -> sa.Select[Any]:
+    """`SELECT runs.*, config, metadata WHERE <column> = :p_key` (`scoped`: and the run
+    is `p_tenant`'s)."""
+    stmt = select_runs().where(runs.c[column] == sa.bindparam("p_key"))
+    return stmt.where(of_tenant()) if scoped else stmt
+
+
+def key_params(value: str, tenant: str | None) -> dict[str, Any]:
+    """The parameters of `run_by(column, tenant is not None)`."""
+    return {"p_key": value} if tenant is None else {"p_key": value, "p_tenant": tenant}
 
 
 @functools.cache
@@ -65,15 +79,20 @@ def calls_of_round() -> sa.Select[Any]:
 
 
 @functools.cache
-def list_runs(status: RunStatus | None, paged: bool) -> sa.Select[Any]:
-    """Runs newest first, of one status or all, after a keyset cursor when `paged`."""
-    # Of one status: that status's index on `runs` (ix_runs_waiting or ix_runs_ended;
-    # running runs, which leases bound, by ix_runs_lease and a sort), else all runs by
-    # the creation index of `run_configs`.
+def list_runs(status: RunStatus | None, paged: bool, scoped: bool = True) -> sa.Select[Any]:
+    """A tenant's runs (`p_tenant`; every tenant's unless `scoped`) newest first, of one
+    status or all, after a keyset cursor when `paged`."""
+    # Of one status: that status's index on `runs` (ix_runs_waiting or ix_runs_ended,
+    # tenant first; running runs, which leases bound, by ix_runs_lease and a sort), else
+    # all runs by the creation index of `run_configs` (tenant first).
     on = CREATED if status is None else RUN_CREATED
     stmt = (
         select_runs().order_by(*newest_first(on)).limit(sa.bindparam("p_limit", type_=sa.Integer()))
     )
+    if scoped:
+        tenant = sa.bindparam("p_tenant", type_=sa.String())
+        held = run_configs.c.tenant_id if status is None else runs.c.tenant_id
+        stmt = stmt.where(held == tenant)
     if status is not None:
         stmt = stmt.where(runs.c.status == sa.literal_column(f"'{status.value}'"))
     if paged:
@@ -123,18 +142,30 @@ class Lookups:
         self.backend = backend
         self._insert_secret: Any = None  # (in the backend's form of insert-on-conflict)
 
-    async def get(self, run_id: str, *, with_log: bool = False) -> RunRecord | None:
-        """A run (with its log when `with_log`: to load it whole)."""
-        return await self.backend.run("id", run_id, with_log=with_log)
+    async def get(
+        self, run_id: str, *, with_log: bool = False, tenant: str | None = None
+    ) -> RunRecord | None:
+        """A run (with its log when `with_log`: to load it whole); with `tenant`, only
+        if it is that tenant's (None otherwise, as for a missing run)."""
+        return await self.backend.run("id", run_id, with_log=with_log, tenant=tenant)
 
     async def list_runs(
-        self, *, status: RunStatus | None, limit: int, before: tuple[datetime, str] | None
+        self,
+        *,
+        status: RunStatus | None,
+        limit: int,
+        before: tuple[datetime, str] | None,
+        tenant: str | None = None,
     ) -> list[RunRecord]:
-        """Newest first; keyset pagination on (created_at, id)."""
+        """Newest first; keyset pagination on (created_at, id); `tenant`'s runs (None:
+        every tenant's)."""
         params: dict[str, Any] = {"p_limit": limit}
         if before is not None:
             params["p_created"], params["p_id"] = before
-        rows = await self.backend.fetch(list_runs(status, before is not None), params)
+        if tenant is not None:
+            params["p_tenant"] = tenant
+        stmt = list_runs(status, before is not None, tenant is not None)
+        rows = await self.backend.fetch(stmt, params)
         return [RunRecord.from_row(r) for r in rows]
 
     async def tool_calls(self, run_id: str, round: int | None = None) -> list[ToolCallRecord]:
@@ -155,13 +186,22 @@ class Lookups:
             out[record.run_id].append(record)
         return out
 
-    async def pending(self, *, run_id: str | None = None, token_hash: str | None = None) -> Pending:
-        """A run (by id or callback token) and the calls of its pending round, as a
-        submission decides on them; `NotFoundError` when there is no such run."""
+    async def pending(
+        self,
+        *,
+        run_id: str | None = None,
+        token_hash: str | None = None,
+        tenant: str | None = None,
+    ) -> Pending:
+        """A run (by id or callback token; `tenant`'s only, when given) and the calls of
+        its pending round, as a submission decides on them; `NotFoundError` when there is
+        no such run."""
         if run_id is not None:
-            found = await self.backend.pending("id", run_id)
+            found = await self.backend.pending("id", run_id, tenant=tenant)
         else:
-            found = await self.backend.pending("callback_token_hash", token_hash or "")
+            found = await self.backend.pending(
+                "callback_token_hash", token_hash or "", tenant=tenant
+            )
         if found is None:
             raise NotFoundError(run_id or "callback")
         return Pending(*found)
@@ -170,14 +210,17 @@ class Lookups:
         params = {"p_id": run_id, "p_after": after, "p_limit": limit}
         return [EventRecord.from_row(r) for r in await self.backend.fetch(events_after(), params)]
 
-    async def count_by_status(self) -> dict[str, int]:
+    async def count_by_status(self, tenant: str | None = None) -> dict[str, int]:
         """By index and rollup, not by counting `runs` (app.store.reports)."""
-        return await count_by_status(self.backend.engine)
+        return await count_by_status(self.backend.engine, tenant)
 
-    async def usage_totals(self, start: datetime, end: datetime) -> dict[str, Any]:
-        """Sums of the usage ledger in [start, end): overall, by run status, by model."""
+    async def usage_totals(
+        self, start: datetime, end: datetime, tenant: str | None = None
+    ) -> dict[str, Any]:
+        """Sums of the usage ledger in [start, end): overall, by run status, by model (of
+        `tenant`'s runs; None: of every tenant's)."""
         async with self.backend.reader() as conn:
-            return await usage_totals(conn, start, end)
+            return await usage_totals(conn, start, end, tenant)
 
     async def secret(self, name: str, make: Callable[[], str]) -> str:
         """A service-wide secret shared by every process (created once, first writer wins:

@@ -12,6 +12,9 @@ when the call had been leased before and never answered: that lease lapsed) and 
 `version`, so a submission that read the run before the lease is refused by its
 compare-and-set and reads again (`app.service.queues` checks the token on what it reads).
 
+A queue is a tenant's: tenant A's `gpu` queue is not B's. Every statement here names the
+tenant beside the queue (`tool_calls.tenant_id`, its run's, leads ix_tool_calls_leasable).
+
 Nothing reaps lapsed leases: the lease statement takes a call whose lease has expired as
 readily as a new one (lazy re-offer). A cancelled or expired run's calls leave the queue in
 the run's own statement (`Change.closes_calls`).
@@ -30,7 +33,7 @@ from app.core.events import EventType as E
 from app.core.lifecycle import Transition, sources
 from app.store.backend.base import Backend, Lease
 from app.store.records import NewEvent, ToolCallRecord, utc
-from app.store.schema import Timestamp, runs, tool_calls
+from app.store.schema import DEFAULT_TENANT, Timestamp, runs, tool_calls
 from app.timestamps import iso
 
 tc = tool_calls
@@ -44,9 +47,10 @@ def _suspended() -> sa.ColumnElement[bool]:
 
 
 def _leasable() -> list[sa.ColumnElement[bool]]:
-    """Unanswered calls of `p_queue` due by `p_now` (ix_tool_calls_leasable's predicate
-    and columns), of a run that waits for them."""
+    """Unanswered calls of tenant `p_tenant`'s queue `p_queue` due by `p_now`
+    (ix_tool_calls_leasable's predicate and columns), of a run that waits for them."""
     return [
+        tc.c.tenant_id == sa.bindparam("p_tenant", type_=sa.String()),
         tc.c.queue == sa.bindparam("p_queue", type_=sa.String()),
         tc.c.result_hash.is_(None),
         tc.c.lease_expires_at <= sa.bindparam("p_now", type_=Timestamp),
@@ -106,6 +110,7 @@ def extend_statement() -> Any:
             tc.c.position == sa.bindparam("p_position", type_=sa.Integer()),
             tc.c.lease_token == sa.bindparam("p_token", type_=sa.String()),
             tc.c.queue == sa.bindparam("p_queue", type_=sa.String()),
+            tc.c.tenant_id == sa.bindparam("p_tenant", type_=sa.String()),
             # Unanswered, said so that the partial index of leasable calls cannot serve
             # this lookup by key (a generic plan made on an empty table chose it, which
             # would read every leasable call of the queue).
@@ -117,19 +122,32 @@ def extend_statement() -> Any:
 
 
 @functools.cache
-def call_statement() -> Any:
-    return tc.select().where(
+def call_statement(scoped: bool = False) -> Any:
+    stmt = tc.select().where(
         tc.c.run_id == sa.bindparam("p_run", type_=sa.String()),
         tc.c.round == sa.bindparam("p_round", type_=sa.Integer()),
         tc.c.position == sa.bindparam("p_position", type_=sa.Integer()),
+    )
+    return (
+        stmt.where(tc.c.tenant_id == sa.bindparam("p_tenant", type_=sa.String()))
+        if scoped
+        else stmt
     )
 
 
 @functools.cache
 def next_due_statement() -> Any:
     return sa.select(sa.func.min(tc.c.lease_expires_at).label("due")).where(
-        tc.c.queue == sa.bindparam("p_queue", type_=sa.String()), tc.c.result_hash.is_(None)
+        tc.c.tenant_id == sa.bindparam("p_tenant", type_=sa.String()),
+        tc.c.queue == sa.bindparam("p_queue", type_=sa.String()),
+        tc.c.result_hash.is_(None),
     )
+
+
+def bell_of(tenant: str, queue: str) -> str:
+    """What names a tenant's queue to its waiting lease requests (the payload of its
+    NOTIFY): neither part can hold a `/`."""
+    return f"{tenant}/{queue}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,13 +164,26 @@ class ToolCallQueue:
         self.backend = backend
 
     async def lease_calls(
-        self, queue: str, owner: str, now: datetime, until: datetime, limit: int
+        self,
+        queue: str,
+        owner: str,
+        now: datetime,
+        until: datetime,
+        limit: int,
+        tenant: str = DEFAULT_TENANT,
     ) -> list[ToolCallRecord]:
-        """Lease up to `limit` leasable calls of `queue` to `owner` until `until`."""
-        return await self.backend.lease_calls(Lease(queue, owner, now, until, limit))
+        """Lease up to `limit` leasable calls of `tenant`'s `queue` to `owner` until `until`."""
+        return await self.backend.lease_calls(Lease(queue, owner, now, until, limit, tenant))
 
     async def extend_lease(
-        self, run_id: str, round: int, position: int, token: str, queue: str, until: datetime
+        self,
+        run_id: str,
+        round: int,
+        position: int,
+        token: str,
+        queue: str,
+        until: datetime,
+        tenant: str = DEFAULT_TENANT,
     ) -> datetime | None:
         """Extend a call's lease while `token` holds it and it is unanswered; the new
         expiry, or None (the lease moved on, the call was answered or left the queue)."""
@@ -163,20 +194,26 @@ class ToolCallQueue:
             "p_token": token,
             "p_queue": queue,
             "p_until": until,
+            "p_tenant": tenant,
         }
         row = await self.backend.fetch_one(extend_statement(), params)
         return None if row is None else until
 
-    async def next_offer(self, queue: str) -> datetime | None:
-        """When the earliest unanswered call of `queue` is (or was) leasable: its offer
-        or its lease's expiry; None when the queue is empty."""
-        row = await self.backend.fetch_one(next_due_statement(), {"p_queue": queue})
+    async def next_offer(self, queue: str, tenant: str = DEFAULT_TENANT) -> datetime | None:
+        """When the earliest unanswered call of `tenant`'s `queue` is (or was) leasable:
+        its offer or its lease's expiry; None when the queue is empty."""
+        params = {"p_queue": queue, "p_tenant": tenant}
+        row = await self.backend.fetch_one(next_due_statement(), params)
         return None if row is None else utc(row["due"])
 
-    async def call_row(self, run_id: str, round: int, position: int) -> ToolCallRecord | None:
-        """One call of a run's round, by its position."""
-        params = {"p_run": run_id, "p_round": round, "p_position": position}
-        row = await self.backend.fetch_one(call_statement(), params)
+    async def call_row(
+        self, run_id: str, round: int, position: int, tenant: str | None = None
+    ) -> ToolCallRecord | None:
+        """One call of a run's round, by its position (of `tenant`'s run, when given)."""
+        params: dict[str, Any] = {"p_run": run_id, "p_round": round, "p_position": position}
+        if tenant is not None:
+            params["p_tenant"] = tenant
+        row = await self.backend.fetch_one(call_statement(tenant is not None), params)
         return None if row is None else ToolCallRecord.from_row(row)
 
     async def queue_depths(self, now: datetime) -> list[QueueDepth]:

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from app.core.lifecycle import RunStatus
 from app.store import waiting
 from app.store.config import RunConfig
-from app.store.schema import runs
+from app.store.schema import DEFAULT_TENANT, runs
 from app.store.waiting import ToolResults, Waiting
 
 #: The counters of a run's billed usage (`runs.usage`), stored without those at zero.
@@ -71,6 +71,7 @@ class RunRecord:
     last_event_seq: int
     created_at: datetime
     updated_at: datetime
+    tenant_id: str = DEFAULT_TENANT  # whose run it is
     # The run's log (`app.core.stored`: its batches as one JSON array text) when the read
     # asked for it: to load the run whole.
     log: str | None = None
@@ -155,6 +156,7 @@ class RunRecord:
             last_event_seq=v[c["last_event_seq"]],
             created_at=utc(v[c["created_at"]]),  # type: ignore[arg-type]
             updated_at=utc(v[c["updated_at"]]),  # type: ignore[arg-type]
+            tenant_id=v[c["tenant_id"]],
             log=log,
             _config=None if known is None else known._config,
         )
@@ -177,6 +179,7 @@ class ToolCallRecord:
     lease_token: str | None = None
     lease_expires_at: datetime | None = None  # a call never leased: when it was offered
     attempts: int = 0  # leases it has had
+    tenant_id: str = DEFAULT_TENANT  # its run's (a queue is per tenant)
 
     @classmethod
     def from_row(cls, m: Mapping[Any, Any]) -> ToolCallRecord:
@@ -199,6 +202,7 @@ class ToolCallRecord:
             lease_token=m["lease_token"],
             lease_expires_at=utc(_instant(m["lease_expires_at"])),
             attempts=m["attempts"],
+            tenant_id=m.get("tenant_id", DEFAULT_TENANT),
         )
 
 

@@ -73,6 +73,7 @@ class BadCursor(ValueError):
 @dataclass(frozen=True, slots=True)
 class RunFilter:
     status: RunStatus | None = RunStatus.REQUIRES_ACTION
+    tenant: str | None = None  # whose runs (None: every tenant's)
     provider: str | None = None
     meta_key: str | None = None
     meta_value: str | None = None
@@ -99,10 +100,15 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
 
 
 def _status(f: RunFilter) -> list[Any]:
+    """The tenant and the status (the leading columns of the index walked)."""
+    where: list[Any] = []
+    if f.tenant is not None:
+        held = run_configs.c.tenant_id if f.status is None else runs.c.tenant_id
+        where.append(held == f.tenant)
     if f.status is None:
-        return []
+        return where
     # (A literal: the planner sees which partial index holds the status.)
-    return [runs.c.status == sa.literal_column(f"'{f.status.value}'")]
+    return [*where, runs.c.status == sa.literal_column(f"'{f.status.value}'")]
 
 
 def _filters(f: RunFilter) -> list[Any]:
@@ -218,16 +224,24 @@ async def suspended_since(engine: AsyncEngine, run_ids: Sequence[str]) -> dict[s
     return out
 
 
-def suspended_query() -> sa.Select[Any]:
+def _of(tenant: str | None, table: sa.Table = runs) -> list[Any]:
+    return [] if tenant is None else [table.c.tenant_id == tenant]
+
+
+def suspended_query(tenant: str | None = None) -> sa.Select[Any]:
     """Each suspended run's last change and when it last suspended, by the status's
-    index (ix_runs_expiry)."""
-    return sa.select(runs.c.updated_at, runs.c.suspended_at.label("at")).where(SUSPENDED)
+    index (ix_runs_expiry; a tenant's: by ix_runs_waiting)."""
+    return sa.select(runs.c.updated_at, runs.c.suspended_at.label("at")).where(
+        SUSPENDED, *_of(tenant)
+    )
 
 
-async def suspended_ages(engine: AsyncEngine, now: datetime) -> list[float]:
+async def suspended_ages(
+    engine: AsyncEngine, now: datetime, tenant: str | None = None
+) -> list[float]:
     """Seconds each suspended run has been waiting (since it suspended, else updated)."""
     async with reading(engine) as conn:
-        rows = (await conn.execute(suspended_query())).all()
+        rows = (await conn.execute(suspended_query(tenant))).all()
     ages = []
     for updated_at, at in rows:
         since = _as_datetime(at) or _as_datetime(updated_at)
@@ -236,26 +250,27 @@ async def suspended_ages(engine: AsyncEngine, now: datetime) -> list[float]:
     return ages
 
 
-def counts_query() -> Any:
+def counts_query(tenant: str | None = None) -> Any:
     """Rows (status, n) whose sums per status are the runs stored in it: waiting and
     running runs by their indexes, finished ones from `run_counts` plus those not folded
-    yet, less runs counted under a status they have left (an operator's retry)."""
-    n = sa.func.count()
+    yet, less runs counted under a status they have left (an operator's retry). Of one
+    tenant's runs, or (None) of every tenant's."""
+    n, mine = sa.func.count(), _of(tenant)
     return sa.union_all(
-        sa.select(runs.c.status, n).where(IS_WAITING).group_by(runs.c.status),
-        sa.select(sa.literal(RunStatus.RUNNING.value), n).select_from(runs).where(RUNNING),
-        sa.select(run_counts.c.status, run_counts.c.runs),
-        sa.select(runs.c.status, n).where(UNFOLDED).group_by(runs.c.status),
-        sa.select(runs.c.counted_as, -n).where(RECOUNT).group_by(runs.c.counted_as),
-        sa.select(runs.c.status, n).where(RECOUNT, IS_ENDED).group_by(runs.c.status),
+        sa.select(runs.c.status, n).where(IS_WAITING, *mine).group_by(runs.c.status),
+        sa.select(sa.literal(RunStatus.RUNNING.value), n).select_from(runs).where(RUNNING, *mine),
+        sa.select(run_counts.c.status, run_counts.c.runs).where(*_of(tenant, run_counts)),
+        sa.select(runs.c.status, n).where(UNFOLDED, *mine).group_by(runs.c.status),
+        sa.select(runs.c.counted_as, -n).where(RECOUNT, *mine).group_by(runs.c.counted_as),
+        sa.select(runs.c.status, n).where(RECOUNT, IS_ENDED, *mine).group_by(runs.c.status),
     )
 
 
-async def count_by_status(engine: AsyncEngine) -> dict[str, int]:
-    """Stored runs by status (statuses with none left out)."""
+async def count_by_status(engine: AsyncEngine, tenant: str | None = None) -> dict[str, int]:
+    """Stored runs by status (statuses with none left out), of `tenant` (None: all)."""
     out: dict[str, int] = {}
     async with reading(engine) as conn:
-        rows = (await conn.execute(counts_query())).all()
+        rows = (await conn.execute(counts_query(tenant))).all()
     for status, n in rows:
         out[status] = out.get(status, 0) + int(n)
     return {status: n for status, n in out.items() if n}
@@ -309,31 +324,34 @@ class Activity:
         return self.failed / finished if finished else None
 
 
-def activity_query(since: datetime) -> Any:
+def activity_query(since: datetime, tenant: str | None = None) -> Any:
     """Rows (status, when, runs) of the runs that ended at or after `since` (a whole
-    minute): folded runs per minute (`run_endings`), the rest one by one (their indexes)."""
-    one = sa.literal(1)
+    minute): folded runs per minute (`run_endings`), the rest one by one (their indexes);
+    of one tenant's runs, or (None) of every tenant's."""
+    one, mine = sa.literal(1), _of(tenant)
     return sa.union_all(
         sa.select(run_endings.c.status, run_endings.c.minute, run_endings.c.runs).where(
-            run_endings.c.minute >= since
+            run_endings.c.minute >= since, *_of(tenant, run_endings)
         ),
         sa.select(runs.c.status, runs.c.updated_at, one).where(
-            UNFOLDED, runs.c.updated_at >= since
+            UNFOLDED, runs.c.updated_at >= since, *mine
         ),
         sa.select(runs.c.status, runs.c.updated_at, one).where(
-            RECOUNT, IS_ENDED, runs.c.updated_at >= since
+            RECOUNT, IS_ENDED, runs.c.updated_at >= since, *mine
         ),
     )
 
 
-async def activity(engine: AsyncEngine, now: datetime, minutes: int = 60) -> Activity:
+async def activity(
+    engine: AsyncEngine, now: datetime, minutes: int = 60, tenant: str | None = None
+) -> Activity:
     """The last `minutes` whole minutes (the current one so far included): a finished
     run ended when it last changed (`updated_at`), as it was when folded."""
     since = minute_of(now) - timedelta(minutes=minutes - 1)
     ended: dict[str, int] = {}
     per_minute = [0] * minutes
     async with reading(engine) as conn:
-        rows = (await conn.execute(activity_query(since))).all()
+        rows = (await conn.execute(activity_query(since, tenant))).all()
     for status, at, n in rows:
         when = _as_datetime(at)
         if when is None:

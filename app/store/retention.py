@@ -7,11 +7,12 @@ not disappear: it is in the rollups (`app.store.fold`), and a run not folded yet
 in the same transaction; the run leaves `run_counts` there too.
 
 Each batch is one short transaction over at most `batch` runs, found through the index of
-finished runs by status and creation (`ix_runs_ended`) and locked with SKIP LOCKED on
-PostgreSQL, so a sweep never waits on (or stalls) the runs that workers and the API are
-changing, and two sweeping workers never count the same run twice. Every delete reads an
-index: a run's rows by their primary key's or `run_id` index's prefix, delivery attempts
-by `ix_webhook_attempts_outbox` (the foreign key's cascade).
+finished runs by tenant, status and creation (`ix_runs_ended`, tenant by tenant) and
+locked with SKIP LOCKED on PostgreSQL, so a sweep never waits on (or stalls) the runs
+that workers and the API are changing, and two sweeping workers never count the same run
+twice. Every delete reads an index: a run's rows by their primary key's or `run_id`
+index's prefix, delivery attempts by `ix_webhook_attempts_outbox` (the foreign key's
+cascade).
 """
 
 from __future__ import annotations
@@ -20,20 +21,22 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.lifecycle import TERMINAL
 from app.store.fold import by_index, fold_runs
-from app.store.schema import RUN_CREATED, RUN_ROWS, oldest_first, runs
+from app.store.schema import DEFAULT_TENANT, RUN_CREATED, RUN_ROWS, oldest_first, runs, tenants
 
 ENDED_VALUES = sorted(s.value for s in TERMINAL)
 
 
-def due_query(status: str, cutoff: datetime, limit: int, postgres: bool) -> Any:
-    """Runs of a finished status due for deletion, oldest first, by ix_runs_ended."""
+def due_query(tenant: str, status: str, cutoff: datetime, limit: int, postgres: bool) -> Any:
+    """A tenant's runs of a finished status due for deletion, oldest first, by
+    ix_runs_ended (whose first column is the tenant)."""
     due = (
-        sa.select(runs.c.id, runs.c.status, runs.c.counted_as, runs.c.updated_at)
+        sa.select(runs.c.id, runs.c.status, runs.c.counted_as, runs.c.updated_at, runs.c.tenant_id)
         .where(
+            runs.c.tenant_id == tenant,
             runs.c.status == sa.literal_column(f"'{status}'"),
             runs.c.created_at < cutoff,
             runs.c.updated_at < cutoff,
@@ -50,8 +53,8 @@ async def purge_batch(engine: AsyncEngine, cutoff: datetime, batch: int = 200) -
     async with engine.begin() as conn:
         await by_index(conn)
         found: list[Any] = []
-        for status in ENDED_VALUES:
-            due = due_query(status, cutoff, batch - len(found), postgres)
+        for tenant, status in await _walk(conn):
+            due = due_query(tenant, status, cutoff, batch - len(found), postgres)
             found += (await conn.execute(due)).all()
             if len(found) == batch:
                 break
@@ -63,6 +66,13 @@ async def purge_batch(engine: AsyncEngine, cutoff: datetime, batch: int = 200) -
             await conn.execute(table.delete().where(table.c.run_id.in_(ids)))
         await conn.execute(runs.delete().where(runs.c.id.in_(ids)))
     return len(found)
+
+
+async def _walk(conn: AsyncConnection) -> list[tuple[str, str]]:
+    """(tenant, finished status) pairs to sweep: every tenant's (the default one too,
+    which owns what was stored before tenants existed)."""
+    ids = set((await conn.execute(sa.select(tenants.c.id))).scalars()) | {DEFAULT_TENANT}
+    return [(t, s) for t in sorted(ids) for s in ENDED_VALUES]
 
 
 async def purge(engine: AsyncEngine, cutoff: datetime, batch: int = 200) -> int:

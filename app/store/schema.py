@@ -23,6 +23,16 @@ metadata = sa.MetaData(
 Json = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
 Timestamp = sa.DateTime(timezone=True)
 
+#: The tenant of every row stored before tenants existed (revision 0013), as
+#: `app.service.access.DEFAULT_TENANT` names it.
+DEFAULT_TENANT = "default"
+
+
+def tenant_column() -> sa.Column[str]:
+    """The tenant a run's row belongs to (`tenants.id`; no foreign key, as `run_id`)."""
+    return sa.Column("tenant_id", sa.String(64), nullable=False, server_default=DEFAULT_TENANT)
+
+
 runs = sa.Table(
     "runs",
     metadata,
@@ -59,6 +69,8 @@ runs = sa.Table(
     # When it last suspended (its latest `run.requires_action` event's time): the
     # dashboard's and /metrics' suspended ages read it beside the status index.
     sa.Column("suspended_at", Timestamp),
+    # Whose run it is: every read by id, list, queue and rollup is scoped to it.
+    tenant_column(),
 )
 # The claim's index holds queued runs only, in claim order: a generic plan picks it even
 # on an empty table (no sticky seq-scan plan), and other transitions do not write to it.
@@ -92,6 +104,7 @@ ENDED_SQL = "status IN ({})".format(
 IS_WAITING, IS_ENDED = sa.text(WAITING_SQL), sa.text(ENDED_SQL)
 sa.Index(
     "ix_runs_waiting",
+    runs.c.tenant_id,
     runs.c.status,
     runs.c.created_at,
     runs.c.id,
@@ -100,6 +113,7 @@ sa.Index(
 )
 sa.Index(
     "ix_runs_ended",
+    runs.c.tenant_id,
     runs.c.status,
     runs.c.created_at,
     runs.c.id,
@@ -123,6 +137,7 @@ HAS_KEY = runs.c.idempotency_key.is_not(None)
 HAS_TOKEN = runs.c.callback_token_hash.is_not(None)
 sa.Index(
     "uq_runs_idempotency_key",
+    runs.c.tenant_id,
     runs.c.idempotency_key,
     unique=True,
     postgresql_where=HAS_KEY,
@@ -155,8 +170,14 @@ run_configs = sa.Table(
     # is here, written once, not on `runs`, where every update that is not HOT (all of a
     # run's transitions) added an entry to it.
     sa.Column("created_at", Timestamp, nullable=False),
+    tenant_column(),  # (as `runs.tenant_id`: the creation index is per tenant)
 )
-sa.Index("ix_run_configs_created", run_configs.c.created_at, run_configs.c.run_id)
+sa.Index(
+    "ix_run_configs_created",
+    run_configs.c.tenant_id,
+    run_configs.c.created_at,
+    run_configs.c.run_id,
+)
 CREATED = (run_configs.c.created_at, run_configs.c.run_id)
 
 
@@ -233,6 +254,7 @@ tool_calls = sa.Table(
     sa.Column("lease_token", sa.String(32)),
     sa.Column("lease_expires_at", Timestamp),
     sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
+    tenant_column(),  # (its run's: a queue is per tenant)
     sa.PrimaryKeyConstraint("run_id", "round", "position"),
 )
 # The calls an executor may lease, in the order they become leasable: unanswered calls of
@@ -240,6 +262,7 @@ tool_calls = sa.Table(
 LEASABLE = sa.text("queue IS NOT NULL AND result_hash IS NULL")
 sa.Index(
     "ix_tool_calls_leasable",
+    tool_calls.c.tenant_id,
     tool_calls.c.queue,
     tool_calls.c.lease_expires_at,
     postgresql_where=LEASABLE,
@@ -353,6 +376,7 @@ model_calls = sa.Table(
     sa.Column("created_at", Timestamp, nullable=False),
     # In `usage_hourly` (app.store.fold): set in the transaction that adds the row there.
     sa.Column("folded", sa.Boolean, nullable=False, server_default=sa.false()),
+    tenant_column(),  # (its run's)
 )
 sa.Index("ix_model_calls_created", model_calls.c.created_at)
 sa.Index("ix_model_calls_run", model_calls.c.run_id)
@@ -373,6 +397,7 @@ sa.Index(
 usage_hourly = sa.Table(
     "usage_hourly",
     metadata,
+    sa.Column("tenant_id", sa.String(64), nullable=False),
     sa.Column("hour", Timestamp, nullable=False),
     sa.Column("provider", sa.String(40), nullable=False),
     sa.Column("model", sa.String(200), nullable=False),
@@ -385,13 +410,14 @@ usage_hourly = sa.Table(
     sa.Column("reasoning_tokens", sa.BigInteger, nullable=False),
     sa.Column("total_tokens", sa.BigInteger, nullable=False),
     sa.Column("cost_usd", sa.Float),
-    sa.PrimaryKeyConstraint("hour", "provider", "model", "run_status"),
+    sa.PrimaryKeyConstraint("tenant_id", "hour", "provider", "model", "run_status"),
 )
 
 # Stored runs per finished status, of the runs whose `counted_as` is that status.
 run_counts = sa.Table(
     "run_counts",
     metadata,
+    sa.Column("tenant_id", sa.String(64), primary_key=True),
     sa.Column("status", sa.String(20), primary_key=True),
     sa.Column("runs", sa.BigInteger, nullable=False),
 )
@@ -401,10 +427,11 @@ run_counts = sa.Table(
 run_endings = sa.Table(
     "run_endings",
     metadata,
+    sa.Column("tenant_id", sa.String(64), nullable=False),
     sa.Column("minute", Timestamp, nullable=False),
     sa.Column("status", sa.String(20), nullable=False),
     sa.Column("runs", sa.BigInteger, nullable=False),
-    sa.PrimaryKeyConstraint("minute", "status"),
+    sa.PrimaryKeyConstraint("tenant_id", "minute", "status"),
 )
 
 #: Tables whose rows belong to a run (by `run_id`), deleted with it.

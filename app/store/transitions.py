@@ -23,7 +23,7 @@ from app.store.backend.base import Backend, ChangeWrite, NewRun, Wake
 from app.store.changes import Change
 from app.store.errors import NotFoundError
 from app.store.records import NewEvent, RunRecord
-from app.store.schema import runs
+from app.store.schema import DEFAULT_TENANT, runs
 
 # --- the UPDATE of a run -----------------------------------------------------------------------
 
@@ -163,7 +163,10 @@ class Transitions:
             return done.record, True
         # The idempotency key is taken: the stored run answers.
         existing = await self.backend.run(
-            "idempotency_key", columns["idempotency_key"], with_log=False
+            "idempotency_key",
+            columns["idempotency_key"],
+            with_log=False,
+            tenant=columns.get("tenant_id", DEFAULT_TENANT),
         )
         if existing is None:  # deleted between the two statements: ask again
             raise NotFoundError("idempotency key")

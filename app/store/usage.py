@@ -32,12 +32,15 @@ def _ceil_hour(moment: datetime) -> datetime | None:
         return None
 
 
-def _ledger(where: list[Any]) -> sa.Select[Any]:
+def _ledger(where: list[Any], tenant: str | None = None) -> sa.Select[Any]:
     """Ledger rows' sums by provider, model and the status of their run, which is read
     from the index of waiting runs (ix_runs_waiting, whole: most calls not folded are
     theirs), else by the run's key (a scalar subquery, run only for the others): never a
     join that could read `runs` whole. Calls whose run is gone have no status (dropped)."""
-    waiting = sa.select(runs.c.id, runs.c.status).where(IS_WAITING).subquery("waiting")
+    mine = [] if tenant is None else [runs.c.tenant_id == tenant]
+    waiting = sa.select(runs.c.id, runs.c.status).where(IS_WAITING, *mine).subquery("waiting")
+    if tenant is not None:
+        where = [*where, model_calls.c.tenant_id == tenant]
     by_key = sa.select(runs.c.status).where(runs.c.id == model_calls.c.run_id).scalar_subquery()
     status = sa.func.coalesce(waiting.c.status, by_key).label("status")
     return (
@@ -60,8 +63,9 @@ def _between(a: datetime, b: datetime) -> list[Any]:
     return [model_calls.c.created_at >= a, model_calls.c.created_at < b]
 
 
-def usage_query(start: datetime, end: datetime) -> Any:
-    """One statement (one snapshot) whose rows add up to the usage of [start, end)."""
+def usage_query(start: datetime, end: datetime, tenant: str | None = None) -> Any:
+    """One statement (one snapshot) whose rows add up to the usage of [start, end), of
+    one tenant's runs (None: of every tenant's)."""
     first, last = _ceil_hour(start), hour_of(end)
     parts: list[sa.Select[Any]] = []
     if first is not None and first < last:
@@ -72,25 +76,32 @@ def usage_query(start: datetime, end: datetime) -> Any:
                 usage_hourly.c.run_status,
                 *[usage_hourly.c[c] for c in COUNTERS],
                 usage_hourly.c.cost_usd,
-            ).where(usage_hourly.c.hour >= first, usage_hourly.c.hour < last)
+            ).where(
+                usage_hourly.c.hour >= first,
+                usage_hourly.c.hour < last,
+                *([] if tenant is None else [usage_hourly.c.tenant_id == tenant]),
+            )
         )
-        parts.append(_ledger([LEDGER_UNFOLDED, *_between(first, last)]))
+        parts.append(_ledger([LEDGER_UNFOLDED, *_between(first, last)], tenant))
         edges = [(start, first), (last, end)]
     else:
         edges = [(start, end)]
-    parts += [_ledger(_between(a, b)) for a, b in edges if a < b]
+    parts += [_ledger(_between(a, b), tenant) for a, b in edges if a < b]
     if not parts:  # an empty range
         return _ledger([sa.false()])
     return parts[0] if len(parts) == 1 else sa.union_all(*parts)
 
 
-async def usage_totals(conn: AsyncConnection, start: datetime, end: datetime) -> dict[str, Any]:
-    """Sums of the usage ledger in [start, end): overall, by run status, by model."""
+async def usage_totals(
+    conn: AsyncConnection, start: datetime, end: datetime, tenant: str | None = None
+) -> dict[str, Any]:
+    """Sums of the usage ledger in [start, end): overall, by run status, by model (of
+    `tenant`'s runs; None: of all)."""
     overall = Sums()
     by_status: dict[str, Sums] = {}
     by_model: dict[str, Sums] = {}
     await by_index(conn)
-    for row in (await conn.execute(usage_query(start, end))).all():
+    for row in (await conn.execute(usage_query(start, end, tenant))).all():
         provider, model, status = row[0], row[1], row[2]
         if status is None:  # (calls of a run deleted since: never, as a run's rows go with it)
             continue

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.service.access import DEFAULT_TENANT
 from app.service.errors import (
     LeaseLost,
     LeaseNotFound,
@@ -25,6 +26,7 @@ from app.service.queues import Lease, QueueService
 from app.service.runs import RunService
 from app.service.schemas import HeartbeatIn, LeasedResultIn, LeaseIn
 from app.settings import Settings
+from app.store.queues import bell_of
 from app.store.records import ToolCallRecord
 from app.store.runs import RunStore
 from tests.helpers import cancel_inside, drive_once, run_body, suspended_run, wait_for
@@ -76,8 +78,9 @@ def result(output: object, is_error: bool = False) -> LeasedResultIn:
 
 
 async def listening(queues: QueueService, n: int) -> None:
-    """Until `n` lease requests wait on queue `q`."""
-    await wait_for(lambda: asyncio.sleep(0, queues.bell.waiting("q")), lambda got: got >= n)
+    """Until `n` lease requests wait on queue `q` (of the default tenant)."""
+    bell = bell_of(DEFAULT_TENANT, "q")
+    await wait_for(lambda: asyncio.sleep(0, queues.bell.waiting(bell)), lambda got: got >= n)
 
 
 async def test_leased_calls_answered_through_their_leases_resume_the_run(

@@ -71,8 +71,9 @@ async def test_a_runs_lifecycle_reaches_every_row_by_its_key_on_empty_tables(
 async def test_run_lists_follow_the_creation_index(
     empty_postgres_url: str, status: RunStatus | None, paged: bool
 ) -> None:
-    """A list of runs, newest first (of one status or all, from a cursor or not), reads no
-    table whole: all runs in the creation index's order (`run_configs`), no sort."""
+    """A tenant's list of runs, newest first (of one status or all, from a cursor or not),
+    reads no table whole: all runs in the creation index's order (`run_configs`, tenant
+    first), no sort."""
     store = RunStore(create_engine(empty_postgres_url))
     try:
         async with await psycopg.AsyncConnection.connect(empty_postgres_url, autocommit=True) as c:
@@ -95,7 +96,12 @@ async def test_run_lists_follow_the_creation_index(
         stmt = list_runs(status, paged)
         backend = store.backend
         assert isinstance(backend, PostgresBackend)
-        values: dict[str, Any] = {"p_limit": 50, "p_created": datetime.now(UTC), "p_id": "r9"}
+        values: dict[str, Any] = {
+            "p_limit": 50,
+            "p_created": datetime.now(UTC),
+            "p_id": "r9",
+            "p_tenant": "default",  # (the API lists one tenant's runs)
+        }
         plan = await generic_plan(empty_postgres_url, backend.compile(stmt), values)
     finally:
         await store.aclose()

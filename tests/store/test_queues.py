@@ -221,6 +221,7 @@ async def test_the_queue_statements_use_their_indexes_on_empty_tables(
         "p_round": 1,
         "p_position": 0,
         "p_token": "t",
+        "p_tenant": "default",
     }
     backend = store.backend
     assert isinstance(backend, PostgresBackend)

@@ -79,6 +79,7 @@ class Lease:
     now: datetime
     until: datetime
     limit: int
+    tenant: str  # whose queue
 
 
 class Backend(Protocol):
@@ -144,12 +145,18 @@ class Backend(Protocol):
         """Claim up to `limit` due queued runs with `change`, each with its log."""
         ...
 
-    async def run(self, key: str, value: str, *, with_log: bool) -> RunRecord | None:
-        """The run whose `key` column is `value` (with its log when `with_log`)."""
+    async def run(
+        self, key: str, value: str, *, with_log: bool, tenant: str | None = None
+    ) -> RunRecord | None:
+        """The run whose `key` column is `value` (with its log when `with_log`); with
+        `tenant`, only that tenant's (one more predicate, not another read)."""
         ...
 
-    async def pending(self, key: str, value: str) -> tuple[RunRecord, list[ToolCallRecord]] | None:
-        """A run (by `key`) and the calls of the round it waits on, in one read."""
+    async def pending(
+        self, key: str, value: str, *, tenant: str | None = None
+    ) -> tuple[RunRecord, list[ToolCallRecord]] | None:
+        """A run (by `key`; `tenant`'s only, when given) and the calls of the round it
+        waits on, in one read."""
         ...
 
     async def calls_of_rounds(self, rounds: Mapping[str, int]) -> list[ToolCallRecord]:

@@ -22,7 +22,7 @@ from sqlalchemy.dialects import postgresql
 
 from app.core.lifecycle import OutboxStatus, RunStatus
 from app.store.backend.base import EVENTS_CHANNEL
-from app.store.lookups import run_by
+from app.store.lookups import of_tenant, run_by
 from app.store.rows import LEDGER_COLUMNS, OUTBOX_COLUMNS, TOOL_CALL_COLUMNS, EventPlan
 from app.store.schema import (
     config_of,
@@ -215,12 +215,13 @@ class PgStatements:
         rows = [
             sa.select(
                 changed.c.id,
+                changed.c.tenant_id,
                 *[typed(f"t{i}_{c}", tool_calls.c[c].type) for c in TOOL_CALL_COLUMNS],
             )
             for i in range(n)
         ]
         insert = postgresql.insert(tool_calls).from_select(
-            ["run_id", *TOOL_CALL_COLUMNS], rows[0] if n == 1 else sa.union_all(*rows)
+            ["run_id", "tenant_id", *TOOL_CALL_COLUMNS], rows[0] if n == 1 else sa.union_all(*rows)
         )
         # (A row of an earlier suspension at this round is open again, as on SQLite:
         # answers given before an operator retry are not in the state it resumes from.)
@@ -312,6 +313,7 @@ class PgStatements:
             ledger = [
                 sa.select(
                     changed.c.id,
+                    changed.c.tenant_id,
                     *[typed(f"{prefix}l{i}_{c}", model_calls.c[c].type) for c in LEDGER_COLUMNS],
                     now,
                 )
@@ -320,7 +322,7 @@ class PgStatements:
             stmt = stmt.add_cte(
                 model_calls.insert()
                 .from_select(
-                    ["run_id", *LEDGER_COLUMNS, "created_at"],
+                    ["run_id", "tenant_id", *LEDGER_COLUMNS, "created_at"],
                     ledger[0] if len(ledger) == 1 else sa.union_all(*ledger),
                 )
                 .cte(f"{prefix}ledgered")
@@ -401,15 +403,15 @@ class PgStatements:
             )
             if idempotent:
                 dml = dml.on_conflict_do_nothing(
-                    index_elements=["idempotency_key"],
+                    index_elements=["tenant_id", "idempotency_key"],
                     index_where=runs.c.idempotency_key.is_not(None),
                 )
             changed = dml.returning(*runs.c).cte("changed")
             config = typed("c_config", run_configs.c.config.type)
             meta = typed("c_metadata", run_configs.c.metadata.type)
             configured = run_configs.insert().from_select(
-                ["run_id", "config", "metadata", "created_at"],
-                sa.select(changed.c.id, config, meta, changed.c.created_at),
+                ["run_id", "config", "metadata", "created_at", "tenant_id"],
+                sa.select(changed.c.id, config, meta, changed.c.created_at, changed.c.tenant_id),
             )
             # (The configuration this statement inserts is not visible to it: the
             # record's columns come from the parameters.)
@@ -421,14 +423,16 @@ class PgStatements:
 
     # --- reads --------------------------------------------------------------------------
 
-    def by(self, column: str) -> Any:
-        """A run by a unique column (`p_key`), with its log."""
+    def by(self, column: str, scoped: bool = False) -> Any:
+        """A run by a unique column (`p_key`; `scoped`: of tenant `p_tenant`), with its log."""
         return self._cached(
-            ("by", column), lambda: run_by(column).add_columns(log_of(runs.c.id).label("log"))
+            ("by", column, scoped),
+            lambda: run_by(column, scoped).add_columns(log_of(runs.c.id).label("log")),
         )
 
-    def submission_read(self, column: str) -> Any:
-        """A run and the calls of its pending round, in one query."""
+    def submission_read(self, column: str, scoped: bool = False) -> Any:
+        """A run (of tenant `p_tenant` when `scoped`) and the calls of its pending round,
+        in one query."""
 
         def build() -> Any:
             pairs: list[Any] = []
@@ -450,13 +454,14 @@ class PgStatements:
                 )
                 .scalar_subquery()
             )
-            return (
+            stmt = (
                 select_runs()
                 .add_columns(calls.label("calls"))
                 .where(runs.c[column] == sa.bindparam("p_key"))
             )
+            return stmt.where(of_tenant()) if scoped else stmt
 
-        return self._cached(("submission", column), build)
+        return self._cached(("submission", column, scoped), build)
 
     def calls_of_rounds(self) -> Any:
         """The calls of many runs' rounds (`p_ids`, `p_rounds` zipped)."""

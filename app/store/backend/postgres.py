@@ -33,7 +33,8 @@ from app.store.backend.direct import Compiled, DirectPool, compile_statement
 from app.store.backend.pg_lease import lease_statement
 from app.store.backend.pg_statements import PgStatements, Shape
 from app.store.changes import Change
-from app.store.lookups import run_by
+from app.store.lookups import key_params, run_by
+from app.store.queues import bell_of
 from app.store.records import NewEvent, RunRecord, ToolCallRecord
 from app.store.rows import EventPlan, ledger_row, tool_row, webhook_targets
 from app.store.schema import run_watchers
@@ -158,6 +159,8 @@ class PostgresBackend:
         if row is None:
             return Changed(None)
         queues = sorted({c.queue for c in change.tool_calls if c.queue is not None})
+        if queues and row["id"] is not None:  # (the bell of the run's tenant's queue)
+            queues = [bell_of(row["tenant_id"], q) for q in queues]
         done = Changed(None, wakes=_wakes(row, notify=change.notify, queues=queues))
         if row["id"] is not None:
             done.record = RunRecord.from_row(row, known=known)
@@ -187,15 +190,21 @@ class PostgresBackend:
         params["p_limit"] = limit
         return [RunRecord.from_row(r, log=r["log"]) for r in await self.fetch(stmt, params)]
 
-    async def run(self, key: str, value: str, *, with_log: bool) -> RunRecord | None:
-        stmt = self.sql.by(key) if with_log else run_by(key)
-        row = await self.fetch_one(stmt, {"p_key": value})
+    async def run(
+        self, key: str, value: str, *, with_log: bool, tenant: str | None = None
+    ) -> RunRecord | None:
+        scoped = tenant is not None
+        stmt = self.sql.by(key, scoped) if with_log else run_by(key, scoped)
+        row = await self.fetch_one(stmt, key_params(value, tenant))
         if row is None:
             return None
         return RunRecord.from_row(row, log=row["log"] if with_log else None)
 
-    async def pending(self, key: str, value: str) -> tuple[RunRecord, list[ToolCallRecord]] | None:
-        row = await self.fetch_one(self.sql.submission_read(key), {"p_key": value})
+    async def pending(
+        self, key: str, value: str, *, tenant: str | None = None
+    ) -> tuple[RunRecord, list[ToolCallRecord]] | None:
+        stmt = self.sql.submission_read(key, tenant is not None)
+        row = await self.fetch_one(stmt, key_params(value, tenant))
         if row is None:
             return None
         return RunRecord.from_row(row), [ToolCallRecord.from_row(c) for c in row["calls"]]
@@ -207,6 +216,7 @@ class PostgresBackend:
 
     async def lease_calls(self, lease: Lease) -> list[ToolCallRecord]:
         params: dict[str, Any] = {
+            "p_tenant": lease.tenant,
             "p_queue": lease.queue,
             "p_now": lease.now,
             "p_limit": lease.limit,

@@ -20,7 +20,7 @@ from app.core.stored import Batch
 from app.store import changes
 from app.store.backend.base import Changed, ChangeWrite, Lease, NewRun, Row, Wake
 from app.store.changes import Answer, Change
-from app.store.lookups import calls_of_round, log_batches, run_by
+from app.store.lookups import calls_of_round, key_params, log_batches, run_by
 from app.store.queues import expired_event, leasable_calls, leased_event
 from app.store.records import NewEvent, NewToolCall, RunRecord, ToolCallRecord
 from app.store.rows import EventPlan, ledger_row, tool_row, webhook_payload, webhook_targets
@@ -111,7 +111,7 @@ class SqliteBackend:
             return Changed(None)
         record = await self._configured(conn, row)
         await self._write_events(conn, record, change.events, now, outbox=True)
-        await _write_rows(conn, record.id, change, now)
+        await _write_rows(conn, record, change, now)
         return Changed(record)
 
     async def _configured(
@@ -132,7 +132,7 @@ class SqliteBackend:
         insert = sqlite.insert(runs).values(dict(run.values))
         if run.values.get("idempotency_key") is not None:
             insert = insert.on_conflict_do_nothing(
-                index_elements=["idempotency_key"],
+                index_elements=["tenant_id", "idempotency_key"],
                 index_where=runs.c.idempotency_key.is_not(None),
             )
         async with self.engine.begin() as conn:
@@ -141,7 +141,11 @@ class SqliteBackend:
                 return Changed(None)
             await conn.execute(
                 run_configs.insert().values(
-                    run_id=row["id"], config=run.config, metadata=run.metadata, created_at=run.now
+                    run_id=row["id"],
+                    config=run.config,
+                    metadata=run.metadata,
+                    created_at=run.now,
+                    tenant_id=row["tenant_id"],
                 )
             )
             record = RunRecord.from_row({**row, "config": run.config, "metadata": run.metadata})
@@ -162,17 +166,23 @@ class SqliteBackend:
                 out.append(record)
         return out
 
-    async def run(self, key: str, value: str, *, with_log: bool) -> RunRecord | None:
+    async def run(
+        self, key: str, value: str, *, with_log: bool, tenant: str | None = None
+    ) -> RunRecord | None:
+        stmt, params = run_by(key, tenant is not None), key_params(value, tenant)
         async with self.engine.connect() as conn:
-            row = (await conn.execute(run_by(key), {"p_key": value})).mappings().first()
+            row = (await conn.execute(stmt, params)).mappings().first()
             if row is None:
                 return None
             log = await _log(conn, row["id"]) if with_log else None
         return RunRecord.from_row(row, log=log)
 
-    async def pending(self, key: str, value: str) -> tuple[RunRecord, list[ToolCallRecord]] | None:
+    async def pending(
+        self, key: str, value: str, *, tenant: str | None = None
+    ) -> tuple[RunRecord, list[ToolCallRecord]] | None:
+        stmt, params = run_by(key, tenant is not None), key_params(value, tenant)
         async with self.engine.connect() as conn:
-            row = (await conn.execute(run_by(key), {"p_key": value})).mappings().first()
+            row = (await conn.execute(stmt, params)).mappings().first()
             if row is None:
                 return None
             record = RunRecord.from_row(row)
@@ -193,6 +203,7 @@ class SqliteBackend:
     async def lease_calls(self, lease: Lease) -> list[ToolCallRecord]:
         """The lease in one transaction (BEGIN IMMEDIATE: writers are serialized)."""
         params = {
+            "p_tenant": lease.tenant,
             "p_queue": lease.queue,
             "p_now": lease.now,
             "p_limit": lease.limit,
@@ -261,7 +272,9 @@ class SqliteBackend:
         """The event rows, their ledger rows and (`outbox`) their outbox rows."""
         if not events:
             return
-        await _write_event_rows(conn, record.id, record.last_event_seq, events, now)
+        await _write_event_rows(
+            conn, record.id, record.last_event_seq, events, now, record.tenant_id
+        )
         plan = EventPlan.of(events)
         if not plan.webhooks or not outbox:
             return
@@ -289,7 +302,12 @@ class SqliteBackend:
 
 
 async def _write_event_rows(
-    conn: AsyncConnection, run_id: str, last_seq: int, events: Sequence[NewEvent], now: datetime
+    conn: AsyncConnection,
+    run_id: str,
+    last_seq: int,
+    events: Sequence[NewEvent],
+    now: datetime,
+    tenant: str | None = None,
 ) -> None:
     """The event rows ending at `last_seq`, and the usage-ledger rows of model calls."""
     first = last_seq - len(events) + 1
@@ -308,18 +326,25 @@ async def _write_event_rows(
         ],
     )
     plan = EventPlan.of(events)
+    owner = {} if tenant is None else {"tenant_id": tenant}  # (else the column's default)
     if plan.ledger:
         await conn.execute(
             model_calls.insert(),
-            [{"run_id": run_id, "created_at": now, **ledger_row(events[i])} for i in plan.ledger],
+            [
+                {"run_id": run_id, "created_at": now, **owner, **ledger_row(events[i])}
+                for i in plan.ledger
+            ],
         )
 
 
-async def _write_rows(conn: AsyncConnection, run_id: str, change: Change, now: datetime) -> None:
-    """A suspension's pending calls (replacing an earlier suspension's at that round),
-    submitted answers, the run's log batch; a change that `closes_calls`: its unanswered
-    calls leave their queue."""
-    await _write_calls(conn, run_id, change.tool_calls, change.round, now)
+async def _write_rows(
+    conn: AsyncConnection, record: RunRecord, change: Change, now: datetime
+) -> None:
+    """A suspension's pending calls (replacing an earlier suspension's at that round; of
+    the run's tenant), submitted answers, the run's log batch; a change that
+    `closes_calls`: its unanswered calls leave their queue."""
+    run_id = record.id
+    await _write_calls(conn, record, change.tool_calls, change.round, now)
     await _write_answers(conn, run_id, change.answers, now)
     await _write_batch(conn, run_id, change.snapshot.batch if change.snapshot else None)
     if change.closes_calls:
@@ -332,15 +357,19 @@ async def _write_rows(conn: AsyncConnection, run_id: str, change: Change, now: d
 
 async def _write_calls(
     conn: AsyncConnection,
-    run_id: str,
+    record: RunRecord,
     calls: Sequence[NewToolCall],
     round: int | None,
     now: datetime,
 ) -> None:
     if not calls:
         return
+    run_id, tenant = record.id, record.tenant_id
     await conn.execute(tc.delete().where(tc.c.run_id == run_id, tc.c.round == round))
-    await conn.execute(tc.insert(), [{"run_id": run_id, **tool_row(c, round, now)} for c in calls])
+    await conn.execute(
+        tc.insert(),
+        [{"run_id": run_id, "tenant_id": tenant, **tool_row(c, round, now)} for c in calls],
+    )
 
 
 async def _write_answers(

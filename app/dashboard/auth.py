@@ -19,6 +19,7 @@ from fastapi import Request
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from starlette.responses import Response
 
+from app.service.access import DEFAULT_TENANT, Principal, Role
 from app.service.keys import actor_of, key_matches
 from app.service.reads import RunReads
 
@@ -97,6 +98,17 @@ async def load_session(request: Request) -> Session:
         session = Session(None, secrets.token_urlsafe(32), fresh=True)
     request.state.dashboard_session = session
     return session
+
+
+async def dashboard_principal(request: Request) -> Principal:
+    """Who is signed in: their tenant decides which runs every page shows and every
+    action reaches. A key login (AGENTRUN_API_KEYS, open mode) is an admin of the default
+    tenant. `LoginRequired` when nobody is signed in."""
+    session = await load_session(request)
+    if session.actor is None:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        raise LoginRequired(target)
+    return Principal(DEFAULT_TENANT, Role.ADMIN, session.actor)
 
 
 def check_key(request: Request, presented: str) -> str | None:

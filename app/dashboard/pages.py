@@ -3,6 +3,7 @@ body the auto-refresh swaps, a run's detail and its change poll, and the overvie
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any, get_args
@@ -13,7 +14,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from app.core.lifecycle import TERMINAL, RunStatus, Transition, sources
 from app.dashboard import actions, present
-from app.dashboard.web import Session, error_page, now, reads_of, render, service_of
+from app.dashboard.web import Session, error_page, now, reads_of, render, service_of, tenant_of
 from app.service import conversations
 from app.service.errors import ServiceError
 from app.service.reads import RunReads
@@ -92,6 +93,7 @@ def listing(
 
 async def rows_of(request: Request, page: Listing) -> tuple[list[present.Row], str | None]:
     reads = reads_of(request)
+    page.filter = dataclasses.replace(page.filter, tenant=await tenant_of(request))
     try:
         records, next_cursor = await reads.runs_page(
             page.filter, limit=PAGE_SIZE, cursor=page.cursor
@@ -130,7 +132,7 @@ async def listing_context(
         "rows": rows,
         "next_cursor": next_cursor,
         "statuses": [s.value for s in RunStatus],
-        "counts": await reads_of(request).count_by_status(),
+        "counts": await reads_of(request).count_by_status(await tenant_of(request)),
         "now": now(),
     }
 
@@ -185,7 +187,8 @@ async def continued_by(reads: RunReads, run_id: str, shown: list[Any]) -> list[s
 async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
     """Everything run.html shows; the action route renders it too, with its errors."""
     reads = reads_of(request)
-    view = await service_of(request).get_run(run_id, with_log=True)
+    tenant = await tenant_of(request)
+    view = await service_of(request).get_run(run_id, with_log=True, tenant=tenant)
     r = view.record
     events = await reads.events(run_id, limit=TIMELINE_EVENTS)
     messages, state_error = present.conversation(r)
@@ -245,7 +248,7 @@ async def run_page(
 @router.get("/runs/{run_id}/poll")
 async def run_poll(request: Request, run_id: str, _: Session, v: int = 0, seq: int = 0) -> Response:
     """204 while nothing changed; otherwise tells htmx to reload the page."""
-    record = await reads_of(request).run(run_id)
+    record = await reads_of(request).run(run_id, await tenant_of(request))
     if record is None or (record.version, record.last_event_seq) != (v, seq):
         return Response(status_code=200, headers={"HX-Refresh": "true"})
     return Response(status_code=204)
@@ -257,7 +260,7 @@ async def run_poll(request: Request, run_id: str, _: Session, v: int = 0, seq: i
 @router.get("/overview", response_class=HTMLResponse)
 async def overview(request: Request, session: Session) -> HTMLResponse:
     t = now()
-    o = await reads_of(request).overview(t)
+    o = await reads_of(request).overview(t, await tenant_of(request))
     per_minute = [(str(i), n) for i, n in enumerate(o.activity.completed_per_minute)]
     return await render(
         request,

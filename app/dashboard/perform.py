@@ -28,7 +28,7 @@ from app.dashboard.actions import (
     SubmitToolResults,
 )
 from app.dashboard.pages import detail_context
-from app.dashboard.web import Form, Session, error_page, redirect, render, service_of
+from app.dashboard.web import Form, Session, error_page, redirect, render, service_of, tenant_of
 from app.service import operator
 from app.service.errors import ServiceError
 from app.service.runs import RunService
@@ -48,19 +48,21 @@ def shown_errors(name: str, context: dict[str, Any]) -> set[str]:
     return set()
 
 
-async def perform(service: RunService, run_id: str, action: Action, actor: str) -> None:
+async def perform(
+    service: RunService, run_id: str, action: Action, actor: str, tenant: str | None = None
+) -> None:
     """The service call of each action; a refusal raises `ServiceError`."""
     match action:
         case Cancel():
-            await service.cancel(run_id, actor=actor)
+            await service.cancel(run_id, actor=actor, tenant=tenant)
         case SubmitToolResults(body=body):
-            await operator.submit_tool_results(service, run_id, body, actor)
+            await operator.submit_tool_results(service, run_id, body, actor, tenant)
         case Resolve(body=body):
-            await service.resolve(run_id, body, actor=actor)
+            await service.resolve(run_id, body, actor=actor, tenant=tenant)
         case ExtendExpiry(seconds=seconds):
-            await operator.extend_expiry(service, run_id, seconds, actor)
+            await operator.extend_expiry(service, run_id, seconds, actor, tenant)
         case Retry():
-            await operator.retry_run(service, run_id, actor)
+            await operator.retry_run(service, run_id, actor, tenant)
         case _:
             assert_never(action)
 
@@ -107,8 +109,9 @@ async def run_action(
     service = service_of(request)
     actor = session.actor
     assert actor is not None
+    tenant = await tenant_of(request)
     try:
-        view = await service.get_run(run_id)
+        view = await service.get_run(run_id, tenant=tenant)
     except ServiceError as exc:
         return await error_page(request, exc.detail, exc.status)
     parsed = parse(form, view)
@@ -123,7 +126,7 @@ async def run_action(
         }
         return await render(request, "confirm.html", context, session=session)
     try:
-        await perform(service, run_id, parsed, actor)
+        await perform(service, run_id, parsed, actor, tenant)
     except ServiceError as exc:
         return await refused(request, run_id, session, exc)
     return redirect(f"/admin/runs/{run_id}?done={parsed.name}")

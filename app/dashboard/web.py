@@ -65,6 +65,11 @@ Session = Annotated[auth.Session, Depends(logged_in)]
 Form = Annotated[FormData, Depends(checked_form)]
 
 
+async def tenant_of(request: Request) -> str:
+    """The signed-in principal's tenant: the only runs its pages show and act on."""
+    return (await auth.dashboard_principal(request)).tenant
+
+
 def service_of(request: Request) -> RunService:
     service: RunService = request.app.state.service
     return service

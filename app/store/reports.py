@@ -73,10 +73,10 @@ class BadCursor(ValueError):
 @dataclass(frozen=True, slots=True)
 class RunFilter:
     status: RunStatus | None = RunStatus.REQUIRES_ACTION
-    tenant: str | None = None  # whose runs (None: every tenant's)
     provider: str | None = None
     meta_key: str | None = None
     meta_value: str | None = None
+    tenant: str | None = None  # whose runs (None: every tenant's)
 
     @property
     def ascending(self) -> bool:

@@ -10,7 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
+from app.service.access import DEFAULT_TENANT
 from app.settings import Settings
+from app.store.queues import bell_of
 from app.store.runs import RunStore
 from tests.api.test_runs_api import assert_problem, body, suspend
 from tests.metrics_support import sample
@@ -115,7 +117,7 @@ async def test_a_long_poll_answers_when_calls_arrive(
 ) -> None:
     waiting = asyncio.ensure_future(lease(client, wait=20))
     queues = client.app.state.queues  # type: ignore[attr-defined]
-    while not queues.bell.waiting("q"):
+    while not queues.bell.waiting(bell_of(DEFAULT_TENANT, "q")):
         await asyncio.sleep(0.01)
     run = await suspend(client, store, tool_queue="q")
     calls = await asyncio.wait_for(waiting, 10)

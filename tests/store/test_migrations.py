@@ -19,6 +19,8 @@ from alembic import command
 from app.core import AgentRun
 from app.core.lifecycle import RunStatus
 from app.core.types import USAGE_FIELDS
+from app.service.access import DEFAULT_TENANT
+from app.service.errors import RunNotFound
 from app.service.runs import RunService
 from app.service.schemas import ToolResultsIn
 from app.store import reports
@@ -33,6 +35,8 @@ from tests.conftest import fresh_database, make_settings
 from tests.helpers import drive_once, results_for, run_body, suspended_run
 
 TEXT_ONLY = {"provider": "scripted", "name": "demo", "script": [{"text": "done"}]}
+#: A range that holds every call the tests make.
+DAY = (datetime.now(UTC) - timedelta(days=1), datetime.now(UTC) + timedelta(days=1))
 
 
 def test_models_and_migrations_do_not_drift(database_url: str) -> None:
@@ -227,3 +231,88 @@ async def test_0011_moves_daily_usage_into_hourly_rollups_and_back(own_database:
     engine.dispose()
     assert [(str(d)[:10], s, n) for d, s, n in rows] == [(str(earlier), "failed", 4)]
     upgrade_to_head(own_database)
+
+
+# --- 0013: runs belong to tenants ----------------------------------------------------------
+
+
+async def test_runs_stored_before_0013_land_in_the_default_tenant_and_complete(
+    own_database: str,
+) -> None:
+    """Runs queued, suspended and partly answered, a completed and folded run and an
+    idempotent one, stored under revision 0012 (no tenant anywhere), are the default
+    tenant's after 0013: found by its scoped reads (and by no other tenant's), counted in
+    its rollups, their idempotency key still replays, and they complete."""
+    settings = make_settings(own_database)
+    store = RunStore(create_async_engine(own_database))
+    service = RunService(store, settings)
+    done, _ = await service.create_run(run_body(model=TEXT_ONLY))
+    assert await drive_once(store, settings) == RunStatus.COMPLETED
+    assert await fold(store.engine) == 1
+    suspended = [await suspended_run(service, tool_queue=q) for q in (None, "gpu")]
+    partly = suspended[0]
+    await service.submit_tool_results(
+        ToolResultsIn.model_validate(
+            {"results": [{"tool_call_id": partly.pending[0].call_id, "output": "3"}]}
+        ),
+        run_id=partly.record.id,
+    )
+    queued, _ = await service.create_run(run_body(), idempotency_key="before-tenants")
+    usage = await store.usage_totals(*DAY)
+    await store.aclose()
+
+    command.downgrade(alembic_config(own_database), "0012")
+    engine = create_engine_sync(sync_url(own_database))
+    with engine.connect() as conn:
+        for table in ("runs", "run_configs", "tool_calls", "model_calls", "usage_hourly"):
+            columns = {c["name"] for c in sa.inspect(conn).get_columns(table)}
+            assert "tenant_id" not in columns, table
+    engine.dispose()
+
+    upgrade_to_head(own_database)
+    store = RunStore(create_async_engine(own_database))
+    service = RunService(store, settings)
+    ids = [v.record.id for v in (done, *suspended, queued)]
+    try:
+        for run_id in ids:
+            assert (await service.get_run(run_id, tenant=DEFAULT_TENANT)).record.id == run_id
+            with pytest.raises(RunNotFound):
+                await service.get_run(run_id, tenant="acme")
+        listed, _ = await service.list_runs(
+            status=None, limit=10, cursor=None, tenant=DEFAULT_TENANT
+        )
+        assert {v.record.id for v in listed} == set(ids)
+        assert (await service.list_runs(status=None, limit=10, cursor=None, tenant="acme"))[0] == []
+        assert await store.usage_totals(*DAY, tenant=DEFAULT_TENANT) == usage
+        assert (await store.usage_totals(*DAY, tenant="acme"))["calls"] == 0
+        assert await store.count_by_status(DEFAULT_TENANT) == {
+            "completed": 1,
+            "requires_action": 2,
+            "queued": 1,
+        }
+        replay, created = await service.create_run(run_body(), idempotency_key="before-tenants")
+        assert not created and replay.record.id == queued.record.id
+        # The queued call is the default tenant's `gpu` queue's (and no other tenant's).
+        now = datetime.now(UTC)
+        later = now + timedelta(seconds=30)
+        assert await store.lease_calls("gpu", "ex", now, later, 9, "acme") == []
+        leased = await store.lease_calls("gpu", "ex", now, later, 9, DEFAULT_TENANT)
+        assert {c.run_id for c in leased} == {suspended[1].record.id}
+        for view in suspended:
+            current = await service.get_run(view.record.id, tenant=DEFAULT_TENANT)
+            await service.submit_tool_results(
+                results_for(current), run_id=view.record.id, tenant=DEFAULT_TENANT
+            )
+        for _ in range(3):
+            await drive_once(store, settings)
+        await service.submit_tool_results(
+            results_for(await service.get_run(queued.record.id)), run_id=queued.record.id
+        )
+        await drive_once(store, settings)
+        for run_id in ids:
+            record = (await service.get_run(run_id, tenant=DEFAULT_TENANT)).record
+            assert record.status == RunStatus.COMPLETED and record.tenant_id == DEFAULT_TENANT
+        await fold(store.engine)
+        assert await store.count_by_status(DEFAULT_TENANT) == {"completed": 4}
+    finally:
+        await store.aclose()

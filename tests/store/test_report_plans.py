@@ -78,13 +78,16 @@ SELECT id, 4, 'run.completed', 'msg_' || id, 'http://127.0.0.1:9/', '{{}}', 'del
 FROM runs WHERE status IN ('completed', 'failed');
 INSERT INTO webhook_attempts (outbox_id, attempt, status_code, latency_ms, created_at)
 SELECT id, 1, 200, 5, created_at FROM webhook_outbox;
-INSERT INTO usage_hourly
-SELECT h, 'scripted', 'demo', 'completed', 100, 0, 10000, 2000, 0, 0, 12000, 0.1
+INSERT INTO usage_hourly (hour, provider, model, run_status, calls, failed_calls, input_tokens,
+                          output_tokens, cached_input_tokens, reasoning_tokens, total_tokens,
+                          cost_usd, tenant_id)
+SELECT h, 'scripted', 'demo', 'completed', 100, 0, 10000, 2000, 0, 0, 12000, 0.1, 'default'
 FROM generate_series(timestamptz '{NOW.isoformat()}' - interval '60 days',
                      timestamptz '{NOW.isoformat()}', interval '1 hour') h;
-INSERT INTO run_counts VALUES ('completed', {DONE - UNFOLDED_N}), ('failed', {FAILED});
-INSERT INTO run_endings
-SELECT m, 'completed', 1
+INSERT INTO run_counts (status, runs, tenant_id)
+VALUES ('completed', {DONE - UNFOLDED_N}, 'default'), ('failed', {FAILED}, 'default');
+INSERT INTO run_endings (minute, status, runs, tenant_id)
+SELECT m, 'completed', 1, 'default'
 FROM generate_series(timestamptz '{NOW.isoformat()}' - interval '1 day',
                      timestamptz '{NOW.isoformat()}', interval '1 minute') m;
 ANALYZE;
@@ -142,7 +145,12 @@ async def test_api_lists_of_each_status_read_a_page(
     store: RunStore, seeded: str, status: Any
 ) -> None:
     for paged in (False, True):
-        values = {"p_limit": PAGE + 1, "p_created": NOW - timedelta(days=3), "p_id": "r9"}
+        values = {
+            "p_limit": PAGE + 1,
+            "p_created": NOW - timedelta(days=3),
+            "p_id": "r9",
+            "p_tenant": "default",  # (the API lists one tenant's runs)
+        }
         stmt = lookups.list_runs(status, paged)
         plan = await generic_plan(seeded, compile_statement(stmt, store.engine.dialect), values)
         assert "Seq Scan" not in plan, plan
@@ -160,7 +168,9 @@ async def test_dashboard_pages_twenty_deep_read_about_a_page(
     """Oldest first for waiting statuses, newest first otherwise; with a metadata filter
     (one run in ten matches) too: each page reads its own runs, not those before it."""
     for meta in (None, "a"):
-        f = RunFilter(status=status, meta_key="team" if meta else None, meta_value=meta)
+        f = RunFilter(
+            status=status, meta_key="team" if meta else None, meta_value=meta, tenant="default"
+        )
         cursor = None
         for _ in range(20):
             records, cursor = await reports.page_of_runs(store.engine, f, limit=PAGE, cursor=cursor)
@@ -182,12 +192,12 @@ async def test_counts_depth_suspended_activity_and_usage_read_indexes_and_rollup
 ) -> None:
     month = (NOW - timedelta(days=30, minutes=17), NOW - timedelta(minutes=3))
     for stmt in (  # (aggregates: sorts of groups, bounded by the runs not folded)
-        reports.counts_query(),
+        *[reports.counts_query(t) for t in (None, "default")],
         reports.depth_query(NOW),
-        reports.suspended_query(),
-        reports.activity_query(NOW - timedelta(minutes=59)),
-        usage_query(*month),
-        usage_query(NOW - timedelta(days=1), NOW),
+        *[reports.suspended_query(t) for t in (None, "default")],
+        *[reports.activity_query(NOW - timedelta(minutes=59), t) for t in (None, "default")],
+        *[usage_query(*month, t) for t in (None, "default")],
+        *[usage_query(NOW - timedelta(days=1), NOW, t) for t in (None, "default")],
     ):
         assert_flat(await explain(seeded, literal(stmt)), sort_rows=2 * (SUSPENDED + UNFOLDED_N))
 
@@ -203,7 +213,7 @@ async def test_the_fold_and_the_retention_sweep_read_by_index(seeded: str) -> No
         ),
         model_calls.update().where(model_calls.c.run_id.in_(ids)).values(folded=True),
         runs.update().where(picked).values(counted_as=runs.c.status),
-        *[due_query(s, NOW - timedelta(days=25), 200, True) for s in ENDED_VALUES],
+        *[due_query("default", s, NOW - timedelta(days=25), 200, True) for s in ENDED_VALUES],
         *[t.delete().where(t.c.run_id.in_(ids)) for t in RUN_ROWS],
         runs.delete().where(picked),
     ]

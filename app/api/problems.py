@@ -184,7 +184,11 @@ def install(app: FastAPI) -> None:
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
         if any(e.get("type") == "json_invalid" for e in errors):
-            return problem("malformed-json", "the request body is not valid JSON")
+            return problem(
+                "malformed-json",
+                "the request body is not valid JSON",
+                instance=request.url.path,
+            )
         clean = [_error(e) for e in errors]
         first = clean[0] if clean else {"loc": [], "msg": "invalid"}
         where = ".".join(str(p) for p in first["loc"][1:]) or "body"
@@ -211,7 +215,11 @@ def install(app: FastAPI) -> None:
         if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
             # FastAPI's JSON parser refused it past json.JSONDecodeError: bytes that are
             # not UTF-8, an integer longer than int()'s digit limit.
-            return problem("malformed-json", "the request body is not valid JSON")
+            return problem(
+                "malformed-json",
+                "the request body is not valid JSON",
+                instance=request.url.path,
+            )
         code = {
             401: "unauthorized",
             404: "not-found",

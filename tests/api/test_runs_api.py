@@ -260,6 +260,7 @@ async def test_malformed_json_is_400(client: httpx.AsyncClient, content: bytes, 
         path, content=content, headers={"content-type": "application/json"}
     )
     assert_problem(response, 400, "malformed-json")
+    assert response.json()["instance"] == path
 
 
 @pytest.mark.parametrize(

@@ -179,14 +179,27 @@ def _document_access(operation: dict[str, Any], permission: Permission) -> None:
     answers.setdefault("403", {"description": responses(403)[403]["description"]})
 
 
+def _api_routes(app: FastAPI) -> list[Any]:
+    """The app's API routes in the schema, with their full paths. FastAPI ≥ 0.16x keeps an
+    included router as one entry of `app.routes` (an `_IncludedRouter`); its routes are
+    reached through `iter_route_contexts`, each with the router's prefix applied."""
+    try:
+        from fastapi.routing import iter_route_contexts
+    except ImportError:  # older FastAPI: included routes are copied into app.routes
+        return [r for r in app.routes if isinstance(r, APIRoute) and r.include_in_schema]
+    return [
+        context
+        for context in iter_route_contexts(app.routes)
+        if isinstance(context.original_route, APIRoute) and context.include_in_schema
+    ]
+
+
 def build(app: FastAPI) -> dict[str, Any]:
     schema = get_openapi(
         title=app.title, version=app.version, description=app.description, routes=app.routes
     )
     paths: dict[str, Any] = schema.get("paths", {})
-    for route in app.routes:
-        if not isinstance(route, APIRoute) or not route.include_in_schema:
-            continue
+    for route in _api_routes(app):
         permission = permission_of(route.dependant)
         if permission is None or route.path_format not in paths:
             continue

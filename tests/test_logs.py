@@ -46,6 +46,8 @@ SETTINGS = SimpleNamespace(
         ("POST http://h/v1/callbacks/Zm9vYmFyYmF6cXV4_-0/tool-results", "Zm9vYmFyYmF6cXV4_-0"),
         ("GET /hook?token=t0k3nvalue&x=1", "t0k3nvalue"),
         ("api_key=abcd1234", "abcd1234"),
+        ("GET /v1/runs/r/events?access_token=arb_eyJ0Ijoi.Sig-_0&after=2", "eyJ0Ijoi.Sig-_0"),
+        ("token arb_eyJ0IjoiZGVmYXVsdCJ9.aBc-d_E refused", "eyJ0IjoiZGVmYXVsdCJ9.aBc-d_E"),
     ],
 )
 def test_secrets_are_recognised_by_their_shape(text: str, secret: str) -> None:

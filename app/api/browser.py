@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Request, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from app.api.problems import responses
 from app.api.routes import AUTH, REFERENCE, RunId, Service, json_body
@@ -15,6 +15,7 @@ from app.api.security import ACCESS_TOKEN, authorize, browser_tokens
 from app.service.access import Permission, Principal
 from app.service.browser_tokens import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS
 from app.service.schemas import Body as StrictBody
+from app.service.schemas import integral
 from app.timestamps import Timestamp
 
 router = APIRouter(prefix="/v1", tags=["runs"])
@@ -23,13 +24,16 @@ Minter = Annotated[Principal, Depends(authorize(Permission.BROWSER_TOKENS_CREATE
 
 
 class BrowserTokenIn(StrictBody):
-    ttl_seconds: int = Field(
-        default=DEFAULT_TTL_SECONDS,
-        ge=1,
-        le=MAX_TTL_SECONDS,
-        strict=True,
-        description="how long the token is valid, in seconds",
-    )
+    ttl_seconds: Annotated[
+        int,
+        Field(
+            ge=1,
+            le=MAX_TTL_SECONDS,
+            strict=True,
+            description="how long the token is valid, in seconds",
+        ),
+        BeforeValidator(integral),  # JSON's 900.0 is the integer 900; 1.5 stays refused
+    ] = DEFAULT_TTL_SECONDS
 
 
 class BrowserTokenOut(BaseModel):

@@ -221,7 +221,7 @@ async def test_minting_takes_no_body_or_a_ttl_and_needs_an_existing_run(
     run_id = await new_run(client)
     without_body = await client.post(f"/v1/runs/{run_id}/browser-tokens")
     assert without_body.status_code == 201, without_body.text
-    day = await mint(client, run_id, ttl_seconds=MAX_TTL_SECONDS)
+    day = await mint(client, run_id, ttl_seconds=float(MAX_TTL_SECONDS))  # JSON's 86400.0
     expires = datetime.fromisoformat(day["expires_at"].replace("Z", "+00:00"))
     assert abs((expires - datetime.now(UTC)).total_seconds() - MAX_TTL_SECONDS) < 5
     missing = await client.post("/v1/runs/run_missing/browser-tokens", json={})

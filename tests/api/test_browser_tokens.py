@@ -25,8 +25,10 @@ from app.service.browser_tokens import (
 from app.service.reads import RunReads
 from app.settings import Settings
 from tests.api.conftest import KEY
+from tests.api.sse_client import read_events
 from tests.conftest import make_settings
 from tests.helpers import api_client, run_body
+from tests.mocks.uvicorn_thread import serve_in_thread
 
 #: The operations a browser token may call, as (method, path).
 READS = {
@@ -103,6 +105,42 @@ async def test_a_token_reads_its_runs_events_wait_and_messages(
             )
             assert messages.status_code == 200, messages.text
             assert "add 1+2" in messages.text
+
+
+def test_a_token_streams_its_run_live_to_the_end(database_url: str, store: object) -> None:
+    """The stream as an EventSource reads it: `?access_token=`, no header, until the run
+    has ended (a real server with workers: the run suspends, is answered, completes)."""
+    settings = make_settings(database_url, api_keys=KEY)
+    admin_headers = {"Authorization": f"Bearer {KEY}"}
+    with (
+        serve_in_thread(create_app(settings, worker_slots=2)) as base,
+        httpx.Client(base_url=base, headers=admin_headers, timeout=30) as admin,
+        httpx.Client(base_url=base, timeout=30) as browser,
+    ):
+        run_id = admin.post("/v1/runs", json=run_body().model_dump(mode="json")).json()["id"]
+        minted = admin.post(f"/v1/runs/{run_id}/browser-tokens", json={"ttl_seconds": 60})
+        stream = {"Accept": "text/event-stream"}
+        seen: list[str] = []
+        url = f"/v1/runs/{run_id}/events"
+        with browser.stream(
+            "GET", url, params={ACCESS_TOKEN: minted.json()["token"]}, headers=stream
+        ) as response:
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("text/event-stream")
+            for event in read_events(response):
+                seen.append(event["event"])
+                if event["event"] == "run.requires_action":
+                    calls = admin.get(f"/v1/runs/{run_id}").json()["required_action"]
+                    results = [
+                        {"tool_call_id": c["id"], "output": str(sum(c["arguments"].values()))}
+                        for c in calls["tool_calls"]
+                    ]
+                    answered = admin.post(
+                        f"/v1/runs/{run_id}/tool-results", json={"results": results}
+                    )
+                    assert answered.status_code == 200, answered.text
+    assert seen[0] == "run.created" and seen[-1] == "run.completed"
+    assert "run.resumed" in seen
 
 
 def _operations(app: Any) -> list[tuple[str, str, dict[str, Any]]]:

@@ -129,8 +129,17 @@ def test_an_access_log_line_keeps_the_path_but_not_a_browser_token() -> None:
     token = "arb_eyJ0IjoiZGVmYXVsdCIsInIiOiJydW5feCJ9.c2lnbmF0dXJl-_x"
     path = f"/v1/runs/run_x/events?after=3&access_token={token}"
     access = logging.getLogger("uvicorn.access")
-    access.info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5000", "GET", path, "1.1", 200)
-    access.info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5000", "GET", f"/x?t={token}", "1.1", 401)
+    # As uvicorn leaves it for an access log (an earlier in-process server may have set
+    # it to warning, or disabled it).
+    level, disabled = access.level, access.disabled
+    access.setLevel(logging.INFO)
+    access.disabled = False
+    try:
+        access.info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5000", "GET", path, "1.1", 200)
+        access.info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5", "GET", f"/x?t={token}", "1.1", 401)
+    finally:
+        access.setLevel(level)
+        access.disabled = disabled
     out = stream.getvalue()
     assert "/v1/runs/run_x/events?after=3&access_token=" in out
     assert token not in out and token.partition(".")[2] not in out

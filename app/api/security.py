@@ -120,8 +120,7 @@ async def authenticate(request: Request, query_token: str | None = None) -> Prin
     presented = bearer_of(request)
     if presented is None and query_token:
         if not is_browser_token(query_token):
-            check_throttle(request)
-            request.app.state.auth_throttle.failed(client_address(request))
+            request.app.state.auth_throttle.failed(check_throttle(request))
             raise BrowserTokenInvalid(
                 f"`{ACCESS_TOKEN}` takes a browser token only; send an API key as "
                 "`Authorization: Bearer <key>`"

@@ -25,6 +25,13 @@ CATALOGUE: dict[str, tuple[int, str, str]] = {
         "Unauthorized",
         "A valid `Authorization: Bearer <key>` header is required.",
     ),
+    "browser-token-invalid": (
+        401,
+        "Browser token invalid or expired",
+        "The browser token (`Authorization: Bearer arb_…` or `?access_token=`) has expired, "
+        "was altered, or was not made by this service; `?access_token=` takes browser "
+        "tokens only. Mint a new one: `POST /v1/runs/{run_id}/browser-tokens`.",
+    ),
     "forbidden": (
         403,
         "Permission missing",

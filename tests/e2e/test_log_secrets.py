@@ -1,7 +1,8 @@
 """No secret reaches a log: real `agentrun api` and `agentrun worker` processes, configured
 with every kind of secret, take a run through a suspension, a PostgreSQL outage (a private
-cluster, stopped and started again), failing webhook deliveries and a callback; then both
-logs are read for each secret."""
+cluster, stopped and started again), failing webhook deliveries, a callback and a browser
+token used in `?access_token=` (also refused: altered, on another route); then both logs
+are read for each secret."""
 
 from __future__ import annotations
 
@@ -61,6 +62,8 @@ def test_logs_hold_no_secret_after_an_outage_and_error_paths(tmp_path: Path) -> 
             headers={"Authorization": f"Bearer {API_KEY}"},
             timeout=10,
         )
+        browser = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)  # no key
+        browser_token = "not minted"
         try:
             wait_until(lambda: _ready(client), 30, "the API to become ready")
             closed = free_port()  # nothing listens there: every delivery fails
@@ -85,11 +88,25 @@ def test_logs_hold_no_secret_after_an_outage_and_error_paths(tmp_path: Path) -> 
             callback = action["callback_url"]
             token = callback.split("/callbacks/")[1].split("/")[0]
             call_id = action["tool_calls"][0]["id"]
+            minted = client.post(f"/v1/runs/{run_id}/browser-tokens", json={})
+            assert minted.status_code == 201, minted.text
+            browser_token = minted.json()["token"]
+            as_browser = f"/v1/runs/{run_id}/events?access_token={browser_token}"
+            assert browser.get(as_browser).status_code == 200
+            altered = browser.get(f"{as_browser[:-3]}xyz")
+            assert altered.status_code == 401, altered.text
+            elsewhere = browser.post(
+                f"/v1/runs/{run_id}/cancel", headers={"Authorization": f"Bearer {browser_token}"}
+            )
+            assert elsewhere.status_code == 403, elsewhere.text
 
             pg.stop()
             for _ in range(3):  # requests during the outage take the error paths
                 _request(client, "GET", f"/v1/runs/{run_id}")
                 _request(client, "POST", "/v1/runs", json={"prompt": "x", "model": _script()})
+                _request(
+                    browser, "GET", f"/v1/runs/{run_id}/wait?timeout=0&access_token={browser_token}"
+                )
             wait_until(lambda: b"Traceback" in logs[1].read_bytes(), 20, "the worker to log")
             pg.start()
 
@@ -108,6 +125,7 @@ def test_logs_hold_no_secret_after_an_outage_and_error_paths(tmp_path: Path) -> 
             )
         finally:
             client.close()
+            browser.close()
             stop(api)
             stop(worker)
 
@@ -115,7 +133,13 @@ def test_logs_hold_no_secret_after_an_outage_and_error_paths(tmp_path: Path) -> 
         assert "Traceback" in text, "the outage left no traceback: the check would prove nothing"
         leaked = {
             name: value
-            for name, value in {**SECRETS, "database password": pg.password, "token": token}.items()
+            for name, value in {
+                **SECRETS,
+                "database password": pg.password,
+                "token": token,
+                "browser token": browser_token,
+                "browser token's signature": browser_token.rpartition(".")[2],
+            }.items()
             if value in text
         }
         assert not leaked, f"secrets in the logs: {sorted(leaked)}"

@@ -1,5 +1,5 @@
-"""Logging in with an API key (throttled per address, like the API's bearer keys) and
-logging out."""
+"""Logging in as a person (username and password) or with an API key, both throttled
+per address like the API's bearer keys, and logging out."""
 
 from __future__ import annotations
 
@@ -31,17 +31,18 @@ def safe_next(target: str | None) -> str:
 
 @router.get("/login", response_class=HTMLResponse)
 async def login_page(request: Request, next: str | None = None) -> HTMLResponse:
-    return await render(request, "login.html", {"next": safe_next(next), "error": None})
+    context = {"next": safe_next(next), "error": None, "username": ""}
+    return await render(request, "login.html", context)
 
 
 @router.post("/login", response_class=HTMLResponse)
 async def login(request: Request, form: Form) -> Response:
-    key = str(form.get("api_key") or "")
+    """A person's username and password (the form's first part), or an API key."""
     target = safe_next(str(form.get("next") or ""))
     throttle = request.app.state.auth_throttle
     address = client_address(request)
     wait = throttle.retry_after(address)
-    if wait is not None:  # refused before the key is compared
+    if wait is not None:  # refused before anything is compared
         seconds = math.ceil(wait)
         page = await render(
             request,
@@ -51,22 +52,28 @@ async def login(request: Request, form: Form) -> Response:
         )
         page.headers["Retry-After"] = str(seconds)
         return page
-    actor = auth.check_key(request, key)
-    if actor is None:
+    username = form.get("username")
+    if isinstance(username, str) and username.strip():
+        password = form.get("password")
+        password = password if isinstance(password, str) else ""
+        session = await auth.check_person(request, username, password)
+        error = "That username and password do not match an active account."
+    else:
+        principal = await auth.check_key(request, str(form.get("api_key") or ""))
+        session = None if principal is None else auth.new_login(principal)
+        error = "That API key is not valid."
+    if session is None:
         throttle.failed(address)
-        return await render(
-            request,
-            "login.html",
-            {"next": target, "error": "That API key is not valid."},
-            status_code=401,
-        )
+        context = {"next": target, "error": error, "username": username or ""}
+        return await render(request, "login.html", context, status_code=401)
     response = redirect(target)
-    await auth.write_session(request, response, auth.new_login(actor))
+    await auth.write_session(request, response, session)
     return response
 
 
 @router.post("/logout")
-async def logout(_: Session, form: Form) -> Response:
+async def logout(request: Request, session: Session, form: Form) -> Response:
+    """Ends the session: a person's is revoked in the database, not only forgotten."""
     response = redirect("/admin/login")
-    auth.clear_session(response)
+    await auth.end_session(request, response, session)
     return response

@@ -83,6 +83,7 @@ async def test_a_person_signs_in_and_their_actions_name_them(
         assert PASSWORD not in cookie
         page = await alice.get(f"/admin/runs/{run_id}")
         assert 'id="tool-results-form"' in page.text and 'id="cancel-form"' in page.text
+        assert "/callbacks/" in page.text
         body = results_for(view)
         fields = {"count": str(len(body.results))}
         for i, r in enumerate(body.results):
@@ -126,6 +127,7 @@ async def test_a_viewer_sees_no_actions_and_every_post_is_refused(
             assert page.status_code == 200
             assert '<form method="post" action="/admin/runs/' not in page.text
             assert 'id="read-only"' in page.text
+            assert "/callbacks/" not in page.text  # the callback URL would let her answer
         before = {r: await snapshot(service.store, r) for r in (suspended, parked, failed)}
         for verb in actions.KINDS:
             for run_id in (suspended, parked, failed):

@@ -66,6 +66,9 @@ async def login(request: Request, form: Form) -> Response:
         throttle.failed(address)
         context = {"next": target, "error": error, "username": username or ""}
         return await render(request, "login.html", context, status_code=401)
+    before = await auth.load_session(request)
+    if before.secret is not None:  # signing in again ends the session signed in before
+        await auth.operators_of(request).sign_out(before.secret)
     response = redirect(target)
     await auth.write_session(request, response, session)
     return response

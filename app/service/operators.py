@@ -192,6 +192,7 @@ class OperatorService:
         return [_account(r) for r in await self.accounts.list_accounts(tenant, datetime.now(UTC))]
 
     async def get(self, username: str) -> Account:
+        """One account (its `active_sessions` not counted: `sessions` lists them)."""
         return _account(await self._record(username))
 
     async def disable(self, username: str) -> int:
@@ -246,6 +247,8 @@ class OperatorService:
             return None
         if not await asyncio.to_thread(self._verify, record.password_hash, password):
             return None
+        if not await self.accounts.tenant_enabled(record.tenant_id):
+            return None
         if self.hasher.check_needs_rehash(record.password_hash):
             hashed = await asyncio.to_thread(self.hasher.hash, password)
             await self.accounts.update(record.username, password_hash=hashed)
@@ -255,8 +258,8 @@ class OperatorService:
         await self.accounts.start_session(
             id=session_id(secret), operator_id=record.id, now=now, expires_at=expires
         )
-        # The session may still be refused at once: its tenant disabled (checked per request).
-        return SignedIn(secret, _principal(record.tenant_id, record.role, record.username), expires)
+        principal = _principal(record.tenant_id, record.role, record.username)
+        return SignedIn(secret, principal, expires)
 
     async def principal(self, secret: str) -> Principal | None:
         """Who the session of `secret` is, while it stands."""

@@ -164,6 +164,12 @@ class OperatorAccounts:
             rows = (await conn.execute(stmt)).all()
         return [_operator(r, int(r.live)) for r in rows]
 
+    async def tenant_enabled(self, tenant_id: str) -> bool:
+        stmt = sa.select(tenants.c.disabled_at).where(tenants.c.id == tenant_id)
+        async with self.backend.reader() as conn:
+            row = (await conn.execute(stmt)).first()
+        return row is not None and row.disabled_at is None
+
     async def update(self, username: str, **values: Any) -> bool:
         """Set columns of one account (`disabled_at`, `password_hash`, `role`); whether
         it exists."""

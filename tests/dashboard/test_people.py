@@ -186,6 +186,20 @@ async def test_a_role_change_applies_on_the_next_request(
     assert (events[-1].type, events[-1].actor) == ("run.cancelled", "user:alice")
 
 
+async def test_signing_in_again_ends_the_session_before(
+    app: FastAPI, people: OperatorService
+) -> None:
+    await person(people, "alice")
+    await person(people, "bob", role="viewer")
+    async with browser(app) as shared:
+        await signed_in(shared, "alice")
+        await signed_in(shared, "bob")
+        home = await shared.get("/admin")
+        assert "<code>user:bob</code>" in home.text
+    counts = {a.username: a.active_sessions for a in await people.list_accounts()}
+    assert counts == {"alice": 0, "bob": 1}
+
+
 async def test_logging_out_revokes_the_stored_session(
     app: FastAPI, people: OperatorService
 ) -> None:

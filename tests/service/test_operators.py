@@ -156,6 +156,7 @@ async def test_a_disabled_tenant_signs_its_people_out(
     assert signed is not None
     await set_tenant_disabled(store, TENANT, True)
     assert await people.principal(signed.secret) is None
+    assert await people.sign_in("alice", PASSWORD) is None  # nor can they sign in
     await set_tenant_disabled(store, TENANT, False)
     assert await people.principal(signed.secret) is not None
 

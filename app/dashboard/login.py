@@ -4,6 +4,7 @@ per address like the API's bearer keys, and logging out."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
@@ -29,10 +30,17 @@ def safe_next(target: str | None) -> str:
     return target
 
 
+async def with_key_login(request: Request, context: dict[str, Any]) -> dict[str, Any]:
+    """The login page offers the API-key form where a key can log in: open mode, or keys
+    in AGENTRUN_API_KEYS (keys kept in the database are for programs, not people)."""
+    key_login = bool(auth.env_keys(request)) or await auth.open_mode(request)
+    return {**context, "key_login": key_login}
+
+
 @router.get("/login", response_class=HTMLResponse)
 async def login_page(request: Request, next: str | None = None) -> HTMLResponse:
     context = {"next": safe_next(next), "error": None, "username": ""}
-    return await render(request, "login.html", context)
+    return await render(request, "login.html", await with_key_login(request, context))
 
 
 @router.post("/login", response_class=HTMLResponse)
@@ -47,7 +55,14 @@ async def login(request: Request, form: Form) -> Response:
         page = await render(
             request,
             "login.html",
-            {"next": target, "error": f"Too many failed logins: try again in {seconds} s."},
+            await with_key_login(
+                request,
+                {
+                    "next": target,
+                    "error": f"Too many failed logins: try again in {seconds} s.",
+                    "username": "",
+                },
+            ),
             status_code=429,
         )
         page.headers["Retry-After"] = str(seconds)
@@ -65,6 +80,7 @@ async def login(request: Request, form: Form) -> Response:
     if session is None:
         throttle.failed(address)
         context = {"next": target, "error": error, "username": username or ""}
+        context = await with_key_login(request, context)
         return await render(request, "login.html", context, status_code=401)
     before = await auth.load_session(request)
     if before.secret is not None:  # signing in again ends the session signed in before

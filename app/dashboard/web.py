@@ -3,6 +3,7 @@ rendering with the security headers, and the service handles on the app."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -51,6 +52,19 @@ async def logged_in(request: Request) -> auth.Session:
     if not principal.can(Permission.RUNS_READ):
         raise auth.PermissionRefused(Permission.RUNS_READ, principal)
     return await auth.load_session(request)
+
+
+def requiring(permission: Permission) -> Callable[[Request], Awaitable[auth.Session]]:
+    """A page dependency: the signed-in session, whose role must hold `permission` (403
+    page otherwise), e.g. `Annotated[auth.Session, Depends(requiring(P.KEYS_MANAGE))]`."""
+
+    async def dependency(request: Request) -> auth.Session:
+        session = await logged_in(request)
+        if session.principal is not None and not session.can(permission):
+            raise auth.PermissionRefused(permission, session.principal)
+        return session
+
+    return dependency
 
 
 async def checked_form(request: Request) -> FormData:

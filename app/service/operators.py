@@ -42,6 +42,9 @@ USERNAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,62}", re.ASCII)
 ACCOUNT_ROLES = (Role.ADMIN, Role.OPERATOR, Role.VIEWER)
 MIN_PASSWORD = 10
 MAX_PASSWORD = 1024  # argon2 takes any length; this bounds the work a login can ask for
+#: Hashes computed at once per process (each holds 64 MiB while it runs): sign-ins from
+#: many addresses queue here instead of taking the memory and every core.
+HASHING_AT_ONCE = 2
 
 
 class AccountInvalid(ServiceError):
@@ -164,6 +167,7 @@ class OperatorService:
         self.hasher = hasher or PasswordHasher()  # argon2id, RFC 9106's low-memory profile
         self.session_ttl = session_ttl
         self._dummy: str | None = None  # verified against when the username is unknown
+        self._hashing = asyncio.Semaphore(HASHING_AT_ONCE)
 
     # --- accounts (the command line) ---------------------------------------------------
 
@@ -172,7 +176,7 @@ class OperatorService:
     ) -> Account:
         name = check_username(username)
         value = check_role(role)
-        hashed = await asyncio.to_thread(self.hasher.hash, check_password(password))
+        hashed = await self._hash(check_password(password))
         try:
             record = await self.accounts.create(
                 id="op_" + secrets.token_hex(12),
@@ -208,7 +212,7 @@ class OperatorService:
     async def set_password(self, username: str, password: str) -> int:
         """A new password; the account's sessions end (how many were live)."""
         name = await self._existing(username)
-        hashed = await asyncio.to_thread(self.hasher.hash, check_password(password))
+        hashed = await self._hash(check_password(password))
         await self.accounts.update(name, password_hash=hashed)
         return await self.accounts.revoke(datetime.now(UTC), username=name)
 
@@ -243,15 +247,14 @@ class OperatorService:
         if len(password) > MAX_PASSWORD:
             return None
         if record is None or record.disabled_at is not None:
-            await asyncio.to_thread(self._verify, await self._dummy_hash(), password)
+            await self._verify(await self._dummy_hash(), password)
             return None
-        if not await asyncio.to_thread(self._verify, record.password_hash, password):
+        if not await self._verify(record.password_hash, password):
             return None
         if not await self.accounts.tenant_enabled(record.tenant_id):
             return None
         if self.hasher.check_needs_rehash(record.password_hash):
-            hashed = await asyncio.to_thread(self.hasher.hash, password)
-            await self.accounts.update(record.username, password_hash=hashed)
+            await self.accounts.update(record.username, password_hash=await self._hash(password))
         secret = secrets.token_urlsafe(32)
         now = datetime.now(UTC)
         expires = now + self.session_ttl
@@ -275,7 +278,15 @@ class OperatorService:
 
     # --- helpers -----------------------------------------------------------------------
 
-    def _verify(self, hashed: str, password: str) -> bool:
+    async def _hash(self, password: str) -> str:
+        async with self._hashing:
+            return await asyncio.to_thread(self.hasher.hash, password)
+
+    async def _verify(self, hashed: str, password: str) -> bool:
+        async with self._hashing:
+            return await asyncio.to_thread(self._verified, hashed, password)
+
+    def _verified(self, hashed: str, password: str) -> bool:
         try:
             return bool(self.hasher.verify(hashed, password))
         except (VerificationError, InvalidHashError):
@@ -283,7 +294,7 @@ class OperatorService:
 
     async def _dummy_hash(self) -> str:
         if self._dummy is None:
-            self._dummy = await asyncio.to_thread(self.hasher.hash, secrets.token_urlsafe(16))
+            self._dummy = await self._hash(secrets.token_urlsafe(16))
         return self._dummy
 
     async def _record(self, username: str) -> OperatorRecord:

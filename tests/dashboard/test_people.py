@@ -15,7 +15,8 @@ from fastapi import Depends, FastAPI
 
 from app.core.lifecycle import RunStatus
 from app.dashboard import actions, auth
-from app.service.access import Principal, Role
+from app.dashboard.web import requiring
+from app.service.access import Permission, Principal, Role
 from app.service.operators import OperatorService
 from app.service.runs import RunService
 from app.store.runs import RunStore
@@ -246,3 +247,45 @@ async def test_people_sign_in_in_open_mode_too(database_url: str, store: RunStor
                 assert "<code>user:alice</code>" in home.text
         finally:
             await reset_people(store)
+
+
+async def test_without_configured_keys_only_people_log_in(
+    app: FastAPI, people: OperatorService
+) -> None:
+    class DatabaseKeysOnly:  # keys exist, none in AGENTRUN_API_KEYS: not open mode
+        async def open_mode(self) -> bool:
+            return False
+
+        async def authenticate(self, presented: str) -> Principal | None:
+            return None
+
+    app.state.authenticator = DatabaseKeysOnly()
+    app.state.settings.api_keys = ""
+    await person(people, "alice")
+    async with browser(app) as client:
+        page = await client.get("/admin/login")
+        assert 'id="username"' in page.text and 'id="api_key"' not in page.text
+        refused = await client.post(
+            "/admin/login", data={"api_key": "", "csrf_token": csrf_of(page.text)}
+        )
+        assert refused.status_code == 401
+        assert (await client.get("/admin")).status_code == 303
+        await signed_in(client, "alice")
+
+
+async def test_a_page_may_require_a_permission(app: FastAPI, people: OperatorService) -> None:
+    @app.get("/admin/test-keys")
+    async def keys_page(
+        session: Annotated[auth.Session, Depends(requiring(Permission.KEYS_MANAGE))],
+    ) -> dict[str, str | None]:
+        return {"actor": session.actor}
+
+    await person(people, "alice", role="operator")
+    await person(people, "ada", role="admin")
+    async with browser(app) as client:
+        assert (await client.get("/admin/test-keys")).status_code == 303
+        await signed_in(client, "alice")
+        refused = await client.get("/admin/test-keys")
+        assert refused.status_code == 403 and "keys:manage" in refused.text
+        await signed_in(client, "ada")
+        assert (await client.get("/admin/test-keys")).json() == {"actor": "user:ada"}

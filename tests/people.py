@@ -27,7 +27,8 @@ async def reset_people(store: RunStore) -> None:
                     id=TENANT, name="Acme", limits={}, created_at=datetime.now(UTC)
                 )
             )
-        await conn.execute(tenants.update().values(disabled_at=None))
+        mine = tenants.c.id.in_(("default", TENANT))
+        await conn.execute(tenants.update().where(mine).values(disabled_at=None))
 
 
 async def set_tenant_disabled(store: RunStore, tenant: str, disabled: bool) -> None:

@@ -67,8 +67,9 @@ async def login(request: Request, form: Form) -> Response:
         )
         page.headers["Retry-After"] = str(seconds)
         return page
-    username = form.get("username")
-    if isinstance(username, str) and username.strip():
+    field = form.get("username")
+    username = field if isinstance(field, str) else ""
+    if username.strip():
         password = form.get("password")
         password = password if isinstance(password, str) else ""
         session = await auth.check_person(request, username, password)
@@ -79,7 +80,7 @@ async def login(request: Request, form: Form) -> Response:
         error = "That API key is not valid."
     if session is None:
         throttle.failed(address)
-        context = {"next": target, "error": error, "username": username or ""}
+        context = {"next": target, "error": error, "username": username}
         context = await with_key_login(request, context)
         return await render(request, "login.html", context, status_code=401)
     before = await auth.load_session(request)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from app.service.live import EventHub
+from app.service.operators import OperatorService
 from app.service.queues import QueueService
 from app.service.reads import RunReads
 from app.service.runs import RunService
@@ -86,6 +87,7 @@ def create_app(settings: Settings, *, worker_slots: int = 0) -> FastAPI:
             app.state.reads = c.reads
             app.state.event_hub = c.hub
             app.state.queues = c.queues
+            app.state.operators = OperatorService(c.store)
             yield
 
     app = create_api(settings, lifespan, too_large={"/admin": dashboard.too_large})
@@ -118,6 +120,18 @@ async def run_worker(settings: Settings, concurrency: int) -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, c.worker.stop)
         await c.worker_task
+
+
+@asynccontextmanager
+async def operator_accounts(settings: Settings) -> AsyncIterator[OperatorService]:
+    """`agentrun operators …`: the dashboard's accounts over one connection."""
+    pgbouncer = settings.database_pgbouncer
+    engine = create_engine(settings.database_url, pool_size=1, pgbouncer=pgbouncer)
+    store = RunStore(engine)
+    try:
+        yield OperatorService(store)
+    finally:
+        await store.aclose()
 
 
 def migrate(database_url: str) -> None:

@@ -24,6 +24,9 @@ class Settings(BaseSettings):
     database_pgbouncer: bool = False
     api_keys: str = ""  # comma-separated bearer keys; empty = open mode (loopback only)
     webhook_secret: str | None = None
+    # Comma-separated origins whose pages may call the API from a browser (CORS), e.g.
+    # `https://app.example.com`; `*` for any; empty = no CORS headers (same origin only).
+    cors_origins: str = ""
     # Base of callback URLs (`callback_url`), the same in every process; `agentrun serve`
     # makes it its own address when unset, `api` and `worker` warn at start.
     public_url: str = "http://127.0.0.1:8000"
@@ -81,6 +84,10 @@ class Settings(BaseSettings):
     @property
     def api_key_list(self) -> list[str]:
         return [k.strip() for k in self.api_keys.split(",") if k.strip()]
+
+    @property
+    def cors_origin_list(self) -> list[str]:
+        return [o.strip().rstrip("/") for o in self.cors_origins.split(",") if o.strip()]
 
     def callback_url(self, token: str) -> str:
         """Where an executor answers a suspension: the one place a callback URL is made, for

@@ -100,3 +100,18 @@ def test_every_example_is_run_by_a_test() -> None:
     assert examples
     for example in examples:
         assert f'"{example.name}"' in tests, f"examples/{example.name} is run by no test"
+
+
+def test_the_roles_table_is_what_the_service_grants() -> None:
+    from app.service.access import GRANTS, Permission, Role
+
+    access = section("Access")
+    header = re.search(r"^\| permission \|(.*)\|$", access, re.MULTILINE)
+    assert header is not None
+    roles = [cell.strip().strip("`") for cell in header.group(1).split("|")]
+    assert roles == [r.value for r in Role]
+    for permission in Permission:
+        row = re.search(rf"^\| `{re.escape(permission.value)}` \|(.*)\|$", access, re.MULTILINE)
+        assert row is not None, permission
+        marks = [cell.strip() == "✓" for cell in row.group(1).split("|")]
+        assert marks == [permission in GRANTS[r] for r in Role], permission

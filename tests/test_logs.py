@@ -46,6 +46,8 @@ SETTINGS = SimpleNamespace(
         ("POST http://h/v1/callbacks/Zm9vYmFyYmF6cXV4_-0/tool-results", "Zm9vYmFyYmF6cXV4_-0"),
         ("GET /hook?token=t0k3nvalue&x=1", "t0k3nvalue"),
         ("api_key=abcd1234", "abcd1234"),
+        ("GET /v1/runs/r/events?access_token=arb_eyJ0Ijoi.Sig-_0&after=2", "eyJ0Ijoi.Sig-_0"),
+        ("token arb_eyJ0IjoiZGVmYXVsdCJ9.aBc-d_E refused", "eyJ0IjoiZGVmYXVsdCJ9.aBc-d_E"),
     ],
 )
 def test_secrets_are_recognised_by_their_shape(text: str, secret: str) -> None:
@@ -117,3 +119,28 @@ def test_configuring_twice_keeps_one_handler() -> None:
     configure_logging(SETTINGS, stream=io.StringIO(), json=True)
     ours = [h for h in logging.getLogger().handlers if getattr(h, "_agentrun", False)]
     assert len(ours) == 1
+
+
+def test_an_access_log_line_keeps_the_path_but_not_a_browser_token() -> None:
+    """uvicorn's access log (off in `agentrun api`, on where a deployment turns it on)
+    writes the query string: a browser token in `?access_token=` is scrubbed there."""
+    stream = io.StringIO()
+    configure_logging(SETTINGS, stream=stream, json=True)
+    token = "arb_eyJ0IjoiZGVmYXVsdCIsInIiOiJydW5feCJ9.c2lnbmF0dXJl-_x"
+    path = f"/v1/runs/run_x/events?after=3&access_token={token}"
+    access = logging.getLogger("uvicorn.access")
+    # As uvicorn leaves it for an access log (an earlier in-process server may have set
+    # it to warning, or disabled it).
+    level, disabled = access.level, access.disabled
+    access.setLevel(logging.INFO)
+    access.disabled = False
+    try:
+        access.info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5000", "GET", path, "1.1", 200)
+        access.info('%s - "%s %s HTTP/%s" %d', "127.0.0.1:5", "GET", f"/x?t={token}", "1.1", 401)
+    finally:
+        access.setLevel(level)
+        access.disabled = disabled
+    out = stream.getvalue()
+    assert "/v1/runs/run_x/events?after=3&access_token=" in out
+    assert token not in out and token.partition(".")[2] not in out
+    assert len(out.splitlines()) == 2

@@ -8,11 +8,12 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 
 from fastapi import Depends, FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.types import ASGIApp
 
-from app.api import openapi, problems, queues, routes
+from app.api import browser, openapi, problems, queues, routes
 from app.api.metrics import render as render_metrics
 from app.api.models import Health
 from app.api.problems import CATALOGUE, problem
@@ -33,6 +34,11 @@ What every run option does, every event type with its payload, the webhook paylo
 headers, statuses, waiting reasons and errors: `{routes.REFERENCE}` in the service's
 repository. A Python client with tool executors: `client/` there (`docs/client.md`)."""
 
+
+#: What a page on an allowed origin may send and read (AGENTRUN_CORS_ORIGINS). No
+#: credentials (cookies): the API takes bearer keys and browser tokens, not cookies.
+CORS_REQUEST_HEADERS = ["Authorization", "Content-Type", "Idempotency-Key", "Last-Event-ID"]
+CORS_RESPONSE_HEADERS = ["Location", "Idempotent-Replayed", "Wait-Outcome", "Retry-After"]
 
 Lifespan = Callable[[FastAPI], AbstractAsyncContextManager[None]]
 
@@ -68,8 +74,18 @@ def create_api(
     app.include_router(routes.router)
     app.include_router(routes.callbacks)
     app.include_router(queues.router)
+    app.include_router(browser.router)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, pages=too_large)
-    app.add_middleware(DatabaseUnavailable)  # outermost: sees every route's exceptions
+    app.add_middleware(DatabaseUnavailable)  # sees every route's exceptions
+    if settings.cors_origin_list:  # outermost: its headers go on every answer, 503s too
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origin_list,
+            allow_methods=["GET", "POST"],
+            allow_headers=CORS_REQUEST_HEADERS,
+            expose_headers=CORS_RESPONSE_HEADERS,
+            max_age=600,
+        )
 
     @app.get("/healthz", response_model=Health, tags=["health"])
     async def healthz() -> Health:

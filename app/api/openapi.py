@@ -34,6 +34,8 @@ from app.service.access import Permission, roles_with
 #: The OpenAPI extension that names an operation's permission and the roles holding it.
 PERMISSION_KEY = "x-permission"
 ROLES_KEY = "x-roles"
+#: The OpenAPI extension that marks the operations a browser token may call (its run's).
+BROWSER_KEY = "x-browser-token"
 
 PROBLEM = {"$ref": "#/components/schemas/Problem"}
 JSON_VALUE = {"$ref": "#/components/schemas/JsonValue"}
@@ -41,7 +43,15 @@ JSON_VALUE = {"$ref": "#/components/schemas/JsonValue"}
 #: refused too, but a regex over UTF-8 text (jsonschema-rs) cannot name them: they are in
 #: the description of `JsonValue` and of every request body.
 TEXT = r"^[^\u0000]*$"
-_BODIES = ("RunCreate", "ToolResultsIn", "ResolutionIn", "LeaseIn", "HeartbeatIn", "LeasedResultIn")
+_BODIES = (
+    "RunCreate",
+    "ToolResultsIn",
+    "ResolutionIn",
+    "LeaseIn",
+    "HeartbeatIn",
+    "LeasedResultIn",
+    "BrowserTokenIn",
+)
 
 
 def _json_value_schema() -> dict[str, Any]:
@@ -157,26 +167,49 @@ def _fix_operation(operation: dict[str, Any]) -> None:
         }
 
 
-def permission_of(dependant: Dependant) -> Permission | None:
-    """The permission an `app.api.security.authorize` dependency of the route names."""
+def _authorizer(dependant: Dependant) -> Any:
+    """The `app.api.security.authorize` dependency of the route, if any."""
     for sub in dependant.dependencies:
-        found = getattr(sub.call, "permission", None)
-        if isinstance(found, Permission):
-            return found
-        inner = permission_of(sub)
+        if isinstance(getattr(sub.call, "permission", None), Permission):
+            return sub.call
+        inner = _authorizer(sub)
         if inner is not None:
             return inner
     return None
 
 
-def _document_access(operation: dict[str, Any], permission: Permission) -> None:
+def permission_of(dependant: Dependant) -> Permission | None:
+    """The permission an `app.api.security.authorize` dependency of the route names."""
+    found = _authorizer(dependant)
+    return None if found is None else found.permission
+
+
+def _document_access(operation: dict[str, Any], permission: Permission, browser: bool) -> None:
     roles = [r.value for r in roles_with(permission)]
     operation[PERMISSION_KEY] = permission.value
     operation[ROLES_KEY] = roles
     note = f"Needs the permission `{permission.value}` (roles: {', '.join(roles)})."
+    if browser:
+        operation[BROWSER_KEY] = True
+        note += " A browser token for this run may call it too (`?access_token=`)."
     operation["description"] = (operation.get("description", "") + "\n\n" + note).strip()
     answers: dict[str, Any] = operation.setdefault("responses", {})
     answers.setdefault("403", {"description": responses(403)[403]["description"]})
+
+
+def _api_routes(app: FastAPI) -> list[Any]:
+    """The app's API routes in the schema, with their full paths. FastAPI ≥ 0.16x keeps an
+    included router as one entry of `app.routes` (an `_IncludedRouter`); its routes are
+    reached through `iter_route_contexts`, each with the router's prefix applied."""
+    try:
+        from fastapi.routing import iter_route_contexts
+    except ImportError:  # older FastAPI: included routes are copied into app.routes
+        return [r for r in app.routes if isinstance(r, APIRoute) and r.include_in_schema]
+    return [
+        context
+        for context in iter_route_contexts(app.routes)
+        if isinstance(context.original_route, APIRoute) and context.include_in_schema
+    ]
 
 
 def build(app: FastAPI) -> dict[str, Any]:
@@ -184,16 +217,14 @@ def build(app: FastAPI) -> dict[str, Any]:
         title=app.title, version=app.version, description=app.description, routes=app.routes
     )
     paths: dict[str, Any] = schema.get("paths", {})
-    for route in app.routes:
-        if not isinstance(route, APIRoute) or not route.include_in_schema:
-            continue
-        permission = permission_of(route.dependant)
-        if permission is None or route.path_format not in paths:
+    for route in _api_routes(app):
+        authorizer = _authorizer(route.dependant)
+        if authorizer is None or route.path_format not in paths:
             continue
         for method in route.methods or ():
             operation = paths[route.path_format].get(method.lower())
             if operation is not None:
-                _document_access(operation, permission)
+                _document_access(operation, authorizer.permission, authorizer.browser)
     for path in paths.values():
         for operation in path.values():
             _fix_operation(operation)

@@ -25,6 +25,13 @@ CATALOGUE: dict[str, tuple[int, str, str]] = {
         "Unauthorized",
         "A valid `Authorization: Bearer <key>` header is required.",
     ),
+    "browser-token-invalid": (
+        401,
+        "Browser token invalid or expired",
+        "The browser token (`Authorization: Bearer arb_…` or `?access_token=`) has expired, "
+        "was altered, or was not made by this service; `?access_token=` takes browser "
+        "tokens only. Mint a new one: `POST /v1/runs/{run_id}/browser-tokens`.",
+    ),
     "forbidden": (
         403,
         "Permission missing",
@@ -184,7 +191,11 @@ def install(app: FastAPI) -> None:
     async def invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
         if any(e.get("type") == "json_invalid" for e in errors):
-            return problem("malformed-json", "the request body is not valid JSON")
+            return problem(
+                "malformed-json",
+                "the request body is not valid JSON",
+                instance=request.url.path,
+            )
         clean = [_error(e) for e in errors]
         first = clean[0] if clean else {"loc": [], "msg": "invalid"}
         where = ".".join(str(p) for p in first["loc"][1:]) or "body"
@@ -211,7 +222,11 @@ def install(app: FastAPI) -> None:
         if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
             # FastAPI's JSON parser refused it past json.JSONDecodeError: bytes that are
             # not UTF-8, an integer longer than int()'s digit limit.
-            return problem("malformed-json", "the request body is not valid JSON")
+            return problem(
+                "malformed-json",
+                "the request body is not valid JSON",
+                instance=request.url.path,
+            )
         code = {
             401: "unauthorized",
             404: "not-found",

@@ -37,6 +37,8 @@ Resolver = Annotated[Principal, Depends(authorize(Permission.RUNS_RESOLVE))]
 Canceller = Annotated[Principal, Depends(authorize(Permission.RUNS_CANCEL))]
 UsageReader = Annotated[Principal, Depends(authorize(Permission.USAGE_READ))]
 Worker = Annotated[Principal, Depends(authorize(Permission.QUEUES_WORK))]
+# A reader of one run who may also be a browser token for it (`app.api.browser`).
+RunReader = Annotated[Principal, Depends(authorize(Permission.RUNS_READ, browser=True))]
 RunId = Annotated[
     str, Path(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_-]+$", description="a run id")
 ]
@@ -182,7 +184,7 @@ async def get_run(run_id: RunId, service: Service, principal: Reader) -> Respons
 async def messages(
     run_id: RunId,
     service: Service,
-    principal: Reader,
+    principal: RunReader,
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     cursor: Annotated[
         str | None,
@@ -279,7 +281,7 @@ async def events(
     run_id: RunId,
     request: Request,
     service: Service,
-    principal: Reader,
+    principal: RunReader,
     after: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
     last_event_id: Annotated[str | None, Header(pattern=r"^[0-9]{1,10}$")] = None,
 ) -> models.EventList | EventSourceResponse:
@@ -329,7 +331,7 @@ async def wait_for_run(
     run_id: RunId,
     request: Request,
     service: Service,
-    principal: Reader,
+    principal: RunReader,
     status: Annotated[
         list[RunStatus] | None,
         Query(

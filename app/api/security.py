@@ -1,19 +1,31 @@
-"""Who the caller is and whether it may (bearer keys through `app.service.keys`, roles
-through `app.service.access`), and the request-size limit."""
+"""Who the caller is and whether it may (bearer keys through `app.service.keys`, browser
+tokens through `app.service.browser_tokens`, roles through `app.service.access`), and the
+request-size limit."""
 
 from __future__ import annotations
 
 import ipaddress
 import math
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Annotated
 
-from fastapi import Request
+from fastapi import Query, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.problems import problem
 from app.service.access import OPEN_MODE, Permission, Principal, roles_with
-from app.service.errors import ServiceError
+from app.service.browser_tokens import (
+    SECRET_NAME,
+    BrowserTokenInvalid,
+    BrowserTokens,
+    is_browser_token,
+)
+from app.service.errors import RunNotFound, ServiceError
 from app.service.keys import Authenticator
+from app.service.reads import RunReads
+
+#: The query parameter that carries a browser token where no header can (EventSource).
+ACCESS_TOKEN = "access_token"
 
 
 class Unauthorized(ServiceError):
@@ -32,6 +44,18 @@ class Forbidden(ServiceError):
         super().__init__(
             f"this operation needs the permission {permission.value} "
             f"(held by: {roles}); the caller's role is {principal.role.value}",
+            permission=permission.value,
+            role=principal.role.value,
+        )
+
+
+class Confined(Forbidden):
+    """A browser token used on an operation it does not cover (403, as a missing role)."""
+
+    def __init__(self, permission: Permission, principal: Principal) -> None:
+        ServiceError.__init__(
+            self,
+            "a browser token may only read its run's events, wait and messages",
             permission=permission.value,
             role=principal.role.value,
         )
@@ -75,17 +99,44 @@ def bearer_of(request: Request) -> str | None:
     return presented
 
 
-async def authenticate(request: Request) -> Principal:
-    """The caller; refuses a missing or wrong key (401, throttled) unless in open mode."""
+async def browser_tokens(request: Request) -> BrowserTokens:
+    """The signer of browser tokens, its key read once per process (shared by all)."""
+    cached: BrowserTokens | None = getattr(request.app.state, "browser_tokens", None)
+    if cached is None:
+        reads: RunReads = request.app.state.reads
+        cached = BrowserTokens(await reads.shared_secret(SECRET_NAME))
+        request.app.state.browser_tokens = cached
+    return cached
+
+
+async def authenticate(request: Request, query_token: str | None = None) -> Principal:
+    """The caller; refuses a missing or wrong key (401, throttled) unless in open mode.
+    A browser token (bearer, or `query_token`: `?access_token=` where a route accepts it)
+    is verified even in open mode, so a frontend meets the same answers everywhere."""
     cached: Principal | None = getattr(request.state, "principal", None)
     if cached is not None:
         return cached
     authenticator: Authenticator = request.app.state.authenticator
-    if await authenticator.open_mode():
+    presented = bearer_of(request)
+    if presented is None and query_token:
+        if not is_browser_token(query_token):
+            request.app.state.auth_throttle.failed(check_throttle(request))
+            raise BrowserTokenInvalid(
+                f"`{ACCESS_TOKEN}` takes a browser token only; send an API key as "
+                "`Authorization: Bearer <key>`"
+            )
+        presented = query_token
+    if presented is not None and is_browser_token(presented):
+        address = check_throttle(request)
+        try:
+            principal = (await browser_tokens(request)).verify(presented)
+        except BrowserTokenInvalid:
+            request.app.state.auth_throttle.failed(address)
+            raise
+    elif await authenticator.open_mode():
         principal = OPEN_MODE
     else:
         address = check_throttle(request)
-        presented = bearer_of(request)
         found = None if presented is None else await authenticator.authenticate(presented)
         if found is None:
             request.app.state.auth_throttle.failed(address)
@@ -95,17 +146,49 @@ async def authenticate(request: Request) -> Principal:
     return principal
 
 
-def authorize(permission: Permission) -> Callable[[Request], Awaitable[Principal]]:
-    """A dependency: the caller, who must hold `permission` (403 names it otherwise).
-    The OpenAPI document reads `permission` off it (`app.api.openapi`)."""
+def _check(request: Request, principal: Principal, permission: Permission, runs: bool) -> None:
+    if principal.run_id is not None:  # a browser token: its run's reads only
+        if not runs:
+            raise Confined(permission, principal)
+        run_id = request.path_params.get("run_id")
+        if run_id != principal.run_id:  # another run is one that does not exist
+            raise RunNotFound(f"no run with id {run_id}")
+    if not principal.can(permission):
+        raise Forbidden(permission, principal)
 
-    async def dependency(request: Request) -> Principal:
-        principal = await authenticate(request)
-        if not principal.can(permission):
-            raise Forbidden(permission, principal)
-        return principal
+
+def authorize(
+    permission: Permission, *, browser: bool = False
+) -> Callable[..., Awaitable[Principal]]:
+    """A dependency: the caller, who must hold `permission` (403 names it otherwise).
+    With `browser`, the route also takes a browser token for its `{run_id}`, as a bearer
+    header or as `?access_token=`; every other route refuses one (403). The OpenAPI
+    document reads `permission` and `browser` off it (`app.api.openapi`)."""
+    if browser:
+
+        async def dependency(
+            request: Request,
+            access_token: Annotated[
+                str | None,
+                Query(
+                    description="a browser token (`POST /v1/runs/{run_id}/browser-tokens`), "
+                    "for clients that cannot send headers (EventSource); never an API key"
+                ),
+            ] = None,
+        ) -> Principal:
+            principal = await authenticate(request, access_token)
+            _check(request, principal, permission, runs=True)
+            return principal
+
+    else:
+
+        async def dependency(request: Request) -> Principal:  # type: ignore[misc]
+            principal = await authenticate(request)
+            _check(request, principal, permission, runs=False)
+            return principal
 
     dependency.permission = permission  # type: ignore[attr-defined]
+    dependency.browser = browser  # type: ignore[attr-defined]
     return dependency
 
 

@@ -14,7 +14,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from app.dashboard import auth, login, pages, perform
-from app.dashboard.web import templates, too_large
+from app.dashboard.web import error_page, templates, too_large
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 
@@ -27,7 +27,8 @@ __all__ = ["STATIC_DIR", "install", "router", "too_large"]
 
 def install(app: FastAPI) -> None:
     """Mount the dashboard: its routes, its static files, and the answers to a missing
-    login (303 to the login page) and a refused CSRF token (403)."""
+    login (303 to the login page), a refused CSRF token (403) and a role without the
+    permission a page or action needs (403)."""
     app.include_router(router)
     app.mount("/admin/static", StaticFiles(directory=STATIC_DIR), name="admin-static")
 
@@ -40,6 +41,14 @@ def install(app: FastAPI) -> None:
             # htmx follows a 303 inside the XHR; tell it to navigate instead.
             return Response(status_code=401, headers={"HX-Redirect": location})
         return RedirectResponse(location, status_code=303)
+
+    @app.exception_handler(auth.PermissionRefused)
+    async def permission_refused(request: Request, exc: auth.PermissionRefused) -> HTMLResponse:
+        message = (
+            f"Your role ({exc.principal.role.value}) does not hold the permission "
+            f"{exc.permission.value} this needs. Nothing was changed."
+        )
+        return await error_page(request, message, 403)
 
     @app.exception_handler(auth.CsrfRefused)
     async def csrf_refused(request: Request, exc: auth.CsrfRefused) -> HTMLResponse:

@@ -4,7 +4,8 @@ A POST to /admin/runs/{id}/{name} names a kind (`KINDS`, keyed by each action's 
 its `parse` reads the form into the action or into `Invalid`, the errors shown beside
 the fields (422, nothing changed). An action also says what its confirmation page shows
 (`summary`) and carries on to the confirmed POST (`fields`), which is parsed again the
-same way. `app.dashboard.perform` dispatches the parsed action to the service.
+same way, and which permission it needs (`permission`: the signed-in role must hold
+it). `app.dashboard.perform` dispatches the parsed action to the service.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pydantic import ValidationError
 from starlette.datastructures import FormData
 
 from app.dashboard import present
+from app.service.access import Permission
 from app.service.jsonrules import MAX_DEPTH
 from app.service.operator import MAX_EXTENSION_SECONDS
 from app.service.runs import RunView
@@ -81,12 +83,14 @@ class _Fieldless:
 @dataclass(frozen=True, slots=True)
 class Cancel(_Fieldless):
     name: ClassVar[str] = "cancel"
+    permission: ClassVar[Permission] = Permission.RUNS_CANCEL
     done: ClassVar[str] = "The run was cancelled."
 
 
 @dataclass(frozen=True, slots=True)
 class Retry(_Fieldless):
     name: ClassVar[str] = "retry"
+    permission: ClassVar[Permission] = Permission.RUNS_OPERATE
     done: ClassVar[str] = "The run was queued again."
 
 
@@ -108,6 +112,7 @@ class ResultEntry:
 @dataclass(frozen=True, slots=True)
 class SubmitToolResults:
     name: ClassVar[str] = "tool-results"
+    permission: ClassVar[Permission] = Permission.TOOL_RESULTS_SUBMIT
     done: ClassVar[str] = "The tool results were submitted."
 
     entries: tuple[ResultEntry, ...]
@@ -215,6 +220,7 @@ def _result_errors(exc: ValidationError, entries: list[ResultEntry]) -> Errors:
 @dataclass(frozen=True, slots=True)
 class Resolve:
     name: ClassVar[str] = "resolve"
+    permission: ClassVar[Permission] = Permission.RUNS_RESOLVE
     done: ClassVar[str] = "The invalid tool call was resolved."
 
     body: ResolutionIn
@@ -254,6 +260,7 @@ def _located(error: Any) -> str:
 @dataclass(frozen=True, slots=True)
 class ExtendExpiry:
     name: ClassVar[str] = "extend"
+    permission: ClassVar[Permission] = Permission.RUNS_OPERATE
     done: ClassVar[str] = "The expiry was extended."
 
     minutes: str  # as typed: what the confirmation page shows and carries on
@@ -286,5 +293,7 @@ Parse = Callable[[FormData, RunView], Action | Invalid]
 
 #: Every action by the name in its URL.
 KINDS: dict[str, Parse] = {kind.name: kind.parse for kind in get_args(Action)}
+#: The permission each action needs (the signed-in role decides: a viewer has none).
+PERMISSIONS: dict[str, Permission] = {kind.name: kind.permission for kind in get_args(Action)}
 #: The message the run page shows after each action (`?done=<name>`).
 DONE: dict[str, str] = {kind.name: kind.done for kind in get_args(Action)}

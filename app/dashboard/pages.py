@@ -13,9 +13,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.core.lifecycle import TERMINAL, RunStatus, Transition, sources
-from app.dashboard import actions, present
+from app.dashboard import actions, auth, present
 from app.dashboard.web import Session, error_page, now, reads_of, render, service_of, tenant_of
 from app.service import conversations
+from app.service.access import Permission
 from app.service.errors import ServiceError
 from app.service.reads import RunReads
 from app.service.schemas import ModelSpec
@@ -187,6 +188,7 @@ async def continued_by(reads: RunReads, run_id: str, shown: list[Any]) -> list[s
 async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
     """Everything run.html shows; the action route renders it too, with its errors."""
     reads = reads_of(request)
+    session = await auth.load_session(request)
     tenant = await tenant_of(request)
     view = await service_of(request).get_run(run_id, with_log=True, tenant=tenant)
     r = view.record
@@ -213,7 +215,8 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
         "conversation_id": conversations.conversation_of(r),
         "previous_run_id": conversations.previous_of(r),
         "continued_by": await continued_by(reads, run_id, events),
-        "timeline": present.timeline(events),
+        # A callback URL answers the run's calls: shown only to who may submit results.
+        "timeline": present.timeline(events, callbacks=session.can(Permission.TOOL_RESULTS_SUBMIT)),
         "deliveries": deliveries,
         "open_calls": open_calls,
         "answered_calls": answered,

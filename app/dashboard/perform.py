@@ -2,9 +2,10 @@
 typed action (`app.dashboard.actions`), a confirmation step, then one dispatch to the
 service naming the logged-in actor.
 
-Answers: an unknown action 404; an unknown run as the service says (404); a form that
-does not parse 422 on the run page with the errors beside the fields; a refusal by the
-service (409, ...) on the run page; nothing is changed in any of these.
+Answers: an unknown action 404; an action the signed-in role may not take 403; an
+unknown run as the service says (404); a form that does not parse 422 on the run page
+with the errors beside the fields; a refusal by the service (409, ...) on the run page;
+nothing is changed in any of these.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from starlette.datastructures import FormData
 from app.dashboard import auth
 from app.dashboard.actions import (
     KINDS,
+    PERMISSIONS,
     Action,
     Cancel,
     Errors,
@@ -106,6 +108,9 @@ async def run_action(
     parse = KINDS.get(action)
     if parse is None:
         return await error_page(request, "unknown action", 404)
+    if not session.can(PERMISSIONS[action]):  # a viewer: nothing is read or changed
+        assert session.principal is not None
+        raise auth.PermissionRefused(PERMISSIONS[action], session.principal)
     service = service_of(request)
     actor = session.actor
     assert actor is not None

@@ -226,22 +226,33 @@ class TimelineEntry:
     since_start: float
     data: str
     latency_ms: float | None  # reported by the event itself (model calls)
+    shown: Any  # the event's data as the page shows it (`data` is its JSON)
 
 
-def timeline(events: Sequence[EventRecord]) -> list[TimelineEntry]:
+#: What stands for a callback URL on the page of someone who may not answer tool calls:
+#: the URL answers them without a key.
+HIDDEN_CALLBACK = "(hidden: your role may not submit tool results)"
+
+
+def timeline(events: Sequence[EventRecord], *, callbacks: bool = True) -> list[TimelineEntry]:
+    """The events with their timings; without `callbacks`, callback URLs are hidden."""
     out: list[TimelineEntry] = []
     start = events[0].created_at if events else None
     previous: datetime | None = None
     for e in events:
         assert start is not None
         latency = e.data.get("latency_ms") if isinstance(e.data, dict) else None
+        shown = e.data
+        if not callbacks and isinstance(shown, dict) and "callback_url" in shown:
+            shown = {**shown, "callback_url": HIDDEN_CALLBACK}
         out.append(
             TimelineEntry(
                 e,
                 (e.created_at - previous).total_seconds() if previous is not None else None,
                 (e.created_at - start).total_seconds(),
-                to_json(e.data) if e.data else "",
+                to_json(shown) if shown else "",
                 float(latency) if isinstance(latency, int | float) else None,
+                shown,
             )
         )
         previous = e.created_at

@@ -3,6 +3,7 @@ rendering with the security headers, and the service handles on the app."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,7 +14,8 @@ from fastapi.templating import Jinja2Templates
 from starlette.datastructures import FormData
 from starlette.types import Receive, Scope, Send
 
-from app.dashboard import auth, present
+from app.dashboard import actions, auth, present
+from app.service.access import Permission
 from app.service.reads import RunReads
 from app.service.runs import RunService
 from app.service.types import RunRecord
@@ -45,11 +47,24 @@ templates.env.globals["run_link"] = _record_link
 
 
 async def logged_in(request: Request) -> auth.Session:
-    session = await auth.load_session(request)
-    if not session.logged_in:
-        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-        raise auth.LoginRequired(target)
-    return session
+    """The signed-in session, which may read its tenant's runs (every page shows them)."""
+    principal = await auth.dashboard_principal(request)
+    if not principal.can(Permission.RUNS_READ):
+        raise auth.PermissionRefused(Permission.RUNS_READ, principal)
+    return await auth.load_session(request)
+
+
+def requiring(permission: Permission) -> Callable[[Request], Awaitable[auth.Session]]:
+    """A page dependency: the signed-in session, whose role must hold `permission` (403
+    page otherwise), e.g. `Annotated[auth.Session, Depends(requiring(P.KEYS_MANAGE))]`."""
+
+    async def dependency(request: Request) -> auth.Session:
+        session = await logged_in(request)
+        if session.principal is not None and not session.can(permission):
+            raise auth.PermissionRefused(permission, session.principal)
+        return session
+
+    return dependency
 
 
 async def checked_form(request: Request) -> FormData:
@@ -92,7 +107,9 @@ async def render(
     context = {
         "session": session,
         "csrf_field": auth.CSRF_FIELD,
-        "open_mode": auth.open_mode(request),
+        "open_mode": await auth.open_mode(request),
+        # The actions this session may take (run.html shows only their forms).
+        "allowed": {name for name, p in actions.PERMISSIONS.items() if session.can(p)},
         "refresh_seconds": REFRESH_SECONDS,
         **context,
     }

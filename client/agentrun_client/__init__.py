@@ -25,6 +25,7 @@ from agentrun_client.errors import (
 )
 from agentrun_client.models import (
     TERMINAL,
+    BrowserToken,
     ConversationMessage,
     Event,
     EventType,
@@ -61,6 +62,7 @@ __all__ = [
     "AsyncRunWaiter",
     "AsyncRuns",
     "BadRequest",
+    "BrowserToken",
     "Client",
     "Conflict",
     "ConversationMessage",

@@ -17,6 +17,7 @@ from collections.abc import (
     Iterable,
     Mapping,
 )
+from datetime import timedelta
 from types import TracebackType
 from typing import Any, Unpack
 
@@ -30,6 +31,7 @@ from agentrun_client.errors import (
     APIError,
     APITimeoutError,
     Conflict,
+    InvalidInput,
     ValidationError,
     WaitTimeout,
     error_for,
@@ -38,6 +40,7 @@ from agentrun_client.errors import (
 from agentrun_client.models import (
     SUSPENDED_OR_FINISHED,
     TERMINAL_EVENTS,
+    BrowserToken,
     ConversationMessage,
     Event,
     EventList,
@@ -300,6 +303,17 @@ class AsyncRuns:
     async def cancel(self, run_id: str) -> Run:
         """Cancel a run that has not ended (`Conflict` with `current_status` otherwise)."""
         return Run.model_validate(await self._json(Call("POST", _base.run_path(run_id, "/cancel"))))
+
+    async def browser_token(self, run_id: str, *, ttl: float | timedelta = 900) -> BrowserToken:
+        """A signed token (valid `ttl`: seconds or a timedelta, at most a day) with which a
+        browser reads this run's events, wait and messages, and nothing else; mint it in
+        your backend and hand `.token` to the page (`?access_token=` for an EventSource)."""
+        seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else float(ttl)
+        if not 1 <= seconds <= 24 * 3600:
+            raise InvalidInput(f"ttl must be 1 s to 24 h, not {seconds} s")
+        body = {"ttl_seconds": round(seconds)}
+        call = Call("POST", _base.run_path(run_id, "/browser-tokens"), json=body, safe=True)
+        return BrowserToken.model_validate(await self._json(call))
 
     async def submit_tool_outputs(
         self, run_id: str, results: Iterable[ToolResult | Mapping[str, Any]]

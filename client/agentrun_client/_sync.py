@@ -19,6 +19,7 @@ from collections.abc import (
     Iterator,
     Mapping,
 )
+from datetime import timedelta
 from types import TracebackType
 from typing import Any, Unpack
 
@@ -32,6 +33,7 @@ from agentrun_client.errors import (
     APIError,
     APITimeoutError,
     Conflict,
+    InvalidInput,
     ValidationError,
     WaitTimeout,
     error_for,
@@ -40,6 +42,7 @@ from agentrun_client.errors import (
 from agentrun_client.models import (
     SUSPENDED_OR_FINISHED,
     TERMINAL_EVENTS,
+    BrowserToken,
     ConversationMessage,
     Event,
     EventList,
@@ -294,6 +297,17 @@ class Runs:
     def cancel(self, run_id: str) -> Run:
         """Cancel a run that has not ended (`Conflict` with `current_status` otherwise)."""
         return Run.model_validate(self._json(Call("POST", _base.run_path(run_id, "/cancel"))))
+
+    def browser_token(self, run_id: str, *, ttl: float | timedelta = 900) -> BrowserToken:
+        """A signed token (valid `ttl`: seconds or a timedelta, at most a day) with which a
+        browser reads this run's events, wait and messages, and nothing else; mint it in
+        your backend and hand `.token` to the page (`?access_token=` for an EventSource)."""
+        seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else float(ttl)
+        if not 1 <= seconds <= 24 * 3600:
+            raise InvalidInput(f"ttl must be 1 s to 24 h, not {seconds} s")
+        body = {"ttl_seconds": round(seconds)}
+        call = Call("POST", _base.run_path(run_id, "/browser-tokens"), json=body, safe=True)
+        return BrowserToken.model_validate(self._json(call))
 
     def submit_tool_outputs(
         self, run_id: str, results: Iterable[ToolResult | Mapping[str, Any]]

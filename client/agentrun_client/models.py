@@ -209,6 +209,15 @@ class SubmitOutcome(Model):
     resumed: bool = Field(description="true when this request answered the last pending call")
 
 
+class BrowserToken(Model):
+    """A short-lived read-only token for one run (`Runs.browser_token`): hand `token` to
+    a browser, which reads the run's events, wait and messages with it."""
+
+    token: str
+    run_id: str
+    expires_at: datetime
+
+
 class Event(Model):
     seq: int
     type: str

@@ -20,6 +20,7 @@ from app.core import MAX_JSON_DEPTH
 from app.main import create_app
 from app.store.backend.engines import sync_url
 from tests.conftest import make_settings
+from tests.helpers import CLEAN_TABLES
 from tests.mocks.uvicorn_thread import serve_in_thread
 
 KEY = "edge-key"
@@ -49,8 +50,11 @@ _ENGINES: dict[str, sa.Engine] = {}
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def live(request: pytest.FixtureRequest) -> Iterator[tuple[httpx.Client, str]]:
     url = str(request.getfixturevalue(f"{request.param}_url"))
-    _ENGINES[url] = sa.create_engine(sync_url(url))
+    _ENGINES[url] = engine = sa.create_engine(sync_url(url))
     request.addfinalizer(lambda: _ENGINES.pop(url).dispose())
+    with engine.begin() as conn:  # `drive_once` claims any queued run: none of another test's
+        for table in CLEAN_TABLES:
+            conn.exec_driver_sql(f"DELETE FROM {table}")
     app = create_app(make_settings(url, api_keys=KEY))
     headers = {"Authorization": f"Bearer {KEY}"}
     with serve_in_thread(app) as base, httpx.Client(base_url=base, headers=headers) as c:

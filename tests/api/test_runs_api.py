@@ -260,6 +260,7 @@ async def test_malformed_json_is_400(client: httpx.AsyncClient, content: bytes, 
         path, content=content, headers={"content-type": "application/json"}
     )
     assert_problem(response, 400, "malformed-json")
+    assert response.json()["instance"] == path
 
 
 @pytest.mark.parametrize(
@@ -344,7 +345,8 @@ async def test_idempotency_replay_mismatch_and_concurrency(client: httpx.AsyncCl
 
 
 async def test_in_flight_duplicate_is_409(client: httpx.AsyncClient) -> None:
-    client.app.state.idempotency_in_flight.add("busy")  # type: ignore[attr-defined]
+    in_flight = client.app.state.idempotency_in_flight  # type: ignore[attr-defined]
+    in_flight.add(("default", "busy"))  # (keys are per tenant: the key's is `default`)
     response = await client.post("/v1/runs", json=body(), headers={"Idempotency-Key": "busy"})
     assert_problem(response, 409, "idempotency-in-flight")
 

@@ -12,8 +12,10 @@ Without Chromium these tests skip locally and FAIL when the CI variable is set.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +30,7 @@ from app.main import create_app
 from app.service.keys import actor_of
 from app.store.migrate import upgrade_to_head
 from tests.conftest import make_settings
+from tests.e2e.processes import AGENTRUN
 from tests.helpers import run_body
 from tests.mocks.uvicorn_thread import serve_in_thread
 
@@ -105,21 +108,56 @@ def _drop_postgres(url: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{u.database}" WITH (FORCE)')
 
 
+@contextlib.contextmanager
+def _fresh_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A migrated database of the fixture's back end (`request.param`) for one test."""
+    if request.param == "sqlite":
+        yield _fresh_sqlite(tmp_path)
+        return
+    url = _fresh_postgres(request.getfixturevalue("postgres_url"))
+    try:
+        yield url
+    finally:
+        _drop_postgres(url)
+
+
 @pytest.fixture(params=["sqlite", "postgres"])
 def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
     """(base URL, back end) of a real server with two worker slots on a fresh database."""
-    backend = request.param
-    if backend == "sqlite":
-        url = _fresh_sqlite(tmp_path)
-    else:
-        url = _fresh_postgres(request.getfixturevalue("postgres_url"))
-    settings = make_settings(url, api_keys=KEY)
-    try:
+    with _fresh_database(request, tmp_path) as url:
+        settings = make_settings(url, api_keys=KEY)
         with serve_in_thread(create_app(settings, worker_slots=2)) as base:
-            yield base, backend
-    finally:
-        if backend == "postgres":
-            _drop_postgres(url)
+            yield base, request.param
+
+
+PERSON_PASSWORD = "a long pass phrase for alice"
+
+
+def operators(url: str, *args: str, stdin: str = "") -> str:
+    """`agentrun operators …` on the server's database, as an operator would run it."""
+    done = subprocess.run(
+        [AGENTRUN, "operators", *args],
+        input=stdin,
+        env={**os.environ, "AGENTRUN_DATABASE_URL": url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def people_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """(base URL, database URL) of a real server whose dashboard has two accounts made
+    from the command line: `alice` (operator) and `vera` (viewer)."""
+    with _fresh_database(request, tmp_path) as url:
+        for username, role in (("alice", "operator"), ("vera", "viewer")):
+            args = ("create", "--username", username, "--role", role)
+            operators(url, *args, stdin=PERSON_PASSWORD + "\n")
+        settings = make_settings(url, api_keys=KEY)
+        with serve_in_thread(create_app(settings, worker_slots=2)) as base:
+            yield base, url
 
 
 def create_run(base: str, **overrides: Any) -> str:
@@ -299,3 +337,71 @@ def test_operator_flow_in_chromium(page: Any, server: tuple[str, str]) -> None:
     page.wait_for_url(f"{base}/admin/login")
     page.goto(f"{base}/admin")
     assert page.url.startswith(f"{base}/admin/login")
+
+
+def sign_in(page: Any, base: str, username: str, password: str = PERSON_PASSWORD) -> None:
+    page.goto(f"{base}/admin")
+    assert page.url.startswith(f"{base}/admin/login")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.keyboard.press("Enter")
+
+
+def test_people_sign_in_and_act_as_themselves_in_chromium(
+    page: Any, people_server: tuple[str, str]
+) -> None:
+    base, url = people_server
+    backend = "sqlite" if url.startswith("sqlite") else "postgres"
+    run_id = create_run(base, metadata={"ticket": "T-7"})
+    watched = create_run(base, metadata={"ticket": "T-8"})
+    for r in (run_id, watched):
+        wait_status(base, r, "requires_action")
+
+    # A wrong password, then the right one: signed in under their own name and role.
+    sign_in(page, base, "alice", "not alice's password")
+    page.wait_for_selector("#login-error")
+    assert "do not match" in page.inner_text("#login-error")
+    assert page.input_value("#username") == "alice" and page.input_value("#password") == ""
+    assert_labelled(page)
+    shot(page, f"{backend}-people-01-login")
+    page.get_by_label("Password").fill(PERSON_PASSWORD)
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"{base}/admin")
+    assert page.inner_text("#who") == "signed in as user:alice operator"
+
+    # Alice cancels a run; the event log names her.
+    page.goto(f"{base}/admin/runs/{run_id}")
+    page.click("#cancel")
+    page.wait_for_selector("#confirm")
+    assert "Recorded in the event log as user:alice" in page.inner_text("main")
+    page.click("#confirm")
+    page.wait_for_url(f"{base}/admin/runs/{run_id}?done=cancel")
+    assert page.inner_text("#run-status") == "cancelled"
+    row = page.locator("table.events tr.ev-run-cancelled")
+    assert "user:alice" in row.inner_text()
+    shot(page, f"{backend}-people-02-cancelled-by-alice")
+    events = httpx.get(
+        f"{base}/v1/runs/{run_id}/events", headers={"Authorization": f"Bearer {KEY}"}, timeout=10
+    ).json()["data"]
+    assert (events[-1]["type"], events[-1]["actor"]) == ("run.cancelled", "user:alice")
+    tab_to(page, "logout")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"{base}/admin/login")
+
+    # Vera, a viewer, sees the suspended run but is offered no action.
+    sign_in(page, base, "vera")
+    page.wait_for_url(f"{base}/admin")
+    assert page.inner_text("#role") == "viewer"
+    page.goto(f"{base}/admin/runs/{watched}")
+    assert page.inner_text("#run-status") == "requires_action"
+    assert page.locator("#read-only").is_visible()
+    assert page.locator("form[action^='/admin/runs/']").count() == 0
+    shot(page, f"{backend}-people-03-viewer")
+
+    # Her sessions are revoked from the command line: the page's own poll (every 2 s) is
+    # refused and takes her to the login form; so is any page she opens.
+    assert "1 session(s) of vera revoked" in operators(url, "sessions", "revoke", "vera")
+    page.wait_for_url(lambda u: u.startswith(f"{base}/admin/login"), timeout=15_000)
+    page.goto(f"{base}/admin/runs/{watched}")
+    assert page.url.startswith(f"{base}/admin/login")
+    assert wait_status(base, watched, "requires_action")["status"] == "requires_action"

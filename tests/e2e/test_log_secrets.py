@@ -1,7 +1,9 @@
 """No secret reaches a log: real `agentrun api` and `agentrun worker` processes, configured
 with every kind of secret, take a run through a suspension, a PostgreSQL outage (a private
-cluster, stopped and started again), failing webhook deliveries and a callback; then both
-logs are read for each secret."""
+cluster, stopped and started again), failing webhook deliveries, a callback and a browser
+token used in `?access_token=` (also refused: altered, on another route); then both logs
+are read for each secret; a person made from the command line signs in on the
+dashboard and acts, and their password and session are looked for too."""
 
 from __future__ import annotations
 
@@ -12,7 +14,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from itsdangerous import URLSafeTimedSerializer
 
+from tests.dashboard.conftest import csrf_of
 from tests.e2e.private_postgres import available, private_postgres
 from tests.e2e.processes import AGENTRUN, spawn, stop, wait_until
 from tests.mocks.uvicorn_thread import free_port
@@ -61,6 +65,8 @@ def test_logs_hold_no_secret_after_an_outage_and_error_paths(tmp_path: Path) -> 
             headers={"Authorization": f"Bearer {API_KEY}"},
             timeout=10,
         )
+        browser = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)  # no key
+        browser_token = "not minted"
         try:
             wait_until(lambda: _ready(client), 30, "the API to become ready")
             closed = free_port()  # nothing listens there: every delivery fails
@@ -85,11 +91,25 @@ def test_logs_hold_no_secret_after_an_outage_and_error_paths(tmp_path: Path) -> 
             callback = action["callback_url"]
             token = callback.split("/callbacks/")[1].split("/")[0]
             call_id = action["tool_calls"][0]["id"]
+            minted = client.post(f"/v1/runs/{run_id}/browser-tokens", json={})
+            assert minted.status_code == 201, minted.text
+            browser_token = minted.json()["token"]
+            as_browser = f"/v1/runs/{run_id}/events?access_token={browser_token}"
+            assert browser.get(as_browser).status_code == 200
+            altered = browser.get(f"{as_browser[:-3]}xyz")
+            assert altered.status_code == 401, altered.text
+            elsewhere = browser.post(
+                f"/v1/runs/{run_id}/cancel", headers={"Authorization": f"Bearer {browser_token}"}
+            )
+            assert elsewhere.status_code == 403, elsewhere.text
 
             pg.stop()
             for _ in range(3):  # requests during the outage take the error paths
                 _request(client, "GET", f"/v1/runs/{run_id}")
                 _request(client, "POST", "/v1/runs", json={"prompt": "x", "model": _script()})
+                _request(
+                    browser, "GET", f"/v1/runs/{run_id}/wait?timeout=0&access_token={browser_token}"
+                )
             wait_until(lambda: b"Traceback" in logs[1].read_bytes(), 20, "the worker to log")
             pg.start()
 
@@ -106,8 +126,10 @@ def test_logs_hold_no_secret_after_an_outage_and_error_paths(tmp_path: Path) -> 
                 60,
                 "the run to complete after the outage",
             )
+            people = _a_person_acts_on_the_dashboard(client, {**_environ(), **env})
         finally:
             client.close()
+            browser.close()
             stop(api)
             stop(worker)
 
@@ -115,7 +137,14 @@ def test_logs_hold_no_secret_after_an_outage_and_error_paths(tmp_path: Path) -> 
         assert "Traceback" in text, "the outage left no traceback: the check would prove nothing"
         leaked = {
             name: value
-            for name, value in {**SECRETS, "database password": pg.password, "token": token}.items()
+            for name, value in {
+                **SECRETS,
+                "database password": pg.password,
+                "token": token,
+                "browser token": browser_token,
+                "browser token's signature": browser_token.rpartition(".")[2],
+                **people,
+            }.items()
             if value in text
         }
         assert not leaked, f"secrets in the logs: {sorted(leaked)}"
@@ -124,6 +153,55 @@ def test_logs_hold_no_secret_after_an_outage_and_error_paths(tmp_path: Path) -> 
             if line.startswith("{"):
                 json.loads(line)  # JSON lines off a terminal
         assert any(line.startswith("{") for line in text.splitlines())
+
+
+DASHBOARD_PASSWORD = "pw-" + "p4ss" * 6
+
+
+def _a_person_acts_on_the_dashboard(client: httpx.Client, env: dict[str, str]) -> dict[str, str]:
+    """An account made from the command line signs in (after a wrong password), cancels a
+    run and logs out; the secrets that went by: the password, the session's, the cookie."""
+    made = subprocess.run(
+        [AGENTRUN, "operators", "create", "--username", "alice", "--role", "operator"],
+        input=DASHBOARD_PASSWORD + "\n",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert made.returncode == 0, made.stderr
+    tools = [{"name": "lookup", "parameters": {"type": "object"}}]
+    body = {"prompt": "x", "model": _script(), "tools": tools, "max_turns": 3}
+    run = client.post("/v1/runs", json=body)
+    assert run.status_code == 201, run.text
+    run_id = run.json()["id"]
+    wait_until(
+        lambda: client.get(f"/v1/runs/{run_id}").json()["status"] == "requires_action",
+        30,
+        "the dashboard's run to suspend",
+    )
+    with httpx.Client(base_url=client.base_url, timeout=10) as browser:
+        csrf = csrf_of(browser.get("/admin/login").text)
+        login = {"username": "alice", "csrf_token": csrf, "next": "/admin"}
+        wrong = browser.post("/admin/login", data={**login, "password": DASHBOARD_PASSWORD[:-1]})
+        assert wrong.status_code == 401
+        signed = browser.post("/admin/login", data={**login, "password": DASHBOARD_PASSWORD})
+        assert signed.status_code == 303, signed.text
+        cookie = browser.cookies["agentrun_admin"]
+        _, data = URLSafeTimedSerializer("any key").loads_unsafe(cookie)
+        csrf = csrf_of(browser.get(f"/admin/runs/{run_id}").text)
+        cancelled = browser.post(
+            f"/admin/runs/{run_id}/cancel", data={"csrf_token": csrf, "confirmed": "yes"}
+        )
+        assert cancelled.status_code == 303, cancelled.text
+        assert browser.post("/admin/logout", data={"csrf_token": csrf}).status_code == 303
+    events = client.get(f"/v1/runs/{run_id}/events").json()["data"]
+    assert events[-1]["type"] == "run.cancelled" and events[-1]["actor"] == "user:alice"
+    return {
+        "dashboard password": DASHBOARD_PASSWORD,
+        "dashboard session secret": data["session"],
+        "dashboard cookie": cookie,
+    }
 
 
 def _environ() -> dict[str, str]:

@@ -111,6 +111,9 @@ class MemoryBackend:
     # --- writes and reads ------------------------------------------------------------
 
     async def change(self, write: ChangeWrite) -> Changed:
+        row = self.runs.get(write.run_id)
+        if row is not None and write.tenant not in (None, row["tenant_id"]):
+            return Changed(None)  # (another tenant's run: refused as a missing one)
         done = Changed(self._change(write.run_id, write.change, write.now))
         if write.claim_for is not None:
             claimed = await self.claim(changes.claim(*write.claim_for), write.now, 1)

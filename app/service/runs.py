@@ -497,11 +497,11 @@ class RunService:
         self, run_id: str, *, actor: str | None = None, tenant: str | None = None
     ) -> RunView:
         started = tracing.start_time()
-        if tenant is not None:  # (a run's tenant never changes: then the write by id)
-            await self.owned(run_id, tenant)
-        updated = await self._apply(run_id, changes.cancel(actor))
+        # (Scoped in the compare-and-set itself: another tenant's run is refused, then
+        # reads as missing.)
+        updated = await self._apply(run_id, changes.cancel(actor), tenant)
         if updated is None:
-            return await self._refused(run_id, "cancel")
+            return await self._refused(run_id, "cancel", tenant)
         tracing.record_span(
             "agentrun.run.cancel",
             updated.config,
@@ -518,13 +518,16 @@ class RunService:
             raise RunNotFound(f"no run with id {run_id}")
         return record
 
-    async def _apply(self, run_id: str, change: Change) -> RunRecord | None:
-        """Apply one change now; None when refused (the run moved on)."""
-        updated, _ = await self.store.apply(run_id, change, self.clock())
+    async def _apply(
+        self, run_id: str, change: Change, tenant: str | None = None
+    ) -> RunRecord | None:
+        """Apply one change now (to `tenant`'s run); None when refused (the run moved on,
+        or is not there)."""
+        updated, _ = await self.store.apply(run_id, change, self.clock(), tenant=tenant)
         return updated
 
-    async def _refused(self, run_id: str, verb: str) -> RunView:
-        current = await self.store.get(run_id)
+    async def _refused(self, run_id: str, verb: str, tenant: str | None = None) -> RunView:
+        current = await self.store.get(run_id, tenant=tenant)
         if current is None:
             raise RunNotFound(f"no run with id {run_id}")
         raise RunStateConflict(

@@ -62,17 +62,21 @@ def update_run(
     bump: bool = True,
     claimed: sa.ColumnElement[bool] | None = None,
     prefix: str = "",
+    scoped: bool = False,
 ) -> Any:
     """The UPDATE of a run by id (`p_id`), compare-and-set on its status (and `version`
     when `fenced`); `bump` moves the fencing token on. A claim passes the predicate that
     picks its runs as `claimed` (the backend's form of `due_runs`) and counts an attempt.
-    `prefix` names the parameters of a claim chained to a change."""
+    `prefix` names the parameters of a claim chained to a change; `scoped`: the run must
+    be tenant `p_tenant`'s too (a change on a tenant's behalf)."""
     if claimed is not None:  # (a claim's pick is row-locked and re-checked by its subquery)
         where = [claimed]
     else:
         where = [runs.c.id == sa.bindparam("p_id"), status_in(statuses)]
     if fenced:
         where.append(runs.c.version == sa.bindparam("p_version"))
+    if scoped:
+        where.append(runs.c.tenant_id == sa.bindparam("p_tenant", type_=sa.String()))
     values: dict[str, Any] = {k: sa.bindparam(f"{prefix}v_{k}", type_=runs.c[k].type) for k in keys}
     if claimed is not None:
         values["attempts"] = runs.c.attempts + 1
@@ -121,6 +125,7 @@ class Transitions:
         *,
         claim_for: tuple[str, datetime] | None = None,
         known: RunRecord | None = None,
+        tenant: str | None = None,
     ) -> tuple[RunRecord | None, RunRecord | None]:
         """Apply `change` to run `run_id` with one compare-and-set: (the run as changed,
         or None when refused: its status or fencing token moved on; the run claimed).
@@ -132,9 +137,12 @@ class Transitions:
         With `claim_for` (worker, lease until) the same write also claims the next due run
         for that worker (one round trip on PostgreSQL): a lease holder's last write and
         its next claim. The claim happens even when the change is refused (a lost lease);
-        the caller owns what it returns."""
+        the caller owns what it returns.
+
+        `tenant`: on behalf of that tenant: a run of another is refused as a missing one
+        (one more predicate of the same compare-and-set)."""
         done = await self.backend.change(
-            ChangeWrite(run_id, change, now, known=known, claim_for=claim_for)
+            ChangeWrite(run_id, change, now, known=known, claim_for=claim_for, tenant=tenant)
         )
         self.backend.wake(done.wakes)
         if done.claimed is not None:

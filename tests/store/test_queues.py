@@ -6,6 +6,7 @@ runs' calls leave the queue; heartbeats extend only the current lease."""
 from __future__ import annotations
 
 import asyncio
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -263,8 +264,9 @@ async def test_a_cancel_finds_its_calls_by_the_run_on_empty_tables(
             service = RunService(store, store_settings(empty_postgres_url))
             view = await suspended_run(service, tool_queue="q")
             sent.clear()
-            await service.cancel(view.record.id)
+            await service.cancel(view.record.id, tenant="default")  # (as the API does)
         (compiled, values), *_ = [s for s in sent if "unqueued" in s[0].sql]
+        assert re.search(r"runs\.tenant_id = \$\d+", compiled.sql)  # (scoped in the CAS)
         plan = await generic_plan(empty_postgres_url, compiled, values)
         assert "ix_tool_calls_leasable" not in plan and "Seq Scan" not in plan, plan
     finally:

@@ -49,6 +49,7 @@ class ChangeWrite:
     known: RunRecord | None = None  # the run as the caller read it (config and metadata)
     claim_for: tuple[str, datetime] | None = None  # (worker, lease until): claim next
     conn: AsyncConnection | None = None  # a sweep's transaction (else its own)
+    tenant: str | None = None  # the caller's: a run of another tenant is refused
 
 
 @dataclass(slots=True)

@@ -57,6 +57,7 @@ class Shape:
     # Returns the run's configuration and metadata (False: the caller holds them already,
     # and they never change).
     reads_config: bool = True
+    scoped: bool = False  # the run must be tenant `p_tenant`'s too
 
 
 def notify_each(channel: str, changed: Any, *, watched_only: bool = False) -> Any:
@@ -139,7 +140,12 @@ class PgStatements:
 
     def _change(self, shape: Shape) -> Any:
         dml = update_run(
-            shape.keys, shape.statuses, shape.plan.n, fenced=shape.fenced, bump=shape.bump
+            shape.keys,
+            shape.statuses,
+            shape.plan.n,
+            fenced=shape.fenced,
+            bump=shape.bump,
+            scoped=shape.scoped,
         )
         changed = dml.returning(*runs.c).cte("changed")
         head = None if shape.reads_config else sa.select(changed)

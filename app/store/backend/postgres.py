@@ -146,10 +146,13 @@ class PostgresBackend:
             chain=EventPlan.of(chain.events) if chain else None,
             closes_calls=change.closes_calls,
             reads_config=known is None,
+            scoped=write.tenant is not None,
         )
         params = change_params(change, now)
         params.update(self._event_params(change.events, now))
         params["p_id"] = write.run_id
+        if write.tenant is not None:
+            params["p_tenant"] = write.tenant
         _side_params(params, change, now)
         if chain is not None:
             params.update(change_params(chain, now, "n_"))

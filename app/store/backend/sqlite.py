@@ -86,17 +86,16 @@ class SqliteBackend:
     async def change(self, write: ChangeWrite) -> Changed:
         if write.conn is None:
             async with self.engine.begin() as conn:
-                done = await self._change(write.change, write.run_id, write.now, conn)
+                done = await self._change(write, conn)
         else:
-            done = await self._change(write.change, write.run_id, write.now, write.conn)
+            done = await self._change(write, write.conn)
         if write.claim_for is not None:
             claimed = await self.claim(changes.claim(*write.claim_for), write.now, 1)
             done.claimed = claimed[0] if claimed else None
         return done
 
-    async def _change(
-        self, change: Change, run_id: str, now: datetime, conn: AsyncConnection
-    ) -> Changed:
+    async def _change(self, write: ChangeWrite, conn: AsyncConnection) -> Changed:
+        change, run_id, now = write.change, write.run_id, write.now
         values = change.columns()
         stmt = update_run(
             tuple(sorted(values)),
@@ -104,8 +103,11 @@ class SqliteBackend:
             len(change.events),
             fenced=change.expect_version is not None,
             bump=change.moves_token,
+            scoped=write.tenant is not None,
         ).returning(*runs.c)
         params = {**change_params(change, now), "p_id": run_id}
+        if write.tenant is not None:
+            params["p_tenant"] = write.tenant
         row = (await conn.execute(stmt, params)).mappings().first()
         if row is None:
             return Changed(None)

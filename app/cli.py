@@ -1,7 +1,8 @@
-"""`agentrun`: serve | api | worker | migrate | purge | runs. Parses the command line; the
-processes are built by the composition root (app.main), imported only once a command
-needs it. `runs …` is the client's command line (`agentrun_client.cli`), a distribution of
-its own that the service does not depend on."""
+"""`agentrun`: serve | api | worker | migrate | purge | keys | tenants | runs. Parses the
+command line; the processes are built by the composition root (app.main), imported only
+once a command needs it (`keys` and `tenants`: app.admin). `runs …` is the client's
+command line (`agentrun_client.cli`), a distribution of its own that the service does not
+depend on."""
 
 from __future__ import annotations
 
@@ -76,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
         help="age of the runs to delete: 30d, 12h, 90m, 3600s (a bare number is days)",
     )
     purge.add_argument("--batch", type=int, default=500, help="runs per transaction")
+    from app import admin
+
+    admin.add_commands(sub)  # keys, tenants
     sub.add_parser(  # (parsed by the client: `client_commands`)
         "runs", help="create, get, list, wait, events, submit, cancel over the HTTP API"
     )
@@ -91,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"refusing to start: {exc}", file=sys.stderr)
             return 2
 
+    if args.command in ("keys", "tenants"):
+        return admin.run(args, settings)
     if args.command == "migrate":
         from app.main import migrate
 

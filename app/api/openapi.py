@@ -41,7 +41,18 @@ JSON_VALUE = {"$ref": "#/components/schemas/JsonValue"}
 #: refused too, but a regex over UTF-8 text (jsonschema-rs) cannot name them: they are in
 #: the description of `JsonValue` and of every request body.
 TEXT = r"^[^\u0000]*$"
-_BODIES = ("RunCreate", "ToolResultsIn", "ResolutionIn", "LeaseIn", "HeartbeatIn", "LeasedResultIn")
+_BODIES = (
+    "RunCreate",
+    "ToolResultsIn",
+    "ResolutionIn",
+    "LeaseIn",
+    "HeartbeatIn",
+    "LeasedResultIn",
+    "KeyCreate",
+    "KeyRotate",
+    "TenantCreate",
+    "TenantPatch",
+)
 
 
 def _json_value_schema() -> dict[str, Any]:

@@ -101,10 +101,13 @@ def check_tenant_id(tenant_id: str) -> str:
     return tenant_id
 
 
+#: A display name (of a tenant, a key): no control characters.
+NAME = r"^[^\u0000-\u001f\u007f-\u009f]+$"
+
+
 def check_name(name: str, what: str = "name", limit: int = 200) -> str:
-    name = name.strip()
-    if not name or len(name) > limit or not name.isprintable():
-        raise InvalidRequest(f"{what}: 1 to {limit} printable characters")
+    if not re.fullmatch(NAME, name) or len(name) > limit:
+        raise InvalidRequest(f"{what}: 1 to {limit} characters, no control characters")
     return name
 
 

@@ -95,8 +95,13 @@ def new_key_id() -> str:
     return secrets.token_hex(ID_LENGTH // 2)
 
 
+def digest(presented: str) -> bytes:
+    """What a key is stored as (`api_keys.secret_hash`: its hex)."""
+    return hashlib.sha256(presented.encode()).digest()
+
+
 def key_hash(presented: str) -> str:
-    return hashlib.sha256(presented.encode()).hexdigest()
+    return digest(presented).hex()
 
 
 def lookup_id(presented: str) -> str | None:
@@ -174,7 +179,7 @@ class DbKeys:
             entry = await self._load(key_id)
         if entry.principal is None:  # an unknown id never reaches the hash
             return None
-        if not hmac.compare_digest(entry.digest, hashlib.sha256(presented.encode()).digest()):
+        if not hmac.compare_digest(entry.digest, digest(presented)):
             return None
         if entry.expires_at is not None and entry.expires_at <= time.time():
             return None

@@ -19,9 +19,10 @@ from the schema's own `/problems/validation-error`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, routing
 from fastapi.dependencies.models import Dependant
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
@@ -190,19 +191,28 @@ def _document_access(operation: dict[str, Any], permission: Permission) -> None:
     answers.setdefault("403", {"description": responses(403)[403]["description"]})
 
 
+def api_routes(app: FastAPI) -> Iterator[tuple[str, APIRoute]]:
+    """(path, route) of every documented route. FastAPI ≥ 0.165 keeps an included router
+    as one entry of `app.routes` (`iter_route_contexts` walks into it); older versions
+    list the routes themselves."""
+    walk = getattr(routing, "iter_route_contexts", None)
+    for entry in walk(app.routes) if walk is not None else app.routes:
+        route = getattr(entry, "original_route", entry)
+        if isinstance(route, APIRoute) and route.include_in_schema:
+            yield getattr(entry, "path_format", None) or route.path_format, route
+
+
 def build(app: FastAPI) -> dict[str, Any]:
     schema = get_openapi(
         title=app.title, version=app.version, description=app.description, routes=app.routes
     )
     paths: dict[str, Any] = schema.get("paths", {})
-    for route in app.routes:
-        if not isinstance(route, APIRoute) or not route.include_in_schema:
-            continue
+    for path, route in api_routes(app):
         permission = permission_of(route.dependant)
-        if permission is None or route.path_format not in paths:
+        if permission is None or path not in paths:
             continue
         for method in route.methods or ():
-            operation = paths[route.path_format].get(method.lower())
+            operation = paths[path].get(method.lower())
             if operation is not None:
                 _document_access(operation, permission)
     for path in paths.values():

@@ -7,7 +7,8 @@ leaked were never logged on purpose. They came from tracebacks that rendered loc
 variables (a database URL with its password, a callback token), and from exception texts
 of libraries. So the step sees the final strings, exception text included, and scrubs
 (1) every configured secret by value and (2) every secret by its shape: passwords in URLs
-and DSNs, bearer credentials, Standard Webhooks secrets, provider keys, callback tokens.
+and DSNs, bearer credentials, Standard Webhooks secrets, provider keys, callback tokens,
+the database's API keys.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bwhsec_[A-Za-z0-9+/=]+"), "whsec_" + REDACTED),
     (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), "sk-" + REDACTED),  # OpenAI and Anthropic keys
     (re.compile(r"(/callbacks/)[A-Za-z0-9_-]+"), r"\1" + REDACTED),
+    # API keys of the database (app.service.keys): the lookup id is public, the rest not
+    (re.compile(r"\b(ark_[0-9a-f]{16}_)[A-Za-z0-9_-]+"), r"\1" + REDACTED),
 )
 
 

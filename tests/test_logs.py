@@ -46,6 +46,10 @@ SETTINGS = SimpleNamespace(
         ("POST http://h/v1/callbacks/Zm9vYmFyYmF6cXV4_-0/tool-results", "Zm9vYmFyYmF6cXV4_-0"),
         ("GET /hook?token=t0k3nvalue&x=1", "t0k3nvalue"),
         ("api_key=abcd1234", "abcd1234"),
+        (
+            "key ark_0123456789abcdef_c2VjcmV0LXNlY3JldC1zZWNyZXQ-c2VjcmV0_x0",
+            "c2VjcmV0LXNlY3JldC1zZWNyZXQ",
+        ),
     ],
 )
 def test_secrets_are_recognised_by_their_shape(text: str, secret: str) -> None:

@@ -19,7 +19,7 @@ from fastapi import Request
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from starlette.responses import Response
 
-from app.service.keys import actor_of, key_matches
+from app.service.keys import Authenticator, actor_of, key_matches
 from app.service.reads import RunReads
 
 COOKIE = "agentrun_admin"
@@ -62,15 +62,17 @@ async def serializer(request: Request) -> URLSafeTimedSerializer:
     return cached
 
 
-def open_mode(request: Request) -> bool:
-    keys: list[str] = request.app.state.settings.api_key_list
-    return not keys
+async def open_mode(request: Request) -> bool:
+    """The API's open mode (no key in AGENTRUN_API_KEYS nor in the database, on loopback):
+    a database key ends it for the dashboard too."""
+    authenticator: Authenticator = request.app.state.authenticator
+    return await authenticator.open_mode()
 
 
-def valid_actors(request: Request) -> set[str]:
-    keys: list[str] = request.app.state.settings.api_key_list
-    if not keys:
+async def valid_actors(request: Request) -> set[str]:
+    if await open_mode(request):
         return {actor_of(None)}
+    keys: list[str] = request.app.state.settings.api_key_list
     return {actor_of(k) for k in keys}
 
 
@@ -90,7 +92,7 @@ async def load_session(request: Request) -> Session:
             data = None
         if isinstance(data, dict) and isinstance(data.get("csrf"), str):
             actor = data.get("actor")
-            if not isinstance(actor, str) or actor not in valid_actors(request):
+            if not isinstance(actor, str) or actor not in await valid_actors(request):
                 actor = None
             session = Session(actor, data["csrf"])
     if session is None:
@@ -99,12 +101,12 @@ async def load_session(request: Request) -> Session:
     return session
 
 
-def check_key(request: Request, presented: str) -> str | None:
-    """The actor for a login with `presented`, or None when the key is wrong. In open
-    mode (no keys configured) every login succeeds as `open-mode`."""
-    keys: list[str] = request.app.state.settings.api_key_list
-    if not keys:
+async def check_key(request: Request, presented: str) -> str | None:
+    """The actor for a login with `presented` (a key of AGENTRUN_API_KEYS), or None when
+    the key is wrong. In open mode every login succeeds as `open-mode`."""
+    if await open_mode(request):
         return actor_of(None)
+    keys: list[str] = request.app.state.settings.api_key_list
     presented = presented.strip()
     if not presented or not key_matches(presented, keys):
         return None

@@ -51,7 +51,7 @@ async def login(request: Request, form: Form) -> Response:
         )
         page.headers["Retry-After"] = str(seconds)
         return page
-    actor = auth.check_key(request, key)
+    actor = await auth.check_key(request, key)
     if actor is None:
         throttle.failed(address)
         return await render(

@@ -87,7 +87,7 @@ async def render(
     context = {
         "session": session,
         "csrf_field": auth.CSRF_FIELD,
-        "open_mode": auth.open_mode(request),
+        "open_mode": await auth.open_mode(request),
         "refresh_seconds": REFRESH_SECONDS,
         **context,
     }

@@ -4,10 +4,15 @@ tenant's first key; every refusal is a problem."""
 
 from __future__ import annotations
 
+import re
 import secrets
+from typing import Any
 
 import httpx
+import pytest
 
+from app.api.server import run_server
+from app.settings import Settings
 from tests.helpers import wait_for
 
 
@@ -128,3 +133,48 @@ async def test_tenants_over_http(client: httpx.AsyncClient) -> None:
         lambda r: r.status_code == 401,
         timeout=1.0,
     )
+
+
+def test_the_open_mode_guard_counts_database_keys(capsys: pytest.CaptureFixture[str]) -> None:
+    """Without AGENTRUN_API_KEYS a server may bind beyond loopback when the database holds
+    a usable key; without one it refuses, also when the keys cannot be read."""
+    built: list[str] = []
+
+    def make_app(settings: Settings) -> Any:
+        built.append("app")
+        raise RuntimeError("built")  # (stops run_server before it serves)
+
+    with pytest.raises(RuntimeError, match="built"):
+        run_server(
+            Settings(api_keys=""), make_app, host="0.0.0.0", port=1, database_keys=lambda: True
+        )
+    assert built == ["app"] and "OPEN MODE" not in capsys.readouterr().err
+
+    def unreadable() -> bool:
+        raise OSError("no database")
+
+    for keys in (lambda: False, unreadable):
+        code = run_server(
+            Settings(api_keys=""), make_app, host="0.0.0.0", port=1, database_keys=keys
+        )
+        assert code == 2 and "refusing to start" in capsys.readouterr().err
+    assert built == ["app"]
+
+
+async def test_a_database_key_ends_the_dashboards_open_mode(database_url: str, store: Any) -> None:
+    from app.main import create_app
+    from tests.conftest import make_settings
+
+    app = create_app(make_settings(database_url, api_keys=""))
+    async with app.router.lifespan_context(app):
+        await app.state.keys.create("default", "admin", "the-only-key")
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://dashboard.test") as c:
+            page = await c.get("/admin/login")
+            assert "Open mode" not in page.text
+            csrf = re.search(r'name="csrf_token" value="([^"]+)"', page.text)
+            assert csrf is not None
+            login = await c.post("/admin/login", data={"api_key": "guess", "csrf_token": csrf[1]})
+            assert login.status_code == 401
+            assert (await c.get("/admin")).status_code == 303
+            assert (await c.get("/v1/runs")).status_code == 401

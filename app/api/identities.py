@@ -13,13 +13,15 @@ from datetime import timedelta
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from app.api.problems import responses
 from app.api.routes import AUTH, json_body
 from app.api.security import Forbidden, authorize
 from app.service.access import TENANT_PATTERN, Permission, Principal, Role
 from app.service.keys import MAX_GRACE, MAX_LIFETIME, IssuedKey, KeyAdmin, KeyView
+from app.service.schemas import _AS_INT as AS_INT
+from app.service.schemas import Body
 from app.service.tenants import NAME, TenantLimits, Tenants, TenantView
 from app.timestamps import Timestamp
 
@@ -65,28 +67,21 @@ def scope(principal: Principal, tenant: str | None) -> str:
 # --- models ---------------------------------------------------------------------------------
 
 
-class KeyCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class KeyCreate(Body):
     name: str = Field(min_length=1, max_length=80, pattern=NAME, description="what holds it")
     role: Role
-    expires_in_seconds: int | None = Field(
+    expires_in_seconds: Annotated[
+        int | None, Field(ge=1, le=int(MAX_LIFETIME.total_seconds()), strict=True), AS_INT
+    ] = Field(
         default=None,
-        ge=1,
-        le=int(MAX_LIFETIME.total_seconds()),
         description="the key stops working this long after it is made (default: never)",
     )
 
 
-class KeyRotate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    grace_seconds: int = Field(
-        default=3600,
-        ge=0,
-        le=int(MAX_GRACE.total_seconds()),
-        description="how long the old secret keeps working (0: not at all)",
-    )
+class KeyRotate(Body):
+    grace_seconds: Annotated[
+        int, Field(ge=0, le=int(MAX_GRACE.total_seconds()), strict=True), AS_INT
+    ] = Field(default=3600, description="how long the old secret keeps working (0: not at all)")
 
 
 class KeyOut(BaseModel):
@@ -134,22 +129,20 @@ class RotatedOut(BaseModel):
     new: IssuedKeyOut
 
 
-class TenantCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class TenantCreate(Body):
     id: str = Field(pattern=TENANT_PATTERN)
     name: str | None = Field(default=None, min_length=1, max_length=200, pattern=NAME)
     limits: TenantLimits = Field(default_factory=TenantLimits)
 
 
-class TenantPatch(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class TenantPatch(Body):
     name: str | None = Field(default=None, min_length=1, max_length=200, pattern=NAME)
     limits: TenantLimits | None = Field(
         default=None, description="the limits named are set (null: unlimited), others kept"
     )
-    disabled: bool | None = Field(default=None, description="true: its keys are refused")
+    disabled: bool | None = Field(
+        default=None, strict=True, description="true: its keys are refused"
+    )
 
 
 class TenantOut(BaseModel):
@@ -181,7 +174,7 @@ class TenantList(BaseModel):
     "",
     status_code=201,
     response_model=IssuedKeyOut,
-    responses={**AUTH, **responses(404, 422)},
+    responses={**AUTH, **responses(400, 404, 413, 422)},
     summary="Create an API key (its secret is in this answer only)",
 )
 async def create_key(
@@ -239,7 +232,7 @@ async def revoke_key(
     "/{key_id}/rotate",
     status_code=201,
     response_model=RotatedOut,
-    responses={**AUTH, **responses(404, 422)},
+    responses={**AUTH, **responses(400, 404, 413, 422)},
     summary="A new secret for a key; the old one works for the grace period",
 )
 async def rotate_key(
@@ -265,7 +258,7 @@ async def rotate_key(
     "",
     status_code=201,
     response_model=TenantOut,
-    responses={**AUTH, **responses(409, 422)},
+    responses={**AUTH, **responses(400, 409, 413, 422)},
     summary="Create a tenant",
 )
 async def create_tenant(body: TenantCreate, tenants: TenantsOf, _: TenantManager) -> Response:
@@ -293,7 +286,7 @@ async def get_tenant(tenant_id: TenantId, tenants: TenantsOf, _: TenantManager) 
 @tenants_router.patch(
     "/{tenant_id}",
     response_model=TenantOut,
-    responses={**AUTH, **responses(404, 422)},
+    responses={**AUTH, **responses(400, 404, 413, 422)},
     summary="Change a tenant's name, limits or state",
 )
 async def update_tenant(

@@ -10,12 +10,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from app.service.access import DEFAULT_TENANT, TENANT_PATTERN
 from app.service.errors import InvalidRequest, ServiceError
+from app.service.schemas import _AS_INT as AS_INT
+from app.service.schemas import Strict
 from app.store.identities import Identities, TenantRecord
 
 
@@ -31,19 +33,22 @@ class TenantExists(ServiceError):
     title = "A tenant with this id exists"
 
 
-class TenantLimits(BaseModel):
+class TenantLimits(Strict):
     """What a tenant may use; each limit unset means unlimited. Stored in `tenants.limits`."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    max_active_runs: int | None = Field(
-        default=None, ge=1, le=10_000_000, description="runs queued, running or suspended"
+    max_active_runs: Annotated[int | None, Field(ge=1, le=10_000_000, strict=True), AS_INT] = Field(
+        default=None, description="runs queued, running or suspended"
     )
-    daily_tokens: int | None = Field(
-        default=None, ge=1, le=2**62, description="model tokens per UTC day"
+    daily_tokens: Annotated[int | None, Field(ge=1, le=2**62, strict=True), AS_INT] = Field(
+        default=None, description="model tokens per UTC day"
     )
     daily_cost_usd: float | None = Field(
-        default=None, gt=0, le=1e12, allow_inf_nan=False, description="model cost per UTC day"
+        default=None,
+        gt=0,
+        le=1e12,
+        allow_inf_nan=False,
+        strict=True,
+        description="model cost per UTC day, in US dollars",
     )
 
     def stored(self) -> dict[str, Any]:

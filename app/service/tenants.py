@@ -39,7 +39,7 @@ class TenantLimits(Strict):
     max_active_runs: Annotated[int | None, Field(ge=1, le=10_000_000, strict=True), AS_INT] = Field(
         default=None, description="runs queued, running or suspended"
     )
-    daily_tokens: Annotated[int | None, Field(ge=1, le=2**62, strict=True), AS_INT] = Field(
+    daily_tokens: Annotated[int | None, Field(ge=1, le=10**15, strict=True), AS_INT] = Field(
         default=None, description="model tokens per UTC day"
     )
     daily_cost_usd: float | None = Field(

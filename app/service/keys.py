@@ -75,6 +75,7 @@ class EnvKeys:
 PREFIX = "ark_"
 #: Lookup ids: 16 hex digits (public: listed, named in actor tags and URLs).
 ID_LENGTH = 16
+HEX = frozenset("0123456789abcdef")
 #: How long a process trusts what it read of a key: a revocation, expiry or a disabled
 #: tenant takes effect in every process within this (the issue's bound is 1 s).
 CACHE_SECONDS = 0.5
@@ -109,7 +110,7 @@ def lookup_id(presented: str) -> str | None:
     if len(presented) < len(PREFIX) + ID_LENGTH + 2 or not presented.startswith(PREFIX):
         return None
     key_id = presented[len(PREFIX) : len(PREFIX) + ID_LENGTH]
-    if presented[len(PREFIX) + ID_LENGTH] != "_":
+    if presented[len(PREFIX) + ID_LENGTH] != "_" or not HEX.issuperset(key_id):
         return None
     return key_id
 
@@ -149,7 +150,7 @@ class DbKeys:
         self.open_allowed = open_allowed
         self.cache_seconds = cache_seconds
         self._cache: dict[str, _Entry] = {}
-        self._loading: dict[str, asyncio.Future[_Entry]] = {}
+        self._loading: dict[str, asyncio.Future[_Entry]] = {}  # reads in flight
         self._open: tuple[float, bool] | None = None  # (fresh until, open)
 
     async def open_mode(self) -> bool:
@@ -186,26 +187,28 @@ class DbKeys:
         return entry.principal
 
     async def _load(self, key_id: str) -> _Entry:
-        """Read the key once however many requests ask for it at the same time."""
-        pending = self._loading.get(key_id)
-        if pending is not None:
-            return await asyncio.shield(pending)
-        future: asyncio.Future[_Entry] = asyncio.get_running_loop().create_future()
-        self._loading[key_id] = future
-        try:
-            record = await self.identities.key(key_id)
-            entry = self._entry(record)
-            if len(self._cache) >= CACHE_ENTRIES:
-                self._cache.clear()
-            self._cache[key_id] = entry
-            future.set_result(entry)
-            return entry
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # (retrieved: no "never retrieved" warning without waiters)
-            raise
-        finally:
+        """Read the key once however many requests ask for it at the same time. The read
+        is a task of its own: a request cancelled while it waits (its client went away)
+        neither cancels the read nor fails the others waiting on it."""
+        task = self._loading.get(key_id)
+        if task is None:
+            task = asyncio.ensure_future(self._read(key_id))
+            self._loading[key_id] = task
+            task.add_done_callback(lambda done: self._settled(key_id, done))
+        return await asyncio.shield(task)
+
+    def _settled(self, key_id: str, task: asyncio.Future[_Entry]) -> None:
+        if self._loading.get(key_id) is task:
             del self._loading[key_id]
+        if not task.cancelled():
+            task.exception()  # (retrieved: an outage is its waiters' to report)
+
+    async def _read(self, key_id: str) -> _Entry:
+        entry = self._entry(await self.identities.key(key_id))
+        if len(self._cache) >= CACHE_ENTRIES:
+            self._cache.clear()
+        self._cache[key_id] = entry
+        return entry
 
     def _entry(self, record: KeyRecord | None) -> _Entry:
         fresh_until = time.monotonic() + self.cache_seconds

@@ -217,6 +217,7 @@ def test_the_actor_tag_names_the_key_within_100_characters() -> None:
     assert key_actor("gpu-box-1", "ab" * 8) == "key:gpu-box-1#abababababababab"
     assert lookup_id("ark_0123456789abcdef_s3cret") == "0123456789abcdef"
     assert lookup_id("ark_0123456789abcdefXs3cret") is None
+    assert lookup_id("ark_0123456789ABCDEF_s3cret") is None  # (never read: not hex)
     assert lookup_id("test-key-1") is None
 
 
@@ -244,3 +245,49 @@ async def test_tenants_and_their_limits(tenants: Tenants) -> None:
         await tenants.update("missing", name="x")
     assert tenant_id in {t.id for t in await tenants.list()}
     assert (await tenants.get(tenant_id)).name == "Acme"
+
+
+async def test_a_cancelled_request_neither_cancels_the_read_nor_fails_the_others(
+    store: RunStore, admin: KeyAdmin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    issued = await admin.create(DEFAULT_TENANT, "viewer", "shared")
+    db = keyed(store, cache_seconds=60)
+    reading, go_on = asyncio.Event(), asyncio.Event()
+    read = store.identities.key
+    reads: list[str] = []
+
+    async def held(key_id: str) -> Any:
+        reads.append(key_id)
+        reading.set()
+        await go_on.wait()
+        return await read(key_id)
+
+    monkeypatch.setattr(store.identities, "key", held)
+    first = asyncio.ensure_future(db.authenticate(issued.secret))
+    await asyncio.wait_for(reading.wait(), 5)
+    first.cancel()
+    second = asyncio.ensure_future(db.authenticate(issued.secret))
+    go_on.set()
+    found = await asyncio.wait_for(second, 5)
+    assert found is not None and found.key_id == issued.key.id
+    assert first.cancelled()
+    assert reads == [issued.key.id]  # the first one's read went on and served the second
+
+
+async def test_a_failed_read_reaches_its_waiters_and_is_not_cached(
+    store: RunStore, admin: KeyAdmin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    issued = await admin.create(DEFAULT_TENANT, "viewer", "flaky")
+    db = keyed(store, cache_seconds=60)
+    read = store.identities.key
+
+    async def down(key_id: str) -> Any:
+        raise ConnectionError("database unreachable")
+
+    monkeypatch.setattr(store.identities, "key", down)
+    results = await asyncio.gather(
+        db.authenticate(issued.secret), db.authenticate(issued.secret), return_exceptions=True
+    )
+    assert all(isinstance(r, ConnectionError) for r in results)
+    monkeypatch.setattr(store.identities, "key", read)
+    assert await db.authenticate(issued.secret) is not None

@@ -63,9 +63,8 @@ def _has_database_keys(database_keys: Callable[[], bool] | None) -> bool:
     try:
         return database_keys()
     except Exception as exc:  # unreachable or not migrated: no key known
-        print(
-            f"could not read the database's API keys: {type(exc).__name__}: {exc}", file=sys.stderr
-        )
+        # (the exception's type only: its text may hold the database URL)
+        print(f"could not read the database's API keys ({type(exc).__name__})", file=sys.stderr)
         return False
 
 

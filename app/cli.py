@@ -1,7 +1,8 @@
-"""`agentrun`: serve | api | worker | migrate | purge | operators | runs. Parses the
-command line; the processes are built by the composition root (app.main), imported only
-once a command needs it. `runs …` is the client's command line (`agentrun_client.cli`), a
-distribution of its own that the service does not depend on."""
+"""`agentrun`: serve | api | worker | migrate | purge | keys | tenants | operators | runs.
+Parses the command line; the processes are built by the composition root (app.main),
+imported only once a command needs it (`keys` and `tenants`: app.admin). `runs …` is the
+client's command line (`agentrun_client.cli`), a distribution of its own that the service
+does not depend on."""
 
 from __future__ import annotations
 
@@ -78,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     purge.add_argument("--batch", type=int, default=500, help="runs per transaction")
     operators_cli.add_parser(sub)
+    from app import admin
+
+    admin.add_commands(sub)  # keys, tenants
     sub.add_parser(  # (parsed by the client: `client_commands`)
         "runs", help="create, get, list, wait, events, submit, cancel over the HTTP API"
     )
@@ -95,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "operators":
         return operators_cli.run(settings, args)
+    if args.command in ("keys", "tenants"):
+        return admin.run(args, settings)
     if args.command == "migrate":
         from app.main import migrate
 

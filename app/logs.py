@@ -8,7 +8,7 @@ variables (a database URL with its password, a callback token), and from excepti
 of libraries. So the step sees the final strings, exception text included, and scrubs
 (1) every configured secret by value and (2) every secret by its shape: passwords in URLs
 and DSNs, bearer credentials, Standard Webhooks secrets, provider keys, callback tokens,
-browser tokens (in an `?access_token=` query too).
+browser tokens (in an `?access_token=` query too), the database's API keys.
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), "sk-" + REDACTED),  # OpenAI and Anthropic keys
     (re.compile(r"(/callbacks/)[A-Za-z0-9_-]+"), r"\1" + REDACTED),
     (re.compile(r"\barb_[A-Za-z0-9_.-]+"), "arb_" + REDACTED),  # browser tokens
+    # API keys of the database (app.service.keys): the lookup id is public, the rest not
+    (re.compile(r"\b(ark_[0-9a-f]{16}_)[A-Za-z0-9_-]+"), r"\1" + REDACTED),
 )
 
 

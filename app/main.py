@@ -1,6 +1,7 @@
 """The composition root: the one place that builds the engine, the store, the service and
 its reads, the live-event hub and the worker, and wires them into the processes the CLI
-starts (`serve`, `api`, `worker`, `purge`, `migrate`).
+starts (`serve`, `api`, `worker`, `purge`, `migrate`) and its administration (`keys`,
+`tenants`).
 
 Nothing below imports this module (an import-linter contract). The web stack (FastAPI,
 the dashboard) is imported only by the functions that serve it, so a worker process
@@ -14,16 +15,18 @@ import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import structlog
 
+from app.service.keys import Authenticator, DbKeys, KeyAdmin
 from app.service.live import EventHub
 from app.service.operators import OperatorService
 from app.service.queues import QueueService
 from app.service.reads import RunReads
 from app.service.runs import RunService
+from app.service.tenants import Tenants
 from app.settings import Settings
 from app.store.backend.engines import create_engine, engine_for
 from app.store.runs import RunStore
@@ -44,6 +47,8 @@ class Components:
     queues: QueueService  # the tool-call queue's leases (woken by the hub's LISTEN)
     worker: Worker | None  # when the process drives runs
     worker_task: asyncio.Task[None] | None
+    keys: KeyAdmin  # the database's API keys
+    tenants: Tenants
 
 
 @asynccontextmanager
@@ -62,7 +67,17 @@ async def running(
     service = RunService(store, settings)
     queues = QueueService(service, event_hub)
     try:
-        yield Components(store, service, RunReads(store), event_hub, queues, worker, task)
+        yield Components(
+            store,
+            service,
+            RunReads(store),
+            event_hub,
+            queues,
+            worker,
+            task,
+            KeyAdmin(store.identities),
+            Tenants(store.identities),
+        )
     finally:
         try:
             if worker is not None and task is not None:
@@ -74,9 +89,16 @@ async def running(
             await store.aclose()
 
 
-def create_app(settings: Settings, *, worker_slots: int = 0) -> FastAPI:
+def create_app(
+    settings: Settings,
+    *,
+    worker_slots: int = 0,
+    open_allowed: bool = True,
+    authenticator: Authenticator | None = None,
+) -> FastAPI:
     """The HTTP API with the dashboard; with `worker_slots`, workers in the same process
-    (`agentrun serve`)."""
+    (`agentrun serve`). Keys: AGENTRUN_API_KEYS and the database's (`DbKeys`; open mode
+    only where `open_allowed`: bound to loopback), unless `authenticator` is given."""
     from app import dashboard
     from app.api.app import create_api
 
@@ -88,26 +110,55 @@ def create_app(settings: Settings, *, worker_slots: int = 0) -> FastAPI:
             app.state.event_hub = c.hub
             app.state.queues = c.queues
             app.state.operators = OperatorService(c.store)
+            app.state.keys = c.keys
+            app.state.tenants = c.tenants
+            if authenticator is None:
+                app.state.authenticator = DbKeys(
+                    c.store.identities, settings.api_key_list, open_allowed=open_allowed
+                )
             yield
 
-    app = create_api(settings, lifespan, too_large={"/admin": dashboard.too_large})
+    app = create_api(
+        settings, lifespan, too_large={"/admin": dashboard.too_large}, authenticator=authenticator
+    )
     dashboard.install(app)
     return app
 
 
 def serve_http(settings: Settings, *, host: str, port: int, workers: int) -> int:
     """`agentrun serve` (with `workers` in-process slots) and `agentrun api` (none)."""
+    from app.api.security import is_loopback
     from app.api.server import run_server
 
     if not workers and (warning := settings.public_url_warning("api")):
         log.warning("public_url_unset", message=warning)
     return run_server(
         settings,
-        lambda s: create_app(s, worker_slots=workers),
+        lambda s: create_app(s, worker_slots=workers, open_allowed=is_loopback(host)),
         host=host,
         port=port,
         own_public_url=workers > 0,
+        database_keys=lambda: asyncio.run(usable_database_keys(settings)),
     )
+
+
+async def usable_database_keys(settings: Settings) -> bool:
+    """Whether the database holds a key that works (the open-mode guard's question)."""
+    async with administration(settings) as (keys, _):
+        return await keys.identities.usable_key_exists(datetime.now(UTC))
+
+
+@asynccontextmanager
+async def administration(settings: Settings) -> AsyncIterator[tuple[KeyAdmin, Tenants]]:
+    """The keys and tenants of the database, for the command line."""
+    engine = create_engine(
+        settings.database_url, pool_size=1, pgbouncer=settings.database_pgbouncer
+    )
+    store = RunStore(engine)
+    try:
+        yield KeyAdmin(store.identities), Tenants(store.identities)
+    finally:
+        await store.aclose()
 
 
 async def run_worker(settings: Settings, concurrency: int) -> None:

@@ -48,6 +48,10 @@ SETTINGS = SimpleNamespace(
         ("api_key=abcd1234", "abcd1234"),
         ("GET /v1/runs/r/events?access_token=arb_eyJ0Ijoi.Sig-_0&after=2", "eyJ0Ijoi.Sig-_0"),
         ("token arb_eyJ0IjoiZGVmYXVsdCJ9.aBc-d_E refused", "eyJ0IjoiZGVmYXVsdCJ9.aBc-d_E"),
+        (
+            "key ark_0123456789abcdef_c2VjcmV0LXNlY3JldC1zZWNyZXQ-c2VjcmV0_x0",
+            "c2VjcmV0LXNlY3JldC1zZWNyZXQ",
+        ),
     ],
 )
 def test_secrets_are_recognised_by_their_shape(text: str, secret: str) -> None:

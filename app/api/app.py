@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.types import ASGIApp
 
-from app.api import browser, openapi, problems, queues, routes
+from app.api import browser, identities, openapi, problems, queues, routes
 from app.api.metrics import render as render_metrics
 from app.api.models import Health
 from app.api.problems import CATALOGUE, problem
@@ -50,11 +50,13 @@ def create_api(
     authenticator: Authenticator | None = None,
 ) -> FastAPI:
     """The API; `lifespan` must set `app.state.service` (app.service.runs.RunService),
-    `app.state.reads` (app.service.reads.RunReads) and `app.state.event_hub`
-    (app.service.live.EventHub) and `app.state.queues` (app.service.queues.QueueService)
-    for as long as the app serves. `too_large`: who answers a body over the limit under
-    a path prefix (the dashboard's page under /admin) instead of the JSON problem.
-    `authenticator`: who a bearer key is (default: the keys of AGENTRUN_API_KEYS)."""
+    `app.state.reads` (app.service.reads.RunReads), `app.state.event_hub`
+    (app.service.live.EventHub), `app.state.queues` (app.service.queues.QueueService),
+    `app.state.keys` (app.service.keys.KeyAdmin) and `app.state.tenants`
+    (app.service.tenants.Tenants) for as long as the app serves. `too_large`: who answers
+    a body over the limit under a path prefix (the dashboard's page under /admin) instead
+    of the JSON problem. `authenticator`: who a bearer key is (default: the keys of
+    AGENTRUN_API_KEYS; the lifespan may replace it: app.main puts `DbKeys` there)."""
     app = FastAPI(
         title="agentrun-service",
         version="0.1.0",
@@ -75,6 +77,8 @@ def create_api(
     app.include_router(routes.callbacks)
     app.include_router(queues.router)
     app.include_router(browser.router)
+    app.include_router(identities.keys_router)
+    app.include_router(identities.tenants_router)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, pages=too_large)
     app.add_middleware(DatabaseUnavailable)  # sees every route's exceptions
     if settings.cors_origin_list:  # outermost: its headers go on every answer, 503s too

@@ -51,6 +51,10 @@ _BODIES = (
     "HeartbeatIn",
     "LeasedResultIn",
     "BrowserTokenIn",
+    "KeyCreate",
+    "KeyRotate",
+    "TenantCreate",
+    "TenantPatch",
 )
 
 

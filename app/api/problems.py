@@ -47,6 +47,13 @@ CATALOGUE: dict[str, tuple[int, str, str]] = {
         "Callback tokens work for one suspension of one run and stop working when the run "
         "leaves requires_action.",
     ),
+    "key-not-found": (
+        404,
+        "API key not found",
+        "No key of the caller's tenant has this id (or it is revoked or expired, for a rotation).",
+    ),
+    "tenant-not-found": (404, "Tenant not found", "No tenant has this id."),
+    "tenant-exists": (409, "A tenant with this id exists", "Tenant ids are unique."),
     "run-state-conflict": (
         409,
         "Run is not in a state that allows this",

@@ -23,21 +23,26 @@ def run_server(
     host: str,
     port: int,
     own_public_url: bool = False,
+    database_keys: Callable[[], bool] | None = None,
 ) -> int:
     """With `own_public_url` (a process whose workers are its own: `agentrun serve`) and no
     AGENTRUN_PUBLIC_URL, callback URLs point at this server; otherwise every process makes
-    them from the setting, so that the API's and the workers' agree."""
-    if not settings.api_key_list:
+    them from the setting, so that the API's and the workers' agree. `database_keys`:
+    whether the database holds a usable API key (then a server without AGENTRUN_API_KEYS
+    is not in open mode and may bind beyond loopback)."""
+    if not settings.api_key_list and not _has_database_keys(database_keys):
         if not is_loopback(host):
             print(
-                f"refusing to start: no AGENTRUN_API_KEYS set and bound to {host}, which is "
-                "not a loopback address. Set AGENTRUN_API_KEYS or bind to 127.0.0.1.",
+                f"refusing to start: no AGENTRUN_API_KEYS set, no usable API key in the "
+                f"database, and bound to {host}, which is not a loopback address. Set "
+                "AGENTRUN_API_KEYS, create a key (`agentrun keys create`) or bind to 127.0.0.1.",
                 file=sys.stderr,
             )
             return 2
         print(
-            f"OPEN MODE: no AGENTRUN_API_KEYS set; the API on {host}:{port} accepts "
-            "requests without a key (allowed only on loopback).",
+            f"OPEN MODE: no AGENTRUN_API_KEYS set and no API key in the database; the API on "
+            f"{host}:{port} accepts requests without a key (allowed only on loopback) until "
+            "a key is created.",
             file=sys.stderr,
         )
     if own_public_url and "public_url" not in settings.model_fields_set:
@@ -50,6 +55,17 @@ def run_server(
     )
     _Server(config, app).run()
     return 0
+
+
+def _has_database_keys(database_keys: Callable[[], bool] | None) -> bool:
+    if database_keys is None:
+        return False
+    try:
+        return database_keys()
+    except Exception as exc:  # unreachable or not migrated: no key known
+        # (the exception's type only: its text may hold the database URL)
+        print(f"could not read the database's API keys ({type(exc).__name__})", file=sys.stderr)
+        return False
 
 
 class _Server(uvicorn.Server):

@@ -6,7 +6,8 @@ their methods so the service and the worker hold one object.
 - `lookups` (`app.store.lookups`): runs, their pending calls, events, counts, secrets;
 - `queue` (`app.store.queues`): the executors' tool-call queue;
 - `outbox` (`app.store.outbox`): webhook deliveries;
-- `watchers` (`app.store.watchers`): which runs live streams watch.
+- `watchers` (`app.store.watchers`): which runs live streams watch;
+- `identities` (`app.store.identities`): tenants and API keys.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from app.store.backend.base import (
 )
 from app.store.backend.factory import backend_for
 from app.store.errors import NotFoundError
+from app.store.identities import Identities
 from app.store.lookups import Lookups
 from app.store.outbox import Outbox
 from app.store.queues import ToolCallQueue
@@ -78,6 +80,8 @@ class RunStore:
 
         self.watchers = w = Watchers(self.backend)
         self.watch, self.unwatch, self.watched = w.watch, w.unwatch, w.watched
+
+        self.identities = Identities(self.backend)
 
     async def flush_wakeups(self) -> None:
         """Return once the wake-ups of the writes so far are sent."""

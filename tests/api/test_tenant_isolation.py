@@ -43,32 +43,28 @@ TEXT_ONLY = {"provider": "scripted", "name": "demo", "script": [{"text": f"done 
 KEYLESS = {"/v1/callbacks/{token}/tool-results"}
 
 
-class TenantKeys:
-    """Two tenants' admin keys (what the keys work stores in the database)."""
-
-    async def open_mode(self) -> bool:
-        return False
-
-    async def authenticate(self, presented: str) -> Principal | None:
-        return KEYS.get(presented)
-
-
 @asynccontextmanager
 async def tenant_clients(
     settings: Settings,
-) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient, httpx.AsyncClient]]:
+) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient, httpx.AsyncClient, str]]:
+    """The app, and clients holding an admin key of A and of B (database keys, made as
+    `agentrun keys create` makes them); A's key's id."""
     from app.main import create_app
+    from app.service.keys import KeyAdmin
 
     app = create_app(settings)
-    app.state.authenticator = TenantKeys()
     transport = httpx.ASGITransport(app=app)
 
     def client(key: str) -> httpx.AsyncClient:
         headers = {"Authorization": f"Bearer {key}"}
         return httpx.AsyncClient(transport=transport, base_url="http://test", headers=headers)
 
-    async with app.router.lifespan_context(app), client("key-of-a") as a, client("key-of-b") as b:
-        yield app, a, b
+    async with app.router.lifespan_context(app):
+        keys: KeyAdmin = app.state.keys
+        of_a = await keys.create(A, "admin", "a-backend")
+        of_b = await keys.create(B, "admin", "b-backend")
+        async with client(of_a.secret) as a, client(of_b.secret) as b:
+            yield app, a, b, of_a.key.id
 
 
 @pytest.fixture
@@ -83,8 +79,9 @@ async def world(
             tenants.insert(),
             [{"id": t, "name": t, "limits": {}, "created_at": datetime.now(UTC)} for t in (A, B)],
         )
-    settings = make_settings(database_url)
-    async with tenant_clients(settings) as (app, a, b):
+    # (A deployment key: never open mode, whatever the database's keys.)
+    settings = make_settings(database_url, api_keys="deployment-key")
+    async with tenant_clients(settings) as (app, a, b, key_id):
         meta = {"secret": MARKER}
         queued = await a.post("/v1/runs", json=body(tool_queue="gpu", metadata=meta))
         direct = await a.post(
@@ -113,6 +110,8 @@ async def world(
             "lease_token": call["lease_token"],
             "token": callback.rsplit("/", 2)[-2],
             "tool_call_id": runs["direct"]["required_action"]["tool_calls"][0]["id"],
+            "key_id": key_id,
+            "tenant_id": A,
         }
         yield app, a, b, objects
 
@@ -128,7 +127,7 @@ def missing_lease(objects: dict[str, Any]) -> str:
 
 def secrets_of(objects: dict[str, Any]) -> set[str]:
     """Every id and text of A's that an answer to B could leak."""
-    out = {MARKER, A, objects["lease_token"], objects["token"]}
+    out = {MARKER, A, objects["lease_token"], objects["token"], objects["key_id"], "a-backend"}
     for run in objects["runs"].values():
         out.add(run["id"])
         for c in (run.get("required_action") or {}).get("tool_calls", []):
@@ -224,7 +223,13 @@ async def test_every_operation_with_a_foreign_key_finds_nothing_of_the_other_ten
     hidden = secrets_of(objects)
     before = {n: (await a.get(f"/v1/runs/{r['id']}")).json() for n, r in objects["runs"].items()}
     walked: list[str] = []
-    missing = {**objects, "run_id": MISSING_RUN, "lease_token": missing_lease(objects)}
+    missing = {
+        **objects,
+        "lease_token": missing_lease(objects),  # (first: it holds the run's id)
+        "run_id": MISSING_RUN,
+        "key_id": "0" * len(objects["key_id"]),
+    }
+    by_id = ("{run_id}", "{lease_token}", "{key_id}")
     for method, template, op in operations(app):
         url = path_of(template, objects)
         params = {"timeout": "0"} if template.endswith("/wait") else None
@@ -238,9 +243,9 @@ async def test_every_operation_with_a_foreign_key_finds_nothing_of_the_other_ten
             where = f"{method} {template} {headers}: {response.status_code} {text[:300]}"
             assert not leaked, f"{where} shows A's {leaked}"
             assert response.status_code < 500, where
-            if "{run_id}" in template or "{lease_token}" in template:
+            if any(p in template for p in by_id):
                 assert response.status_code == 404, where
-                # A foreign run (lease) reads exactly as one that does not exist.
+                # A foreign run (lease, key) reads exactly as one that does not exist.
                 other = path_of(template, missing)
                 absent = await b.request(
                     method, other, json=payload, headers=headers, params=params
@@ -249,10 +254,12 @@ async def test_every_operation_with_a_foreign_key_finds_nothing_of_the_other_ten
                     404,
                     response.json()["type"],
                 ), where
-                same = absent.text.replace(missing["lease_token"], objects["lease_token"]).replace(
-                    MISSING_RUN, objects["run_id"]
-                )
+                same = absent.text
+                for name in ("lease_token", "run_id", "key_id"):
+                    same = same.replace(str(missing[name]), str(objects[name]))
                 assert same == text, where
+            if "{tenant_id}" in template:  # (managing tenants is the deployment's own)
+                assert response.status_code == 403, where
             if method == "POST" and template == "/v1/runs" and "Idempotency-Key" not in headers:
                 assert response.status_code == 404, where  # previous_run_id of A's run
             walked.append(f"{method} {template}")
@@ -262,7 +269,9 @@ async def test_every_operation_with_a_foreign_key_finds_nothing_of_the_other_ten
         now = (await a.get(f"/v1/runs/{run['id']}")).json()
         assert now == before[name]
         events = (await a.get(f"/v1/runs/{run['id']}/events")).json()["data"]
-        assert not [e for e in events if e["actor"] == "key:b"], events
+        assert not [e for e in events if "b-backend" in (e["actor"] or "")], events
+    # A's key is as it was.
+    assert (await a.get(f"/v1/keys/{objects['key_id']}")).json()["state"] == "active"
 
 
 async def test_lists_usage_and_queues_are_per_tenant(

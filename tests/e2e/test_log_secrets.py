@@ -55,6 +55,15 @@ def test_logs_hold_no_secret_after_an_outage_and_error_paths(tmp_path: Path) -> 
             [AGENTRUN, "migrate"], env={**_environ(), **env}, capture_output=True, timeout=120
         )
         assert migrate.returncode == 0, migrate.stderr.decode()
+        made = subprocess.run(
+            [AGENTRUN, "keys", "create", "--role", "viewer", "--name", "log-check"],
+            env={**_environ(), **env},
+            capture_output=True,
+            timeout=120,
+        )
+        assert made.returncode == 0, made.stderr.decode()
+        db_key = made.stdout.decode().strip().splitlines()[-1]
+        assert db_key.startswith("ark_") and db_key.encode() not in made.stderr
         port = free_port()
         env["AGENTRUN_PUBLIC_URL"] = f"http://127.0.0.1:{port}"
         logs = [tmp_path / "api.log", tmp_path / "worker.log"]
@@ -87,6 +96,11 @@ def test_logs_hold_no_secret_after_an_outage_and_error_paths(tmp_path: Path) -> 
                 30,
                 "the run to suspend",
             )
+            # A database key: used, and used with a wrong secret (the 401 path).
+            viewer = {"Authorization": f"Bearer {db_key}"}
+            assert client.get(f"/v1/runs/{run_id}", headers=viewer).status_code == 200
+            wrong = {"Authorization": f"Bearer {db_key[:-4]}AAAA"}
+            assert client.get(f"/v1/runs/{run_id}", headers=wrong).status_code == 401
             action = client.get(f"/v1/runs/{run_id}").json()["required_action"]
             callback = action["callback_url"]
             token = callback.split("/callbacks/")[1].split("/")[0]
@@ -144,6 +158,7 @@ def test_logs_hold_no_secret_after_an_outage_and_error_paths(tmp_path: Path) -> 
                 "browser token": browser_token,
                 "browser token's signature": browser_token.rpartition(".")[2],
                 **people,
+                "database key": db_key.split("_", 2)[2],
             }.items()
             if value in text
         }

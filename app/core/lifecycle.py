@@ -96,6 +96,16 @@ class OutboxStatus(StrEnum):
     FAILED = "failed"
 
 
+class KeyState(StrEnum):
+    """An API key's state (`app.service.keys`), derived from its revocation and expiry:
+    spelled here with the other statuses, whose words it shares."""
+
+    ACTIVE = "active"
+    EXPIRING = "expiring"  # it has an expiry (a rotated key in its grace period)
+    EXPIRED = "expired"
+    REVOKED = "revoked"
+
+
 class TransitionRefused(Exception):
     """`transition` is not possible from `current` (someone else's transition won)."""
 

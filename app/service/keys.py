@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+from app.core.lifecycle import KeyState
 from app.service.access import DEFAULT_TENANT, OPEN_MODE, Principal, Role
 from app.service.errors import InvalidRequest, ServiceError
 from app.service.tenants import TenantNotFound, check_name
@@ -256,14 +257,14 @@ class KeyView:
             rotated_from=record.rotated_from,
         )
 
-    def state(self, now: datetime | None = None) -> str:
+    def state(self, now: datetime | None = None) -> KeyState:
         """`active`, `expiring` (a rotated key in its grace period), `expired`, `revoked`."""
         now = now or datetime.now(UTC)
         if self.revoked_at is not None:
-            return "revoked"
+            return KeyState.REVOKED
         if self.expires_at is not None and self.expires_at <= now:
-            return "expired"
-        return "expiring" if self.expires_at is not None else "active"
+            return KeyState.EXPIRED
+        return KeyState.EXPIRING if self.expires_at is not None else KeyState.ACTIVE
 
 
 @dataclass(frozen=True, slots=True)
@@ -346,7 +347,7 @@ class KeyAdmin:
         _window(grace, MAX_GRACE, "grace")
         now = datetime.now(UTC)
         current = await self.get(key_id, tenant)
-        if current.state(now) in ("revoked", "expired"):
+        if current.state(now) in (KeyState.REVOKED, KeyState.EXPIRED):
             raise KeyNotFound(f"key {key_id!r} is {current.state(now)}: it has no successor")
         new, secret = self._new(current.tenant, current.role, current.name, now)
         new = KeyRecord(**{**new.columns(), "created_by": created_by})

@@ -15,6 +15,7 @@ from sse_starlette.event import ServerSentEvent
 from starlette.requests import Request
 
 from app.core.lifecycle import RunStatus
+from app.service.access import without_callback
 from app.service.live import EventHub
 from app.service.types import EventRecord, RunRecord
 from app.timestamps import iso
@@ -66,22 +67,23 @@ async def _disconnect(request: Request) -> None:
 
 
 async def server_sent_events(
-    hub: EventHub, run_id: str, after: int
+    hub: EventHub, run_id: str, after: int, *, callbacks: bool = True
 ) -> AsyncIterator[ServerSentEvent]:
-    """The run's events after `after`, then live ones until the run has ended."""
+    """The run's events after `after`, then live ones until the run has ended (without
+    callback URLs unless `callbacks`: `app.service.access.sees_callbacks`)."""
     # aclosing: a client that goes away ends the hub's stream now (it stops watching the
     # run), not whenever the abandoned generator is collected.
     async with contextlib.aclosing(hub.stream(run_id, after)) as events:
         async for e in events:
-            yield ServerSentEvent(data=payload(e), event=e.type, id=str(e.seq))
+            yield ServerSentEvent(data=payload(e, callbacks), event=e.type, id=str(e.seq))
 
 
-def payload(e: EventRecord) -> str:
+def payload(e: EventRecord, callbacks: bool = True) -> str:
     return orjson.dumps(
         {
             "seq": e.seq,
             "type": e.type,
-            "data": e.data,
+            "data": e.data if callbacks else without_callback(e.data),
             "actor": e.actor,
             "created_at": iso(e.created_at),
         }

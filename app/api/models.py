@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from app.core.lifecycle import RunStatus
 from app.service import conversations
+from app.service.access import without_callback
 from app.service.runs import RunView
 from app.service.types import EventRecord
 from app.timestamps import Timestamp
@@ -62,7 +63,9 @@ class RunOut(BaseModel):
     )
 
     @classmethod
-    def of(cls, view: RunView) -> RunOut:
+    def of(cls, view: RunView, *, callbacks: bool = True) -> RunOut:
+        """`callbacks`: whether the caller is shown the callback URL
+        (`app.service.access.sees_callbacks`); `callback_url` is null otherwise."""
         r = view.record
         action: SubmitToolResults | ResolveInvalidToolCall | None = None
         if view.callback_url is not None:
@@ -78,7 +81,7 @@ class RunOut(BaseModel):
                     for c in view.pending
                     if not c.preresolved
                 ],
-                callback_url=view.callback_url,
+                callback_url=view.callback_url if callbacks else None,
             )
         elif view.resolution is not None:
             action = ResolveInvalidToolCall(
@@ -126,8 +129,9 @@ class EventOut(BaseModel):
     created_at: Timestamp
 
     @classmethod
-    def of(cls, e: EventRecord) -> EventOut:
-        return cls(seq=e.seq, type=e.type, data=e.data, actor=e.actor, created_at=e.created_at)
+    def of(cls, e: EventRecord, *, callbacks: bool = True) -> EventOut:
+        data = e.data if callbacks else without_callback(e.data)
+        return cls(seq=e.seq, type=e.type, data=data, actor=e.actor, created_at=e.created_at)
 
 
 class EventList(BaseModel):

@@ -15,7 +15,7 @@ from app.api.live import ClientGone, server_sent_events, wait_while_connected
 from app.api.problems import responses
 from app.api.security import authorize
 from app.core.lifecycle import RunStatus
-from app.service.access import Permission, Principal
+from app.service.access import Permission, Principal, sees_callbacks
 from app.service.errors import IdempotencyInFlight, InvalidRequest, RunNotFound
 from app.service.live import FINAL, SETTLED, EventHub
 from app.service.reads import RunReads
@@ -127,7 +127,8 @@ async def create_run(
     headers = {"Location": f"/v1/runs/{view.record.id}"}
     if not created:
         headers["Idempotent-Replayed"] = "true"
-    return json_body(models.RunOut.of(view), 201 if created else 200, headers)
+    shown = models.RunOut.of(view, callbacks=sees_callbacks(principal))
+    return json_body(shown, 201 if created else 200, headers)
 
 
 @router.get(
@@ -154,7 +155,10 @@ async def list_runs(
     views, next_cursor = await service.list_runs(
         status=status, limit=limit, cursor=cursor, tenant=principal.tenant
     )
-    page = models.RunList(data=[models.RunOut.of(v) for v in views], next_cursor=next_cursor)
+    shown = sees_callbacks(principal)
+    page = models.RunList(
+        data=[models.RunOut.of(v, callbacks=shown) for v in views], next_cursor=next_cursor
+    )
     return json_body(page)
 
 
@@ -167,7 +171,8 @@ async def list_runs(
     f"`{REFERENCE}#the-run-object`.",
 )
 async def get_run(run_id: RunId, service: Service, principal: Reader) -> Response:
-    return json_body(models.RunOut.of(await service.get_run(run_id, tenant=principal.tenant)))
+    view = await service.get_run(run_id, tenant=principal.tenant)
+    return json_body(models.RunOut.of(view, callbacks=sees_callbacks(principal)))
 
 
 @router.get(
@@ -247,7 +252,7 @@ async def resolve(
     run_id: RunId, body: ResolutionIn, service: Service, principal: Resolver
 ) -> models.RunOut:
     view = await service.resolve(run_id, body, actor=principal.actor, tenant=principal.tenant)
-    return models.RunOut.of(view)
+    return models.RunOut.of(view, callbacks=sees_callbacks(principal))
 
 
 @router.post(
@@ -258,7 +263,7 @@ async def resolve(
 )
 async def cancel(run_id: RunId, service: Service, principal: Canceller) -> models.RunOut:
     view = await service.cancel(run_id, actor=principal.actor, tenant=principal.tenant)
-    return models.RunOut.of(view)
+    return models.RunOut.of(view, callbacks=sees_callbacks(principal))
 
 
 @router.get(
@@ -291,9 +296,11 @@ async def events(
         if last_event_id is not None:
             start = int(last_event_id)
         hub: EventHub = request.app.state.event_hub
-        return EventSourceResponse(server_sent_events(hub, run_id, start), ping=15)
+        stream = server_sent_events(hub, run_id, start, callbacks=sees_callbacks(principal))
+        return EventSourceResponse(stream, ping=15)
     records = await service.events(run_id, after=after, tenant=principal.tenant)
-    return models.EventList(data=[models.EventOut.of(e) for e in records])
+    shown = sees_callbacks(principal)
+    return models.EventList(data=[models.EventOut.of(e, callbacks=shown) for e in records])
 
 
 #: The longest a wait may be asked to last (proxies commonly cut idle requests at 60 s).
@@ -357,7 +364,8 @@ async def wait_for_run(
     else:
         outcome = "final" if record.status in FINAL else "timeout"
     view = await service.view(record)
-    return json_body(models.RunOut.of(view), headers={WAIT_OUTCOME: outcome})
+    shown = sees_callbacks(principal)
+    return json_body(models.RunOut.of(view, callbacks=shown), headers={WAIT_OUTCOME: outcome})
 
 
 @router.get(

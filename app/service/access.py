@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 #: The tenant of the keys in AGENTRUN_API_KEYS, of open mode, and of every run stored
 #: before tenants existed. Its admins administer the deployment (tenants, metrics).
@@ -91,6 +92,20 @@ class Principal:
         if permission in DEPLOYMENT and self.tenant != DEFAULT_TENANT:
             return False
         return permission in GRANTS[self.role]
+
+
+def sees_callbacks(principal: Principal) -> bool:
+    """Whether `principal` is shown callback URLs. A callback URL answers a run's tool
+    calls without a key, so a caller that may not submit tool results (a viewer, a browser
+    token) must not read one: not in the run object, not in `run.requires_action`."""
+    return principal.can(Permission.TOOL_RESULTS_SUBMIT)
+
+
+def without_callback(data: dict[str, Any]) -> dict[str, Any]:
+    """An event's data without the callback URL it may carry (`run.requires_action`)."""
+    if "callback_url" not in data:
+        return data
+    return {k: v for k, v in data.items() if k != "callback_url"}
 
 
 #: Open mode (no key configured, loopback only): one caller that may do everything.

@@ -19,10 +19,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import structlog
+from argon2 import PasswordHasher
 
 from app.service.keys import Authenticator, DbKeys, KeyAdmin
 from app.service.live import EventHub
-from app.service.operators import OperatorService
+from app.service.operators import OperatorService, hasher_for
 from app.service.queues import QueueService
 from app.service.reads import RunReads
 from app.service.runs import RunService
@@ -109,7 +110,7 @@ def create_app(
             app.state.reads = c.reads
             app.state.event_hub = c.hub
             app.state.queues = c.queues
-            app.state.operators = OperatorService(c.store)
+            app.state.operators = OperatorService(c.store, hasher=password_hasher(settings))
             app.state.keys = c.keys
             app.state.tenants = c.tenants
             if authenticator is None:
@@ -173,6 +174,10 @@ async def run_worker(settings: Settings, concurrency: int) -> None:
         await c.worker_task
 
 
+def password_hasher(settings: Settings) -> PasswordHasher:
+    return hasher_for(settings.password_hash_memory_kib, settings.password_hash_time_cost)
+
+
 @asynccontextmanager
 async def operator_accounts(settings: Settings) -> AsyncIterator[OperatorService]:
     """`agentrun operators …`: the dashboard's accounts over one connection."""
@@ -180,7 +185,7 @@ async def operator_accounts(settings: Settings) -> AsyncIterator[OperatorService
     engine = create_engine(settings.database_url, pool_size=1, pgbouncer=pgbouncer)
     store = RunStore(engine)
     try:
-        yield OperatorService(store)
+        yield OperatorService(store, hasher=password_hasher(settings))
     finally:
         await store.aclose()
 

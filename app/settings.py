@@ -50,6 +50,11 @@ class Settings(BaseSettings):
     # Failed authentications per client address and window before 429 (0: no throttling).
     auth_failure_limit: int = Field(default=10, ge=0)
     auth_failure_window: float = Field(default=60.0, gt=0)
+    # The dashboard's password hash (argon2id): memory in KiB and passes. The defaults are
+    # argon2-cffi's (RFC 9106's low-memory profile); a stored hash made with other costs is
+    # rehashed at its next sign-in.
+    password_hash_memory_kib: int = Field(default=65536, ge=8192, le=4194304)
+    password_hash_time_cost: int = Field(default=3, ge=1, le=20)
     # OpenTelemetry tracing (app.tracing): true/false; unset means on exactly when an OTLP
     # endpoint is configured (OTEL_EXPORTER_OTLP_ENDPOINT / _TRACES_ENDPOINT).
     tracing: bool | None = None

@@ -102,6 +102,9 @@ def make_settings(url: str, **overrides: object) -> Settings:
         "public_url": "http://127.0.0.1:8000",
         # retries in tens of milliseconds, not the production schedule's seconds
         "provider_backoff_base_seconds": 0.02,
+        # the dashboard's password hash at argon2's smallest costs (not 64 MiB, 3 passes)
+        "password_hash_memory_kib": 8192,
+        "password_hash_time_cost": 1,
     }
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]

@@ -1,6 +1,7 @@
-"""`agentrun operators …` as real processes on both back ends: the password comes from
-stdin (or a prompt), never the command line; what the commands print; what they change
-(read back through the service)."""
+"""`agentrun operators …` as real processes: the password comes from stdin (or a prompt),
+never the command line; what the commands print; what they change (read back through the
+service). On PostgreSQL only: the accounts' store is tested on both back ends in
+tests/service/test_operators.py, and each command here is a process start."""
 
 from __future__ import annotations
 
@@ -13,22 +14,28 @@ import pytest
 
 from app.operators_cli import read_password
 from app.service.access import Role
-from app.service.operators import OperatorService
+from app.service.operators import OperatorService, hasher_for
 from app.store.runs import RunStore
 from tests.e2e.processes import AGENTRUN
 from tests.people import PASSWORD, TENANT, reset_people
 
 
 @pytest.fixture
+def database_url(postgres_url: str) -> str:
+    return postgres_url
+
+
+@pytest.fixture
 async def people(store: RunStore) -> AsyncIterator[OperatorService]:
     await reset_people(store)
-    yield OperatorService(store)
+    yield OperatorService(store, hasher=hasher_for(8192, 1))
     await reset_people(store)
 
 
 def agentrun(database_url: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "AGENTRUN_DATABASE_URL": database_url}
     env.pop("AGENTRUN_API_KEYS", None)
+    env["AGENTRUN_PASSWORD_HASH_MEMORY_KIB"], env["AGENTRUN_PASSWORD_HASH_TIME_COST"] = "8192", "1"
     return subprocess.run(
         [AGENTRUN, "operators", *args],
         input=stdin,

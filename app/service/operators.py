@@ -153,6 +153,11 @@ def _principal(tenant: str, role: str, username: str) -> Principal:
     return Principal(tenant, Role(role), actor_of_person(username))
 
 
+def hasher_for(memory_kib: int, time_cost: int) -> PasswordHasher:
+    """argon2id with these costs (AGENTRUN_PASSWORD_HASH_MEMORY_KIB / …_TIME_COST)."""
+    return PasswordHasher(memory_cost=memory_kib, time_cost=time_cost)
+
+
 class OperatorService:
     """Accounts and sessions of the dashboard's people."""
 

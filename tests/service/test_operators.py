@@ -15,8 +15,10 @@ from app.service.operators import (
     AccountInvalid,
     AccountNotFound,
     OperatorService,
+    hasher_for,
     session_id,
 )
+from app.settings import Settings
 from app.store.runs import RunStore
 from tests.people import PASSWORD, TENANT, person, reset_people, set_tenant_disabled, stored_rows
 
@@ -24,7 +26,7 @@ from tests.people import PASSWORD, TENANT, person, reset_people, set_tenant_disa
 @pytest.fixture
 async def people(store: RunStore) -> AsyncIterator[OperatorService]:
     await reset_people(store)
-    yield OperatorService(store)
+    yield OperatorService(store, hasher=hasher_for(8192, 1))  # (cheap: tests hash often)
     await reset_people(store)
 
 
@@ -174,3 +176,14 @@ async def test_an_outdated_hash_is_upgraded_at_sign_in(store: RunStore) -> None:
     after = await stored_rows(store)
     assert "m=8192,t=1" not in after and "m=65536,t=3" in after
     assert await people.sign_in("alice", PASSWORD) is not None
+
+
+def test_the_hash_costs_are_the_settings() -> None:
+    from app.main import password_hasher
+    from tests.conftest import make_settings
+
+    tuned = make_settings("sqlite://", password_hash_memory_kib=9000, password_hash_time_cost=2)
+    hashed = password_hasher(tuned).hash("a long enough password")
+    assert "m=9000,t=2" in hashed
+    default = Settings(database_url="sqlite://")
+    assert (default.password_hash_memory_kib, default.password_hash_time_cost) == (65536, 3)

@@ -10,12 +10,13 @@ manages the keys of that principal's tenant.
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.dashboard import auth
-from app.dashboard.web import Form, Session, error_page, redirect, render
+from app.dashboard.web import Form, error_page, redirect, render, requiring
 from app.service.access import Permission, Principal
 from app.service.errors import ServiceError
 from app.service.keys import KeyAdmin
@@ -26,9 +27,12 @@ router = APIRouter(prefix="/admin/keys", include_in_schema=False)
 GRACE = {"0": "none: the old secret stops now", "3600": "1 hour", "86400": "1 day"}
 
 
+#: The signed-in session, whose role must hold keys:manage (a 403 page otherwise).
+Manager = Annotated[auth.Session, Depends(requiring(Permission.KEYS_MANAGE))]
+
+
 def principal_of(session: auth.Session) -> Principal:
-    """Who the signed-in session is (`Session` pages require a sign-in)."""
-    if session.principal is None:
+    if session.principal is None:  # (never: `requiring` lets signed-in sessions through)
         raise auth.LoginRequired("/admin/keys")
     return session.principal
 
@@ -46,29 +50,18 @@ async def _page(
     return await render(request, "keys.html", context, session=session)
 
 
-def _refusal(principal: Principal) -> str | None:
-    if not principal.can(Permission.KEYS_MANAGE):
-        role = principal.role.value
-        return f"Managing API keys needs the permission keys:manage; your role is {role}."
-    return None
-
-
 @router.get("", response_class=HTMLResponse)
-async def keys_page(request: Request, session: Session, done: str | None = None) -> HTMLResponse:
+async def keys_page(request: Request, session: Manager, done: str | None = None) -> HTMLResponse:
     principal = principal_of(session)
-    if (refusal := _refusal(principal)) is not None:
-        return await error_page(request, refusal, 403)
     flash = {"revoked": "The key is revoked: every API process refuses it within a second."}
     return await _page(request, session, principal, flash=flash.get(done or ""))
 
 
 @router.post("/{key_id}/{action}", response_class=HTMLResponse)
 async def key_action(
-    request: Request, key_id: str, action: str, session: Session, form: Form
+    request: Request, key_id: str, action: str, session: Manager, form: Form
 ) -> Response:
     principal = principal_of(session)
-    if (refusal := _refusal(principal)) is not None:
-        return await error_page(request, refusal, 403)
     if action not in ("revoke", "rotate"):
         return await error_page(request, "unknown action", 404)
     keys = admin_of(request)

@@ -10,7 +10,9 @@ import httpx
 from fastapi import FastAPI
 
 from app.service.keys import KeyAdmin
+from app.service.operators import OperatorService
 from app.service.tenants import Tenants
+from app.store.runs import RunStore
 
 
 def keys_of(app: FastAPI) -> KeyAdmin:
@@ -86,3 +88,28 @@ async def test_another_tenants_key_and_unknown_actions_are_out_of_reach(
 async def test_the_page_needs_a_login(anon: httpx.AsyncClient) -> None:
     response = await anon.get("/admin/keys")
     assert response.status_code == 303 and response.headers["location"].startswith("/admin/login")
+
+
+async def test_a_person_without_keys_manage_is_refused_and_nothing_changes(
+    app: FastAPI, store: RunStore
+) -> None:
+    from tests.dashboard.test_people import browser, signed_in
+    from tests.people import person, reset_people
+
+    await reset_people(store)
+    accounts: OperatorService = app.state.operators
+    await person(accounts, "olga", role="operator")
+    issued = await keys_of(app).create("default", "creator", "backend")
+    try:
+        async with browser(app) as client:
+            csrf = await signed_in(client, "olga")
+            page = await client.get("/admin/keys")
+            assert page.status_code == 403 and "keys:manage" in page.text
+            assert issued.key.id not in page.text
+            url = f"/admin/keys/{issued.key.id}/revoke"
+            refused = await client.post(url, data={"csrf_token": csrf, "confirmed": "yes"})
+            assert refused.status_code == 403 and "keys:manage" in refused.text
+        kept = await keys_of(app).get(issued.key.id, "default")
+        assert kept.revoked_at is None
+    finally:
+        await reset_people(store)

@@ -21,14 +21,31 @@ from app.core.lifecycle import STAYS, RunStatus, Transition, sources, target
 from app.core.serde import SCHEMA_VERSION
 from app.core.stored import Snapshot
 from app.store.records import NewEvent, NewToolCall
-from app.store.waiting import Backoff, ModelCall, Queued, Resolution, ToolResults, Waiting
+from app.store.waiting import (
+    Backoff,
+    Budget,
+    ModelCall,
+    Queued,
+    Resolution,
+    ToolResults,
+    Waiting,
+)
 
 T = Transition
-__all__ = ["Backoff", "Change", "ModelCall", "Queued", "Resolution", "ToolResults", "Waiting"]
+__all__ = [
+    "Backoff",
+    "Budget",
+    "Change",
+    "ModelCall",
+    "Queued",
+    "Resolution",
+    "ToolResults",
+    "Waiting",
+]
 
 #: Changes of the lease holder that leave its fencing token where it is (its next
 #: change still expects the version it claimed); every other change moves it on.
-KEEPS_TOKEN = frozenset({T.HEARTBEAT, T.RECORD, T.BILL})
+KEEPS_TOKEN = frozenset({T.HEARTBEAT, T.RECORD, T.BILL, T.LIMIT})
 
 
 # --- the change -----------------------------------------------------------------------------
@@ -195,6 +212,34 @@ def suspend_for_resolution(
     )
 
 
+def suspend_for_budget(
+    version: int,
+    snapshot: Snapshot,
+    turn: int,
+    reason: Budget,
+    expires_at: datetime,
+    events: Sequence[NewEvent],
+    usage: Mapping[str, Any] | None,
+    now: datetime,
+) -> Change:
+    """The run's next model call could pass a limit (app.service.budgets): it waits for
+    someone to raise the limit (`POST /v1/runs/{id}/limits`), cancel it, or its expiry."""
+    values = (
+        {"turn": turn, "expires_at": expires_at, "suspended_at": now}
+        | _NO_LEASE
+        | _NO_RETRY
+        | _waiting(reason)
+    )
+    data = {k: v for k, v in reason.doc().items() if k != "type"}
+    return Change(
+        T.SUSPEND,
+        _with_usage(values, usage),
+        (*events, NewEvent(E.RUN_BUDGET_EXCEEDED, data)),
+        version,
+        snapshot,
+    )
+
+
 def complete(
     version: int,
     snapshot: Snapshot,
@@ -295,6 +340,25 @@ def expire() -> Change:
     )
 
 
+BUDGET_EXCEEDED = "budget_exceeded"
+
+
+def exhaust(reason: Budget | None) -> Change:
+    """A budget-suspended run waited past its expiry: it fails (`budget_exceeded`)."""
+    detail = {} if reason is None else {k: v for k, v in reason.doc().items() if k != "type"}
+    error = {
+        "type": BUDGET_EXCEEDED,
+        "message": "the run waited past expires_at for a limit to be raised",
+        **detail,
+    }
+    return Change(
+        T.EXHAUST,
+        {"callback_token_hash": None, "error": error} | _waiting(None),
+        (NewEvent(E.RUN_FAILED, error),),
+        closes_calls=True,
+    )
+
+
 def cancel(actor: str | None) -> Change:
     return Change(
         T.CANCEL,
@@ -368,6 +432,28 @@ def retry(
                 actor,
             ),
         ),
+        version,
+        notify=True,
+    )
+
+
+def limit(version: int, limits: Mapping[str, Any] | None, event: NewEvent) -> Change:
+    """New limits for a run that is not waiting on them (queued, running, suspended for
+    tools), as read at `version`: its next claim reads them. The version stays (the lease
+    holder's fencing token)."""
+    limits = None if not limits else dict(limits)
+    return Change(T.LIMIT, {"limits": limits}, (event,), version)
+
+
+def resume_budget(
+    version: int, limits: Mapping[str, Any] | None, now: datetime, event: NewEvent
+) -> Change:
+    """New limits for a budget-suspended run: queued again, due now (the worker checks
+    the call against them again)."""
+    return Change(
+        T.RESUME,
+        {"available_at": now, "limits": None if not limits else dict(limits)} | _waiting(Queued()),
+        (event, NewEvent(E.RUN_RESUMED, {}, event.actor)),
         version,
         notify=True,
     )

@@ -72,6 +72,7 @@ class RunRecord:
     created_at: datetime
     updated_at: datetime
     tenant_id: str = DEFAULT_TENANT  # whose run it is
+    limits: dict[str, Any] | None = None  # its budget (app.service.budgets), if any
     # The run's log (`app.core.stored`: its batches as one JSON array text) when the read
     # asked for it: to load the run whole.
     log: str | None = None
@@ -157,6 +158,7 @@ class RunRecord:
             created_at=utc(v[c["created_at"]]),  # type: ignore[arg-type]
             updated_at=utc(v[c["updated_at"]]),  # type: ignore[arg-type]
             tenant_id=v[c["tenant_id"]],
+            limits=v[c["limits"]],
             log=log,
             _config=None if known is None else known._config,
         )

@@ -31,9 +31,7 @@ def priced(*script: dict[str, Any], **params: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def budget_settings(database_url: str, store: RunStore) -> Settings:
-    return make_settings(
-        database_url, api_keys=KEY, prices=PRICES, webhook_allow_private=True
-    )
+    return make_settings(database_url, api_keys=KEY, prices=PRICES, webhook_allow_private=True)
 
 
 @pytest.fixture
@@ -81,9 +79,7 @@ async def test_a_run_suspends_on_its_budget_and_a_raised_limit_resumes_it(
     hook = {"url": "http://127.0.0.1:9/hooks"}
     created = await client.post(
         "/v1/runs",
-        json=body(
-            model=priced(ROUND, {"text": "3"}), limits={"max_model_calls": 1}, webhook=hook
-        ),
+        json=body(model=priced(ROUND, {"text": "3"}), limits={"max_model_calls": 1}, webhook=hook),
     )
     run_id = created.json()["id"]
     run = await drive(client, store, run_id)
@@ -107,9 +103,7 @@ async def test_a_run_suspends_on_its_budget_and_a_raised_limit_resumes_it(
 
     raised = await client.post(f"/v1/runs/{run_id}/limits", json={"max_model_calls": 2})
     assert raised.status_code == 200, raised.text
-    assert raised.json()["status"] == "queued" and raised.json()["limits"] == {
-        "max_model_calls": 2
-    }
+    assert raised.json()["status"] == "queued" and raised.json()["limits"] == {"max_model_calls": 2}
     done = await drive(client, store, run_id)
     assert done["status"] == "completed" and done["output"] == "3"
     assert done["usage"]["model_calls"] == 2 and done["usage"]["cost_usd"] > 0

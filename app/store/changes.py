@@ -112,11 +112,12 @@ _NO_RETRY = {"model_attempts": 0, "model_retry_since": None}
 
 
 def _with_usage(values: dict[str, Any], usage: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The run's billed usage, its zero counters left out (every write of the row carries
-    the column; `RunRecord.from_row` fills them in again)."""
+    """The run's billed usage, its zero counters and a null `cost_usd` left out (every
+    write of the row carries the column; `RunRecord.from_row` fills them in again)."""
     if usage is None:
         return values
-    return {**values, "usage": {k: v for k, v in usage.items() if v != 0 or type(v) is not int}}
+    kept = {k: v for k, v in usage.items() if v is not None and (v != 0 or type(v) is not int)}
+    return {**values, "usage": kept}
 
 
 # --- a worker's claim --------------------------------------------------------------------------

@@ -23,8 +23,11 @@ RUN_USAGE_KEYS = (
     "total_tokens",
     "cached_input_tokens",
     "reasoning_tokens",
+    "model_calls",  # (calls answered: the budget's `max_model_calls` counts them)
 )
-_NO_USAGE = dict.fromkeys(RUN_USAGE_KEYS, 0)
+#: A run's usage as read: every counter, and `cost_usd` (its priced calls' sum; null
+#: while none was priced).
+_NO_USAGE: dict[str, Any] = {**dict.fromkeys(RUN_USAGE_KEYS, 0), "cost_usd": None}
 
 
 def _keys(prefix: str) -> dict[str, str]:

@@ -10,6 +10,7 @@ from typing import Any
 
 from agentrun_client.models import (
     Event,
+    RaiseLimits,
     ResolveInvalidToolCall,
     Run,
     SubmitOutcome,
@@ -85,6 +86,12 @@ def run_text(run: Run, prog: str) -> str:
             lines.append(f"    {call.id}  {call.name} {compact(call.arguments, 200)}{done}")
         if action.callback_url:
             row("callback", action.callback_url)
+    elif isinstance(action, RaiseLimits):
+        row(
+            "budget",
+            f"{action.scope} limit {action.limit}: {action.spent} spent of {action.allowed}"
+            f" (raise: {prog} runs limits {run.id} --{action.limit.replace('_', '-')} N)",
+        )
     elif isinstance(action, ResolveInvalidToolCall):
         row(
             "resolve",

@@ -1,4 +1,4 @@
-"""`agentrun-client runs create|get|list|wait|events|submit|cancel`: the API from a shell,
+"""`agentrun-client runs create|get|list|wait|events|submit|cancel|limits`: the API from a shell,
 for scripts and operators (also `agentrun runs …` where the service is installed).
 
 The server comes from `--base-url` / `--api-key`, else `AGENTRUN_BASE_URL` /
@@ -237,6 +237,28 @@ def cmd_cancel(client: Client, args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+LIMITS = ("max_total_tokens", "max_cost_usd", "max_model_calls", "max_duration_seconds")
+
+
+def limit_value(text: str) -> float | None:
+    """A limit on the command line: a number, or `none` to remove it."""
+    if text.lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number or none, not {text!r}") from None
+    return int(value) if value.is_integer() else value
+
+
+def cmd_limits(client: Client, args: argparse.Namespace, out: Output) -> int:
+    named = {k: getattr(args, k) for k in LIMITS if getattr(args, k) is not _UNSET}
+    out.run(client.runs.raise_limits(args.run_id, named))
+    return EXIT_OK
+
+
+_UNSET = object()
+
 Command = Callable[[Client, argparse.Namespace, Output], int]
 
 
@@ -329,6 +351,11 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
                    help='results as JSON: {"results": [...]} or a list')  # fmt: skip
 
     command("cancel", cmd_cancel, "cancel a run that has not ended")
+
+    lim = command("limits", cmd_limits, "change a run's limits; resumes a budget-suspended run")
+    for name in LIMITS:
+        lim.add_argument(f"--{name.replace('_', '-')}", dest=name, type=limit_value,
+                         default=_UNSET, metavar="N|none")  # fmt: skip
     return parser
 
 

@@ -56,6 +56,8 @@ class EventType(StrEnum):
     RUN_RETRIED = "run.retried"
     RUN_EXPIRY_EXTENDED = "run.expiry_extended"
     RUN_CONTINUED = "run.continued"  # on a finished run: `data.run_id` continues it
+    RUN_BUDGET_EXCEEDED = "run.budget_exceeded"  # suspended: its next call could pass a limit
+    RUN_LIMITS_RAISED = "run.limits_raised"
 
 
 #: Events that end a run's live stream.
@@ -89,6 +91,18 @@ class ResolveInvalidToolCall(Model):
     arguments: str = ""
 
 
+class RaiseLimits(Model):
+    """Suspended on a budget: `limit` (of `scope`: run, tenant, deployment) has `spent`
+    of `allowed`; `client.runs.raise_limits` answers it."""
+
+    type: Literal["raise_limits"] = "raise_limits"
+    limit: str
+    scope: str = "run"
+    spent: float = 0
+    allowed: float = 0
+    needed: float | None = None
+
+
 class RequiredAction(Model):
     """A kind of required action this client does not know yet."""
 
@@ -96,7 +110,7 @@ class RequiredAction(Model):
 
 
 Action = Annotated[
-    SubmitToolResults | ResolveInvalidToolCall | RequiredAction,
+    SubmitToolResults | ResolveInvalidToolCall | RaiseLimits | RequiredAction,
     Field(union_mode="left_to_right"),
 ]
 
@@ -107,6 +121,8 @@ class RunUsage(Model):
     total_tokens: int = 0
     cached_input_tokens: int = 0
     reasoning_tokens: int = 0
+    model_calls: int = 0
+    cost_usd: float | None = None  # of the priced calls; None while none was
 
 
 class Run(Model):
@@ -118,6 +134,7 @@ class Run(Model):
     waiting_reason: dict[str, Any] | None = None
     output: str | None = None
     usage: RunUsage | None = None
+    limits: dict[str, Any] | None = None  # its budget (docs/reference.md, Budgets)
     error: dict[str, Any] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     model: dict[str, Any] = Field(default_factory=dict)

@@ -6,17 +6,15 @@ and reads them at its next claim."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
 from app.core.events import EventType as E
 from app.core.lifecycle import TERMINAL, RunStatus
-from app.service.budgets import CachedTenantLimits
 from app.service.errors import InvalidRequest, RunNotFound, RunStateConflict
 from app.service.prices import PriceBook
 from app.service.schemas import LimitsIn, RunLimits
-from app.service.tenants import Tenants
 from app.settings import Settings
 from app.store import changes
 from app.store.records import NewEvent, RunRecord
@@ -40,13 +38,11 @@ class RunLimitsService:
         store: RunStore,
         settings: Settings,
         prices: PriceBook,
-        tenant_limits: Callable[[str], Awaitable[Mapping[str, Any]]],
         clock: Callable[[], datetime],
     ) -> None:
         self.store = store
         self.settings = settings
         self.prices = prices
-        self.tenant_limits = tenant_limits
         self.clock = clock
 
     @classmethod
@@ -57,16 +53,15 @@ class RunLimitsService:
             store,
             settings,
             PriceBook.for_settings(settings),
-            CachedTenantLimits(Tenants(store.identities)),
             clock,
         )
 
     async def checked_limits(
-        self, model: Mapping[str, Any], limits: RunLimits | None, tenant: str
+        self, model: Mapping[str, Any], limits: RunLimits | None
     ) -> dict[str, Any] | None:
-        """The limits to store for a new run; a 422 when a cost limit (the run's, its
-        tenant's or the deployment's daily one) is in force on a model without a price,
-        which could not be enforced."""
+        """The limits to store for a new run; a 422 when a cost limit is in force on a
+        model without a price,
+        which could not be enforced (the run's, the deployment's)."""
         stored = None if limits is None else limits.stored()
         if self.prices.of_spec(model) is not None:
             return stored
@@ -74,8 +69,8 @@ class RunLimitsService:
             raise InvalidRequest(f"limits.max_cost_usd: {unpriced(model)}")
         if self.settings.daily_cost_usd is not None:
             raise InvalidRequest(f"the deployment's daily_cost_usd applies: {unpriced(model)}")
-        if "daily_cost_usd" in await self.tenant_limits(tenant):
-            raise InvalidRequest(f"the tenant's daily_cost_usd applies: {unpriced(model)}")
+        # (A tenant's daily_cost_usd is not read here, which would cost a create a
+        # statement: the worker suspends such a run before its first call instead.)
         return stored
 
     async def set_limits(

@@ -216,7 +216,7 @@ class RunService:
         if agent["webhook"] is not None:
             await self._check_webhook(agent["webhook"]["url"])
         max_turns = body.max_turns or self.settings.default_max_turns
-        limits = await self.limits.checked_limits(agent["model"], body.limits, tenant)
+        limits = await self.limits.checked_limits(agent["model"], body.limits)
         history = [convert.history_message(m) for m in body.history]
         if before is not None:
             history = [*before.history, *history]

@@ -5,6 +5,7 @@ limit."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -13,13 +14,17 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
+from app.core.lifecycle import RunStatus
+from app.service.runs import RunService
+from app.service.tenants import TenantLimits, Tenants
 from app.settings import Settings
 from app.store.runs import RunStore
 from app.store.schema import model_calls, webhook_outbox
+from app.store.waiting import Budget
 from tests.api.conftest import KEY
 from tests.api.test_runs_api import answers, assert_problem, body
 from tests.conftest import make_settings
-from tests.helpers import api_client, drive_once
+from tests.helpers import api_client, drive_once, run_body
 
 PRICES = {"scripted:priced": {"input": 3.0, "output": 15.0}}
 ROUND = {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]}
@@ -205,3 +210,40 @@ async def test_the_deployments_daily_tokens_stop_the_next_call(
     async with api_client(unpriced_cost, KEY) as client:
         refused = await client.post("/v1/runs", json=body())
         assert_problem(refused, 422, "invalid-request")
+
+
+async def test_a_tenants_daily_limits_stop_its_runs_and_not_anothers(
+    database_url: str, store: RunStore
+) -> None:
+    tenant = f"budget-{secrets.token_hex(4)}"
+    await Tenants(store.identities).create(
+        tenant, limits=TenantLimits(daily_tokens=700, daily_cost_usd=1.0)
+    )
+    service = RunService(store, make_settings(database_url, prices=PRICES))
+    usage = {"input_tokens": 10, "output_tokens": 600}
+    first, _ = await service.create_run(
+        run_body(tools=[], model=priced({"text": "a", "usage": usage})), tenant=tenant
+    )
+    await drive_once(store, service.settings)
+    done = (await service.get_run(first.record.id)).record
+    assert done.status is RunStatus.COMPLETED and done.usage is not None
+    spent = done.usage["total_tokens"]
+    assert spent < 700  # (its output clamped to what the day left)
+    second, _ = await service.create_run(
+        run_body(tools=[], model=priced({"text": "b"})), tenant=tenant
+    )
+    await drive_once(store, service.settings)
+    stopped = (await service.get_run(second.record.id)).record
+    assert stopped.waiting == Budget("daily_tokens", spent, 700, "tenant", stopped.waiting.needed)
+    # a model without a price under the tenant's daily_cost_usd: created, never called
+    unpriced, _ = await service.create_run(run_body(tools=[]), tenant=tenant)
+    await drive_once(store, service.settings)
+    record = (await service.get_run(unpriced.record.id)).record
+    assert isinstance(record.waiting, Budget) and record.waiting.limit in (
+        "daily_tokens",
+        "daily_cost_usd",
+    )
+    assert record.usage is None
+    other, _ = await service.create_run(run_body(tools=[], model=priced({"text": "c"})))
+    await drive_once(store, service.settings)
+    assert (await service.get_run(other.record.id)).record.status is RunStatus.COMPLETED

@@ -218,9 +218,6 @@ class Worker:
                 now = self.clock()
                 requeued = await self.store.reap_expired_leases(now)
                 expired = await self.store.expire_suspended(now)
-                timed_out = await self.approvals.time_out()
-                if timed_out:
-                    log.info("approvals timed out", runs=timed_out)
                 if requeued:
                     log.info("re-queued runs with lost leases", runs=requeued)
                     self.wake()
@@ -228,6 +225,12 @@ class Worker:
                     log.info("expired suspended runs", runs=expired)
             except Exception:
                 log.exception("reaper failed")
+            try:  # (beside expiry: approvals past their run's approval_timeout)
+                timed_out = await self.approvals.time_out()
+                if timed_out:
+                    log.info("approvals timed out", runs=timed_out)
+            except Exception:
+                log.exception("approval timeout sweep failed")
             await asyncio.sleep(self.settings.reap_interval)
 
     async def _fold(self) -> None:

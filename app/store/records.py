@@ -207,6 +207,9 @@ class ToolCallRecord:
         """From a row naming the `tool_calls` columns, or from the JSON object of one
         (timestamps as text)."""
         submitted_at = _instant(m["submitted_at"])
+        approval = m.get("approval")
+        if approval is not None:  # (a gated call: rare, so a call that is not pays nothing)
+            return cls._gated(m, approval)
         return cls(
             run_id=m["run_id"],
             round=m["round"],
@@ -224,7 +227,14 @@ class ToolCallRecord:
             lease_expires_at=utc(_instant(m["lease_expires_at"])),
             attempts=m["attempts"],
             tenant_id=m.get("tenant_id", DEFAULT_TENANT),
-            approval=m.get("approval"),
+        )
+
+    @classmethod
+    def _gated(cls, m: Mapping[Any, Any], approval: str) -> ToolCallRecord:
+        plain = cls.from_row({**m, "approval": None})
+        return dataclasses.replace(
+            plain,
+            approval=approval,
             executed_arguments=m.get("executed_arguments"),
             approval_requested_at=utc(_instant(m.get("approval_requested_at"))),
             approval_due_at=utc(_instant(m.get("approval_due_at"))),

@@ -239,6 +239,10 @@ async def test_each_decision_reaches_the_model(
         got = await decide(client, rid, decision(approval, "reject", **kw))
         assert got.status_code == 200, got.text
         assert got.json()["status"] == "queued"  # nothing else to wait for: resumed
+        again = await decide(client, rid, decision(approval, "reject", **kw))
+        assert again.status_code == 200, again.text  # a retry after the resume: accepted
+        other = await decide(client, rid, decision(approval))
+        assert_problem(other, 409, "run-state-conflict")
     else:
         edited = {"amount": 120, "to": "carol"}
         kw = {"arguments": edited} if action == "edit" else {}

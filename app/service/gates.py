@@ -104,3 +104,28 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     return value
+
+
+#: The approval options of a run and of a tool, left out of its configuration when unset.
+APPROVAL_KEYS = ("approval", "approval_timeout", "approval_on_timeout")
+
+
+def without_unset_approvals(request: dict[str, Any]) -> dict[str, Any]:
+    """A create request without the approval options it does not use (as queues: runs
+    that gate nothing are configured and hashed as before approvals)."""
+    for key in APPROVAL_KEYS:
+        if request.get(key) is None:
+            request.pop(key, None)
+    for tool in request.get("tools") or ():
+        if tool.get("approval") is None:
+            tool.pop("approval", None)
+    return request
+
+
+def check_approvals(agent: Mapping[str, Any]) -> None:
+    """Every `when` schema of the run and its tools is a valid JSON Schema (else 422)."""
+    if agent.get("approval") is not None:
+        check_policy(agent["approval"], "approval")
+    for i, tool in enumerate(agent.get("tools") or ()):
+        if tool.get("approval") is not None:
+            check_policy(tool["approval"], f"tools[{i}].approval")

@@ -159,7 +159,7 @@ def approvals_table(approvals: Iterable[Approval], *, now: datetime | None = Non
     now = now or datetime.now(UTC)
     rows = [("RUN", "CALL", "TOOL", "STATUS", "AGE", "ARGUMENTS")]
     for a in approvals:
-        since = a.requested_at or a.created_at
+        since = a.requested_at
         age = _age((now - since).total_seconds()) if since is not None else "-"
         args = compact(a.arguments, 80)
         rows.append((a.run_id, a.tool_call_id, a.name, str(a.status), age, args))

@@ -309,7 +309,6 @@ class Approval(Model):
     executed_arguments: Any = None
     message: str | None = None  # a rejection's, as the model receives it
     requested_at: datetime | None = None  # when the call was gated
-    created_at: datetime | None = None
     due_at: datetime | None = None  # when the run's `approval_on_timeout` decides it
     decided_by: str | None = None
     decided_at: datetime | None = None

@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import AsyncIterator, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
+
+import httpx
 
 from agentrun_client import _approvals, _base
 from agentrun_client._approvals import Approve, Reject
 from agentrun_client._base import Call
 from agentrun_client.models import Approval, ApprovalPage, Run
 
-if TYPE_CHECKING:
-    from agentrun_client._async import AsyncClient
+
+class AsyncRequester(Protocol):
+    """The client, as far as its resources use it (its `request`)."""
+
+    async def request(self, call: Call, *, deadline: float | None = None) -> httpx.Response: ...
 
 
 class AsyncApprovals:
@@ -24,7 +29,7 @@ class AsyncApprovals:
     not those); the same decision again is a no-op (so decisions are retried safely), a
     different one on a decided call is `Conflict` `approval-conflict`."""
 
-    def __init__(self, client: AsyncClient) -> None:
+    def __init__(self, client: AsyncRequester) -> None:
         self._client = client
 
     async def _json(self, call: Call) -> Any:

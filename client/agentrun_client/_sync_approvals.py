@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
+
+import httpx
 
 from agentrun_client import _approvals, _base
 from agentrun_client._approvals import Approve, Reject
 from agentrun_client._base import Call
 from agentrun_client.models import Approval, ApprovalPage, Run
 
-if TYPE_CHECKING:
-    from agentrun_client._sync import Client
+
+class Requester(Protocol):
+    """The client, as far as its resources use it (its `request`)."""
+
+    def request(self, call: Call, *, deadline: float | None = None) -> httpx.Response: ...
 
 
 class Approvals:
@@ -26,7 +31,7 @@ class Approvals:
     not those); the same decision again is a no-op (so decisions are retried safely), a
     different one on a decided call is `Conflict` `approval-conflict`."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Requester) -> None:
         self._client = client
 
     def _json(self, call: Call) -> Any:

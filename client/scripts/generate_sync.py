@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Beyond unasync's own (`__aenter__`, `AsyncIterator`, ...; `AsyncX` becomes `SyncX`).
 REPLACEMENTS = {
     "_async_shims": "_sync_shims",
-    "_async": "_sync",  # (a module name: `_async_approvals` imports the client's type)
     "_async_approvals": "_sync_approvals",
     "AsyncApprovals": "Approvals",
+    "AsyncRequester": "Requester",
     "AsyncClient": "Client",  # ours and httpx's
     "AsyncBaseTransport": "BaseTransport",
     "AsyncRuns": "Runs",

@@ -100,7 +100,8 @@ async def test_the_run_page_shows_its_approvals_and_takes_edited_arguments(
             admin, run_id, "approve", fields(gated, arguments=typed), confirm=True
         )
         assert refused.status_code == 422, refused.text
-        assert error in text(refused) and f'id="arguments-{run_id}-{gated.call_id}-error"' in refused.text
+        assert error in text(refused)
+        assert f'id="arguments-{run_id}-{gated.call_id}-error"' in refused.text
         assert html.escape(typed, quote=False) in refused.text  # kept for correction
     # Valid JSON that the tool's schema refuses: the service's 422, on the run page.
     wrong = await decide(

@@ -24,7 +24,7 @@ from app.core import AgentRun, stored
 from app.core.events import EventType as E
 from app.core.lifecycle import INITIAL, RunStatus
 from app.core.serde import SCHEMA_VERSION
-from app.service import conversations, convert
+from app.service import conversations, convert, gates
 from app.service.access import DEFAULT_TENANT
 from app.service.destinations import (
     DestinationRefused,
@@ -108,6 +108,31 @@ def without_unset_queues(request: dict[str, Any]) -> dict[str, Any]:
         if tool.get("queue") is None:
             tool.pop("queue", None)
     return request
+
+
+#: The approval options of a run and of a tool, left out of its configuration when unset.
+APPROVAL_KEYS = ("approval", "approval_timeout", "approval_on_timeout")
+
+
+def without_unset_approvals(request: dict[str, Any]) -> dict[str, Any]:
+    """A create request without the approval options it does not use (as queues: runs
+    that gate nothing are configured and hashed as before approvals)."""
+    for key in APPROVAL_KEYS:
+        if request.get(key) is None:
+            request.pop(key, None)
+    for tool in request.get("tools") or ():
+        if tool.get("approval") is None:
+            tool.pop("approval", None)
+    return request
+
+
+def check_approvals(agent: Mapping[str, Any]) -> None:
+    """Every `when` schema of the run and its tools is a valid JSON Schema (else 422)."""
+    if agent.get("approval") is not None:
+        gates.check_policy(agent["approval"], "approval")
+    for i, tool in enumerate(agent.get("tools") or ()):
+        if tool.get("approval") is not None:
+            gates.check_policy(tool["approval"], f"tools[{i}].approval")
 
 
 def retry_budget(policy: InvalidToolCallPolicy, max_turns: int) -> int:
@@ -218,11 +243,12 @@ class RunService:
             tool_choice=choice,
             max_invalid_tool_call_retries=retry_budget(policy, max_turns),
         )
-        request = without_unset_queues(body.model_dump(mode="json"))
+        check_approvals(agent)
+        request = without_unset_approvals(without_unset_queues(body.model_dump(mode="json")))
         if before is not None:  # what the body left out is inherited: part of the request
             request["fields_set"] = sorted(body.model_fields_set)
         now = self.clock()
-        agent = without_unset_queues(agent)
+        agent = without_unset_approvals(without_unset_queues(agent))
         config = {
             **agent,
             "tools": agent["tools"] or [],

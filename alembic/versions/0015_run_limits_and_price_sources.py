@@ -1,7 +1,7 @@
 """run budgets and the price source of each ledger row
 
 Revision ID: 0015
-Revises: 0013
+Revises: 0014
 Create Date: 2027-01-10 10:00:00
 
 `runs.limits`: a run's budget (`max_total_tokens`, `max_cost_usd`, `max_model_calls`,
@@ -18,7 +18,7 @@ from sqlalchemy.dialects import postgresql
 from alembic import op
 
 revision: str = "0015"
-down_revision: str | None = "0013"
+down_revision: str | None = "0014"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -53,6 +53,7 @@ class Transition(StrEnum):
     LEASE = "lease"  # a queue executor leases pending tool calls (their fencing moves on)
     EXHAUST = "exhaust"  # a budget-suspended run waited past expires_at: it fails
     LIMIT = "limit"  # the run's limits were changed (it keeps its status and fencing token)
+    DECIDE = "decide"  # an approval decision made; the run still waits (results, approvals)
 
 
 _S = RunStatus
@@ -84,6 +85,7 @@ TABLE: dict[tuple[RunStatus, Transition], RunStatus] = {
     (_S.REQUIRES_ACTION, _T.LEASE): _S.REQUIRES_ACTION,
     (_S.REQUIRES_ACTION, _T.EXHAUST): _S.FAILED,
     **{(s, _T.LIMIT): s for s in (_S.QUEUED, _S.RUNNING, _S.REQUIRES_ACTION)},
+    (_S.REQUIRES_ACTION, _T.DECIDE): _S.REQUIRES_ACTION,
     **{(s, _T.BILL): s for s in RunStatus},
     **{(s, _T.ANNOTATE): s for s in TERMINAL},
 }
@@ -98,6 +100,14 @@ class OutboxStatus(StrEnum):
     PENDING = "pending"
     DELIVERED = "delivered"
     FAILED = "failed"
+
+
+class ApprovalStatus(StrEnum):
+    """A gated tool call's decision (`tool_calls.approval`; app.service.approvals)."""
+
+    PENDING = "pending"  # no executor sees it until decided
+    APPROVED = "approved"
+    REJECTED = "rejected"
 
 
 class KeyState(StrEnum):

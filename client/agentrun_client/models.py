@@ -58,6 +58,9 @@ class EventType(StrEnum):
     RUN_CONTINUED = "run.continued"  # on a finished run: `data.run_id` continues it
     RUN_BUDGET_EXCEEDED = "run.budget_exceeded"  # suspended: its next call could pass a limit
     RUN_LIMITS_RAISED = "run.limits_raised"
+    RUN_APPROVAL_REQUIRED = "run.approval_required"
+    TOOL_CALL_APPROVED = "tool_call.approved"
+    TOOL_CALL_REJECTED = "tool_call.rejected"
 
 
 #: Events that end a run's live stream.
@@ -103,6 +106,26 @@ class RaiseLimits(Model):
     needed: float | None = None
 
 
+class ApprovalCall(Model):
+    """A gated tool call of an `approve_tool_calls` action: what the model asked for and
+    the hash a decision names (`Approvals.approve` / `reject`)."""
+
+    id: str
+    name: str
+    arguments: Any
+    arguments_hash: str
+
+
+class ApproveToolCalls(Model):
+    """The run waits for decisions on `approvals`; `tool_calls` (not gated) are open to
+    executors meanwhile, as in `SubmitToolResults`."""
+
+    type: Literal["approve_tool_calls"] = "approve_tool_calls"
+    approvals: list[ApprovalCall]
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    callback_url: str | None = None
+
+
 class RequiredAction(Model):
     """A kind of required action this client does not know yet."""
 
@@ -110,7 +133,7 @@ class RequiredAction(Model):
 
 
 Action = Annotated[
-    SubmitToolResults | ResolveInvalidToolCall | RaiseLimits | RequiredAction,
+    SubmitToolResults | ApproveToolCalls | ResolveInvalidToolCall | RaiseLimits | RequiredAction,
     Field(union_mode="left_to_right"),
 ]
 
@@ -151,11 +174,18 @@ class Run(Model):
 
     @property
     def pending_tool_calls(self) -> list[ToolCall]:
-        """The tool calls that still wait for a result (empty unless suspended for tools)."""
+        """The tool calls that still wait for a result (empty unless suspended for tools;
+        gated calls are not among them until approved)."""
         action = self.required_action
-        if isinstance(action, SubmitToolResults):
+        if isinstance(action, SubmitToolResults | ApproveToolCalls):
             return [c for c in action.tool_calls if not c.answered]
         return []
+
+    @property
+    def pending_approvals(self) -> list[ApprovalCall]:
+        """The gated tool calls that wait for a decision (`client.approvals`)."""
+        action = self.required_action
+        return list(action.approvals) if isinstance(action, ApproveToolCalls) else []
 
 
 class LeasedCall(Model):
@@ -273,3 +303,38 @@ class FieldError(Model):
     loc: list[str | int]
     msg: str
     type: str = ""
+
+
+class ApprovalStatus(StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+
+
+class Approval(Model):
+    """A gated tool call and its decision (`GET /v1/approvals`, `GET /v1/runs/{id}/approvals`):
+    `arguments` the model's, `executed_arguments` the ones an approval with edits gave the
+    executor."""
+
+    run_id: str
+    tool_call_id: str
+    name: str
+    arguments: Any = None
+    arguments_hash: str
+    status: ApprovalStatus | str = ApprovalStatus.PENDING
+    round: int | None = None
+    executed_arguments: Any = None
+    message: str | None = None  # a rejection's, as the model receives it
+    requested_at: datetime | None = None  # when the call was gated
+    due_at: datetime | None = None  # when the run's `approval_on_timeout` decides it
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status == ApprovalStatus.PENDING
+
+
+class ApprovalPage(Model):
+    data: list[Approval]
+    next_cursor: str | None = None

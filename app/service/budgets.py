@@ -120,8 +120,8 @@ def _cost_left(
 
 
 def _over(ceiling: Ceiling, spent: float, needed: float | None) -> Budget:
-    allowed: float = ceiling.allowed
-    if allowed.is_integer() and ceiling.limit != "max_cost_usd" and "cost" not in ceiling.limit:
+    allowed: float = float(ceiling.allowed)
+    if allowed.is_integer() and "cost" not in ceiling.limit:
         allowed = int(allowed)
     return Budget(ceiling.limit, spent, allowed, ceiling.scope, needed)
 

@@ -247,3 +247,18 @@ async def test_a_tenants_daily_limits_stop_its_runs_and_not_anothers(
     other, _ = await service.create_run(run_body(tools=[], model=priced({"text": "c"})))
     await drive_once(store, service.settings)
     assert (await service.get_run(other.record.id)).record.status is RunStatus.COMPLETED
+
+
+async def test_a_cancel_stops_a_budget_suspended_run(
+    client: httpx.AsyncClient, store: RunStore
+) -> None:
+    created = await client.post(
+        "/v1/runs", json=body(model=priced({"text": "hi"}), limits={"max_total_tokens": 5})
+    )
+    run_id = created.json()["id"]
+    assert (await drive(client, store, run_id))["waiting_reason"]["type"] == "budget"
+    cancelled = await client.post(f"/v1/runs/{run_id}/cancel")
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    assert cancelled.json()["required_action"] is None
+    late = await client.post(f"/v1/runs/{run_id}/limits", json={"max_total_tokens": 10_000})
+    assert_problem(late, 409, "run-state-conflict")

@@ -40,7 +40,8 @@ async def test_the_page_says_why_and_raising_the_limit_resumes_the_run(
         f"/admin/runs/{run_id}/limits", data={"csrf_token": token, "max_model_calls": "2"}
     )
     assert review.status_code == 200 and "max model calls" in review.text  # (confirm page)
-    assert "Change this run&#39;s limits?" in review.text and "Yes, change the limits" in review.text
+    assert "Change this run&#39;s limits?" in review.text
+    assert "Yes, change the limits" in review.text
     assert (await service.get_run(run_id)).record.status is RunStatus.REQUIRES_ACTION
     done = await post(admin, run_id, "limits", {"max_model_calls": "2", "max_cost_usd": ""})
     assert done.status_code == 303, done.text

@@ -14,17 +14,18 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
-
-import genai_prices
-from genai_prices import data_snapshot
-from genai_prices import types as gp
+from importlib.metadata import version
+from typing import TYPE_CHECKING, Any
 
 from app.settings import Settings
 
+if TYPE_CHECKING:  # (imported when a model is first looked up: ~0.25 s of CPU, which a
+    # process that prices nothing, or only from AGENTRUN_PRICES, never spends)
+    from genai_prices import types as gp
+
 #: The `price_source` of a price from AGENTRUN_PRICES.
 CONFIG_SOURCE = "config"
-GENAI_PRICES_SOURCE = f"genai-prices@{genai_prices.__version__}"
+GENAI_PRICES_SOURCE = f"genai-prices@{version('genai-prices')}"
 
 #: Each provider of this service as genai-prices names it (`scripted`: none, only a
 #: price of AGENTRUN_PRICES prices it).
@@ -39,7 +40,7 @@ class Price:
 
     source: str
     flat: Mapping[str, float] | None = None  # USD per 1M tokens: input, output, cached_input
-    model: gp.ModelInfo | None = None
+    model: gp.ModelInfo | None = None  # (genai-prices' own, for its table's prices)
     provider: gp.Provider | None = None
     context_window: int | None = None
 
@@ -54,6 +55,8 @@ class Price:
             )
             return round(usd / _MILLION, 8)
         assert self.model is not None and self.provider is not None
+        from genai_prices import types as gp
+
         usage = gp.Usage(
             input_tokens=input_tokens, output_tokens=output_tokens, cache_read_tokens=cached
         )
@@ -112,6 +115,8 @@ class PriceBook:
         if provider_id is None:
             return None
         url = self.base_urls.get("anthropic" if provider == "anthropic" else "openai")
+        from genai_prices import data_snapshot
+
         snapshot = data_snapshot.get_snapshot()
         try:
             with warnings.catch_warnings():

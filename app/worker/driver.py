@@ -34,6 +34,7 @@ from app.core import (
     Retry,
     Skip,
     Stop,
+    Usage,
     stored,
 )
 from app.core.events import LEDGER_EVENTS
@@ -51,6 +52,7 @@ from app.store.records import NewEvent, NewToolCall, RunRecord
 from app.store.runs import RunStore
 from app.worker import streaming
 from app.worker.lease import Claim, Lease, LeaseLost
+from app.worker.stops import Stops
 
 log = structlog.get_logger("agentrun.worker")
 
@@ -90,6 +92,7 @@ class RunDriver:
         callback_key: str,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         rng: random.Random | None = None,
+        stops: Stops | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
@@ -98,7 +101,7 @@ class RunDriver:
         self.callback_key = callback_key
         self.clock = clock
         self.rng = rng or random.Random()
-        self.lease = Lease(store, settings.lease_seconds, worker_id, clock)
+        self.lease = Lease(store, settings.lease_seconds, worker_id, clock, stops)
 
     async def drive(self, record: RunRecord) -> RunStatus | None:
         """Advance a claimed run until it suspends or ends; the status it ended in, or
@@ -189,16 +192,41 @@ class RunDriver:
         provider = self.providers(spec)
         streamed = config.stream
         started = time.perf_counter()
+        progress = streaming.Progress()
         try:
             with tracing.model_call(spec, request, streamed=streamed) as span:
                 if streamed:  # text deltas become `model.delta` events (app.worker.streaming)
-                    answer = await streaming.stream_answer(self.lease, claim, provider, request)
+                    answer = await streaming.stream_answer(
+                        self.lease, claim, provider, request, progress=progress
+                    )
                 else:
                     answer = await self.lease.hold(claim, provider.complete(request))
                 tracing.model_answered(span, answer)
         except ProviderError as err:
             err.provider = err.provider or model.provider
             return await self._provider_failed(claim, err)
+        except LeaseLost:
+            # The call was abandoned mid-flight (its connection closed): on the ledger
+            # with what the provider reported before the abort.
+            partial = ProviderTurn(choice=(), usage=progress.usage or Usage())
+            latency = round((time.perf_counter() - started) * 1000, 2)
+            claim.events.append(
+                NewEvent(
+                    E.MODEL_ABORTED,
+                    {
+                        "turn": step.turn,
+                        "attempt": request.attempt,
+                        "provider": model.provider,
+                        "model": model.name,
+                        "usage": usage_of(partial),
+                        "usage_reported": progress.usage is not None,
+                        "cost_usd": cost_of(self.settings.prices, spec, partial),
+                        "latency_ms": latency,
+                        **({"stream": True} if streamed else {}),
+                    },
+                )
+            )
+            raise
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
         names = [t.name for t in tools]
         turn = model_turn(answer, frozenset(names), convert.allowed_tool_names(names, choice))

@@ -18,7 +18,14 @@ import pytest_asyncio
 from app.core import Text, ToolCall, UserMessage
 from app.providers.anthropic import AnthropicProvider
 from app.providers.backoff import BackoffPolicy
-from app.providers.base import ModelRequest, ProviderError, ProviderTurn, TextDelta, TurnComplete
+from app.providers.base import (
+    ModelRequest,
+    ProviderError,
+    ProviderTurn,
+    TextDelta,
+    TurnComplete,
+    UsageReport,
+)
 from app.providers.openai_chat import OpenAIChatProvider
 from app.providers.openai_responses import OpenAIResponsesProvider
 from app.providers.registry import provider_from_settings
@@ -68,6 +75,8 @@ async def collect(
         if isinstance(item, TextDelta):
             assert turn is None
             deltas.append(item)
+        elif isinstance(item, UsageReport):  # (usage so far: what an aborted call bills)
+            assert turn is None and item.usage.total_tokens > 0
         else:
             assert isinstance(item, TurnComplete)
             turn = item.turn

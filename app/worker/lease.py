@@ -64,23 +64,20 @@ class Lease:
         task: asyncio.Future[R] = asyncio.ensure_future(call)
         interval = self.lease_seconds / 3
         loop = asyncio.get_running_loop()
-        stopper: asyncio.Future[Any] | None = None
-        with self.stops.watch(claim.record.id, claim.version) as stop:
+        with self.stops.watch(claim.record.id, claim.version) as watch:
             try:
                 beat_at = loop.time() + interval
                 while True:
-                    if stopper is None or stopper.done():
-                        stopper = asyncio.ensure_future(stop.wait())
                     timeout = max(0.0, beat_at - loop.time())
-                    waiting: set[asyncio.Future[Any]] = {task, stopper}
+                    waiting: set[asyncio.Future[Any]] = {task, watch.signalled}
                     done, _ = await asyncio.wait(
                         waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
                     )
                     if task in done:
                         return task.result()
-                    if not stop.is_set() and loop.time() < beat_at:
+                    if not watch.signalled.done() and loop.time() < beat_at:
                         continue
-                    stop.clear()
+                    watch.rearm()
                     now = self.clock()
                     until = now + timedelta(seconds=self.lease_seconds)
                     if not await self.store.heartbeat(
@@ -93,7 +90,5 @@ class Lease:
                         raise LeaseLost()
                     beat_at = loop.time() + interval
             finally:
-                if stopper is not None:
-                    stopper.cancel()
                 if not task.done():
                     task.cancel()

@@ -33,58 +33,85 @@ log = structlog.get_logger("agentrun.worker")
 Fences = Callable[[Sequence[str]], Awaitable[dict[str, int]]]
 
 
+class Watch:
+    """One held model call: its run's fencing token, and a future resolved by a stop
+    signal (a plain future, not a task: holding a call costs no more than that)."""
+
+    __slots__ = ("signalled", "version")
+
+    def __init__(self, version: int) -> None:
+        self.version = version
+        self.signalled: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def signal(self) -> None:
+        if not self.signalled.done():
+            self.signalled.set_result(None)
+
+    def rearm(self) -> None:
+        """After a false alarm (the heartbeat was accepted): watch again."""
+        if self.signalled.done():
+            self.signalled = asyncio.get_running_loop().create_future()
+
+
 class Stops:
     """The model calls one worker process holds, by run id, each with its stop signal."""
 
     def __init__(self) -> None:
-        self._held: dict[str, tuple[int, asyncio.Event]] = {}
-        self._busy = asyncio.Event()  # at least one call is held (the poll looks)
+        self._held: dict[str, Watch] = {}
+        self._busy: asyncio.Event | None = None  # a call is held (the poll looks)
         self.polls = 0  # statements the poll ran (tests count them)
 
+    def _busy_event(self) -> asyncio.Event:
+        if self._busy is None:
+            self._busy = asyncio.Event()
+        return self._busy
+
     @contextlib.contextmanager
-    def watch(self, run_id: str, version: int) -> Iterator[asyncio.Event]:
-        """Hold a model call of run `run_id` under fencing token `version`: the event is
-        set when the run may have left this worker (then ask the database)."""
-        event = asyncio.Event()
-        self._held[run_id] = (version, event)
-        self._busy.set()
+    def watch(self, run_id: str, version: int) -> Iterator[Watch]:
+        """Hold a model call of run `run_id` under fencing token `version`: its watch is
+        signalled when the run may have left this worker (then ask the database)."""
+        watch = Watch(version)
+        self._held[run_id] = watch
+        if self._busy is not None:
+            self._busy.set()
         try:
-            yield event
+            yield watch
         finally:
-            held = self._held.get(run_id)
-            if held is not None and held[1] is event:
+            if self._held.get(run_id) is watch:
                 del self._held[run_id]
-            if not self._held:
+            if not self._held and self._busy is not None:
                 self._busy.clear()
 
     def signal(self, run_id: str) -> None:
         """The run may have left this worker's hands (a NOTIFY said so)."""
-        held = self._held.get(run_id)
-        if held is not None:
-            held[1].set()
+        watch = self._held.get(run_id)
+        if watch is not None:
+            watch.signal()
 
     @property
     def held(self) -> dict[str, int]:
         """Run id -> fencing token of each call held now."""
-        return {run_id: version for run_id, (version, _) in self._held.items()}
+        return {run_id: watch.version for run_id, watch in self._held.items()}
 
     async def poll(self, fences: Fences, interval: float) -> None:
         """Forever: while calls are held, every `interval` one read of their runs'
         fencing tokens; signal the calls whose run moved on (for back ends without
         NOTIFY)."""
+        busy = self._busy_event()
+        if self._held:
+            busy.set()
         while True:
-            await self._busy.wait()
+            await busy.wait()
             await asyncio.sleep(interval)
             held = dict(self._held)
             if not held:
                 continue
+            self.polls += 1
             try:
                 current = await fences(list(held))
             except Exception:  # the database may blip: the heartbeat still notices
                 log.warning("stop poll failed", exc_info=True)
                 continue
-            finally:
-                self.polls += 1
-            for run_id, (version, event) in held.items():
-                if current.get(run_id) != version:
-                    event.set()
+            for run_id, watch in held.items():
+                if current.get(run_id) != watch.version:
+                    watch.signal()

@@ -211,6 +211,29 @@ async def test_timeout_is_retryable(mock: MockProviderServer) -> None:
         mock.script(Reply(text="late", delay=1.0))
 
 
+@pytest.mark.parametrize("name", WIRES)
+async def test_a_stream_reports_usage_as_the_provider_does(
+    name: str, mock: MockProviderServer
+) -> None:
+    """`UsageReport` items: what an aborted call is billed (Anthropic reports the input
+    tokens before the first text; the OpenAI wires only at the end)."""
+    provider = make(name, mock)
+    mock.script(Reply(text="Hello there, world.", usage=MockUsage(input=30, output=9)))
+    items = [item async for item in provider.stream(request())]
+    await provider.aclose()
+    reports = [(i, item.usage) for i, item in enumerate(items) if isinstance(item, UsageReport)]
+    first_text = next(i for i, item in enumerate(items) if isinstance(item, TextDelta))
+    if name == "anthropic":  # message_start (input, 1 output token), then message_delta
+        assert reports[0][0] < first_text
+        assert (reports[0][1].input_tokens, reports[0][1].output_tokens) == (30, 1)
+        assert (reports[-1][1].input_tokens, reports[-1][1].output_tokens) == (30, 9)
+    elif name == "openai":  # the usage chunk, just before [DONE]
+        assert [u.total_tokens for _, u in reports] == [39]
+    else:
+        assert reports == []
+    assert isinstance(items[-1], TurnComplete) and items[-1].turn.usage.total_tokens == 39
+
+
 async def test_stream_timeout_between_events_is_retryable(mock: MockProviderServer) -> None:
     mock.script(Reply(text="slow stream of text", chunk_delay=0.5))
     async with make("openai", mock, timeout=0.2) as p:

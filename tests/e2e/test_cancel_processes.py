@@ -22,7 +22,7 @@ import pytest
 
 from app.store.migrate import upgrade_to_head
 from tests.conftest import BACKENDS, fresh_database
-from tests.e2e.processes import spawn, stop, wait_until
+from tests.e2e.processes import api_ready, spawn, stop, wait_until
 from tests.mocks.holding import INPUT_TOKENS, HoldingProvider, holding_provider
 from tests.mocks.receiver import SECRET, Receiver, webhook_receiver
 from tests.mocks.uvicorn_thread import free_port
@@ -58,10 +58,7 @@ def deployment(
             "AGENTRUN_REAP_INTERVAL": "1",
             "AGENTRUN_WEBHOOK_SECRET": SECRET,
             "AGENTRUN_WEBHOOK_ALLOW_PRIVATE": "true",
-            "OPENAI_API_KEY": "sk-test",
-            "OPENAI_BASE_URL": provider.origin + "/v1",
-            "ANTHROPIC_API_KEY": "ak-test",
-            "ANTHROPIC_BASE_URL": provider.origin,
+            **provider.env(),
         }
         api = spawn(["api", "--port", str(port)], url, tmp / "api.log", **env)
         worker = spawn(["worker", "--concurrency", "4"], url, tmp / "worker.log", **env)
@@ -72,11 +69,8 @@ def deployment(
         )
 
         def ready() -> bool:
-            try:
-                return client.get("/readyz").status_code == 200
-            except httpx.TransportError:
-                assert api.poll() is None, (tmp / "api.log").read_text()
-                return False
+            assert api.poll() is None, (tmp / "api.log").read_text()
+            return api_ready(client)
 
         try:
             wait_until(ready, 30, "the API to become ready")

@@ -49,6 +49,15 @@ class HoldingProvider:
     def origin(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    def env(self) -> dict[str, str]:
+        """The environment that points a deployment's OpenAI and Anthropic wires here."""
+        return {
+            "OPENAI_API_KEY": "sk-test",
+            "OPENAI_BASE_URL": self.origin + "/v1",
+            "ANTHROPIC_API_KEY": "ak-test",
+            "ANTHROPIC_BASE_URL": self.origin,
+        }
+
     def wait_for(self, count: int, timeout: float) -> list[Held]:
         """Once `count` requests have arrived (their answer started, when streamed)."""
         with self.arrived:

@@ -18,7 +18,8 @@ from app.store import changes
 from app.store.runs import STOP_CHANNEL, RunStore
 from app.worker.lease import Claim, Lease, LeaseLost
 from app.worker.stops import Stops
-from tests.helpers import run_body
+from tests.conftest import make_settings
+from tests.helpers import run_body, running_worker, wait_for, wait_status
 
 
 async def claimed(service: RunService) -> Claim:
@@ -144,3 +145,29 @@ async def test_a_cancel_notifies_the_stop_channel_with_the_run_id(
         notes = [n async for n in conn.notifies(timeout=5, stop_after=1)]
     assert [(n.channel, n.payload) for n in notes] == [(STOP_CHANNEL, claim.record.id)]
     assert (await service.get_run(claim.record.id)).record.status == RunStatus.CANCELLED
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["blocking", "streamed"])
+async def test_a_run_the_reaper_takes_back_stops_its_old_workers_call(
+    database_url: str, store: RunStore, streamed: bool
+) -> None:
+    """A worker that is alive but was reaped (its lease lapsed, say, under a long pause)
+    stops its call at once rather than at its next heartbeat (20 s here)."""
+    settings = make_settings(database_url, lease_seconds=60.0, reap_interval=3600.0)
+    service = RunService(store, settings)
+    model = {"provider": "scripted", "name": "demo", "delay_ms": 60_000, "script": [{"text": "x"}]}
+    view, _ = await service.create_run(run_body(model=model, tools=[], stream=streamed))
+    run_id = view.record.id
+    async with running_worker(store, settings) as worker:
+        await wait_status(service, run_id, RunStatus.RUNNING)
+        await wait_for(lambda: asyncio.sleep(0, worker.stops.held), lambda held: run_id in held)
+        later = datetime.now(UTC) + timedelta(seconds=120)
+        assert await store.reap_expired_leases(later) == [run_id]
+        events = await wait_for(
+            lambda: store.events(run_id),
+            lambda got: any(e.type == "model.aborted" for e in got),
+            timeout=5,
+        )
+        await service.cancel(run_id)  # (the worker has claimed it again meanwhile)
+    types = [e.type for e in events]
+    assert types.index("run.lease_lost") < types.index("model.aborted")

@@ -93,6 +93,13 @@ def _database(request: pytest.FixtureRequest, tmp: Path) -> contextlib.AbstractC
     return fresh_database(server)
 
 
+def usage(client: httpx.Client) -> dict[str, Any]:
+    response = client.get("/v1/usage")
+    assert response.status_code == 200, response.text
+    totals: dict[str, Any] = response.json()
+    return totals
+
+
 def events_of(client: httpx.Client, run_id: str) -> list[dict[str, Any]]:
     response = client.get(f"/v1/runs/{run_id}/events")
     assert response.status_code == 200, response.text
@@ -125,6 +132,7 @@ def test_a_cancel_closes_the_model_connection_within_a_second(
             10,
             "the first delta",
         )
+    billed = usage(client)
     cancelled = client.post(f"/v1/runs/{run_id}/cancel")
     answered = time.monotonic()
     assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
@@ -143,13 +151,17 @@ def test_a_cancel_closes_the_model_connection_within_a_second(
     types = [e["type"] for e in events_of(client, run_id)]
     assert types.index("run.cancelled") < types.index("model.aborted")
     assert "model.called" not in types
-    usage = event["data"]["usage"]
+    reported = event["data"]["usage"]
     if wire == "anthropic" and streamed:  # message_start reported the input tokens
         assert event["data"]["usage_reported"] is True
-        assert usage["input_tokens"] == INPUT_TOKENS and usage["output_tokens"] == 1
+        assert reported["input_tokens"] == INPUT_TOKENS and reported["output_tokens"] == 1
     else:  # (no usage before the end of the answer)
-        assert event["data"]["usage_reported"] is False and usage["total_tokens"] == 0
+        assert event["data"]["usage_reported"] is False and reported["total_tokens"] == 0
     assert event["data"]["stream"] is True if streamed else "stream" not in event["data"]
+    # On the usage ledger: one more call, not a failed one, with those tokens.
+    now = usage(client)
+    assert (now["calls"] - billed["calls"], now["failed_calls"] - billed["failed_calls"]) == (1, 0)
+    assert now["input_tokens"] - billed["input_tokens"] == reported["input_tokens"]
 
     # The run's webhook executor is told.
     def told() -> bool:

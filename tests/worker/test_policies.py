@@ -216,6 +216,7 @@ async def test_model_calls_of_a_cancelled_claim_stay_on_the_usage_ledger(
     # On the ledger, with what the provider reported before the abort (a blocking call:
     # nothing).
     assert totals["calls"] == 1 and totals["input_tokens"] == 0
+    assert totals["failed_calls"] == 0  # (aborted, not failed)
     events = await store.events(view.record.id)
     types = [e.type for e in events]
     assert types[-1] == "model.aborted" and "run.completed" not in types

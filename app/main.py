@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import structlog
 from argon2 import PasswordHasher
 
+from app.service.approvals import ApprovalService
 from app.service.keys import Authenticator, DbKeys, KeyAdmin
 from app.service.live import EventHub
 from app.service.operators import OperatorService, hasher_for
@@ -110,6 +111,7 @@ def create_app(
             app.state.reads = c.reads
             app.state.event_hub = c.hub
             app.state.queues = c.queues
+            app.state.approvals = ApprovalService(c.service)
             app.state.operators = OperatorService(c.store, hasher=password_hasher(settings))
             app.state.keys = c.keys
             app.state.tenants = c.tenants

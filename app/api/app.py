@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.types import ASGIApp
 
-from app.api import browser, identities, openapi, problems, queues, routes
+from app.api import approvals, browser, identities, openapi, problems, queues, routes
 from app.api.metrics import render as render_metrics
 from app.api.models import Health
 from app.api.problems import CATALOGUE, problem
@@ -76,6 +76,7 @@ def create_api(
     app.include_router(routes.router)
     app.include_router(routes.callbacks)
     app.include_router(queues.router)
+    app.include_router(approvals.router)
     app.include_router(browser.router)
     app.include_router(identities.keys_router)
     app.include_router(identities.tenants_router)

@@ -7,10 +7,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from app.core.lifecycle import RunStatus
-from app.service import conversations
+from app.service import conversations, gates
 from app.service.access import without_callback
 from app.service.runs import RunView
-from app.service.types import EventRecord
+from app.service.types import APPROVAL_APPROVED, Approval, EventRecord
 from app.timestamps import Timestamp
 
 
@@ -30,6 +30,25 @@ class SubmitToolResults(BaseModel):
     callback_url: str | None
 
 
+class ApprovalItem(BaseModel):
+    id: str
+    name: str
+    arguments: Any = Field(description="the model's arguments")
+    arguments_hash: str = Field(
+        description="SHA-256 (hex) of `arguments` as compact JSON with sorted keys: "
+        "a decision names it"
+    )
+
+
+class ApproveToolCalls(BaseModel):
+    type: Literal["approve_tool_calls"] = "approve_tool_calls"
+    approvals: list[ApprovalItem] = Field(description="gated calls awaiting a decision")
+    tool_calls: list[ToolCallOut] = Field(
+        description="the round's calls handed out meanwhile (as in `submit_tool_results`)"
+    )
+    callback_url: str | None
+
+
 class ResolveInvalidToolCall(BaseModel):
     type: Literal["resolve_invalid_tool_call"] = "resolve_invalid_tool_call"
     tool_name: str
@@ -42,7 +61,7 @@ class RunOut(BaseModel):
     status: RunStatus
     turn: int
     max_turns: int
-    required_action: SubmitToolResults | ResolveInvalidToolCall | None = Field(
+    required_action: SubmitToolResults | ApproveToolCalls | ResolveInvalidToolCall | None = Field(
         default=None, discriminator="type"
     )
     waiting_reason: dict[str, Any] | None
@@ -67,22 +86,30 @@ class RunOut(BaseModel):
         """`callbacks`: whether the caller is shown the callback URL
         (`app.service.access.sees_callbacks`); `callback_url` is null otherwise."""
         r = view.record
-        action: SubmitToolResults | ResolveInvalidToolCall | None = None
+        action: SubmitToolResults | ApproveToolCalls | ResolveInvalidToolCall | None = None
         if view.callback_url is not None:
-            action = SubmitToolResults(
-                tool_calls=[
-                    ToolCallOut(
-                        id=c.call_id,
-                        name=c.name,
-                        arguments=c.arguments,
-                        answered=c.result_hash is not None,
-                        queue=c.queue,
-                    )
+            # (Gated calls are not handed out: awaiting a decision, or rejected.)
+            calls = [
+                ToolCallOut(
+                    id=c.call_id,
+                    name=c.name,
+                    arguments=c.executes,
+                    answered=c.result_hash is not None,
+                    queue=c.queue,
+                )
+                for c in view.pending
+                if not c.preresolved and c.approval in (None, APPROVAL_APPROVED)
+            ]
+            url = view.callback_url if callbacks else None
+            if isinstance(r.waiting, Approval):
+                approvals = [
+                    ApprovalItem(**gates.approval_doc(c.call_id, c.name, c.arguments))
                     for c in view.pending
-                    if not c.preresolved
-                ],
-                callback_url=view.callback_url if callbacks else None,
-            )
+                    if c.awaits_approval
+                ]
+                action = ApproveToolCalls(approvals=approvals, tool_calls=calls, callback_url=url)
+            else:
+                action = SubmitToolResults(tool_calls=calls, callback_url=url)
         elif view.resolution is not None:
             action = ResolveInvalidToolCall(
                 tool_name=view.resolution.tool_name,

@@ -47,6 +47,7 @@ _BODIES = (
     "RunCreate",
     "ToolResultsIn",
     "ResolutionIn",
+    "DecisionsIn",
     "LeaseIn",
     "HeartbeatIn",
     "LeasedResultIn",

@@ -65,6 +65,17 @@ CATALOGUE: dict[str, tuple[int, str, str]] = {
         "A different result was already submitted for this tool call",
         "Each pending call is answered exactly once; identical re-sends are accepted.",
     ),
+    "approval-stale": (
+        409,
+        "The decision was made on other arguments",
+        "The decision's `arguments_hash` is not the hash of the call's arguments: read the "
+        "run's approvals again and decide on what they are now.",
+    ),
+    "approval-conflict": (
+        409,
+        "A different decision was already made for this tool call",
+        "Each gated call is decided once; the same decision again is accepted (nothing changes).",
+    ),
     "idempotency-in-flight": (
         409,
         "A request with this idempotency key is still being processed",
@@ -101,7 +112,8 @@ CATALOGUE: dict[str, tuple[int, str, str]] = {
     "tool-call-not-pending": (
         422,
         "Tool call is not pending",
-        "The id names no pending tool call of this run.",
+        "The id names no pending tool call of this run (for a decision: no gated call of "
+        "its current round; a call awaiting approval takes no result until approved).",
     ),
     "too-many-failed-authentications": (
         429,

@@ -57,7 +57,7 @@ class LeasedCallOut(BaseModel):
             run_id=call.run_id,
             tool_call_id=call.call_id,
             name=call.name,
-            arguments=call.arguments,
+            arguments=call.executes,
             round=call.round,
             attempt=call.attempts,
             lease_token=token,

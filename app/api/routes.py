@@ -45,6 +45,16 @@ RunId = Annotated[
 #: RFC 3339 with a time zone (`Z` or an offset); parsed, not coerced from numbers.
 TIMESTAMP = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|z|[+-]\d{2}:\d{2})$"
 AUTH = responses(401)
+#: A page's cursor: the `next_cursor` of the one before.
+PageCursor = Annotated[
+    str | None,
+    Query(
+        max_length=200,
+        pattern=r"^[A-Za-z0-9_-]+$",
+        description="`next_cursor` of the previous page (opaque); a cursor this service "
+        "did not make is refused with 422 `invalid-request`",
+    ),
+]
 
 
 async def service_of(request: Request) -> RunService:
@@ -142,15 +152,7 @@ async def list_runs(
     principal: Reader,
     status: RunStatus | None = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[
-        str | None,
-        Query(
-            max_length=200,
-            pattern=r"^[A-Za-z0-9_-]+$",
-            description="`next_cursor` of the previous page (opaque); a cursor this service "
-            "did not make is refused with 422 `invalid-request`",
-        ),
-    ] = None,
+    cursor: PageCursor = None,
 ) -> Response:
     views, next_cursor = await service.list_runs(
         status=status, limit=limit, cursor=cursor, tenant=principal.tenant
@@ -191,15 +193,7 @@ async def messages(
     service: Service,
     principal: RunReader,
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
-    cursor: Annotated[
-        str | None,
-        Query(
-            max_length=200,
-            pattern=r"^[A-Za-z0-9_-]+$",
-            description="`next_cursor` of the previous page (opaque); a cursor this service "
-            "did not make is refused with 422 `invalid-request`",
-        ),
-    ] = None,
+    cursor: PageCursor = None,
 ) -> Response:
     entries, next_cursor = await service.messages(
         run_id, limit=limit, cursor=cursor, tenant=principal.tenant

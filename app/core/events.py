@@ -18,6 +18,9 @@ class EventType(StrEnum):
     MODEL_ABORTED = "model.aborted"  # a call in flight abandoned: the run left the worker
     TOOL_CALL_INVALID = "tool_call.invalid"  # the run's policy handled an invalid call
     RUN_REQUIRES_ACTION = "run.requires_action"  # suspended: tool results or a resolution
+    RUN_APPROVAL_REQUIRED = "run.approval_required"  # gated calls await a decision
+    TOOL_CALL_APPROVED = "tool_call.approved"  # a gated call approved (maybe with edits)
+    TOOL_CALL_REJECTED = "tool_call.rejected"  # a gated call rejected: its error result
     TOOL_CALL_LEASED = "tool_call.leased"  # a queue executor took a pending call
     TOOL_CALL_LEASE_EXPIRED = "tool_call.lease_expired"  # its lease lapsed; leased again
     TOOL_RESULT_RECEIVED = "tool_result.received"
@@ -39,7 +42,14 @@ E = EventType
 
 #: Events also announced by outbound webhooks (written to the outbox with them).
 WEBHOOK_EVENTS = frozenset(
-    {E.RUN_REQUIRES_ACTION, E.RUN_COMPLETED, E.RUN_FAILED, E.RUN_CANCELLED, E.RUN_EXPIRED}
+    {
+        E.RUN_REQUIRES_ACTION,
+        E.RUN_APPROVAL_REQUIRED,
+        E.RUN_COMPLETED,
+        E.RUN_FAILED,
+        E.RUN_CANCELLED,
+        E.RUN_EXPIRED,
+    }
 )
 #: Events that are also rows of the usage ledger.
 LEDGER_EVENTS = frozenset({E.MODEL_CALLED, E.MODEL_FAILED, E.MODEL_ABORTED})

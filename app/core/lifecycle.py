@@ -51,6 +51,7 @@ class Transition(StrEnum):
     BILL = "bill"  # model calls of a lost lease go on the ledger, whatever the run's status
     ANNOTATE = "annotate"  # an event on a finished run (a later run continued it)
     LEASE = "lease"  # a queue executor leases pending tool calls (their fencing moves on)
+    DECIDE = "decide"  # an approval decision made; the run still waits (results, approvals)
 
 
 _S = RunStatus
@@ -80,6 +81,7 @@ TABLE: dict[tuple[RunStatus, Transition], RunStatus] = {
     (_S.REQUIRES_ACTION, _T.EXTEND): _S.REQUIRES_ACTION,
     (_S.REQUIRES_ACTION, _T.NOTE): _S.REQUIRES_ACTION,
     (_S.REQUIRES_ACTION, _T.LEASE): _S.REQUIRES_ACTION,
+    (_S.REQUIRES_ACTION, _T.DECIDE): _S.REQUIRES_ACTION,
     **{(s, _T.BILL): s for s in RunStatus},
     **{(s, _T.ANNOTATE): s for s in TERMINAL},
 }
@@ -94,6 +96,14 @@ class OutboxStatus(StrEnum):
     PENDING = "pending"
     DELIVERED = "delivered"
     FAILED = "failed"
+
+
+class ApprovalStatus(StrEnum):
+    """A gated tool call's decision (`tool_calls.approval`; app.service.approvals)."""
+
+    PENDING = "pending"  # no executor sees it until decided
+    APPROVED = "approved"
+    REJECTED = "rejected"
 
 
 class KeyState(StrEnum):

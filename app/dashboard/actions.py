@@ -24,7 +24,8 @@ from app.service.access import Permission
 from app.service.jsonrules import MAX_DEPTH
 from app.service.operator import MAX_EXTENSION_SECONDS
 from app.service.runs import RunView
-from app.service.schemas import ResolutionIn, ToolResultsIn
+from app.service.schemas import DecisionsIn, ResolutionIn, ToolResultsIn
+from app.service.types import ToolCallRecord
 
 Pairs = list[tuple[str, str]]
 Errors = dict[str, str]
@@ -288,7 +289,159 @@ class ExtendExpiry:
         return [("minutes", self.minutes)]
 
 
-Action = Cancel | SubmitToolResults | Resolve | ExtendExpiry | Retry
+# --- approvals ---------------------------------------------------------------------------
+
+#: Where an approval form was sent from (`return_to`): the run's page, or the inbox.
+INBOX = "inbox"
+HASH = re.compile(r"[0-9a-f]{64}", re.ASCII)
+
+
+def awaiting(view: RunView) -> list[ToolCallRecord]:
+    """The run's gated calls that wait for a decision."""
+    return [c for c in view.pending if c.awaits_approval]
+
+
+@dataclass(frozen=True, slots=True)
+class _Gated:
+    """The gated call a decision form names (`call_id`), with the arguments hash the
+    person saw (`arguments_hash`: a stale one is the service's 409) and where the form
+    came from (`return_to`)."""
+
+    call: ToolCallRecord
+    arguments_hash: str
+    return_to: str
+
+    @staticmethod
+    def read(read: _Fields, view: RunView) -> _Gated | Errors:
+        call_id = read.text("call_id").strip()
+        digest = read.text("arguments_hash").strip()
+        back = read.text("return_to").strip()
+        if read.errors:
+            return read.errors
+        if back not in ("", INBOX):
+            return {"form": f"return_to: expected {INBOX!r} or nothing, not {back[:40]!r}"}
+        call = next((c for c in awaiting(view) if c.call_id == call_id), None)
+        if call is None:
+            return {"form": "this tool call is not awaiting a decision any more"}
+        if not HASH.fullmatch(digest):
+            return {"form": "arguments_hash: expected the 64 hex digits the page carries"}
+        return _Gated(call, digest, back)
+
+    def summary(self) -> Pairs:
+        return [
+            ("tool", f"{self.call.name} ({self.call.call_id})"),
+            ("arguments", present.preview(self.call.arguments, 400)),
+        ]
+
+    def fields(self) -> Pairs:
+        pairs = [("call_id", self.call.call_id), ("arguments_hash", self.arguments_hash)]
+        return pairs + ([("return_to", self.return_to)] if self.return_to else [])
+
+
+@dataclass(frozen=True, slots=True)
+class Approve:
+    name: ClassVar[str] = "approve"
+    permission: ClassVar[Permission] = Permission.RUNS_APPROVE
+    done: ClassVar[str] = "The tool call was approved: its executor gets it now."
+
+    gated: _Gated
+    text: str  # the edited arguments as typed ("" for none)
+    body: DecisionsIn
+
+    @classmethod
+    def parse(cls, form: FormData, view: RunView) -> Approve | Invalid:
+        """`call_id`, `arguments_hash`, `return_to`, and `arguments`: blank, or the edited
+        arguments (a JSON object, checked against the tool's schema by the service); the
+        model's own arguments again are no edit."""
+        read = _Fields(form)
+        text = read.text("arguments", "arguments")
+        gated = _Gated.read(read, view)
+        if isinstance(gated, dict):
+            return Invalid(gated)
+        item: dict[str, Any] = {
+            "tool_call_id": gated.call.call_id,
+            "arguments_hash": gated.arguments_hash,
+            "action": "approve",
+        }
+        if text.strip():
+            try:
+                edited = json.loads(text, parse_int=_json_int)
+            except json.JSONDecodeError as exc:
+                where = f"line {exc.lineno}, column {exc.colno}"
+                return Invalid({"arguments": f"not valid JSON: {exc.msg} ({where})"})
+            except RecursionError:
+                return Invalid({"arguments": f"nested deeper than {MAX_DEPTH} levels"})
+            if not isinstance(edited, dict):
+                return Invalid({"arguments": "the arguments are a JSON object: {...}"})
+            if edited != gated.call.arguments:
+                item["arguments"] = edited
+            else:
+                text = ""
+        try:
+            body = DecisionsIn.model_validate({"decisions": [item]})
+        except ValidationError as exc:
+            return Invalid({"arguments": "; ".join(str(e["msg"]) for e in exc.errors())})
+        return cls(gated, text, body)
+
+    @property
+    def edited(self) -> bool:
+        return bool(self.text)
+
+    def summary(self) -> Pairs:
+        pairs = self.gated.summary()
+        if self.edited:
+            edited = self.body.decisions[0].arguments
+            pairs.append(("executed instead", present.preview(edited, 400)))
+        return pairs
+
+    def fields(self) -> Pairs:
+        return self.gated.fields() + ([("arguments", self.text)] if self.edited else [])
+
+
+@dataclass(frozen=True, slots=True)
+class Reject:
+    name: ClassVar[str] = "reject"
+    permission: ClassVar[Permission] = Permission.RUNS_APPROVE
+    done: ClassVar[str] = "The tool call was rejected: the model gets the message."
+
+    gated: _Gated
+    body: DecisionsIn
+
+    @classmethod
+    def parse(cls, form: FormData, view: RunView) -> Reject | Invalid:
+        """`call_id`, `arguments_hash`, `return_to`, and `message` (what the model is told:
+        required)."""
+        read = _Fields(form)
+        message = read.text("message", "message").strip()
+        gated = _Gated.read(read, view)
+        if isinstance(gated, dict):
+            return Invalid(gated)
+        if not message:
+            return Invalid({"message": "say why: the model receives this message"})
+        item = {
+            "tool_call_id": gated.call.call_id,
+            "arguments_hash": gated.arguments_hash,
+            "action": "reject",
+            "message": message,
+        }
+        try:
+            body = DecisionsIn.model_validate({"decisions": [item]})
+        except ValidationError as exc:
+            return Invalid({"message": "; ".join(str(e["msg"]) for e in exc.errors())})
+        return cls(gated, body)
+
+    @property
+    def message(self) -> str:
+        return self.body.decisions[0].message or ""
+
+    def summary(self) -> Pairs:
+        return [*self.gated.summary(), ("message to the model", self.message)]
+
+    def fields(self) -> Pairs:
+        return [*self.gated.fields(), ("message", self.message)]
+
+
+Action = Cancel | SubmitToolResults | Resolve | ExtendExpiry | Retry | Approve | Reject
 Parse = Callable[[FormData, RunView], Action | Invalid]
 
 #: Every action by the name in its URL.

@@ -200,7 +200,11 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
     t = now()
     waiting = since.get(r.id, r.updated_at) if r.status == RunStatus.REQUIRES_ACTION else None
     answered = [c for c in view.pending if c.result_hash is not None or c.preresolved]
-    open_calls = [c for c in view.pending if c.result_hash is None and not c.preresolved]
+    open_calls = [
+        c
+        for c in view.pending
+        if c.result_hash is None and not c.preresolved and not c.awaits_approval
+    ]
     return {
         "view": view,
         "run": r,
@@ -219,6 +223,9 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
         "timeline": present.timeline(events, callbacks=session.can(Permission.TOOL_RESULTS_SUBMIT)),
         "deliveries": deliveries,
         "open_calls": open_calls,
+        "approvals": present.pending_of(actions.awaiting(view), t)
+        if r.status == RunStatus.REQUIRES_ACTION
+        else [],
         "answered_calls": answered,
         "now": t,
         "terminal": r.status in TERMINAL,

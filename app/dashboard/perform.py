@@ -18,22 +18,33 @@ from starlette.datastructures import FormData
 
 from app.dashboard import auth
 from app.dashboard.actions import (
+    INBOX,
     KINDS,
     PERMISSIONS,
     Action,
+    Approve,
     Cancel,
     Errors,
     ExtendExpiry,
     Invalid,
+    Reject,
     Resolve,
     Retry,
     SubmitToolResults,
 )
 from app.dashboard.pages import detail_context
-from app.dashboard.web import Form, Session, error_page, redirect, render, service_of, tenant_of
+from app.dashboard.web import (
+    Form,
+    Session,
+    approvals_of,
+    error_page,
+    redirect,
+    render,
+    service_of,
+    tenant_of,
+)
 from app.service import operator
 from app.service.errors import ServiceError
-from app.service.runs import RunService
 
 router = APIRouter(prefix="/admin", include_in_schema=False)
 
@@ -47,13 +58,16 @@ def shown_errors(name: str, context: dict[str, Any]) -> set[str]:
         return {"form", "action", "tool_name"}
     if name == ExtendExpiry.name and context["can_extend"]:
         return {"form", "minutes"}
+    if name in (Approve.name, Reject.name) and context["approvals"]:
+        return {"form", "arguments" if name == Approve.name else "message"}
     return set()
 
 
 async def perform(
-    service: RunService, run_id: str, action: Action, actor: str, tenant: str | None = None
+    request: Request, run_id: str, action: Action, actor: str, tenant: str | None = None
 ) -> None:
     """The service call of each action; a refusal raises `ServiceError`."""
+    service = service_of(request)
     match action:
         case Cancel():
             await service.cancel(run_id, actor=actor, tenant=tenant)
@@ -65,6 +79,8 @@ async def perform(
             await operator.extend_expiry(service, run_id, seconds, actor, tenant)
         case Retry():
             await operator.retry_run(service, run_id, actor, tenant)
+        case Approve(body=body) | Reject(body=body):
+            await approvals_of(request).decide(run_id, body, actor=actor, tenant=tenant)
         case _:
             assert_never(action)
 
@@ -128,10 +144,14 @@ async def run_action(
             "action": parsed.name,
             "summary": parsed.summary(),
             "fields": parsed.fields(),
+            "back": "/admin/approvals" if form.get("return_to") == INBOX else None,
+            "edited": isinstance(parsed, Approve) and parsed.edited,
         }
         return await render(request, "confirm.html", context, session=session)
     try:
-        await perform(service, run_id, parsed, actor, tenant)
+        await perform(request, run_id, parsed, actor, tenant)
     except ServiceError as exc:
         return await refused(request, run_id, session, exc)
+    if form.get("return_to") == INBOX:  # (an approval decided from the inbox)
+        return redirect(f"/admin/approvals?done={parsed.name}")
     return redirect(f"/admin/runs/{run_id}?done={parsed.name}")

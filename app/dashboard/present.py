@@ -24,6 +24,7 @@ from app.core import (
 )
 from app.core.events import EventType
 from app.core.jsonvalue import thaw
+from app.service import gates
 from app.service.types import EventRecord, RunRecord, ToolCallRecord
 
 
@@ -92,7 +93,16 @@ class Row:
 
     @property
     def open_calls(self) -> list[ToolCallRecord]:
-        return [c for c in self.pending if c.result_hash is None and not c.preresolved]
+        """Those an executor (or an operator) may answer: not answered, not gated."""
+        return [
+            c
+            for c in self.pending
+            if c.result_hash is None and not c.preresolved and not c.awaits_approval
+        ]
+
+    @property
+    def gated_calls(self) -> list[ToolCallRecord]:
+        return [c for c in self.pending if c.awaits_approval]
 
 
 def waiting_reason_text(reason: dict[str, Any] | None) -> str:
@@ -104,6 +114,9 @@ def waiting_reason_text(reason: dict[str, Any] | None) -> str:
         return f"tool results ({n} open)"
     if kind == "resolution":
         return f"resolve invalid call to `{reason.get('tool_name')}`"
+    if kind == "approval":
+        n = len(reason.get("approvals") or [])
+        return f"approval ({n} call{'s' if n != 1 else ''} to decide)"
     if kind == "backoff":
         return backoff_text(reason)
     if kind == "model_call":
@@ -129,6 +142,39 @@ def backoff_text(reason: dict[str, Any]) -> str:
     why = _WHY.get(str(reason.get("reason")), "")
     why = why.format(header=reason.get("header") or "Retry-After")
     return f"retry at {reason.get('until')}, {failed}" + (f": {why}" if why else "")
+
+
+# --- approvals ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A gated call as the pages show it: the hash its forms carry, its age and the time
+    left before its run's `approval_on_timeout` decides it."""
+
+    call: ToolCallRecord
+    arguments_hash: str
+    age: float | None
+    due_in: float | None
+
+    @property
+    def run_id(self) -> str:
+        return self.call.run_id
+
+
+def pending_of(calls: list[ToolCallRecord], at: datetime) -> list[Pending]:
+    out = []
+    for c in calls:
+        since = c.approval_requested_at
+        out.append(
+            Pending(
+                c,
+                gates.arguments_hash(c.arguments),
+                (at - since).total_seconds() if since is not None else None,
+                (c.approval_due_at - at).total_seconds() if c.approval_due_at else None,
+            )
+        )
+    return out
 
 
 # --- the conversation ------------------------------------------------------------------

@@ -16,6 +16,7 @@ from starlette.types import Receive, Scope, Send
 
 from app.dashboard import actions, auth, present
 from app.service.access import Permission
+from app.service.approvals import ApprovalService
 from app.service.reads import RunReads
 from app.service.runs import RunService
 from app.service.types import RunRecord
@@ -88,6 +89,11 @@ async def tenant_of(request: Request) -> str:
 def service_of(request: Request) -> RunService:
     service: RunService = request.app.state.service
     return service
+
+
+def approvals_of(request: Request) -> ApprovalService:
+    approvals: ApprovalService = request.app.state.approvals
+    return approvals
 
 
 def reads_of(request: Request) -> RunReads:

@@ -25,6 +25,7 @@ class Permission(StrEnum):
     RUNS_CANCEL = "runs:cancel"
     RUNS_RESOLVE = "runs:resolve"  # answer a parked invalid call; the dashboard's actions
     RUNS_OPERATE = "runs:operate"  # the dashboard's retry and extend
+    RUNS_APPROVE = "runs:approve"  # approve or reject gated tool calls
     TOOL_RESULTS_SUBMIT = "tool-results:submit"
     QUEUES_WORK = "queues:work"  # lease, heartbeat and answer a queue's calls
     USAGE_READ = "usage:read"
@@ -58,6 +59,7 @@ GRANTS: dict[Role, frozenset[Permission]] = {
         P.RUNS_CANCEL,
         P.RUNS_RESOLVE,
         P.RUNS_OPERATE,
+        P.RUNS_APPROVE,
         P.TOOL_RESULTS_SUBMIT,
         P.BROWSER_TOKENS_CREATE,
         P.METRICS_READ,
@@ -65,7 +67,13 @@ GRANTS: dict[Role, frozenset[Permission]] = {
     # A backend that starts runs: it may follow, cancel and answer its runs inline (the
     # client's `run()` executes tools in-process) and mint browser tokens for its users.
     Role.CREATOR: _READ
-    | {P.RUNS_CREATE, P.RUNS_CANCEL, P.TOOL_RESULTS_SUBMIT, P.BROWSER_TOKENS_CREATE},
+    | {
+        P.RUNS_CREATE,
+        P.RUNS_CANCEL,
+        P.RUNS_APPROVE,
+        P.TOOL_RESULTS_SUBMIT,
+        P.BROWSER_TOKENS_CREATE,
+    },
     # A tool executor: serves calls (queues, tool results) and reads nothing else.
     Role.EXECUTOR: frozenset({P.QUEUES_WORK, P.TOOL_RESULTS_SUBMIT}),
     Role.VIEWER: _READ,

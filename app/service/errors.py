@@ -92,3 +92,17 @@ class LeaseLost(ServiceError):
     code = "tool-call-lease-lost"
     status = 409
     title = "The tool call's lease was lost"
+
+
+class ApprovalStale(ServiceError):
+    """The decision names arguments (by their hash) the call does not have."""
+
+    code = "approval-stale"
+    status = 409
+    title = "The decision was made on other arguments"
+
+
+class ApprovalConflict(ServiceError):
+    code = "approval-conflict"
+    status = 409
+    title = "A different decision was already made for this tool call"

@@ -24,7 +24,7 @@ from app.core import AgentRun, stored
 from app.core.events import EventType as E
 from app.core.lifecycle import INITIAL, RunStatus
 from app.core.serde import SCHEMA_VERSION
-from app.service import conversations, convert
+from app.service import conversations, convert, gates
 from app.service.access import DEFAULT_TENANT
 from app.service.destinations import (
     DestinationRefused,
@@ -218,11 +218,12 @@ class RunService:
             tool_choice=choice,
             max_invalid_tool_call_retries=retry_budget(policy, max_turns),
         )
-        request = without_unset_queues(body.model_dump(mode="json"))
+        gates.check_approvals(agent)
+        request = gates.without_unset_approvals(without_unset_queues(body.model_dump(mode="json")))
         if before is not None:  # what the body left out is inherited: part of the request
             request["fields_set"] = sorted(body.model_fields_set)
         now = self.clock()
-        agent = without_unset_queues(agent)
+        agent = gates.without_unset_approvals(without_unset_queues(agent))
         config = {
             **agent,
             "tools": agent["tools"] or [],

@@ -24,6 +24,9 @@ INHERITED = (
     "invalid_tool_call",
     "webhook",
     "tool_queue",
+    "approval",
+    "approval_timeout",
+    "approval_on_timeout",
 )
 CONTINUE_DESCRIPTION = (
     "Continue the conversation of this earlier run, which must be `completed` (else 409 "
@@ -101,6 +104,17 @@ class ModelSpec(BaseModel):
         return dict(self.model_extra or {})
 
 
+class ApprovalRule(Strict):
+    when: dict[str, Any] = Field(
+        description="a JSON Schema (Draft 2020-12): a call whose parsed arguments validate "
+        "against it waits for approval"
+    )
+
+
+#: Which calls wait for a person's decision (app.service.gates).
+ApprovalPolicy = Literal["never", "always"] | ApprovalRule
+
+
 class ToolDef(Strict):
     name: str = Field(pattern=TOOL_NAME)
     description: str = ""
@@ -109,6 +123,11 @@ class ToolDef(Strict):
         default=None,
         description="executors of this queue lease this tool's calls "
         "(overrides the run's `tool_queue`)",
+    )
+    approval: ApprovalPolicy | None = Field(
+        default=None,
+        description="which calls of this tool wait for approval: `never`, `always`, or "
+        '`{"when": <JSON Schema>}` (default: the run\'s `approval`)',
     )
 
 
@@ -163,6 +182,22 @@ class RunCreate(Body):
         "run; a tool's own `queue` overrides it",
     )
 
+    approval: ApprovalPolicy | None = Field(
+        default=None,
+        description="the approval policy of the tools that name none (default `never`)",
+    )
+    approval_timeout: float | None = Field(
+        default=None,
+        gt=0,
+        le=365 * 24 * 3600,
+        strict=True,
+        description="seconds a gated call waits for a decision before it gets "
+        "`approval_on_timeout` (default: it waits as long as the run does)",
+    )
+    approval_on_timeout: Literal["reject", "approve"] | None = Field(
+        default=None, description="the decision a call that waited too long gets (`reject`)"
+    )
+
     @field_validator("model", mode="before")
     @classmethod
     def model_not_null(cls, value: Any) -> Any:
@@ -188,6 +223,39 @@ class ToolResultIn(Strict):
 
 class ToolResultsIn(Body):
     results: Annotated[list[ToolResultIn], Field(min_length=1, max_length=1000)]
+
+
+class DecisionIn(Strict):
+    tool_call_id: str = Field(min_length=1, max_length=255)
+    arguments_hash: str = Field(
+        min_length=1,
+        max_length=128,
+        description="the `arguments_hash` of the call as the decider saw it (any other "
+        "value is stale: 409 `approval-stale`)",
+    )
+    action: Literal["approve", "reject"]
+    message: str | None = Field(
+        default=None, max_length=100_000, description="reject: what the model is told"
+    )
+    arguments: dict[str, Any] | None = Field(
+        default=None,
+        description="approve: edited arguments, executed instead of the model's (validated "
+        "against the tool's `parameters`)",
+    )
+
+    @model_validator(mode="after")
+    def fits_action(self) -> DecisionIn:
+        if self.action == "reject" and self.arguments is not None:
+            raise PydanticCustomError("cross_field", "arguments are for approve only")
+        if self.action == "approve" and self.message is not None:
+            raise PydanticCustomError("cross_field", "message is for reject only")
+        return self
+
+
+class DecisionsIn(Body):
+    """Decisions on a run's gated tool calls (`POST /v1/runs/{id}/approvals`)."""
+
+    decisions: Annotated[list[DecisionIn], Field(min_length=1, max_length=1000)]
 
 
 class ResolutionIn(Body):

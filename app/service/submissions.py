@@ -9,7 +9,7 @@ waiting) raises before anything is written.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,7 +19,7 @@ from app.core.events import EventType as E
 from app.core.serde import tool_result_from
 from app.service import convert
 from app.store import changes
-from app.store.changes import Answer, Change, ToolResults
+from app.store.changes import Answer, Approval, Change, ToolResults
 from app.store.records import NewEvent, RunRecord, ToolCallRecord
 
 #: Re-reads allowed when concurrent submissions to one run keep moving its version.
@@ -83,7 +83,9 @@ def decide(
         candidates = [
             c
             for c in calls
-            if c.call_id == submitted.call_id and submitted.position in (None, c.position)
+            if c.call_id == submitted.call_id
+            and submitted.position in (None, c.position)
+            and not c.awaits_approval  # (no result before a decision: not pending yet)
         ]
         if not candidates:
             raise UnknownCallError(submitted.call_id)
@@ -103,13 +105,12 @@ def decide(
         for s in answered.values()
     ]
     answers = [Answer(round, pos, s.result, s.result_hash) for pos, s in answered.items()]
-    remaining = [
-        c.call_id
-        for c in calls
-        if c.result_hash is None and not c.preresolved and c.position not in answered
-    ]
-    if remaining:
-        return changes.answer(record.version, answers, ToolResults(round, tuple(remaining)), events)
+    remaining = open_call_ids(calls, answered)
+    awaiting = tuple(c.call_id for c in calls if c.awaits_approval)
+    if remaining or awaiting:
+        return changes.answer(
+            record.version, answers, still_waiting(round, remaining, awaiting), events
+        )
     loaded = stored.load(record.state, control_only=True)
     feed_results(loaded.run, calls, answered)
     actor = next(iter(answered.values())).actor
@@ -123,6 +124,32 @@ def decide(
         actor=actor,
         round=round,
     )
+
+
+def open_call_ids(
+    calls: list[ToolCallRecord], answered: Container[int], released: Container[int] = ()
+) -> list[str]:
+    """The round's calls an executor still owes a result: unanswered (nor by this
+    request's `answered` positions), not the run's own, not awaiting a decision (unless
+    `released`: approved by this request)."""
+    return [
+        c.call_id
+        for c in calls
+        if c.result_hash is None
+        and not c.preresolved
+        and c.position not in answered
+        and (not c.awaits_approval or c.position in released)
+    ]
+
+
+def still_waiting(
+    round: int, open_ids: Sequence[str], awaiting: Sequence[str]
+) -> ToolResults | Approval:
+    """Why a suspended run still waits: for decisions on `awaiting` (and the results of
+    `open_ids`), else for those results."""
+    if awaiting:
+        return Approval(round, tuple(open_ids), tuple(awaiting))
+    return ToolResults(round, tuple(open_ids))
 
 
 def accepted(change: Change) -> list[str]:

@@ -13,11 +13,23 @@ from __future__ import annotations
 from app.service.submissions import SubmitOutcome
 from app.store.gauges import Gauges
 from app.store.queues import QueueDepth
-from app.store.records import EventRecord, RunRecord, ToolCallRecord
+from app.store.records import (
+    APPROVAL_APPROVED,
+    APPROVAL_PENDING,
+    APPROVAL_REJECTED,
+    EventRecord,
+    RunRecord,
+    ToolCallRecord,
+)
 from app.store.reports import Activity, BadCursor, RunFilter
+from app.store.waiting import Approval
 
 __all__ = [
+    "APPROVAL_APPROVED",
+    "APPROVAL_PENDING",
+    "APPROVAL_REJECTED",
     "Activity",
+    "Approval",
     "BadCursor",
     "EventRecord",
     "Gauges",

@@ -21,10 +21,27 @@ from app.core.lifecycle import STAYS, RunStatus, Transition, sources, target
 from app.core.serde import SCHEMA_VERSION
 from app.core.stored import Snapshot
 from app.store.records import NewEvent, NewToolCall
-from app.store.waiting import Backoff, ModelCall, Queued, Resolution, ToolResults, Waiting
+from app.store.waiting import (
+    Approval,
+    Backoff,
+    ModelCall,
+    Queued,
+    Resolution,
+    ToolResults,
+    Waiting,
+)
 
 T = Transition
-__all__ = ["Backoff", "Change", "ModelCall", "Queued", "Resolution", "ToolResults", "Waiting"]
+__all__ = [
+    "Approval",
+    "Backoff",
+    "Change",
+    "ModelCall",
+    "Queued",
+    "Resolution",
+    "ToolResults",
+    "Waiting",
+]
 
 #: Changes of the lease holder that leave its fencing token where it is (its next
 #: change still expects the version it claimed); every other change moves it on.
@@ -147,9 +164,21 @@ def suspend_for_tools(
     usage: Mapping[str, Any] | None,
     requires_action: Mapping[str, Any],
     now: datetime,
+    approval_required: Mapping[str, Any] | None = None,
 ) -> Change:
-    """The model asked for tools: the calls no result answers yet are pending."""
-    open_ids = tuple(c.call_id for c in calls if c.preresolved_result is None)
+    """The model asked for tools: the calls no result answers yet are pending. With
+    `approval_required` (the data of its event) some are gated: they wait for a decision
+    (an `Approval` reason), the others are handed out (`run.requires_action`, if any)."""
+    open_ids = tuple(
+        c.call_id for c in calls if c.preresolved_result is None and c.approval is None
+    )
+    reason: ToolResults | Approval = ToolResults(turn, open_ids)
+    announced = [NewEvent(E.RUN_REQUIRES_ACTION, dict(requires_action))]
+    if approval_required is not None:
+        gated = tuple(c.call_id for c in calls if c.approval is not None)
+        reason = Approval(turn, open_ids, gated)
+        announced = announced if open_ids else []
+        announced.append(NewEvent(E.RUN_APPROVAL_REQUIRED, dict(approval_required)))
     values = (
         {
             "turn": turn,
@@ -159,12 +188,12 @@ def suspend_for_tools(
         }
         | _NO_LEASE
         | _NO_RETRY
-        | _waiting(ToolResults(turn, open_ids))
+        | _waiting(reason)
     )
     return Change(
         T.SUSPEND,
         _with_usage(values, usage),
-        (*events, NewEvent(E.RUN_REQUIRES_ACTION, dict(requires_action))),
+        (*events, *announced),
         version,
         snapshot,
         tuple(calls),
@@ -318,7 +347,10 @@ def cancel(actor: str | None) -> Change:
 
 
 def answer(
-    version: int, answers: Sequence[Answer], waiting: ToolResults, events: Sequence[NewEvent]
+    version: int,
+    answers: Sequence[Answer],
+    waiting: ToolResults | Approval,
+    events: Sequence[NewEvent],
 ) -> Change:
     """Some pending calls answered; the run still waits for the others."""
     return Change(T.ANSWER, _waiting(waiting), tuple(events), version, answers=tuple(answers))
@@ -347,6 +379,12 @@ def resume(
         answers=tuple(answers),
         notify=True,
     )
+
+
+def decide(version: int, waiting: ToolResults | Approval, events: Sequence[NewEvent]) -> Change:
+    """Decisions on gated calls (their rows: `app.store.approvals`); the run still waits
+    for the results of the calls handed out, or for other decisions."""
+    return Change(T.DECIDE, _waiting(waiting), tuple(events), version)
 
 
 def ask_again(

@@ -26,6 +26,7 @@ class ToolDef:
     description: str
     parameters: Any  # the tool's JSON Schema
     queue: str | None  # the executors' queue that serves it (app.store.queues)
+    approval: Any = None  # its approval policy as given (None: the run's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,10 +39,29 @@ class RunConfig:
     invalid_tool_call: Mapping[str, Any]  # the policy (`action`, `feedback`)
     expires_in: float | None  # seconds a suspension waits (None: the deployment's)
     tool_queue: str | None  # the queue of tools that name none
+    approval: Any = None  # the approval policy of tools that name none (None: never)
+    approval_timeout: float | None = None  # seconds a gated call waits for a decision
+    approval_on_timeout: str = "reject"  # the decision it then gets
+    gates: bool = False  # whether any call could be gated (app.service.gates)
 
     @classmethod
     def parse(cls, doc: Mapping[str, Any]) -> RunConfig:
         spec = doc["model"]
+        tools = tuple(
+            ToolDef(
+                t["name"],
+                t.get("description", ""),
+                t["parameters"],
+                t.get("queue"),
+                t.get("approval"),
+            )
+            for t in doc.get("tools") or ()
+        )
+        approval = doc.get("approval")
+        gates = any(
+            (t.approval if t.approval is not None else approval) not in (None, "never")
+            for t in tools
+        )
         return cls(
             model=ModelSpec(
                 spec["provider"],
@@ -49,17 +69,29 @@ class RunConfig:
                 {k: v for k, v in spec.items() if k not in ("provider", "name")},
                 spec,
             ),
-            tools=tuple(
-                ToolDef(t["name"], t.get("description", ""), t["parameters"], t.get("queue"))
-                for t in doc.get("tools") or ()
-            ),
+            tools=tools,
             tool_choice=tool_choice_of(doc.get("tool_choice")),
             preamble=doc.get("preamble"),
             stream=bool(doc.get("stream")),
             invalid_tool_call=doc.get("invalid_tool_call") or {},
             expires_in=doc.get("expires_in"),
             tool_queue=doc.get("tool_queue"),
+            approval=approval,
+            approval_timeout=doc.get("approval_timeout"),
+            approval_on_timeout=doc.get("approval_on_timeout") or "reject",
+            gates=gates,
         )
+
+    def tool(self, tool_name: str) -> ToolDef | None:
+        return next((t for t in self.tools if t.name == tool_name), None)
+
+    def approval_of(self, tool_name: str) -> Any:
+        """A tool's approval policy: its own, else the run's, else `never`."""
+        tool = self.tool(tool_name)
+        own = tool.approval if tool is not None else None
+        if own is not None:
+            return own
+        return "never" if self.approval is None else self.approval
 
     def queue_of(self, tool_name: str) -> str | None:
         """The queue that serves a tool: its own `queue`, else the run's `tool_queue`,

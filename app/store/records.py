@@ -10,11 +10,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from app.core.lifecycle import RunStatus
+from app.core.lifecycle import ApprovalStatus, RunStatus
 from app.store import waiting
 from app.store.config import RunConfig
 from app.store.schema import DEFAULT_TENANT, runs
-from app.store.waiting import ToolResults, Waiting
+from app.store.waiting import Approval, ToolResults, Waiting
 
 #: The counters of a run's billed usage (`runs.usage`), stored without those at zero.
 RUN_USAGE_KEYS = (
@@ -25,6 +25,11 @@ RUN_USAGE_KEYS = (
     "reasoning_tokens",
 )
 _NO_USAGE = dict.fromkeys(RUN_USAGE_KEYS, 0)
+
+#: `tool_calls.approval` of a gated call: awaiting a decision, approved, rejected.
+APPROVAL_PENDING = ApprovalStatus.PENDING.value
+APPROVAL_APPROVED = ApprovalStatus.APPROVED.value
+APPROVAL_REJECTED = ApprovalStatus.REJECTED.value
 
 
 def _keys(prefix: str) -> dict[str, str]:
@@ -89,7 +94,7 @@ class RunRecord:
     def waiting_round(self) -> int | None:
         """The round of tool calls the run waits on for results, if it does."""
         reason = self.waiting
-        if self.status is RunStatus.REQUIRES_ACTION and isinstance(reason, ToolResults):
+        if self.status is RunStatus.REQUIRES_ACTION and isinstance(reason, ToolResults | Approval):
             return reason.round
         return None
 
@@ -180,12 +185,31 @@ class ToolCallRecord:
     lease_expires_at: datetime | None = None  # a call never leased: when it was offered
     attempts: int = 0  # leases it has had
     tenant_id: str = DEFAULT_TENANT  # its run's (a queue is per tenant)
+    # A gated call (app.service.gates): its `ApprovalStatus`; None: not gated.
+    approval: str | None = None
+    executed_arguments: Any = None  # approved with edited arguments: the ones executed
+    approval_requested_at: datetime | None = None
+    approval_due_at: datetime | None = None  # its run's `approval_timeout` passes
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+
+    @property
+    def executes(self) -> Any:
+        """The arguments an executor is given: the edited ones, else the model's."""
+        return self.arguments if self.executed_arguments is None else self.executed_arguments
+
+    @property
+    def awaits_approval(self) -> bool:
+        return self.approval == APPROVAL_PENDING
 
     @classmethod
     def from_row(cls, m: Mapping[Any, Any]) -> ToolCallRecord:
         """From a row naming the `tool_calls` columns, or from the JSON object of one
         (timestamps as text)."""
         submitted_at = _instant(m["submitted_at"])
+        approval = m.get("approval")
+        if approval is not None:  # (a gated call: rare, so a call that is not pays nothing)
+            return cls._gated(m, approval)
         return cls(
             run_id=m["run_id"],
             round=m["round"],
@@ -203,6 +227,19 @@ class ToolCallRecord:
             lease_expires_at=utc(_instant(m["lease_expires_at"])),
             attempts=m["attempts"],
             tenant_id=m.get("tenant_id", DEFAULT_TENANT),
+        )
+
+    @classmethod
+    def _gated(cls, m: Mapping[Any, Any], approval: str) -> ToolCallRecord:
+        plain = cls.from_row({**m, "approval": None})
+        return dataclasses.replace(
+            plain,
+            approval=approval,
+            executed_arguments=m.get("executed_arguments"),
+            approval_requested_at=utc(_instant(m.get("approval_requested_at"))),
+            approval_due_at=utc(_instant(m.get("approval_due_at"))),
+            decided_by=m.get("decided_by"),
+            decided_at=utc(_instant(m.get("decided_at"))),
         )
 
 
@@ -252,6 +289,9 @@ class NewToolCall:
     arguments: Any
     preresolved_result: Any = None  # set for calls the run answered itself
     queue: str | None = None  # the queue whose executors lease it (none for preresolved)
+    # A gated call: `pending` (no executor sees it until approved), its deadline.
+    approval: str | None = None
+    approval_due_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,12 @@ TOOL_CALL_COLUMNS = (
     "lease_token",
     "lease_expires_at",
     "attempts",
+    "approval",
+    "executed_arguments",
+    "approval_requested_at",
+    "approval_due_at",
+    "decided_by",
+    "decided_at",
 )
 OUTBOX_COLUMNS = (
     "run_id",
@@ -121,8 +127,9 @@ def webhook_targets(config: dict[str, Any], global_url: str | None) -> list[tupl
 
 def tool_row(c: NewToolCall, round: int | None, now: datetime) -> dict[str, Any]:
     """The `tool_calls` columns of one pending call. A queued call is leasable from
-    now on (`lease_expires_at`: see app.store.queues)."""
-    queued = c.queue is not None and c.preresolved_result is None
+    now on (`lease_expires_at`: see app.store.queues); a gated call (`approval`
+    pending) is in no queue until approved (app.store.approvals)."""
+    queued = c.queue is not None and c.preresolved_result is None and c.approval is None
     return {
         "round": round,
         "position": c.position,
@@ -137,4 +144,10 @@ def tool_row(c: NewToolCall, round: int | None, now: datetime) -> dict[str, Any]
         "lease_token": None,
         "lease_expires_at": now if queued else None,
         "attempts": 0,
+        "approval": c.approval,
+        "executed_arguments": None,
+        "approval_requested_at": now if c.approval is not None else None,
+        "approval_due_at": c.approval_due_at,
+        "decided_by": None,
+        "decided_at": None,
     }

@@ -7,13 +7,15 @@ their methods so the service and the worker hold one object.
 - `queue` (`app.store.queues`): the executors' tool-call queue;
 - `outbox` (`app.store.outbox`): webhook deliveries;
 - `watchers` (`app.store.watchers`): which runs live streams watch;
-- `identities` (`app.store.identities`): tenants and API keys.
+- `identities` (`app.store.identities`): tenants and API keys;
+- `approvals` (`app.store.approvals`): gated calls, their decisions and inbox.
 """
 
 from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.store.approvals import Approvals
 from app.store.backend.base import (
     EVENTS_CHANNEL,
     NOTIFY_CHANNEL,
@@ -85,6 +87,8 @@ class RunStore:
         self.watch, self.unwatch, self.watched = w.watch, w.unwatch, w.watched
 
         self.identities = Identities(self.backend)
+
+        self.approvals = Approvals(self.backend)
 
     async def flush_wakeups(self) -> None:
         """Return once the wake-ups of the writes so far are sent."""

@@ -7,7 +7,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from app.core.lifecycle import TERMINAL, RunStatus
+from app.core.lifecycle import TERMINAL, ApprovalStatus, RunStatus
 
 metadata = sa.MetaData(
     naming_convention={
@@ -255,7 +255,31 @@ tool_calls = sa.Table(
     sa.Column("lease_expires_at", Timestamp),
     sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
     tenant_column(),  # (its run's: a queue is per tenant)
+    # Approvals (app.store.approvals): a gated call's `approval` (pending, approved,
+    # rejected; null: not gated), the arguments executed when a person edited them, when
+    # it was gated, its deadline (the run's `approval_timeout`), who decided and when.
+    sa.Column("approval", sa.String(16)),
+    sa.Column("executed_arguments", Json),
+    sa.Column("approval_requested_at", Timestamp),
+    sa.Column("approval_due_at", Timestamp),
+    sa.Column("decided_by", sa.String(100)),
+    sa.Column("decided_at", Timestamp),
     sa.PrimaryKeyConstraint("run_id", "round", "position"),
+)
+# Pending approvals: a tenant's inbox, newest first, and the timeout sweep's deadlines.
+AWAITING = sa.text(f"approval = '{ApprovalStatus.PENDING.value}'")
+sa.Index(
+    "ix_tool_calls_awaiting",
+    tool_calls.c.tenant_id,
+    tool_calls.c.approval_requested_at,
+    postgresql_where=AWAITING,
+    sqlite_where=AWAITING,
+)
+sa.Index(
+    "ix_tool_calls_approval_due",
+    tool_calls.c.approval_due_at,
+    postgresql_where=AWAITING,
+    sqlite_where=AWAITING,
 )
 # The calls an executor may lease, in the order they become leasable: unanswered calls of
 # a queue (a cancelled or expired run's calls leave the queue in its own statement).

@@ -40,6 +40,24 @@ class ToolResults:
 
 
 @dataclass(frozen=True, slots=True)
+class Approval:
+    """Gated calls of a round await a decision (`approvals`); `call_ids` are the open
+    calls of the round handed out meanwhile (ungated, or approved)."""
+
+    round: int
+    call_ids: tuple[str, ...]
+    approvals: tuple[str, ...]
+
+    def doc(self) -> dict[str, Any]:
+        return {
+            "type": "approval",
+            "round": self.round,
+            "call_ids": list(self.call_ids),
+            "approvals": list(self.approvals),
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Resolution:
     tool_name: str
     tool_call_id: str | None
@@ -86,7 +104,7 @@ class Backoff:
         return out
 
 
-Waiting = Queued | ModelCall | ToolResults | Resolution | Backoff
+Waiting = Queued | ModelCall | ToolResults | Approval | Resolution | Backoff
 
 
 def _instant(text: str) -> datetime:
@@ -98,6 +116,8 @@ def parse(doc: Mapping[str, Any]) -> Waiting:
     kind = doc["type"]
     if kind == "tool_results":
         return ToolResults(int(doc["round"]), tuple(doc["call_ids"]))
+    if kind == "approval":
+        return Approval(int(doc["round"]), tuple(doc["call_ids"]), tuple(doc["approvals"]))
     if kind == "resolution":
         return Resolution(doc["tool_name"], doc["tool_call_id"], doc["arguments"])
     if kind == "backoff":

@@ -9,6 +9,7 @@ else (cancel, the reaper) won; the driver then drops what it held.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 from collections.abc import Callable, Mapping
@@ -39,17 +40,19 @@ from app.core import (
 )
 from app.core.events import LEDGER_EVENTS
 from app.core.events import EventType as E
-from app.core.lifecycle import RunStatus
+from app.core.lifecycle import ApprovalStatus, RunStatus
 from app.core.serde import message_to_dict, tool_result_to_dict
 from app.providers.backoff import BackoffPolicy, Delay
 from app.providers.base import ModelRequest, Provider, ProviderError, ProviderTurn, ToolSpec
-from app.service import convert
+from app.service import convert, gates
 from app.service.tokens import callback_token, token_hash
 from app.settings import Settings
 from app.store import changes
 from app.store.changes import Backoff, Change, Resolution
+from app.store.config import RunConfig
 from app.store.records import NewEvent, NewToolCall, RunRecord
 from app.store.runs import RunStore
+from app.timestamps import iso
 from app.worker import streaming
 from app.worker.lease import Claim, Lease, LeaseLost
 from app.worker.stops import Stops
@@ -297,7 +300,8 @@ class RunDriver:
         self, claim: Claim, run: AgentRun, step: CallTools
     ) -> RunStatus | None:
         round = run.turn()
-        queues = claim.record.run_config.queue_of
+        config = claim.record.run_config
+        queues = config.queue_of
         rows = [
             NewToolCall(
                 position=i,
@@ -311,6 +315,7 @@ class RunDriver:
             )
             for i, p in enumerate(step.calls)
         ]
+        approval_required = self._gate(config, rows, round) if config.gates else None
         token = callback_token(self.callback_key, claim.record.id, round)
         requires_action = {
             "round": round,
@@ -318,7 +323,7 @@ class RunDriver:
                 {"id": r.call_id, "name": r.name, "arguments": r.arguments}
                 | ({"queue": r.queue} if r.queue is not None else {})
                 for r in rows
-                if r.preresolved_result is None
+                if r.preresolved_result is None and r.approval is None
             ],
             "callback_url": self.settings.callback_url(token),
         }
@@ -334,8 +339,30 @@ class RunDriver:
             self._usage(claim),
             requires_action,
             now,
+            approval_required,
         )
         return await self._write(claim, change, now)
+
+    def _gate(
+        self, config: RunConfig, rows: list[NewToolCall], round: int
+    ) -> dict[str, Any] | None:
+        """Mark the calls the run's approval policies gate (in place: no queue until
+        approved, a deadline when the run has an `approval_timeout`); the data of the
+        `run.approval_required` event, or None when no call is gated."""
+        timeout = config.approval_timeout
+        due = None if timeout is None else self.clock() + timedelta(seconds=timeout)
+        approvals = []
+        for i, r in enumerate(rows):
+            if r.preresolved_result is None and gates.gated(
+                config.approval_of(r.name), r.arguments
+            ):
+                rows[i] = dataclasses.replace(
+                    r, queue=None, approval=ApprovalStatus.PENDING.value, approval_due_at=due
+                )
+                approvals.append(gates.approval_doc(r.call_id, r.name, r.arguments))
+        if not approvals:
+            return None
+        return {"round": round, "approvals": approvals, "due_at": iso(due) if due else None}
 
     async def _suspend_resolution(
         self, claim: Claim, run: AgentRun, ctx: InvalidToolCallContext

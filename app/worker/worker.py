@@ -24,6 +24,8 @@ from datetime import UTC, datetime, timedelta
 import structlog
 from sqlalchemy.engine import make_url
 
+from app.service.approvals import ApprovalService
+from app.service.runs import RunService
 from app.service.tokens import new_key
 from app.settings import Settings
 from app.store import changes
@@ -72,6 +74,8 @@ class Worker:
         self._webhooks_due = asyncio.Event()
         self.stops = Stops()  # the model calls in flight, told when their run is taken
         self.driver: RunDriver | None = None
+        # (The timeout sweep of approvals: decisions, as a person's, go through the service.)
+        self.approvals = ApprovalService(RunService(store, settings, clock))
         self.sender: WebhookSender | None = None
 
     def wake(self) -> None:
@@ -233,6 +237,12 @@ class Worker:
                     log.info("expired suspended runs", runs=expired)
             except Exception:
                 log.exception("reaper failed")
+            try:  # (beside expiry: approvals past their run's approval_timeout)
+                timed_out = await self.approvals.time_out()
+                if timed_out:
+                    log.info("approvals timed out", runs=timed_out)
+            except Exception:
+                log.exception("approval timeout sweep failed")
             await asyncio.sleep(self.settings.reap_interval)
 
     async def _fold(self) -> None:

@@ -1,9 +1,12 @@
 """The Python client of agentrun-service (docs/client.md): `Client` / `AsyncClient`, typed
 models and exceptions, and tool executors built from one `ToolRegistry`."""
 
+from agentrun_client._approvals import Answer, Approve, OnApproval, Reject
 from agentrun_client._async import AsyncClient, AsyncQueues, AsyncRuns, AsyncRunWaiter
+from agentrun_client._async_approvals import AsyncApprovals
 from agentrun_client._base import RetryPolicy, RunOptions
 from agentrun_client._sync import Client, Queues, Runs, RunWaiter
+from agentrun_client._sync_approvals import Approvals
 from agentrun_client._sync_shims import QueueExecutor
 from agentrun_client.errors import (
     AgentrunError,
@@ -25,6 +28,11 @@ from agentrun_client.errors import (
 )
 from agentrun_client.models import (
     TERMINAL,
+    Approval,
+    ApprovalCall,
+    ApprovalPage,
+    ApprovalStatus,
+    ApproveToolCalls,
     BrowserToken,
     ConversationMessage,
     Event,
@@ -56,6 +64,15 @@ __all__ = [
     "APIError",
     "APITimeoutError",
     "AgentrunError",
+    "Answer",
+    "Approval",
+    "ApprovalCall",
+    "ApprovalPage",
+    "ApprovalStatus",
+    "Approvals",
+    "Approve",
+    "ApproveToolCalls",
+    "AsyncApprovals",
     "AsyncClient",
     "AsyncQueueExecutor",
     "AsyncQueues",
@@ -76,10 +93,12 @@ __all__ = [
     "Message",
     "MessagePage",
     "NotFound",
+    "OnApproval",
     "PayloadTooLarge",
     "QueueExecutor",
     "Queues",
     "RateLimited",
+    "Reject",
     "RequiredAction",
     "ResolveInvalidToolCall",
     "RetryPolicy",

@@ -8,6 +8,7 @@ twin `_sync_shims.py`."""
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import time
 from collections.abc import (
     AsyncGenerator,
@@ -23,7 +24,9 @@ from typing import Any, Unpack
 
 import httpx
 
-from agentrun_client import _base
+from agentrun_client import _approvals, _base
+from agentrun_client._approvals import OnApproval
+from agentrun_client._async_approvals import AsyncApprovals
 from agentrun_client._async_shims import AsyncQueueExecutor, AsyncToolRunner, sleep
 from agentrun_client._base import Call, DeadlineReached, RetryPolicy, RunOptions, Tools
 from agentrun_client.errors import (
@@ -40,6 +43,8 @@ from agentrun_client.errors import (
 from agentrun_client.models import (
     SUSPENDED_OR_FINISHED,
     TERMINAL_EVENTS,
+    ApprovalCall,
+    ApproveToolCalls,
     BrowserToken,
     ConversationMessage,
     Event,
@@ -63,7 +68,8 @@ Statuses = Collection[RunStatus | str] | RunStatus | str | None
 
 
 class AsyncClient:
-    """The API: `runs`, `queues`, `usage`, and the inline executor (`run`, `execute`).
+    """The API: `runs`, `approvals`, `queues`, `usage`, and the inline executor (`run`,
+    `execute`).
 
     `base_url` and `api_key` default to `AGENTRUN_BASE_URL` (else http://127.0.0.1:8000)
     and `AGENTRUN_API_KEY`. `retry` bounds the retries of safe calls (`RetryPolicy`);
@@ -95,6 +101,7 @@ class AsyncClient:
             transport=transport,
         )
         self.runs = AsyncRuns(self)
+        self.approvals = AsyncApprovals(self)
         self.queues = AsyncQueues(self)
 
     async def aclose(self) -> None:
@@ -170,19 +177,21 @@ class AsyncClient:
         model: Mapping[str, Any] | None = None,
         timeout: float | None = None,
         idempotency_key: str | None = None,
+        on_approval: OnApproval | None = None,
         **options: Unpack[RunOptions],
     ) -> Run:
         """Create a run with the registry's tools, execute its tool calls here whenever it
         suspends, and return it once it has ended (or suspended for something only a
-        person can answer: a `resolve_invalid_tool_call`). `AsyncClient` runs the tools on
-        the running event loop, `Client` on an event loop of this call's own (inside async
-        code use `AsyncClient`); sync functions run in threads (see `ToolRegistry`).
+        person can answer: a `resolve_invalid_tool_call`, or gated calls that
+        `on_approval` did not decide). `AsyncClient` runs the tools on the running event
+        loop, `Client` on an event loop of this call's own (inside async code use
+        `AsyncClient`); sync functions run in threads (see `ToolRegistry`).
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         run = await self.runs.create(
             prompt=prompt, model=model, tools=tools, idempotency_key=idempotency_key, **options
         )
-        return await self.execute(run.id, tools, deadline=deadline)
+        return await self.execute(run.id, tools, deadline=deadline, on_approval=on_approval)
 
     async def serve_queue(
         self, tools: ToolRegistry, *, queue: str, concurrency: int = 4, **options: Any
@@ -195,11 +204,19 @@ class AsyncClient:
         await executor.run()
 
     async def execute(
-        self, run_id: str, tools: ToolRegistry, *, deadline: float | None = None
+        self,
+        run_id: str,
+        tools: ToolRegistry,
+        *,
+        deadline: float | None = None,
+        on_approval: OnApproval | None = None,
     ) -> Run:
         """Serve an existing run's tool calls from `tools` until it ends (what `run` does
-        after creating it)."""
+        after creating it). Gated calls (`approve_tool_calls`) go to `on_approval`, once
+        each; those it leaves undecided (or all, without it) are for a person: the run is
+        returned once nothing else is open."""
         statuses = SUSPENDED_OR_FINISHED
+        asked: set[str] = set()  # the gated calls put to `on_approval` already
         waiter = self.runs.waiter(run_id, deadline=deadline)
         async with AsyncToolRunner() as runner, waiter:
             while True:
@@ -209,21 +226,54 @@ class AsyncClient:
                     return run
                 if run.status != RunStatus.REQUIRES_ACTION:
                     continue  # it moved on: until its next suspension
-                if not isinstance(run.required_action, SubmitToolResults):
+                if not isinstance(run.required_action, SubmitToolResults | ApproveToolCalls):
                     return run  # a resolution: for a person (`runs.resolve`)
                 # (Calls of a queue are its executors' to run: docs/queue.md.)
                 calls = [c for c in run.pending_tool_calls if c.queue is None]
-                if not calls:  # every call answered (or queued): until it moves on
-                    statuses = _base.MOVED_ON
-                    continue
-                results = await runner.execute_all(tools, calls, run_id=run_id)
-                try:
-                    await self.runs.submit_tool_outputs(run_id, results)
-                except Conflict:
-                    pass  # answered by someone else meanwhile, or the run moved on
-                except ValidationError as exc:
-                    if exc.code != "tool-call-not-pending":
-                        raise
+                if calls:
+                    results = await runner.execute_all(tools, calls, run_id=run_id)
+                    path = _base.run_path(run_id, "/tool-results")
+                    await self._send_quietly(Call("POST", path, json=_base.results_body(results)))
+                decided = False
+                if on_approval is not None:
+                    fresh = [a for a in run.pending_approvals if a.id not in asked]
+                    asked.update(a.id for a in fresh)
+                    decided = await self._decide(runner, run_id, fresh, on_approval)
+                if calls or decided:
+                    continue  # the run as it is now: released calls, or moved on
+                if run.pending_approvals:
+                    return run  # gated calls left to a person (`approvals.approve`)
+                statuses = _base.MOVED_ON  # every call answered (or queued): until it moves on
+
+    async def _send_quietly(self, call: Call) -> None:
+        """An executor's answer (results, decisions), safe to repeat; one the run no longer
+        takes is not an error: answered by someone else meanwhile, or the run moved on."""
+        try:
+            await self.request(dataclasses.replace(call, safe=True))
+        except Conflict:
+            pass
+        except ValidationError as exc:
+            if exc.code != "tool-call-not-pending":
+                raise
+
+    async def _decide(
+        self,
+        runner: AsyncToolRunner,
+        run_id: str,
+        calls: Iterable[ApprovalCall],
+        on_approval: OnApproval,
+    ) -> bool:
+        """`on_approval`'s decisions on `calls`, sent; whether any was."""
+        decisions = []
+        for call in calls:
+            answer = await runner.ask(on_approval, call)
+            if (item := _approvals.as_decision(call, answer)) is not None:
+                decisions.append(item)
+        if not decisions:
+            return False
+        body = _approvals.decisions_body(decisions)
+        await self._send_quietly(Call("POST", _base.run_path(run_id, "/approvals"), json=body))
+        return True
 
 
 class AsyncRuns:

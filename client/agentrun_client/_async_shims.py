@@ -5,10 +5,12 @@ the generated `_sync.py` imports them from there."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from agentrun_client.models import ToolCall, ToolResult
+from agentrun_client._approvals import Answer, OnApproval
+from agentrun_client.models import ApprovalCall, ToolCall, ToolResult
 from agentrun_client.queue import AsyncQueueExecutor
 from agentrun_client.tools import ToolRegistry
 
@@ -32,3 +34,10 @@ class AsyncToolRunner:
         self, tools: ToolRegistry, calls: Iterable[ToolCall | Mapping[str, Any]], *, run_id: str
     ) -> list[ToolResult]:
         return await tools.execute_all(calls, run_id=run_id)
+
+    async def ask(self, on_approval: OnApproval, call: ApprovalCall) -> Answer:
+        """`on_approval`'s answer for `call` (a sync or an async function)."""
+        answer = on_approval(call)
+        if inspect.isawaitable(answer):
+            return await answer
+        return answer

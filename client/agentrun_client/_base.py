@@ -57,6 +57,9 @@ class RunOptions(TypedDict, total=False):
     metadata: Mapping[str, Any]
     stream: bool
     tool_queue: str
+    approval: str | Mapping[str, Any]
+    approval_timeout: float
+    approval_on_timeout: str
 
 
 def settings(base_url: str | None, api_key: str | None) -> tuple[str, dict[str, str]]:

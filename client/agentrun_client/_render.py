@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentrun_client.models import (
+    Approval,
+    ApproveToolCalls,
     Event,
     ResolveInvalidToolCall,
     Run,
@@ -53,6 +55,9 @@ def waiting(reason: Mapping[str, Any] | None) -> str:
             f" of {reason.get('max_attempts')} ({reason.get('reason')}, status"
             f" {reason.get('status')})"
         )
+    if kind == "approval":
+        ids = ", ".join(str(i) for i in reason.get("approvals") or [])
+        return f"approval of round {reason.get('round')}: {ids}"
     if kind == "resolution":
         return f"a resolution of an invalid call of {reason.get('tool_name')!r}"
     return kind
@@ -85,6 +90,16 @@ def run_text(run: Run, prog: str) -> str:
             lines.append(f"    {call.id}  {call.name} {compact(call.arguments, 200)}{done}")
         if action.callback_url:
             row("callback", action.callback_url)
+    elif isinstance(action, ApproveToolCalls):
+        lines.append(f"  approvals (decide: {prog} runs approve|reject {run.id} CALL_ID):")
+        for gated in action.approvals:
+            lines.append(f"    {gated.id}  {gated.name} {compact(gated.arguments, 200)}")
+        if action.tool_calls:
+            hint = f"{prog} runs submit {run.id} --result CALL_ID=JSON"
+            lines.append(f"  tool calls (answer: {hint}):")
+        for call in action.tool_calls:
+            done = "  [answered]" if call.answered else ""
+            lines.append(f"    {call.id}  {call.name} {compact(call.arguments, 200)}{done}")
     elif isinstance(action, ResolveInvalidToolCall):
         row(
             "resolve",
@@ -136,3 +151,37 @@ def submitted_text(outcome: SubmitOutcome) -> str:
         status = f"still waiting for: {pending}" if pending else f"is {run.status}"
         lines.append(f"{run.id} {status}")
     return "\n".join(lines)
+
+
+def approvals_table(approvals: Iterable[Approval], *, now: datetime | None = None) -> str:
+    """Approvals a line each: run, call, tool, status, age (since the call was gated),
+    arguments."""
+    now = now or datetime.now(UTC)
+    rows = [("RUN", "CALL", "TOOL", "STATUS", "AGE", "ARGUMENTS")]
+    for a in approvals:
+        since = a.requested_at
+        age = _age((now - since).total_seconds()) if since is not None else "-"
+        args = compact(a.arguments, 80)
+        rows.append((a.run_id, a.tool_call_id, a.name, str(a.status), age, args))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1]
+        for row in rows
+    )
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 120:
+        return f"{seconds}s"
+    if seconds < 7200:
+        return f"{seconds // 60}m"
+    if seconds < 172800:
+        return f"{seconds // 3600}h"
+    return f"{seconds // 86400}d"
+
+
+def decided_text(action: str, approval: Approval, run: Run, prog: str) -> str:
+    """What `runs approve` / `runs reject` did, then the run."""
+    head = f"{action} {approval.tool_call_id} ({approval.name} {compact(approval.arguments, 200)})"
+    return f"{head}\n{run_text(run, prog)}"

@@ -5,6 +5,7 @@ executor on an event loop of its own."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import signal
 import threading
 import time
@@ -13,9 +14,10 @@ from typing import Any, Protocol
 
 import httpx
 
+from agentrun_client._approvals import Answer, OnApproval
 from agentrun_client._async import AsyncClient
 from agentrun_client._base import RetryPolicy
-from agentrun_client.models import ToolCall, ToolResult
+from agentrun_client.models import ApprovalCall, ToolCall, ToolResult
 from agentrun_client.queue import AsyncQueueExecutor
 from agentrun_client.tools import ToolRegistry
 
@@ -44,6 +46,14 @@ class SyncToolRunner:
         self, tools: ToolRegistry, calls: Iterable[ToolCall | Mapping[str, Any]], *, run_id: str
     ) -> list[ToolResult]:
         return self._runner.run(tools.execute_all(calls, run_id=run_id))
+
+    def ask(self, on_approval: OnApproval, call: ApprovalCall) -> Answer:
+        """`on_approval`'s answer for `call` (an async function's, on this runner's loop)."""
+        answer = on_approval(call)
+        if inspect.iscoroutine(answer):
+            return self._runner.run(answer)  # type: ignore[no-any-return]
+        assert not inspect.isawaitable(answer), "on_approval: a coroutine or an answer"
+        return answer
 
 
 class ClientSettings(Protocol):

@@ -1,4 +1,5 @@
-"""`agentrun-client runs create|get|list|wait|events|submit|cancel`: the API from a shell,
+"""`agentrun-client runs create|get|list|wait|events|submit|cancel|approvals|approve|reject`:
+the API from a shell,
 for scripts and operators (also `agentrun runs …` where the service is installed).
 
 The server comes from `--base-url` / `--api-key`, else `AGENTRUN_BASE_URL` /
@@ -24,7 +25,7 @@ from pydantic import BaseModel
 from agentrun_client import _base, _render
 from agentrun_client._sync import Client
 from agentrun_client.errors import AgentrunError, APIError, InvalidInput, WaitTimeout
-from agentrun_client.models import Run, RunPage, RunStatus, SubmitOutcome
+from agentrun_client.models import Approval, ApprovalPage, Run, RunPage, RunStatus, SubmitOutcome
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_OTHER_STATUS, EXIT_TIMEOUT = 0, 1, 2, 3, 4
 STATUSES = [s.value for s in RunStatus]
@@ -237,6 +238,65 @@ def cmd_cancel(client: Client, args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+def cmd_approvals(client: Client, args: argparse.Namespace, out: Output) -> int:
+    if args.run_id is not None:
+        page = ApprovalPage(data=client.approvals.get(args.run_id))
+    elif args.all:
+        page = ApprovalPage(data=list(client.approvals.list(page_size=100)))
+    else:
+        page = client.approvals.list_page(limit=args.limit, cursor=args.cursor)
+    if out.json:
+        out.doc(page)
+        return EXIT_OK
+    out.text(_render.approvals_table(page.data))
+    if page.next_cursor:
+        out.note(f"more: {out.prog} runs approvals --cursor {page.next_cursor} (or --all)")
+    return EXIT_OK
+
+
+def gated_call(client: Client, args: argparse.Namespace) -> Approval:
+    """The approval the command decides, read now: its arguments hash is the one sent,
+    unless `--arguments-hash` names the one the person saw (then a change is a 409)."""
+    for approval in client.approvals.get(args.run_id):
+        if approval.tool_call_id == args.call_id:
+            if args.arguments_hash:
+                approval = approval.model_copy(update={"arguments_hash": args.arguments_hash})
+            return approval
+    raise UsageError(
+        f"run {args.run_id} has no gated tool call {args.call_id!r} "
+        f"(`{args.prog} runs approvals {args.run_id}` lists them)"
+    )
+
+
+def cmd_approve(client: Client, args: argparse.Namespace, out: Output) -> int:
+    edited = None
+    if args.arguments is not None:
+        edited = read_json(args.arguments, "--arguments")
+        if not isinstance(edited, dict):
+            raise UsageError("--arguments: a JSON object is expected")
+    approval = gated_call(client, args)
+    run = client.approvals.approve(
+        args.run_id, approval.tool_call_id, approval.arguments_hash, arguments=edited
+    )
+    if out.json:
+        out.doc(run)
+    else:
+        out.text(_render.decided_text("approved", approval, run, out.prog))
+    return EXIT_OK
+
+
+def cmd_reject(client: Client, args: argparse.Namespace, out: Output) -> int:
+    approval = gated_call(client, args)
+    run = client.approvals.reject(
+        args.run_id, approval.tool_call_id, approval.arguments_hash, args.message
+    )
+    if out.json:
+        out.doc(run)
+    else:
+        out.text(_render.decided_text("rejected", approval, run, out.prog))
+    return EXIT_OK
+
+
 Command = Callable[[Client, argparse.Namespace, Output], int]
 
 
@@ -272,8 +332,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
     def command(name: str, fn: Command, help: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, parents=[common], help=help, description=help)
-        p.set_defaults(handler=fn)
-        if name not in ("create", "list"):
+        p.set_defaults(handler=fn, prog=prog)
+        if name not in ("create", "list", "approvals"):
             p.add_argument("run_id", metavar="RUN_ID")
         return p
 
@@ -329,6 +389,24 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
                    help='results as JSON: {"results": [...]} or a list')  # fmt: skip
 
     command("cancel", cmd_cancel, "cancel a run that has not ended")
+
+    a = command("approvals", cmd_approvals, "list the gated tool calls awaiting a decision")
+    a.add_argument("run_id", metavar="RUN_ID", nargs="?",
+                   help="only this run's (with the decided ones)")  # fmt: skip
+    a.add_argument("--limit", type=int, default=20, help="per page (default 20)")
+    a.add_argument("--cursor", help="the page after the one that gave this cursor")
+    a.add_argument("--all", action="store_true", help="every page")
+
+    hash_help = "the hash of the arguments you reviewed (default: as read now)"
+    ap = command("approve", cmd_approve, "approve a gated tool call (POST …/approvals)")
+    ap.add_argument("call_id", metavar="CALL_ID")
+    ap.add_argument("--arguments", metavar="JSON|@FILE",
+                    help="run these arguments instead of the model's (a JSON object)")  # fmt: skip
+    ap.add_argument("--arguments-hash", metavar="SHA256", help=hash_help)
+    rj = command("reject", cmd_reject, "reject a gated tool call; the model gets the message")
+    rj.add_argument("call_id", metavar="CALL_ID")
+    rj.add_argument("--message", required=True, help="the error result the model receives")
+    rj.add_argument("--arguments-hash", metavar="SHA256", help=hash_help)
     return parser
 
 

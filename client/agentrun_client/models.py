@@ -57,6 +57,9 @@ class EventType(StrEnum):
     RUN_RETRIED = "run.retried"
     RUN_EXPIRY_EXTENDED = "run.expiry_extended"
     RUN_CONTINUED = "run.continued"  # on a finished run: `data.run_id` continues it
+    RUN_APPROVAL_REQUIRED = "run.approval_required"
+    TOOL_CALL_APPROVED = "tool_call.approved"
+    TOOL_CALL_REJECTED = "tool_call.rejected"
 
 
 #: Events that end a run's live stream.
@@ -90,6 +93,26 @@ class ResolveInvalidToolCall(Model):
     arguments: str = ""
 
 
+class ApprovalCall(Model):
+    """A gated tool call of an `approve_tool_calls` action: what the model asked for and
+    the hash a decision names (`Approvals.approve` / `reject`)."""
+
+    id: str
+    name: str
+    arguments: Any
+    arguments_hash: str
+
+
+class ApproveToolCalls(Model):
+    """The run waits for decisions on `approvals`; `tool_calls` (not gated) are open to
+    executors meanwhile, as in `SubmitToolResults`."""
+
+    type: Literal["approve_tool_calls"] = "approve_tool_calls"
+    approvals: list[ApprovalCall]
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    callback_url: str | None = None
+
+
 class RequiredAction(Model):
     """A kind of required action this client does not know yet."""
 
@@ -97,7 +120,7 @@ class RequiredAction(Model):
 
 
 Action = Annotated[
-    SubmitToolResults | ResolveInvalidToolCall | RequiredAction,
+    SubmitToolResults | ApproveToolCalls | ResolveInvalidToolCall | RequiredAction,
     Field(union_mode="left_to_right"),
 ]
 
@@ -135,11 +158,18 @@ class Run(Model):
 
     @property
     def pending_tool_calls(self) -> list[ToolCall]:
-        """The tool calls that still wait for a result (empty unless suspended for tools)."""
+        """The tool calls that still wait for a result (empty unless suspended for tools;
+        gated calls are not among them until approved)."""
         action = self.required_action
-        if isinstance(action, SubmitToolResults):
+        if isinstance(action, SubmitToolResults | ApproveToolCalls):
             return [c for c in action.tool_calls if not c.answered]
         return []
+
+    @property
+    def pending_approvals(self) -> list[ApprovalCall]:
+        """The gated tool calls that wait for a decision (`client.approvals`)."""
+        action = self.required_action
+        return list(action.approvals) if isinstance(action, ApproveToolCalls) else []
 
 
 class LeasedCall(Model):
@@ -257,3 +287,38 @@ class FieldError(Model):
     loc: list[str | int]
     msg: str
     type: str = ""
+
+
+class ApprovalStatus(StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+
+
+class Approval(Model):
+    """A gated tool call and its decision (`GET /v1/approvals`, `GET /v1/runs/{id}/approvals`):
+    `arguments` the model's, `executed_arguments` the ones an approval with edits gave the
+    executor."""
+
+    run_id: str
+    tool_call_id: str
+    name: str
+    arguments: Any = None
+    arguments_hash: str
+    status: ApprovalStatus | str = ApprovalStatus.PENDING
+    round: int | None = None
+    executed_arguments: Any = None
+    message: str | None = None  # a rejection's, as the model receives it
+    requested_at: datetime | None = None  # when the call was gated
+    due_at: datetime | None = None  # when the run's `approval_on_timeout` decides it
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+
+    @property
+    def is_pending(self) -> bool:
+        return self.status == ApprovalStatus.PENDING
+
+
+class ApprovalPage(Model):
+    data: list[Approval]
+    next_cursor: str | None = None

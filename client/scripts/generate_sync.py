@@ -1,10 +1,11 @@
-"""Generate the sync client, `agentrun_client/_sync.py`, from the async one, `_async.py`,
-with unasync (as httpcore does): `async`/`await` dropped, async names mapped to their sync
+"""Generate the sync client, `agentrun_client/_sync.py`, from the async one, `_async.py`
+(and each other module of `MODULES`, `_async_approvals.py` → `_sync_approvals.py`), with
+unasync (as httpcore does): `async`/`await` dropped, async names mapped to their sync
 twins (`REPLACEMENTS`), then ruff's import sorting and formatting, under a header that says
 so. What cannot be generated that way goes through `_async_shims.py` / `_sync_shims.py`.
 
-    python client/scripts/generate_sync.py           # write _sync.py (`make sync-client`)
-    python client/scripts/generate_sync.py --check   # exit 1 if _sync.py is stale
+    python client/scripts/generate_sync.py           # write them (`make sync-client`)
+    python client/scripts/generate_sync.py --check   # exit 1 if one is stale
 
 `--package DIR` works on another copy of the package (the staleness test uses it).
 """
@@ -27,6 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Beyond unasync's own (`__aenter__`, `AsyncIterator`, ...; `AsyncX` becomes `SyncX`).
 REPLACEMENTS = {
     "_async_shims": "_sync_shims",
+    "_async_approvals": "_sync_approvals",
+    "AsyncApprovals": "Approvals",
+    "AsyncRequester": "Requester",
     "AsyncClient": "Client",  # ours and httpx's
     "AsyncBaseTransport": "BaseTransport",
     "AsyncRuns": "Runs",
@@ -38,27 +42,33 @@ REPLACEMENTS = {
     "aiter_lines": "iter_lines",
 }
 
-HEADER = (
-    "# Generated from _async.py by client/scripts/generate_sync.py (unasync): do not edit;\n"
-    "# edit _async.py and run `make sync-client`.\n"
-)
+#: Each async source and the sync module generated from it.
+MODULES = {"_async.py": "_sync.py", "_async_approvals.py": "_sync_approvals.py"}
 
 
-def generate(package: Path = PACKAGE) -> str:
-    """The text `_sync.py` should have, from `package`'s `_async.py`."""
+def header(source: str) -> str:
+    return (
+        f"# Generated from {source} by client/scripts/generate_sync.py (unasync): do not edit;\n"
+        f"# edit {source} and run `make sync-client`.\n"
+    )
+
+
+def generate(package: Path = PACKAGE, source_name: str = "_async.py") -> str:
+    """The text the sync twin of `package`'s `source_name` should have."""
+    target_name = MODULES[source_name]
     with tempfile.TemporaryDirectory() as tmp:
-        source = Path(tmp) / "_async.py"
-        shutil.copyfile(package / "_async.py", source)
-        rule = unasync.Rule("_async.py", "_sync.py", additional_replacements=REPLACEMENTS)
+        source = Path(tmp) / source_name
+        shutil.copyfile(package / source_name, source)
+        rule = unasync.Rule(source_name, target_name, additional_replacements=REPLACEMENTS)
         unasync.unasync_files([str(source)], rules=[rule])
-        text = (Path(tmp) / "_sync.py").read_text(encoding="utf-8")
-    name = str(ROOT / "client" / "agentrun_client" / "_sync.py")  # (ruff's settings for it)
+        text = (Path(tmp) / target_name).read_text(encoding="utf-8")
+    name = str(ROOT / "client" / "agentrun_client" / target_name)  # (ruff's settings for it)
     # Imports sorted again (names changed); `for x in y: yield x`, which an async generator
     # needs, as `yield from y` (UP028; "unsafe" only for generators that are sent values).
     fixes = ["check", "--fix-only", "--unsafe-fixes", "--select", "I,UP028"]
     for args in (fixes, ["format"]):
         text = _ruff([*args, "--stdin-filename", name, "-"], text)
-    return HEADER + text
+    return header(source_name) + text
 
 
 def _ruff(args: list[str], text: str) -> str:
@@ -77,21 +87,23 @@ def _ruff(args: list[str], text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if _sync.py is stale")
+    parser.add_argument("--check", action="store_true", help="exit 1 if one is stale")
     parser.add_argument("--package", type=Path, default=PACKAGE, help="the package directory")
     args = parser.parse_args(argv)
-    target = args.package / "_sync.py"
-    text = generate(args.package)
-    current = target.read_text(encoding="utf-8") if target.exists() else ""
-    if args.check:
-        if current != text:
+    stale = 0
+    for source_name, target_name in MODULES.items():
+        target = args.package / target_name
+        text = generate(args.package, source_name)
+        current = target.read_text(encoding="utf-8") if target.exists() else ""
+        if current == text:
+            continue
+        if args.check:
             print(f"{target} is stale: run `make sync-client`", file=sys.stderr)
-            return 1
-        return 0
-    if current != text:
-        target.write_text(text, encoding="utf-8")
-        print(f"wrote {target}")
-    return 0
+            stale = 1
+        else:
+            target.write_text(text, encoding="utf-8")
+            print(f"wrote {target}")
+    return stale
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ def test_the_committed_sync_client_is_generated_from_the_async_one() -> None:
 def test_the_check_fails_when_the_async_source_changed_alone(tmp_path: Path) -> None:
     package = tmp_path / "agentrun_client"
     package.mkdir()
-    for name in ("_async.py", "_sync.py"):
+    for name in ("_async.py", "_sync.py", "_async_approvals.py", "_sync_approvals.py"):
         shutil.copyfile(PACKAGE / name, package / name)
     assert check(package).returncode == 0
     source = package / "_async.py"

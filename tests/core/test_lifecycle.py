@@ -125,9 +125,10 @@ ELSEWHERE = ("providers",)
 
 
 def _status_words() -> set[str]:
-    from app.core.lifecycle import OutboxStatus, RunStatus
+    from app.core.lifecycle import ApprovalStatus, OutboxStatus, RunStatus
 
-    return {s.value for s in RunStatus} | {s.value for s in OutboxStatus}
+    statuses = (RunStatus, OutboxStatus, ApprovalStatus)
+    return {s.value for kind in statuses for s in kind}
 
 
 def test_no_status_is_written_outside_the_lifecycle_table() -> None:

@@ -46,7 +46,7 @@ def test_a_reason_reads_back_as_it_was_written(reason: Waiting) -> None:
 
 def test_an_unknown_reason_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown waiting reason"):
-        waiting.parse({"type": "approval"})
+        waiting.parse({"type": "no-such-reason"})
 
 
 async def test_a_run_reads_back_its_reason_and_round_typed(

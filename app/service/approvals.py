@@ -1,0 +1,333 @@
+"""Decisions on gated tool calls: who wins, and what each writes.
+
+A run whose approval policies gated some calls of a round waits (`requires_action`, an
+`approval` reason) with those calls hidden from every executor. A decision names the call
+and the hash of the arguments it saw (`app.service.gates.arguments_hash`):
+
+- approve: the call is handed out (a new `run.requires_action` listing the released calls,
+  with the round's callback URL; its queue may lease it), with the person's edited
+  arguments if given (validated against the tool's `parameters`);
+- reject: the call's result is `{"output": message, "is_error": true}`, as if submitted.
+
+A stale hash is refused (409 `approval-stale`); the same decision again changes nothing; a
+different one for a decided call is refused (409 `approval-conflict`). When no decision
+and no result is left to wait for, the run resumes with its results. As a submission, a
+decision reads the run, decides here (pure), and writes one compare-and-set on the version
+read (`app.store.approvals`); a concurrent change moves the version: read and decide again.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from app import tracing
+from app.core import stored
+from app.core.events import EventType as E
+from app.core.lifecycle import RunStatus
+from app.service import convert, gates
+from app.service.errors import (
+    ApprovalConflict,
+    ApprovalStale,
+    InvalidRequest,
+    RunNotFound,
+    RunStateConflict,
+    ToolCallNotPending,
+)
+from app.service.runs import RunService, RunView
+from app.service.schemas import DecisionIn, DecisionsIn
+from app.service.submissions import (
+    SUBMIT_ATTEMPTS,
+    SubmittedResult,
+    feed_results,
+    open_call_ids,
+    still_waiting,
+)
+from app.service.tokens import callback_token
+from app.store import changes
+from app.store.approvals import CallDecision
+from app.store.changes import Change
+from app.store.errors import NotFoundError
+from app.store.records import (
+    APPROVAL_APPROVED,
+    APPROVAL_REJECTED,
+    NewEvent,
+    RunRecord,
+    ToolCallRecord,
+)
+
+#: What the model is told of a call rejected without a message.
+REJECTED = "The tool call was rejected."
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    call_id: str
+    arguments_hash: str
+    action: str  # approve | reject
+    message: str | None = None
+    arguments: Any = None  # approve: the edited arguments
+    actor: str | None = None
+
+    @classmethod
+    def of(cls, body: DecisionIn, actor: str | None) -> Decision:
+        return cls(
+            body.tool_call_id, body.arguments_hash, body.action, body.message, body.arguments, actor
+        )
+
+    def result(self) -> dict[str, Any]:
+        return {"output": REJECTED if self.message is None else self.message, "is_error": True}
+
+
+def same_decision(call: ToolCallRecord, d: Decision) -> bool:
+    """Whether `d` is the decision `call` already had."""
+    if d.action == "approve":
+        return call.approval == APPROVAL_APPROVED and convert.canonical_hash(
+            call.executed_arguments
+        ) == convert.canonical_hash(d.arguments)
+    return call.approval == APPROVAL_REJECTED and call.result == d.result()
+
+
+def _check_decided(gated: list[ToolCallRecord], d: Decision) -> None:
+    """A decision for calls decided already: the same again (nothing to do) or refused."""
+    seen = [c for c in gated if gates.arguments_hash(c.arguments) == d.arguments_hash]
+    if not seen:
+        raise ApprovalStale(
+            f"tool call {d.call_id!r} has other arguments than the hash names",
+            tool_call_id=d.call_id,
+        )
+    if not any(same_decision(c, d) for c in seen):
+        raise ApprovalConflict(
+            f"tool call {d.call_id!r} was already decided otherwise", tool_call_id=d.call_id
+        )
+
+
+def decide(
+    record: RunRecord,
+    calls: list[ToolCallRecord],
+    decisions: Sequence[Decision],
+    now: datetime,
+    callback_url: str | None,
+) -> tuple[Change, list[CallDecision]] | None:
+    """The change the decisions make to the run as read and their calls' writes; None
+    when every decision was made already (identically); or a refusal (raised)."""
+    round = record.waiting_round
+    if round is None:
+        raise RunStateConflict(
+            f"run {record.id} is {record.status.value}, not waiting for approvals",
+            record.status.value,
+        )
+    config = record.run_config
+    chosen: dict[int, tuple[ToolCallRecord, Decision]] = {}
+    for d in decisions:
+        gated = [c for c in calls if c.call_id == d.call_id and c.approval is not None]
+        if not gated:
+            raise ToolCallNotPending(
+                f"tool call {d.call_id!r} awaits no approval on this run", tool_call_id=d.call_id
+            )
+        open_ = [c for c in gated if c.awaits_approval and c.position not in chosen]
+        if not open_:
+            earlier = [c for c in gated if c.position in chosen]
+            if any(chosen[c.position][1] == d for c in earlier):
+                continue  # (the same decision twice in one request)
+            _check_decided([c for c in gated if not c.awaits_approval], d)
+            continue
+        call = open_[0]
+        if gates.arguments_hash(call.arguments) != d.arguments_hash:
+            raise ApprovalStale(
+                f"tool call {d.call_id!r} has other arguments than the hash names",
+                tool_call_id=d.call_id,
+            )
+        if d.arguments is not None:
+            tool = config.tool(call.name)
+            gates.check_arguments(tool.parameters if tool else {}, d.arguments, call.name)
+        chosen[call.position] = (call, d)
+    if not chosen:
+        return None
+    writes, events, released = [], [], []
+    answered: dict[int, SubmittedResult] = {}
+    for position, (call, d) in chosen.items():
+        if d.action == "approve":
+            queue = config.queue_of(call.name)
+            writes.append(
+                CallDecision(round, position, APPROVAL_APPROVED, d.actor, d.arguments, queue)
+            )
+            data = {"tool_call_id": call.call_id, "round": round, "name": call.name}
+            data |= {"arguments": call.arguments, "arguments_hash": d.arguments_hash}
+            if d.arguments is not None:
+                data["executed_arguments"] = d.arguments
+            events.append(NewEvent(E.TOOL_CALL_APPROVED, data, d.actor))
+            shown = {"id": call.call_id, "name": call.name}
+            shown["arguments"] = call.arguments if d.arguments is None else d.arguments
+            released.append(shown | ({"queue": queue} if queue is not None else {}))
+        else:
+            result = d.result()
+            digest = convert.canonical_hash(result)
+            writes.append(
+                CallDecision(
+                    round, position, APPROVAL_REJECTED, d.actor, None, None, result, digest
+                )
+            )
+            answered[position] = SubmittedResult(call.call_id, result, digest, d.actor)
+            data = {"tool_call_id": call.call_id, "round": round, "name": call.name}
+            events.append(
+                NewEvent(E.TOOL_CALL_REJECTED, data | {"message": result["output"]}, d.actor)
+            )
+    awaiting = [c.call_id for c in calls if c.awaits_approval and c.position not in chosen]
+    open_ids = open_call_ids(calls, answered, chosen)
+    if released:
+        data = {"round": round, "tool_calls": released, "callback_url": callback_url}
+        events.append(NewEvent(E.RUN_REQUIRES_ACTION, data, decisions[0].actor))
+    if open_ids or awaiting:
+        waiting = still_waiting(round, open_ids, awaiting)
+        return changes.decide(record.version, waiting, events), writes
+    loaded = stored.load(record.state, control_only=True)
+    feed_results(loaded.run, calls, answered)
+    change = changes.resume(
+        record.version,
+        stored.snapshot(loaded),
+        loaded.run.turn(),
+        now,
+        events,
+        actor=decisions[0].actor,
+        round=round,
+    )
+    return change, writes
+
+
+# --- pages of approvals ----------------------------------------------------------------------
+
+
+def encode_cursor(call: ToolCallRecord) -> str:
+    assert call.approval_requested_at is not None
+    raw = f"{call.approval_requested_at.isoformat()}|{call.run_id}|{call.round}|{call.position}"
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str, int, int]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        at, run_id, round, position = raw.split("|")
+        when = datetime.fromisoformat(at)
+        key = (when, run_id, int(round), int(position))
+    except (ValueError, UnicodeDecodeError):
+        raise InvalidRequest("cursor is malformed") from None
+    if when.tzinfo is None or not run_id or len(run_id) > 40:
+        raise InvalidRequest("cursor is malformed")
+    if not (0 <= key[2] < 2**31 and 0 <= key[3] < 2**31):
+        raise InvalidRequest("cursor is malformed")
+    return key
+
+
+class ApprovalService:
+    """The approvals of runs: decisions, a tenant's inbox, a run's, and the timeout sweep."""
+
+    def __init__(self, service: RunService) -> None:
+        self.service = service
+        self.store = service.store
+        self.clock = service.clock
+
+    async def decide(
+        self, run_id: str, body: DecisionsIn, *, actor: str | None, tenant: str | None
+    ) -> RunView:
+        decisions = [Decision.of(d, actor) for d in body.decisions]
+        started = tracing.start_time()
+        record = await self._decide(run_id, decisions, tenant)
+        tracing.record_span(
+            "agentrun.run.decide_approvals",
+            record.config,
+            started,
+            lambda: {
+                **tracing.run_attributes(record, actor),
+                "agentrun.approvals.decided": len(decisions),
+            },
+        )
+        return await self.service.view(record)
+
+    async def _decide(
+        self, run_id: str, decisions: Sequence[Decision], tenant: str | None
+    ) -> RunRecord:
+        key = await self.service.callback_key()
+        for _ in range(SUBMIT_ATTEMPTS):
+            try:
+                pending = await self.store.pending(run_id=run_id, tenant=tenant)
+            except NotFoundError:
+                raise RunNotFound(f"no run with id {run_id}") from None
+            record, round = pending.record, pending.record.waiting_round
+            if round is None:
+                return await self._replayed(record, decisions)
+            url = self.service.settings.callback_url(callback_token(key, record.id, round))
+            decided = decide(record, pending.calls, decisions, self.clock(), url)
+            if decided is None:
+                return record
+            change, writes = decided
+            updated = await self.store.approvals.decide(record, change, writes, self.clock())
+            if updated is not None:
+                return updated
+        raise RunStateConflict(f"run {run_id} kept changing; try again", record.status.value)
+
+    async def _replayed(self, record: RunRecord, decisions: Sequence[Decision]) -> RunRecord:
+        """A run no longer waiting: decisions it already had are accepted (a retry),
+        any other is refused as for a run in that status."""
+        calls = await self.store.approvals.of_run(record.id)
+        for d in decisions:
+            gated = [c for c in calls if c.call_id == d.call_id and c.round == record.turn]
+            if not any(same_decision(c, d) for c in gated):
+                raise RunStateConflict(
+                    f"run {record.id} is {record.status.value}, not waiting for approvals",
+                    record.status.value,
+                )
+        return record
+
+    async def pending(
+        self, *, tenant: str, limit: int, cursor: str | None
+    ) -> tuple[list[ToolCallRecord], str | None]:
+        """A page of `tenant`'s pending approvals, newest first."""
+        before = decode_cursor(cursor) if cursor else None
+        calls = await self.store.approvals.awaiting(tenant, limit + 1, before)
+        more = len(calls) > limit
+        calls = calls[:limit]
+        return calls, (encode_cursor(calls[-1]) if more and calls else None)
+
+    async def of_run(self, run_id: str, *, tenant: str | None) -> list[ToolCallRecord]:
+        """Every gated call of a run (`tenant`'s), decided or not."""
+        await self.service.owned(run_id, tenant)
+        return await self.store.approvals.of_run(run_id)
+
+    async def time_out(self) -> list[str]:
+        """Give each pending approval past its deadline its run's `approval_on_timeout`
+        decision (actor `system:approval-timeout`); the runs decided."""
+        now = self.clock()
+        decided = []
+        for run_id in await self.store.approvals.due(now):
+            try:
+                pending = await self.store.pending(run_id=run_id)
+            except NotFoundError:
+                continue
+            record = pending.record
+            if record.status is not RunStatus.REQUIRES_ACTION:
+                continue
+            action = record.run_config.approval_on_timeout
+            due = [
+                Decision(
+                    c.call_id,
+                    gates.arguments_hash(c.arguments),
+                    action,
+                    "The tool call was not approved in time." if action == "reject" else None,
+                    None,
+                    gates.TIMEOUT_ACTOR,
+                )
+                for c in pending.calls
+                if c.awaits_approval and c.approval_due_at is not None and c.approval_due_at <= now
+            ]
+            if not due:
+                continue
+            try:
+                await self._decide(run_id, due, None)
+            except (RunStateConflict, ApprovalStale, ApprovalConflict, ToolCallNotPending):
+                continue  # (someone decided first)
+            decided.append(run_id)
+        return decided

@@ -1,0 +1,131 @@
+"""Approval policies: which tool calls wait for a person's decision before any executor
+sees them.
+
+A tool's `approval` (a run's, for the tools that name none) is `"never"` (the default),
+`"always"`, or `{"when": <JSON Schema>}`: a call is gated when its parsed arguments
+validate against the schema (Draft 2020-12, the `jsonschema` library); arguments that did
+not parse as JSON (a string where an object should be) are gated too. Schemas are checked
+when the run is created (`check_policy`: 422 otherwise) and compiled only when a run with
+a `when` policy suspends: a run that gates nothing pays one attribute read per suspension
+(`RunConfig.gates`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+from jsonschema import Draft202012Validator, validators
+from jsonschema.exceptions import SchemaError
+from jsonschema.protocols import Validator
+
+from app.service.errors import InvalidRequest
+
+NEVER, ALWAYS = "never", "always"
+#: A run's `approval_on_timeout`: the decision a call that waited past its run's
+#: `approval_timeout` gets.
+ON_TIMEOUT = ("reject", "approve")
+#: Who decides a call that waited too long (the events' actor, `decided_by`).
+TIMEOUT_ACTOR = "system:approval-timeout"
+
+
+def check_policy(policy: Any, where: str) -> None:
+    """Refuse a `when` schema that is not a valid Draft 2020-12 schema (422)."""
+    if not isinstance(policy, Mapping):
+        return
+    try:
+        Draft202012Validator.check_schema(policy["when"])
+    except SchemaError as exc:
+        raise InvalidRequest(f"{where}.when is not a valid JSON Schema: {exc.message}") from None
+
+
+def arguments_hash(arguments: Any) -> str:
+    """What a decision names the arguments it saw by: the SHA-256 (hex) of the call's
+    arguments as stored, serialized as compact JSON with sorted keys (UTF-8); arguments
+    that did not parse are a JSON string."""
+    return hashlib.sha256(orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def approval_doc(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
+    """A gated call as `approve_tool_calls` and `run.approval_required` list it."""
+    return {
+        "id": call_id,
+        "name": name,
+        "arguments": arguments,
+        "arguments_hash": arguments_hash(arguments),
+    }
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(schema_json: bytes) -> Validator:
+    schema = orjson.loads(schema_json)
+    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+def gated(policy: Any, arguments: Any) -> bool:
+    """Whether a call with `arguments` under `policy` waits for a decision."""
+    if policy == NEVER or policy is None:
+        return False
+    if policy == ALWAYS:
+        return True
+    if isinstance(arguments, str):  # (arguments that did not parse as JSON)
+        return True
+    schema = policy["when"]
+    validator = _compiled(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS))
+    return bool(validator.is_valid(_plain(arguments)))
+
+
+def check_arguments(parameters: Any, arguments: Any, tool_name: str) -> None:
+    """Edited arguments must validate against the tool's `parameters` schema (its own
+    draft if it names one, else 2020-12): 422 otherwise."""
+    schema: dict[str, Any] = dict(parameters) if isinstance(parameters, Mapping) else {}
+    cls = validators.validator_for(schema, default=Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except SchemaError:
+        cls = Draft202012Validator
+        schema = {}
+    error = next(iter(cls(schema).iter_errors(_plain(arguments))), None)
+    if error is not None:
+        path = "".join(f"/{p}" for p in error.absolute_path)
+        raise InvalidRequest(
+            f"arguments for `{tool_name}` do not match its parameters at '{path or '/'}': "
+            f"{error.message}"
+        )
+
+
+def _plain(value: Any) -> Any:
+    """A (possibly frozen) JSON value as plain dicts and lists (what jsonschema walks)."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+#: The approval options of a run and of a tool, left out of its configuration when unset.
+APPROVAL_KEYS = ("approval", "approval_timeout", "approval_on_timeout")
+
+
+def without_unset_approvals(request: dict[str, Any]) -> dict[str, Any]:
+    """A create request without the approval options it does not use (as queues: runs
+    that gate nothing are configured and hashed as before approvals)."""
+    for key in APPROVAL_KEYS:
+        if request.get(key) is None:
+            request.pop(key, None)
+    for tool in request.get("tools") or ():
+        if tool.get("approval") is None:
+            tool.pop("approval", None)
+    return request
+
+
+def check_approvals(agent: Mapping[str, Any]) -> None:
+    """Every `when` schema of the run and its tools is a valid JSON Schema (else 422)."""
+    if agent.get("approval") is not None:
+        check_policy(agent["approval"], "approval")
+    for i, tool in enumerate(agent.get("tools") or ()):
+        if tool.get("approval") is not None:
+            check_policy(tool["approval"], f"tools[{i}].approval")

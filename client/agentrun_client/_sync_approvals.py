@@ -1,0 +1,83 @@
+# Generated from _async_approvals.py by client/scripts/generate_sync.py (unasync): do not edit;
+# edit _async_approvals.py and run `make sync-client`.
+"""`AsyncApprovals`, the gated tool calls and their decisions; `_sync_approvals.py`
+(`Approvals`) is generated from this file with `_sync.py` (`make sync-client`): edit this
+one, then regenerate."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Protocol
+
+import httpx
+
+from agentrun_client import _approvals, _base
+from agentrun_client._approvals import Approve, Reject
+from agentrun_client._base import Call
+from agentrun_client.models import Approval, ApprovalPage, Run
+
+
+class Requester(Protocol):
+    """The client, as far as its resources use it (its `request`)."""
+
+    def request(self, call: Call, *, deadline: float | None = None) -> httpx.Response: ...
+
+
+class Approvals:
+    """`/v1/approvals` and `/v1/runs/{id}/approvals`: list the gated tool calls waiting for
+    a decision, and approve (maybe with edited arguments) or reject them. A decision names
+    the arguments hash it saw (`Conflict` `approval-stale` when the call's arguments are
+    not those); the same decision again is a no-op (so decisions are retried safely), a
+    different one on a decided call is `Conflict` `approval-conflict`."""
+
+    def __init__(self, client: Requester) -> None:
+        self._client = client
+
+    def _json(self, call: Call) -> Any:
+        response = self._client.request(call)
+        return response.json()
+
+    def list_page(self, *, limit: int = 20, cursor: str | None = None) -> ApprovalPage:
+        """One page of the pending approvals across the tenant's runs, newest first."""
+        call = Call("GET", "/v1/approvals", _base.page_params(limit, cursor), safe=True)
+        return ApprovalPage.model_validate(self._json(call))
+
+    def list(self, *, page_size: int = 100) -> Iterator[Approval]:
+        """Every pending approval, newest first, fetching pages as the iteration goes."""
+        cursor: str | None = None
+        while True:
+            page = self.list_page(limit=page_size, cursor=cursor)
+            yield from page.data
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    def get(self, run_id: str) -> builtins.list[Approval]:
+        """The run's approvals, pending and decided."""
+        call = Call("GET", _base.run_path(run_id, "/approvals"), safe=True)
+        return ApprovalPage.model_validate(self._json(call)).data
+
+    def decide(self, run_id: str, decisions: Iterable[Mapping[str, Any]]) -> Run:
+        """Several decisions in one request (items as the API takes them: `tool_call_id`,
+        `arguments_hash`, `action`, `message`, `arguments`)."""
+        body = _approvals.decisions_body(decisions)
+        call = Call("POST", _base.run_path(run_id, "/approvals"), json=body, safe=True)
+        return Run.model_validate(self._json(call))
+
+    def approve(
+        self,
+        run_id: str,
+        call_id: str,
+        arguments_hash: str,
+        arguments: Mapping[str, Any] | None = None,
+    ) -> Run:
+        """Approve a gated call: executors get it (with `arguments`, those instead of the
+        model's)."""
+        item = _approvals.decision(call_id, arguments_hash, Approve(arguments))
+        return self.decide(run_id, [item])
+
+    def reject(self, run_id: str, call_id: str, arguments_hash: str, message: str) -> Run:
+        """Reject a gated call: the model receives `message` as its error result."""
+        item = _approvals.decision(call_id, arguments_hash, Reject(message))
+        return self.decide(run_id, [item])

@@ -14,6 +14,8 @@ each model call a worker holds is watched (`Stops.watch`) while it runs, and:
   it holds (`RunStore.fences`) and signals those that moved on (`Stops.poll`); with no call
   in flight it reads nothing.
 
+A signal for a run with no call held is kept (the last `EARLY_KEPT`): a run this worker
+has claimed but not started calling the model for checks at its call's first moment.
 A signal is a hint, not a verdict: the lease (`app.worker.lease.Lease.hold`) answers it
 with a heartbeat at once, and only a refused heartbeat abandons the call (`LeaseLost`); a
 NOTIFY meant for an earlier claim of the same run costs one heartbeat and nothing else.
@@ -29,6 +31,8 @@ import structlog
 
 log = structlog.get_logger("agentrun.worker")
 
+#: Signals kept for runs with no call held (most are other workers' runs).
+EARLY_KEPT = 1024
 #: Reads the fencing token of each given run that is still running (`RunStore.fences`).
 Fences = Callable[[Sequence[str]], Awaitable[dict[str, int]]]
 
@@ -58,6 +62,9 @@ class Stops:
 
     def __init__(self) -> None:
         self._held: dict[str, Watch] = {}
+        # Runs signalled while no call of theirs was held (a run claimed, not yet calling
+        # the model): the next call of such a run asks the database at once.
+        self._early: dict[str, None] = {}
         self._busy: asyncio.Event | None = None  # a call is held (the poll looks)
         self.polls = 0  # statements the poll ran (tests count them)
 
@@ -71,6 +78,9 @@ class Stops:
         """Hold a model call of run `run_id` under fencing token `version`: its watch is
         signalled when the run may have left this worker (then ask the database)."""
         watch = Watch(version)
+        if self._early and run_id in self._early:
+            del self._early[run_id]
+            watch.signal()
         self._held[run_id] = watch
         if self._busy is not None:
             self._busy.set()
@@ -87,6 +97,10 @@ class Stops:
         watch = self._held.get(run_id)
         if watch is not None:
             watch.signal()
+            return
+        self._early[run_id] = None
+        if len(self._early) > EARLY_KEPT:  # (the oldest: long since claimed by others)
+            del self._early[next(iter(self._early))]
 
     @property
     def held(self) -> dict[str, int]:

@@ -17,7 +17,7 @@ from app.settings import Settings
 from app.store import changes
 from app.store.runs import STOP_CHANNEL, RunStore
 from app.worker.lease import Claim, Lease, LeaseLost
-from app.worker.stops import Stops
+from app.worker.stops import EARLY_KEPT, Stops
 from tests.conftest import make_settings
 from tests.helpers import run_body, running_worker, wait_for, wait_status
 
@@ -80,6 +80,21 @@ async def test_a_signal_after_a_cancel_cancels_the_call(service: RunService) -> 
         await asyncio.wait_for(held, 5)
     assert unwound.is_set(), "LeaseLost comes once the call has unwound"
     assert stops.held == {}
+
+
+async def test_a_signal_before_the_call_is_kept_for_it() -> None:
+    """A NOTIFY for a run claimed but not calling the model yet: its first call asks at
+    once. Only the last EARLY_KEPT such signals are kept."""
+    stops = Stops()
+    stops.signal("run_a")
+    with stops.watch("run_a", 3) as early, stops.watch("run_b", 3) as other:
+        assert early.signalled.done() and not other.signalled.done()
+    with stops.watch("run_a", 3) as again:  # (used once)
+        assert not again.signalled.done()
+    for i in range(EARLY_KEPT + 1):
+        stops.signal(f"run_{i}")
+    with stops.watch("run_0", 1) as oldest, stops.watch(f"run_{EARLY_KEPT}", 1) as newest:
+        assert not oldest.signalled.done() and newest.signalled.done()
 
 
 async def test_the_poll_signals_a_cancelled_run_and_reads_only_while_a_call_is_held(

@@ -1,8 +1,9 @@
 """A cancel stops the work: `agentrun api` + `agentrun worker` processes, on both
-databases, a provider that holds its answer 60 s (blocking and streamed, the OpenAI and
-Anthropic wires); the provider sees the worker close its connection within a second of
-the cancel's response (measured on the provider's side), the aborted call is on the
-ledger with the usage reported before it, and the run's webhook receives `run.cancelled`.
+databases, a provider that holds its answer 60 s (blocking and streamed; the OpenAI Chat,
+OpenAI Responses and Anthropic wires); the provider sees the worker close its connection
+within a second of the cancel's response (measured on the provider's side), the aborted
+call is on the ledger with the usage reported before it, and the run's webhook receives
+`run.cancelled`.
 
 The lease is 30 s: without the stop signal the worker would notice at its next
 heartbeat, 10 s after the call started.
@@ -108,7 +109,7 @@ def events_of(client: httpx.Client, run_id: str) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["blocking", "streamed"])
-@pytest.mark.parametrize("wire", ["openai", "anthropic"])
+@pytest.mark.parametrize("wire", ["openai", "openai_responses", "anthropic"])
 def test_a_cancel_closes_the_model_connection_within_a_second(
     deployment: Deployment, wire: str, streamed: bool
 ) -> None:

@@ -18,11 +18,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.mocks.replies import MESSAGES_PATH, RENDER_EVENTS, Reply, sse_bytes
+from tests.mocks.replies import MESSAGES_PATH, RENDER_EVENTS, RESPONSES_PATH, Reply, sse_bytes
 
 #: Events sent of a streamed answer before the hold: Anthropic's message_start, ping,
-#: content_block_start and a first text delta; Chat's role chunk and a first text piece.
-FIRST_EVENTS = {MESSAGES_PATH: 4}
+#: content_block_start and a first text delta; Responses' created, in_progress, item and
+#: part added and a first delta; Chat's role chunk and a first text piece.
+FIRST_EVENTS = {MESSAGES_PATH: 4, RESPONSES_PATH: 5}
 DEFAULT_FIRST_EVENTS = 2
 INPUT_TOKENS = 25
 

@@ -208,27 +208,11 @@ class RunDriver:
         except ProviderError as err:
             err.provider = err.provider or model.provider
             return await self._provider_failed(claim, err)
-        except LeaseLost:
-            # The call was abandoned mid-flight (its connection closed): on the ledger
-            # with what the provider reported before the abort.
+        except LeaseLost:  # abandoned mid-flight, its connection closed: on the ledger
             partial = ProviderTurn(choice=(), usage=progress.usage or Usage())
-            latency = round((time.perf_counter() - started) * 1000, 2)
-            claim.events.append(
-                NewEvent(
-                    E.MODEL_ABORTED,
-                    {
-                        "turn": step.turn,
-                        "attempt": request.attempt,
-                        "provider": model.provider,
-                        "model": model.name,
-                        "usage": usage_of(partial),
-                        "usage_reported": progress.usage is not None,
-                        "cost_usd": cost_of(self.settings.prices, spec, partial),
-                        "latency_ms": latency,
-                        **({"stream": True} if streamed else {}),
-                    },
-                )
-            )
+            cost = cost_of(self.settings.prices, spec, partial)
+            aborted = progress.aborted(request, spec, usage_of(partial), cost, streamed)
+            claim.events.append(aborted)
             raise
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
         names = [t.name for t in tools]

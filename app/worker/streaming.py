@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -57,10 +58,36 @@ FLUSH_CHARS = 1024
 
 @dataclass(slots=True)
 class Progress:
-    """What a streamed call has received so far: the usage the provider reported (None
-    before any report)."""
+    """What a model call has received so far: the usage the provider reported (None
+    before any report: a blocking call's is only in its answer)."""
 
     usage: Usage | None = None
+    started: float = field(default_factory=time.perf_counter)
+
+    def aborted(
+        self,
+        request: ModelRequest,
+        model: Mapping[str, Any],
+        usage: dict[str, int],
+        cost_usd: float | None,
+        streamed: bool,
+    ) -> NewEvent:
+        """The `model.aborted` event of the call, abandoned now (the run left the
+        worker), with what the provider reported before that."""
+        return NewEvent(
+            EventType.MODEL_ABORTED,
+            {
+                "turn": request.turn,
+                "attempt": request.attempt,
+                "provider": model["provider"],
+                "model": model["name"],
+                "usage": usage,
+                "usage_reported": self.usage is not None,
+                "cost_usd": cost_usd,
+                "latency_ms": round((time.perf_counter() - self.started) * 1000, 2),
+                **({"stream": True} if streamed else {}),
+            },
+        )
 
 
 class DeltaPublisher:

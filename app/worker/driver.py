@@ -35,6 +35,7 @@ from app.core import (
     Retry,
     Skip,
     Stop,
+    Usage,
     stored,
 )
 from app.core.events import LEDGER_EVENTS
@@ -54,6 +55,7 @@ from app.store.runs import RunStore
 from app.timestamps import iso
 from app.worker import streaming
 from app.worker.lease import Claim, Lease, LeaseLost
+from app.worker.stops import Stops
 
 log = structlog.get_logger("agentrun.worker")
 
@@ -93,6 +95,7 @@ class RunDriver:
         callback_key: str,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         rng: random.Random | None = None,
+        stops: Stops | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
@@ -101,7 +104,7 @@ class RunDriver:
         self.callback_key = callback_key
         self.clock = clock
         self.rng = rng or random.Random()
-        self.lease = Lease(store, settings.lease_seconds, worker_id, clock)
+        self.lease = Lease(store, settings.lease_seconds, worker_id, clock, stops)
 
     async def drive(self, record: RunRecord) -> RunStatus | None:
         """Advance a claimed run until it suspends or ends; the status it ended in, or
@@ -192,16 +195,25 @@ class RunDriver:
         provider = self.providers(spec)
         streamed = config.stream
         started = time.perf_counter()
+        progress = streaming.Progress()
         try:
             with tracing.model_call(spec, request, streamed=streamed) as span:
                 if streamed:  # text deltas become `model.delta` events (app.worker.streaming)
-                    answer = await streaming.stream_answer(self.lease, claim, provider, request)
+                    answer = await streaming.stream_answer(
+                        self.lease, claim, provider, request, progress=progress
+                    )
                 else:
                     answer = await self.lease.hold(claim, provider.complete(request))
                 tracing.model_answered(span, answer)
         except ProviderError as err:
             err.provider = err.provider or model.provider
             return await self._provider_failed(claim, err)
+        except LeaseLost:  # abandoned mid-flight, its connection closed: on the ledger
+            partial = ProviderTurn(choice=(), usage=progress.usage or Usage())
+            cost = cost_of(self.settings.prices, spec, partial)
+            aborted = progress.aborted(request, spec, usage_of(partial), cost, streamed)
+            claim.events.append(aborted)
+            raise
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
         names = [t.name for t in tools]
         turn = model_turn(answer, frozenset(names), convert.allowed_tool_names(names, choice))

@@ -39,6 +39,7 @@ class EventType(StrEnum):
     MODEL_CALLED = "model.called"
     MODEL_FAILED = "model.failed"
     MODEL_DELTA = "model.delta"
+    MODEL_ABORTED = "model.aborted"  # a call in flight abandoned: its run was cancelled
     TOOL_CALL_INVALID = "tool_call.invalid"
     TOOL_CALL_LEASED = "tool_call.leased"
     TOOL_CALL_LEASE_EXPIRED = "tool_call.lease_expired"

@@ -1,0 +1,159 @@
+"""Approvals after review, on both back ends: rules and parameters this service cannot
+evaluate are refused at create (and never crash a worker), patterns match in linear time,
+decisions are idempotent across rounds and address one call, an edit reaches the model."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from app.service import gates
+from app.store.runs import RunStore
+from tests.api.test_approvals import (
+    LOOKUP,
+    PAY,
+    Recorder,
+    decide,
+    decision,
+    drive,
+    gated_body,
+    recorder,
+    script,
+    suspended,
+)
+from tests.api.test_runs_api import assert_problem, body
+
+__all__ = ["recorder"]  # (the fixture, imported)
+
+
+def ruled(when: Any) -> dict[str, Any]:
+    return gated_body(tools=[{**PAY, "approval": {"when": when}}, LOOKUP])
+
+
+# --- 1. rules the service cannot evaluate --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "when",
+    [
+        {"$ref": "#/$defs/nope"},
+        {"$ref": "https://example.invalid/s.json"},
+        {"properties": {"to": {"$ref": "other.json#/x"}}},
+        {"properties": {"to": {"pattern": "(a)\\1"}}},
+        {"patternProperties": {"^x": {}}, "unevaluatedProperties": False},
+    ],
+    ids=["local", "remote", "relative", "backreference", "unevaluated"],
+)
+async def test_a_rule_that_cannot_be_evaluated_is_refused(
+    client: httpx.AsyncClient, when: Any
+) -> None:
+    got = await client.post("/v1/runs", json=ruled(when))
+    assert_problem(got, 422, "invalid-request")
+    assert "tools[0].approval.when" in got.json()["detail"]
+
+
+async def test_a_rule_with_local_references_gates(
+    client: httpx.AsyncClient, store: RunStore, recorder: Recorder
+) -> None:
+    when = {
+        "$defs": {"big": {"exclusiveMinimum": 100}, "id": {"$id": "urn:x:to", "type": "string"}},
+        "properties": {"amount": {"$ref": "#/$defs/big"}, "to": {"$ref": "urn:x:to"}},
+    }
+    run = await suspended(client, store, ruled(when), recorder)
+    assert [a["arguments"]["amount"] for a in run["required_action"]["approvals"]] == [500]
+
+
+async def test_a_pattern_matches_in_linear_time(
+    client: httpx.AsyncClient, store: RunStore, recorder: Recorder
+) -> None:
+    evil = "a" * 5000 + "!"  # (Python's backtracking `re` takes seconds from ~25 characters)
+    doc = body(
+        model=script({"name": "pay", "arguments": {"amount": 1, "to": evil}}),
+        tools=[{**PAY, "approval": {"when": {"properties": {"to": {"pattern": "^(a+)+$"}}}}}],
+    )
+    started = time.monotonic()
+    created = await client.post("/v1/runs", json=doc)
+    assert created.status_code == 201, created.text
+    await drive(store, recorder.settings, recorder)
+    assert time.monotonic() - started < 2
+    run = (await client.get(f"/v1/runs/{created.json()['id']}")).json()
+    assert run["required_action"]["type"] == "submit_tool_results"  # (no match: not gated)
+    started = time.monotonic()
+    assert gates.gated({"when": {"patternProperties": {"^(a+)+$": False}}}, {evil: 1})
+    only = {"additionalProperties": False, "patternProperties": {"^(a+)+$": {}}}
+    assert not gates.gated({"when": only}, {evil: 1})
+    assert time.monotonic() - started < 1
+
+
+async def test_a_stored_rule_that_fails_gates_the_call_and_never_crashes(
+    client: httpx.AsyncClient,
+    store: RunStore,
+    recorder: Recorder,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run stored before rules were checked: its call waits, the model is called once."""
+    monkeypatch.setattr(gates, "check_approvals", lambda agent: None)
+    run = await suspended(client, store, ruled({"$ref": "#/$defs/nope"}), recorder)
+    assert run["status"] == "requires_action"
+    assert [a["arguments"]["amount"] for a in run["required_action"]["approvals"]] == [500, 20]
+    assert len(recorder.requests) == 1
+    later = datetime.now(UTC) + timedelta(seconds=31)
+    await store.reap_expired_leases(later)
+    assert await store.claim("w", later, later + timedelta(seconds=30)) is None
+
+
+# --- 2. the parameters edits are validated against -------------------------------------------
+
+BAD_REF = {"type": "object", "properties": {"amount": {"$ref": "#/$defs/missing"}}}
+INVALID = {"type": "objekt", "properties": {"amount": {"type": "number"}}}
+
+
+@pytest.mark.parametrize("parameters", [BAD_REF, INVALID], ids=["dangling-ref", "invalid"])
+async def test_a_gated_tools_parameters_are_checked_at_create(
+    client: httpx.AsyncClient, parameters: dict[str, Any]
+) -> None:
+    tool = {"name": "pay", "parameters": parameters, "approval": "always"}
+    got = await client.post("/v1/runs", json=body(model=script(), tools=[tool]))
+    assert_problem(got, 422, "invalid-request")
+    assert "tools[0].parameters" in got.json()["detail"]
+    gated_by_run = body(model=script(), tools=[{**tool, "approval": None}], approval="always")
+    assert_problem(await client.post("/v1/runs", json=gated_by_run), 422, "invalid-request")
+    ungated = {"name": "pay", "parameters": parameters}  # (a run that gates nothing: as before)
+    assert (await client.post("/v1/runs", json=body(model=script(), tools=[ungated]))).is_success
+
+
+@pytest.mark.parametrize("parameters", [BAD_REF, INVALID], ids=["dangling-ref", "invalid"])
+async def test_an_edit_against_stored_bad_parameters_is_a_422(
+    client: httpx.AsyncClient,
+    store: RunStore,
+    recorder: Recorder,
+    monkeypatch: pytest.MonkeyPatch,
+    parameters: dict[str, Any],
+) -> None:
+    """A run stored before parameters were checked: an edit is refused, never a 500 and
+    never approved against nothing."""
+    monkeypatch.setattr(gates, "check_approvals", lambda agent: None)
+    tool = {"name": "pay", "parameters": parameters, "approval": "always"}
+    doc = body(model=script({"name": "pay", "arguments": {"amount": 500}}), tools=[tool])
+    run = await suspended(client, store, doc, recorder)
+    (a,) = run["required_action"]["approvals"]
+    got = await decide(client, run["id"], decision(a, arguments={"amount": "x", "rm": "-rf"}))
+    assert_problem(got, 422, "invalid-request")
+    after = (await client.get(f"/v1/runs/{run['id']}/approvals")).json()["data"]
+    assert [x["status"] for x in after] == ["pending"]
+
+
+async def test_an_edit_is_checked_for_format(
+    client: httpx.AsyncClient, store: RunStore, recorder: Recorder
+) -> None:
+    parameters = {"type": "object", "properties": {"to": {"type": "string", "format": "email"}}}
+    tool = {"name": "pay", "parameters": parameters, "approval": "always"}
+    doc = body(model=script({"name": "pay", "arguments": {"to": "a@b.example"}}), tools=[tool])
+    run = await suspended(client, store, doc, recorder)
+    (a,) = run["required_action"]["approvals"]
+    got = await decide(client, run["id"], decision(a, arguments={"to": "not an address"}))
+    assert_problem(got, 422, "invalid-request")

@@ -56,13 +56,15 @@ def arguments_hash(arguments: Any) -> str:
     return hashlib.sha256(orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def approval_doc(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
-    """A gated call as `approve_tool_calls` and `run.approval_required` list it."""
+def approval_doc(call_id: str, name: str, arguments: Any, position: int) -> dict[str, Any]:
+    """A gated call as `approve_tool_calls` and `run.approval_required` list it
+    (`position`: its place in the round, what tells apart two calls sharing an id)."""
     return {
         "id": call_id,
         "name": name,
         "arguments": arguments,
         "arguments_hash": arguments_hash(arguments),
+        "position": position,
     }
 
 

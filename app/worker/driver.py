@@ -329,7 +329,7 @@ class RunDriver:
                 rows[i] = dataclasses.replace(
                     r, queue=None, approval=ApprovalStatus.PENDING.value, approval_due_at=due
                 )
-                approvals.append(gates.approval_doc(r.call_id, r.name, r.arguments))
+                approvals.append(gates.approval_doc(r.call_id, r.name, r.arguments, i))
         if not approvals:
             return None
         return {"round": round, "approvals": approvals, "due_at": iso(due) if due else None}

@@ -20,8 +20,10 @@ from tests.api.test_approvals import (
     decide,
     decision,
     drive,
+    events,
     gated_body,
     recorder,
+    results_of,
     script,
     suspended,
 )
@@ -157,3 +159,96 @@ async def test_an_edit_is_checked_for_format(
     (a,) = run["required_action"]["approvals"]
     got = await decide(client, run["id"], decision(a, arguments={"to": "not an address"}))
     assert_problem(got, 422, "invalid-request")
+
+
+# --- 3, 4, 6. decisions: idempotent in any round, one call each ---------------------------
+
+
+async def test_a_repeated_decision_after_the_run_completed_is_a_200(
+    client: httpx.AsyncClient, store: RunStore, recorder: Recorder
+) -> None:
+    run = await suspended(client, store, gated_body(), recorder)
+    rid = run["id"]
+    (a,) = run["required_action"]["approvals"]
+    await client.post(f"/v1/runs/{rid}/tool-results", json=results_of(run))
+    d = decision(a, "reject", message="no")
+    assert (await decide(client, rid, d)).status_code == 200
+    await drive(store, recorder.settings, recorder)
+    assert (await client.get(f"/v1/runs/{rid}")).json()["status"] == "completed"
+    before = await events(client, rid)
+    again = await decide(client, rid, d)
+    assert again.status_code == 200, again.text
+    assert await events(client, rid) == before  # (nothing written)
+    other = await decide(client, rid, decision(a))
+    assert_problem(other, 409, "approval-conflict")
+    stale = await decide(client, rid, {**d, "arguments_hash": "0" * 64})
+    assert_problem(stale, 409, "approval-stale")
+    unknown = await decide(client, rid, {**d, "tool_call_id": "nope"})
+    assert_problem(unknown, 409, "run-state-conflict")
+
+
+async def test_a_repeated_decision_in_a_later_round_is_a_200(
+    client: httpx.AsyncClient, store: RunStore, recorder: Recorder
+) -> None:
+    doc = body(
+        model={
+            "provider": "scripted",
+            "name": "demo",
+            "script": [
+                {"tool_calls": [{"name": "pay", "arguments": {"amount": 500, "to": "bob"}}]},
+                {"tool_calls": [{"name": "pay", "arguments": {"amount": 700, "to": "bob"}}]},
+                {"text": "done"},
+            ],
+        },
+        tools=[PAY, LOOKUP],
+    )
+    run = await suspended(client, store, doc, recorder)
+    (a,) = run["required_action"]["approvals"]
+    d = decision(a, "reject", message="no")
+    assert (await decide(client, run["id"], d)).status_code == 200
+    await drive(store, recorder.settings, recorder)
+    now = (await client.get(f"/v1/runs/{run['id']}")).json()
+    assert now["waiting_reason"]["type"] == "approval"
+    again = await decide(client, run["id"], d)
+    assert again.status_code == 200, again.text
+    assert again.json()["required_action"]["approvals"] == now["required_action"]["approvals"]
+    assert_problem(await decide(client, run["id"], decision(a)), 409, "approval-conflict")
+
+
+def twins() -> dict[str, Any]:
+    return body(
+        model=script(
+            {"id": "dup", "name": "pay", "arguments": {"amount": 500, "to": "bob"}},
+            {"id": "dup", "name": "pay", "arguments": {"amount": 500, "to": "bob"}},
+        ),
+        tools=[PAY, LOOKUP],
+    )
+
+
+async def test_two_calls_sharing_an_id_are_decided_by_position(
+    client: httpx.AsyncClient, store: RunStore, recorder: Recorder
+) -> None:
+    run = await suspended(client, store, twins(), recorder)
+    first, second = run["required_action"]["approvals"]
+    assert (first["position"], second["position"]) == (0, 1)
+    ambiguous = await decide(client, run["id"], decision(first))
+    assert_problem(ambiguous, 422, "invalid-request")
+    one = await decide(client, run["id"], decision(first, position=0))
+    assert one.status_code == 200, one.text
+    retry = await decide(client, run["id"], decision(first, position=0))  # (a network retry)
+    assert retry.status_code == 200, retry.text
+    listed = (await client.get(f"/v1/runs/{run['id']}/approvals")).json()["data"]
+    assert [(x["position"], x["status"]) for x in listed] == [(0, "approved"), (1, "pending")]
+    other = await decide(client, run["id"], decision(first, "reject", position=0))
+    assert_problem(other, 409, "approval-conflict")
+
+
+async def test_two_different_decisions_for_one_call_in_one_request_are_a_422(
+    client: httpx.AsyncClient, store: RunStore, recorder: Recorder
+) -> None:
+    run = await suspended(client, store, gated_body(), recorder)
+    (a,) = run["required_action"]["approvals"]
+    got = await decide(client, run["id"], decision(a), decision(a, "reject", message="no"))
+    assert_problem(got, 422, "invalid-request")
+    same = await decide(client, run["id"], decision(a), decision(a))
+    assert same.status_code == 200, same.text

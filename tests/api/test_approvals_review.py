@@ -11,7 +11,8 @@ from typing import Any
 import httpx
 import pytest
 
-from app.service import gates
+from app.core.content import Text
+from app.service import convert, gates
 from app.store.runs import RunStore
 from tests.api.test_approvals import (
     LOOKUP,
@@ -164,13 +165,20 @@ async def test_an_edit_is_checked_for_format(
 # --- 3, 4, 6. decisions: idempotent in any round, one call each ---------------------------
 
 
+async def one_left(
+    client: httpx.AsyncClient, store: RunStore, recorder: Recorder
+) -> tuple[str, dict[str, Any]]:
+    """A suspended `gated_body` run with its ungated calls answered: its id, its approval."""
+    run = await suspended(client, store, gated_body(), recorder)
+    (approval,) = run["required_action"]["approvals"]
+    await client.post(f"/v1/runs/{run['id']}/tool-results", json=results_of(run))
+    return run["id"], approval
+
+
 async def test_a_repeated_decision_after_the_run_completed_is_a_200(
     client: httpx.AsyncClient, store: RunStore, recorder: Recorder
 ) -> None:
-    run = await suspended(client, store, gated_body(), recorder)
-    rid = run["id"]
-    (a,) = run["required_action"]["approvals"]
-    await client.post(f"/v1/runs/{rid}/tool-results", json=results_of(run))
+    rid, a = await one_left(client, store, recorder)
     d = decision(a, "reject", message="no")
     assert (await decide(client, rid, d)).status_code == 200
     await drive(store, recorder.settings, recorder)
@@ -252,3 +260,24 @@ async def test_two_different_decisions_for_one_call_in_one_request_are_a_422(
     assert_problem(got, 422, "invalid-request")
     same = await decide(client, run["id"], decision(a), decision(a))
     assert same.status_code == 200, same.text
+
+
+# --- 5. an edit reaches the model ----------------------------------------------------------
+
+
+async def test_the_model_learns_the_arguments_an_edited_call_ran_with(
+    client: httpx.AsyncClient, store: RunStore, recorder: Recorder
+) -> None:
+    rid, a = await one_left(client, store, recorder)
+    edited = {"to": "carol", "amount": 90}
+    assert (await decide(client, rid, decision(a, arguments=edited))).status_code == 200
+    answer = {"results": [{"tool_call_id": a["id"], "output": "paid"}]}
+    assert (await client.post(f"/v1/runs/{rid}/tool-results", json=answer)).is_success
+    await drive(store, recorder.settings, recorder)
+    results = {r.call_id: r for r in recorder.results()}
+    note = convert.EDITED_NOTE + '{"amount":90,"to":"carol"}'
+    assert results[a["id"]].content == (Text("paid"), Text(note))
+    others = [r for k, r in results.items() if k != a["id"]]
+    assert others and all(r.content == (Text("ok"),) for r in others)  # (unedited: as before)
+    messages = (await client.get(f"/v1/runs/{rid}/messages")).json()
+    assert "edited on approval; it ran with" in repr(messages) and "carol" in repr(messages)

@@ -30,7 +30,7 @@ from typing import Any
 from app import tracing
 from app.core import stored
 from app.core.events import EventType as E
-from app.core.lifecycle import RunStatus
+from app.core.lifecycle import TERMINAL, ApprovalStatus, RunStatus
 from app.service import convert, gates
 from app.service.errors import (
     ApprovalConflict,
@@ -312,7 +312,8 @@ class ApprovalService:
         gated call `tool-call-not-pending` (waiting) or `run-state-conflict` (not)."""
         calls = await self.store.approvals.of_run(record.id)
         for d in decisions:
-            if not any(d.names(c) for c in calls):
+            named = [c for c in calls if d.names(c)]
+            if all(c.awaits_approval for c in named):  # (none, or left undecided: run ended)
                 if record.waiting_round is None:
                     raise RunStateConflict(
                         f"run {record.id} is {record.status.value}, not waiting for approvals",
@@ -335,9 +336,18 @@ class ApprovalService:
         return calls, (encode_cursor(calls[-1]) if more and calls else None)
 
     async def of_run(self, run_id: str, *, tenant: str | None) -> list[ToolCallRecord]:
-        """Every gated call of a run (`tenant`'s), decided or not."""
-        await self.service.owned(run_id, tenant)
-        return await self.store.approvals.of_run(run_id)
+        """Every gated call of a run (`tenant`'s), decided or not; the ones left pending
+        when the run ended are `closed` (never decided, never executed)."""
+        record = await self.service.owned(run_id, tenant)
+        calls = await self.store.approvals.of_run(run_id)
+        if record.status in TERMINAL:
+            calls = [
+                dataclasses.replace(c, approval=ApprovalStatus.CLOSED.value)
+                if c.awaits_approval
+                else c
+                for c in calls
+            ]
+        return calls
 
     async def time_out(self) -> list[str]:
         """Give each pending approval past its deadline its run's `approval_on_timeout`

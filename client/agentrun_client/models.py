@@ -292,6 +292,7 @@ class ApprovalStatus(StrEnum):
     PENDING = "pending"
     APPROVED = "approved"
     REJECTED = "rejected"
+    CLOSED = "closed"  # never decided: its run ended (cancelled, expired, failed)
 
 
 class Approval(Model):

@@ -281,3 +281,19 @@ async def test_the_model_learns_the_arguments_an_edited_call_ran_with(
     assert others and all(r.content == (Text("ok"),) for r in others)  # (unedited: as before)
     messages = (await client.get(f"/v1/runs/{rid}/messages")).json()
     assert "edited on approval; it ran with" in repr(messages) and "carol" in repr(messages)
+
+
+# --- 8. a run that ended decides nothing more ----------------------------------------------
+
+
+async def test_an_ended_runs_undecided_calls_are_closed(
+    client: httpx.AsyncClient, store: RunStore, recorder: Recorder
+) -> None:
+    run = await suspended(client, store, gated_body(), recorder)
+    (a,) = run["required_action"]["approvals"]
+    assert (await client.post(f"/v1/runs/{run['id']}/cancel")).is_success
+    listed = (await client.get(f"/v1/runs/{run['id']}/approvals")).json()["data"]
+    assert [x["status"] for x in listed] == ["closed"]
+    assert_problem(await decide(client, run["id"], decision(a)), 409, "run-state-conflict")
+    inbox = (await client.get("/v1/approvals")).json()["data"]
+    assert run["id"] not in [x["run_id"] for x in inbox]

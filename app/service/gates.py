@@ -87,7 +87,10 @@ def check_arguments(parameters: Any, arguments: Any, tool_name: str) -> None:
         validator = jsonschemas.validator(_plain(parameters))
     except jsonschemas.BadSchema as exc:
         raise InvalidRequest(f"the parameters of `{tool_name}` are refused: {exc}") from None
-    error = next(iter(validator.iter_errors(_plain(arguments))), None)
+    try:
+        error = next(iter(validator.iter_errors(_plain(arguments))), None)
+    except RecursionError:  # (arguments nested deeper than the interpreter recurses)
+        raise InvalidRequest(f"arguments for `{tool_name}` are nested too deeply") from None
     if error is not None:
         path = "".join(f"/{p}" for p in error.absolute_path)
         raise InvalidRequest(

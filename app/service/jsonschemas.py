@@ -8,6 +8,8 @@ rules, and tools' `parameters` where edited arguments are validated against them
   expression (no backreferences, no lookaround); `unevaluatedProperties` together with
   `patternProperties` is refused (the library matches those with Python's backtracking
   `re`).
+- No chain of references loops back without descending into the instance
+  (`{"$ref": "#"}`): evaluating it would never end.
 - Evaluated (`validator`) with the draft's format checker and with `pattern`,
   `patternProperties` and `additionalProperties` matched by RE2, in time linear in the
   string: a rule cannot stall the worker's event loop by catastrophic backtracking.
@@ -114,6 +116,7 @@ def _walk(schema: Mapping[str, Any]) -> None:
     root = spec.create_resource(schema)
     registry = NOTHING.with_resource(root.id() or "", root).crawl()
     patterned = unevaluated = False
+    done: set[int] = set()
 
     def visit(resolver: Any, resource: Resource[Any]) -> None:
         nonlocal patterned, unevaluated
@@ -145,12 +148,45 @@ def _walk(schema: Mapping[str, Any]) -> None:
                     f"pattern {pattern!r} is not supported (patterns are matched by RE2: "
                     "no backreferences or lookaround)"
                 ) from None
+        _no_loop(spec, resolver, contents, [], done)
         for sub in resource.subresources():
             visit(resolver.in_subresource(sub), sub)
 
-    visit(registry.resolver(base_uri=root.id() or ""), root)
+    resolver = registry.resolver(base_uri=root.id() or "")
+    visit(resolver, root)
     if patterned and unevaluated:
         raise BadSchema("unevaluatedProperties with patternProperties is not supported")
+
+
+#: The keywords whose subschemas apply to the same instance (not to a part of it).
+_SAME_INSTANCE = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas")
+
+
+def _no_loop(spec: Any, resolver: Any, contents: Any, path: list[int], done: set[int]) -> None:
+    """No chain of references comes back to a schema without the instance getting
+    smaller on the way (`{"$ref": "#"}`): evaluating one would never end."""
+    if not isinstance(contents, Mapping) or id(contents) in done:
+        return
+    if id(contents) in path:
+        raise BadSchema("its references loop without descending into the instance")
+    path.append(id(contents))
+    here = resolver.in_subresource(spec.create_resource(contents))
+    for key in _REFS:
+        ref = contents.get(key)
+        if isinstance(ref, str):
+            resolved = here.lookup(ref)
+            _no_loop(spec, resolved.resolver, resolved.contents, path, done)
+    for key in _SAME_INSTANCE:
+        value = contents.get(key)
+        subs = (
+            value.values()
+            if key == "dependentSchemas" and isinstance(value, Mapping)
+            else (value if isinstance(value, list) else [value])
+        )
+        for sub in subs:
+            _no_loop(spec, here, sub, path, done)
+    path.pop()
+    done.add(id(contents))
 
 
 @functools.lru_cache(maxsize=256)
@@ -164,7 +200,10 @@ def _checked(schema_json: bytes) -> Validator:
     except SchemaError as exc:
         raise BadSchema(f"not a valid JSON Schema: {exc.message}") from None
     if isinstance(schema, Mapping):
-        _walk(schema)
+        try:
+            _walk(schema)
+        except RecursionError:
+            raise BadSchema("it is nested too deeply") from None
     return _linear(cls)(schema, registry=NOTHING, format_checker=cls.FORMAT_CHECKER)
 
 

@@ -48,8 +48,10 @@ def ruled(when: Any) -> dict[str, Any]:
         {"properties": {"to": {"$ref": "other.json#/x"}}},
         {"properties": {"to": {"pattern": "(a)\\1"}}},
         {"patternProperties": {"^x": {}}, "unevaluatedProperties": False},
+        {"$ref": "#"},
+        {"properties": {"to": {"anyOf": [{"$ref": "#/properties/to"}]}}},
     ],
-    ids=["local", "remote", "relative", "backreference", "unevaluated"],
+    ids=["local", "remote", "relative", "backreference", "unevaluated", "loop", "inner-loop"],
 )
 async def test_a_rule_that_cannot_be_evaluated_is_refused(
     client: httpx.AsyncClient, when: Any
@@ -63,7 +65,12 @@ async def test_a_rule_with_local_references_gates(
     client: httpx.AsyncClient, store: RunStore, recorder: Recorder
 ) -> None:
     when = {
-        "$defs": {"big": {"exclusiveMinimum": 100}, "id": {"$id": "urn:x:to", "type": "string"}},
+        "$defs": {
+            "big": {"exclusiveMinimum": 100},
+            "id": {"$id": "urn:x:to", "type": "string"},
+            "tree": {"properties": {"next": {"$ref": "#/$defs/tree"}}},  # (recursive: fine)
+        },
+        "allOf": [{"$ref": "#/$defs/tree"}],
         "properties": {"amount": {"$ref": "#/$defs/big"}, "to": {"$ref": "urn:x:to"}},
     }
     run = await suspended(client, store, ruled(when), recorder)

@@ -337,16 +337,30 @@ class RunDriver:
         due = None if timeout is None else self.clock() + timedelta(seconds=timeout)
         approvals = []
         for i, r in enumerate(rows):
-            if r.preresolved_result is None and gates.gated(
-                config.approval_of(r.name), r.arguments
-            ):
+            if r.preresolved_result is None and self._gated(config, r, round):
                 rows[i] = dataclasses.replace(
                     r, queue=None, approval=ApprovalStatus.PENDING.value, approval_due_at=due
                 )
-                approvals.append(gates.approval_doc(r.call_id, r.name, r.arguments))
+                approvals.append(gates.approval_doc(r.call_id, r.name, r.arguments, i))
         if not approvals:
             return None
         return {"round": round, "approvals": approvals, "due_at": iso(due) if due else None}
+
+    @staticmethod
+    def _gated(config: RunConfig, row: NewToolCall, round: int) -> bool:
+        """Whether the run's policy gates `row`; a policy that cannot be evaluated (a rule
+        stored before rules were checked at create) gates it, never crashes the drive."""
+        try:
+            return gates.gated(config.approval_of(row.name), row.arguments)
+        except Exception as exc:  # (any failure of a rule: the call waits)
+            log.warning(
+                "approval.rule_failed",
+                tool=row.name,
+                tool_call_id=row.call_id,
+                round=round,
+                error=f"{type(exc).__name__}: {exc}",
+            )
+            return True
 
     async def _suspend_resolution(
         self, claim: Claim, run: AgentRun, ctx: InvalidToolCallContext

@@ -101,6 +101,7 @@ class ApprovalCall(Model):
     name: str
     arguments: Any
     arguments_hash: str
+    position: int | None = None  # its place in the round (older servers: absent)
 
 
 class ApproveToolCalls(Model):
@@ -293,6 +294,7 @@ class ApprovalStatus(StrEnum):
     PENDING = "pending"
     APPROVED = "approved"
     REJECTED = "rejected"
+    CLOSED = "closed"  # never decided: its run ended (cancelled, expired, failed)
 
 
 class Approval(Model):
@@ -307,6 +309,7 @@ class Approval(Model):
     arguments_hash: str
     status: ApprovalStatus | str = ApprovalStatus.PENDING
     round: int | None = None
+    position: int | None = None  # its place in the round
     executed_arguments: Any = None
     message: str | None = None  # a rejection's, as the model receives it
     requested_at: datetime | None = None  # when the call was gated

@@ -47,6 +47,8 @@ class Settings(BaseSettings):
     default_max_turns: int = Field(default=8, ge=1)
     default_expires_in: float = Field(default=7 * 24 * 3600, gt=0)
     poll_interval: float = Field(default=0.2, gt=0)  # SQLite wake-up polling
+    # SQLite: how often a worker with a model call in flight looks for its run's cancel.
+    stop_poll_interval: float = Field(default=0.25, gt=0, le=5)
     reap_interval: float = Field(default=1.0, gt=0)
     max_body_bytes: int = Field(default=1_000_000, gt=0)
     # Finished runs older than this are deleted by the workers (0: kept forever).

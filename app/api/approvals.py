@@ -36,6 +36,7 @@ class ApprovalOut(BaseModel):
     run_id: str
     tool_call_id: str
     round: int
+    position: int = Field(description="the call's place in its round")
     name: str
     arguments: Any = Field(description="the model's arguments")
     arguments_hash: str = Field(description="what a decision names the arguments by")
@@ -56,6 +57,7 @@ class ApprovalOut(BaseModel):
             run_id=call.run_id,
             tool_call_id=call.call_id,
             round=call.round,
+            position=call.position,
             name=call.name,
             arguments=call.arguments,
             arguments_hash=gates.arguments_hash(call.arguments),

@@ -39,6 +39,10 @@ class ApprovalItem(BaseModel):
         description="SHA-256 (hex) of `arguments` as compact JSON with sorted keys: "
         "a decision names it"
     )
+    position: int = Field(
+        description="the call's place in its round (a decision may name it: needed when "
+        "two calls of the round share an id)"
+    )
 
 
 class ApproveToolCalls(BaseModel):
@@ -118,7 +122,7 @@ class RunOut(BaseModel):
             url = view.callback_url if callbacks else None
             if isinstance(r.waiting, Approval):
                 approvals = [
-                    ApprovalItem(**gates.approval_doc(c.call_id, c.name, c.arguments))
+                    ApprovalItem(**gates.approval_doc(c.call_id, c.name, c.arguments, c.position))
                     for c in view.pending
                     if c.awaits_approval
                 ]

@@ -15,6 +15,7 @@ class EventType(StrEnum):
     MODEL_CALLED = "model.called"  # a model call answered (usage, cost, latency)
     MODEL_FAILED = "model.failed"  # a model call failed (error, attempt)
     MODEL_DELTA = "model.delta"  # streamed text of a model call in progress
+    MODEL_ABORTED = "model.aborted"  # a call in flight abandoned: the run left the worker
     TOOL_CALL_INVALID = "tool_call.invalid"  # the run's policy handled an invalid call
     RUN_REQUIRES_ACTION = "run.requires_action"  # suspended: tool results or a resolution
     RUN_APPROVAL_REQUIRED = "run.approval_required"  # gated calls await a decision
@@ -54,7 +55,7 @@ WEBHOOK_EVENTS = frozenset(
     }
 )
 #: Events that are also rows of the usage ledger.
-LEDGER_EVENTS = frozenset({E.MODEL_CALLED, E.MODEL_FAILED})
+LEDGER_EVENTS = frozenset({E.MODEL_CALLED, E.MODEL_FAILED, E.MODEL_ABORTED})
 #: Events after which a run waits in the queue (for the queue-wait report).
 QUEUEING_EVENTS = (
     E.RUN_CREATED,

@@ -108,6 +108,9 @@ class ApprovalStatus(StrEnum):
     PENDING = "pending"  # no executor sees it until decided
     APPROVED = "approved"
     REJECTED = "rejected"
+    #: Shown, never stored: a call still pending when its run ended (cancelled, expired,
+    #: failed) will never be decided (`GET /v1/runs/{id}/approvals`).
+    CLOSED = "closed"
 
 
 class KeyState(StrEnum):

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from starlette.datastructures import FormData
 
 from app.dashboard import present
+from app.service import gates
 from app.service.access import Permission
 from app.service.jsonrules import MAX_DEPTH
 from app.service.operator import MAX_EXTENSION_SECONDS
@@ -351,11 +352,15 @@ def awaiting(view: RunView) -> list[ToolCallRecord]:
 
 @dataclass(frozen=True, slots=True)
 class _Gated:
-    """The gated call a decision form names (`call_id`), with the arguments hash the
-    person saw (`arguments_hash`: a stale one is the service's 409) and where the form
-    came from (`return_to`)."""
+    """The gated call a decision form names (`call_id`, and `position` in its round), with
+    the arguments hash the person saw (`arguments_hash`: a stale one is the service's 409)
+    and where the form came from (`return_to`). Whether the call still awaits a decision is
+    the service's to say (the same decision again is a 200, another a 409): `call` is the
+    run's gated call of that id in the waiting round, if any, for the confirmation page."""
 
-    call: ToolCallRecord
+    call_id: str
+    position: int | None
+    call: ToolCallRecord | None
     arguments_hash: str
     return_to: str
 
@@ -364,25 +369,43 @@ class _Gated:
         call_id = read.text("call_id").strip()
         digest = read.text("arguments_hash").strip()
         back = read.text("return_to").strip()
+        place = read.text("position").strip()
         if read.errors:
             return read.errors
         if back not in ("", INBOX):
             return {"form": f"return_to: expected {INBOX!r} or nothing, not {back[:40]!r}"}
-        call = next((c for c in awaiting(view) if c.call_id == call_id), None)
-        if call is None:
-            return {"form": "this tool call is not awaiting a decision any more"}
+        if not call_id:
+            return {"form": "call_id: the tool call to decide is missing"}
+        if place and not (place.isdigit() and len(place) < 10):
+            return {"form": "position: expected the call's place in its round (a number)"}
+        position = int(place) if place else None
         if not HASH.fullmatch(digest):
             return {"form": "arguments_hash: expected the 64 hex digits the page carries"}
-        return _Gated(call, digest, back)
+        named = [
+            c
+            for c in view.pending
+            if c.approval is not None and c.call_id == call_id and position in (None, c.position)
+        ]
+        return _Gated(call_id, position, named[0] if len(named) == 1 else None, digest, back)
+
+    def decision(self, action: str) -> dict[str, Any]:
+        """The decision's fields the form names."""
+        item = {"tool_call_id": self.call_id, "arguments_hash": self.arguments_hash}
+        item["action"] = action
+        return item | ({"position": self.position} if self.position is not None else {})
 
     def summary(self) -> Pairs:
+        if self.call is None:
+            return [("tool call", f"{self.call_id} (not awaiting a decision on this page)")]
         return [
             ("tool", f"{self.call.name} ({self.call.call_id})"),
             ("arguments", present.preview(self.call.arguments, 400)),
         ]
 
     def fields(self) -> Pairs:
-        pairs = [("call_id", self.call.call_id), ("arguments_hash", self.arguments_hash)]
+        pairs = [("call_id", self.call_id), ("arguments_hash", self.arguments_hash)]
+        if self.position is not None:
+            pairs.append(("position", str(self.position)))
         return pairs + ([("return_to", self.return_to)] if self.return_to else [])
 
 
@@ -398,19 +421,16 @@ class Approve:
 
     @classmethod
     def parse(cls, form: FormData, view: RunView) -> Approve | Invalid:
-        """`call_id`, `arguments_hash`, `return_to`, and `arguments`: blank, or the edited
-        arguments (a JSON object, checked against the tool's schema by the service); the
-        model's own arguments again are no edit."""
+        """`call_id`, `arguments_hash`, `position`, `return_to`, and `arguments`: blank, or
+        the edited arguments (a JSON object, checked against the tool's schema by the
+        service); the model's own arguments again (the same canonical JSON: the hash the
+        form carries) are no edit."""
         read = _Fields(form)
         text = read.text("arguments", "arguments")
         gated = _Gated.read(read, view)
         if isinstance(gated, dict):
             return Invalid(gated)
-        item: dict[str, Any] = {
-            "tool_call_id": gated.call.call_id,
-            "arguments_hash": gated.arguments_hash,
-            "action": "approve",
-        }
+        item = gated.decision("approve")
         if text.strip():
             try:
                 edited = json.loads(text, parse_int=_json_int)
@@ -421,7 +441,7 @@ class Approve:
                 return Invalid({"arguments": f"nested deeper than {MAX_DEPTH} levels"})
             if not isinstance(edited, dict):
                 return Invalid({"arguments": "the arguments are a JSON object: {...}"})
-            if edited != gated.call.arguments:
+            if gates.arguments_hash(edited) != gated.arguments_hash:  # (canonical JSON)
                 item["arguments"] = edited
             else:
                 text = ""
@@ -466,12 +486,7 @@ class Reject:
             return Invalid(gated)
         if not message:
             return Invalid({"message": "say why: the model receives this message"})
-        item = {
-            "tool_call_id": gated.call.call_id,
-            "arguments_hash": gated.arguments_hash,
-            "action": "reject",
-            "message": message,
-        }
+        item = gated.decision("reject") | {"message": message}
         try:
             body = DecisionsIn.model_validate({"decisions": [item]})
         except ValidationError as exc:

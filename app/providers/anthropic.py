@@ -320,6 +320,7 @@ class AnthropicStreamDecoder:
         self.done = False
         self._message: dict[str, Any] | None = None
         self._usage: dict[str, Any] = {}
+        self.usage_changed = False  # message_start's input tokens, message_delta's output
         self._blocks: dict[int, dict[str, Any]] = {}
         self._parts: dict[int, list[str]] = {}
         self._stop_reason: Any = None
@@ -344,6 +345,7 @@ class AnthropicStreamDecoder:
                 raise malformed(PROVIDER, "message_start event")
             self._message = dict(message)
             self._usage.update(message.get("usage") or {})
+            self.usage_changed = bool(self._usage)
         elif kind == "message_delta":
             delta = payload.get("delta") or {}
             if "stop_reason" in delta:
@@ -353,6 +355,7 @@ class AnthropicStreamDecoder:
             for key, value in (payload.get("usage") or {}).items():
                 if value is not None:
                     self._usage[key] = value
+                    self.usage_changed = True
         elif kind == "message_stop":
             self.done = True
         elif kind == "error":
@@ -363,6 +366,9 @@ class AnthropicStreamDecoder:
                 retryable=err.get("type") in _RETRYABLE_ERRORS,
             )
         return []
+
+    def usage_so_far(self) -> Usage:
+        return decode_usage(self._usage)
 
     def _delta(self, index: int, delta: Mapping[str, Any]) -> list[TextDelta]:
         block = self._blocks.get(index)

@@ -66,7 +66,16 @@ class TurnComplete:
     turn: ProviderTurn
 
 
-StreamItem = TextDelta | TurnComplete
+@dataclass(frozen=True, slots=True)
+class UsageReport:
+    """The usage the provider has reported so far in a stream (Anthropic's
+    `message_start` input tokens, a `message_delta`'s output tokens): what an aborted
+    call is billed. The stream's `TurnComplete` carries the final usage regardless."""
+
+    usage: Usage
+
+
+StreamItem = TextDelta | TurnComplete | UsageReport
 
 
 class ProviderError(Exception):

@@ -304,6 +304,10 @@ class ChatStreamDecoder:
         self._calls: dict[int, dict[str, Any]] = {}
         self._finish: Any = None
         self._usage: Any = None
+        self.usage_changed = False  # (the chunk that carries usage is the last but one)
+
+    def usage_so_far(self) -> Usage:
+        return decode_usage(self._usage)
 
     def feed(self, event: SSEEvent) -> list[TextDelta]:
         data = event.data
@@ -321,6 +325,7 @@ class ChatStreamDecoder:
                 self._meta[key] = chunk[key]
         if chunk.get("usage") is not None:
             self._usage = chunk["usage"]
+            self.usage_changed = True
         deltas: list[TextDelta] = []
         for choice in chunk.get("choices") or ():
             if choice.get("index", 0) != 0:

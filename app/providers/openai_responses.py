@@ -415,6 +415,12 @@ class ResponsesStreamDecoder:
         self.done = False
         self._items: dict[int, Any] = {}
         self._response: dict[str, Any] | None = None
+        # Usage comes with the terminal event only, which completes the turn: nothing to
+        # report before it.
+        self.usage_changed = False
+
+    def usage_so_far(self) -> Usage:
+        return Usage()
 
     def feed(self, event: SSEEvent) -> list[TextDelta]:
         payload = stream_payload(event.data, PROVIDER)

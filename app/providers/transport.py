@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Protocol, Self
 import httpx
 import orjson
 
+from app.core import Usage
 from app.providers.base import (
     ModelRequest,
     ProviderError,
@@ -21,15 +22,21 @@ from app.providers.base import (
     StreamItem,
     TextDelta,
     TurnComplete,
+    UsageReport,
 )
 from app.providers.common import error_from_response, first_header, malformed
 from app.providers.sse import SSEEvent, SSEParser
 
 
 class StreamDecoder(Protocol):
-    """The incremental decoder every wire module provides."""
+    """The incremental decoder every wire module provides. `usage_changed` says the
+    usage reported so far moved with the last event fed (`usage_so_far` has it): the
+    stream then yields a `UsageReport`."""
 
     done: bool
+    usage_changed: bool
+
+    def usage_so_far(self) -> Usage: ...
 
     def feed(self, event: SSEEvent) -> list[TextDelta]: ...
 
@@ -152,6 +159,9 @@ class HttpProvider:
                         continue
                     for delta in decoder.feed(event):
                         yield delta
+                    if decoder.usage_changed:
+                        decoder.usage_changed = False
+                        yield UsageReport(decoder.usage_so_far())
                     if decoder.done:
                         break
                 if not decoder.done:

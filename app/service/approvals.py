@@ -9,8 +9,10 @@ and the hash of the arguments it saw (`app.service.gates.arguments_hash`):
   arguments if given (validated against the tool's `parameters`);
 - reject: the call's result is `{"output": message, "is_error": true}`, as if submitted.
 
-A stale hash is refused (409 `approval-stale`); the same decision again changes nothing; a
-different one for a decided call is refused (409 `approval-conflict`). When no decision
+A stale hash is refused (409 `approval-stale`); the same decision again changes nothing,
+also once the run moved on (the call looked up by id and hash in any round); a different
+one for a decided call is refused (409 `approval-conflict`). A decision addresses one call:
+when two calls of the round share an id it names the call's `position` (else 422). When no decision
 and no result is left to wait for, the run resumes with its results. As a submission, a
 decision reads the run, decides here (pure), and writes one compare-and-set on the version
 read (`app.store.approvals`); a concurrent change moves the version: read and decide again.
@@ -19,6 +21,7 @@ read (`app.store.approvals`); a concurrent change moves the version: read and de
 from __future__ import annotations
 
 import base64
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,7 +30,7 @@ from typing import Any
 from app import tracing
 from app.core import stored
 from app.core.events import EventType as E
-from app.core.lifecycle import RunStatus
+from app.core.lifecycle import TERMINAL, ApprovalStatus, RunStatus
 from app.service import convert, gates
 from app.service.errors import (
     ApprovalConflict,
@@ -71,15 +74,30 @@ class Decision:
     message: str | None = None
     arguments: Any = None  # approve: the edited arguments
     actor: str | None = None
+    position: int | None = None  # the call's place in its round (two calls, one id)
 
     @classmethod
     def of(cls, body: DecisionIn, actor: str | None) -> Decision:
         return cls(
-            body.tool_call_id, body.arguments_hash, body.action, body.message, body.arguments, actor
+            body.tool_call_id,
+            body.arguments_hash,
+            body.action,
+            body.message,
+            body.arguments,
+            actor,
+            body.position,
         )
 
     def result(self) -> dict[str, Any]:
         return {"output": REJECTED if self.message is None else self.message, "is_error": True}
+
+    def names(self, call: ToolCallRecord) -> bool:
+        """Whether this decision addresses `call` (by id, and position when given)."""
+        return call.call_id == self.call_id and self.position in (None, call.position)
+
+    def same(self, other: Decision) -> bool:
+        """The same decision (another actor making it changes nothing)."""
+        return dataclasses.replace(other, actor=self.actor) == self
 
 
 def same_decision(call: ToolCallRecord, d: Decision) -> bool:
@@ -91,18 +109,25 @@ def same_decision(call: ToolCallRecord, d: Decision) -> bool:
     return call.approval == APPROVAL_REJECTED and call.result == d.result()
 
 
-def _check_decided(gated: list[ToolCallRecord], d: Decision) -> None:
-    """A decision for calls decided already: the same again (nothing to do) or refused."""
-    seen = [c for c in gated if gates.arguments_hash(c.arguments) == d.arguments_hash]
+def check_replayed(gated: Sequence[ToolCallRecord], d: Decision) -> None:
+    """A decision for calls decided already (in any round): looked up by id and hash,
+    the same again passes (nothing to do), another is refused."""
+    named = [c for c in gated if d.names(c) and c.approval is not None]
+    seen = [c for c in named if gates.arguments_hash(c.arguments) == d.arguments_hash]
     if not seen:
         raise ApprovalStale(
             f"tool call {d.call_id!r} has other arguments than the hash names",
             tool_call_id=d.call_id,
         )
-    if not any(same_decision(c, d) for c in seen):
+    if not any(same_decision(c, d) for c in seen if not c.awaits_approval):
         raise ApprovalConflict(
             f"tool call {d.call_id!r} was already decided otherwise", tool_call_id=d.call_id
         )
+
+
+def is_fresh(calls: Sequence[ToolCallRecord], d: Decision) -> bool:
+    """Whether `d` addresses a call of the waiting round that awaits a decision."""
+    return any(d.names(c) and c.awaits_approval for c in calls)
 
 
 def decide(
@@ -112,8 +137,9 @@ def decide(
     now: datetime,
     callback_url: str | None,
 ) -> tuple[Change, list[CallDecision]] | None:
-    """The change the decisions make to the run as read and their calls' writes; None
-    when every decision was made already (identically); or a refusal (raised)."""
+    """The change the decisions (each for a call of the waiting round that awaits one:
+    `is_fresh`) make to the run as read and their calls' writes; None when there are
+    none; or a refusal (raised)."""
     round = record.waiting_round
     if round is None:
         raise RunStateConflict(
@@ -123,19 +149,24 @@ def decide(
     config = record.run_config
     chosen: dict[int, tuple[ToolCallRecord, Decision]] = {}
     for d in decisions:
-        gated = [c for c in calls if c.call_id == d.call_id and c.approval is not None]
-        if not gated:
+        named = [c for c in calls if d.names(c) and c.approval is not None]
+        if len(named) > 1:
+            raise InvalidRequest(
+                f"{len(named)} gated calls of the round have the id {d.call_id!r}: "
+                "name the one decided by its `position`"
+            )
+        if not named:
             raise ToolCallNotPending(
                 f"tool call {d.call_id!r} awaits no approval on this run", tool_call_id=d.call_id
             )
-        open_ = [c for c in gated if c.awaits_approval and c.position not in chosen]
-        if not open_:
-            earlier = [c for c in gated if c.position in chosen]
-            if any(chosen[c.position][1] == d for c in earlier):
+        (call,) = named
+        if call.position in chosen:
+            if chosen[call.position][1].same(d):
                 continue  # (the same decision twice in one request)
-            _check_decided([c for c in gated if not c.awaits_approval], d)
+            raise InvalidRequest(f"two different decisions for tool call {d.call_id!r}")
+        if not call.awaits_approval:
+            check_replayed([call], d)
             continue
-        call = open_[0]
         if gates.arguments_hash(call.arguments) != d.arguments_hash:
             raise ApprovalStale(
                 f"tool call {d.call_id!r} has other arguments than the hash names",
@@ -257,10 +288,15 @@ class ApprovalService:
             except NotFoundError:
                 raise RunNotFound(f"no run with id {run_id}") from None
             record, round = pending.record, pending.record.waiting_round
-            if round is None:
-                return await self._replayed(record, decisions)
+            current = pending.calls if round is not None else []
+            fresh = [d for d in decisions if is_fresh(current, d)]
+            if len(fresh) < len(decisions):  # (decided already: in this round or another)
+                await self._replayed(record, [d for d in decisions if d not in fresh])
+            if not fresh:
+                return record
+            assert round is not None  # (fresh decisions name calls of the waiting round)
             url = self.service.settings.callback_url(callback_token(key, record.id, round))
-            decided = decide(record, pending.calls, decisions, self.clock(), url)
+            decided = decide(record, pending.calls, fresh, self.clock(), url)
             if decided is None:
                 return record
             change, writes = decided
@@ -269,18 +305,25 @@ class ApprovalService:
                 return updated
         raise RunStateConflict(f"run {run_id} kept changing; try again", record.status.value)
 
-    async def _replayed(self, record: RunRecord, decisions: Sequence[Decision]) -> RunRecord:
-        """A run no longer waiting: decisions it already had are accepted (a retry),
-        any other is refused as for a run in that status."""
+    async def _replayed(self, record: RunRecord, decisions: Sequence[Decision]) -> None:
+        """Decisions naming no call that awaits one: each must be one a gated call of the
+        run (any round) already had, by id and hash (a retry: 200, nothing written); a
+        different one is `approval-conflict`, another hash `approval-stale`; an id of no
+        gated call `tool-call-not-pending` (waiting) or `run-state-conflict` (not)."""
         calls = await self.store.approvals.of_run(record.id)
         for d in decisions:
-            gated = [c for c in calls if c.call_id == d.call_id and c.round == record.turn]
-            if not any(same_decision(c, d) for c in gated):
-                raise RunStateConflict(
-                    f"run {record.id} is {record.status.value}, not waiting for approvals",
-                    record.status.value,
+            named = [c for c in calls if d.names(c)]
+            if all(c.awaits_approval for c in named):  # (none, or left undecided: run ended)
+                if record.waiting_round is None:
+                    raise RunStateConflict(
+                        f"run {record.id} is {record.status.value}, not waiting for approvals",
+                        record.status.value,
+                    )
+                raise ToolCallNotPending(
+                    f"tool call {d.call_id!r} awaits no approval on this run",
+                    tool_call_id=d.call_id,
                 )
-        return record
+            check_replayed(calls, d)
 
     async def pending(
         self, *, tenant: str, limit: int, cursor: str | None
@@ -293,9 +336,18 @@ class ApprovalService:
         return calls, (encode_cursor(calls[-1]) if more and calls else None)
 
     async def of_run(self, run_id: str, *, tenant: str | None) -> list[ToolCallRecord]:
-        """Every gated call of a run (`tenant`'s), decided or not."""
-        await self.service.owned(run_id, tenant)
-        return await self.store.approvals.of_run(run_id)
+        """Every gated call of a run (`tenant`'s), decided or not; the ones left pending
+        when the run ended are `closed` (never decided, never executed)."""
+        record = await self.service.owned(run_id, tenant)
+        calls = await self.store.approvals.of_run(run_id)
+        if record.status in TERMINAL:
+            calls = [
+                dataclasses.replace(c, approval=ApprovalStatus.CLOSED.value)
+                if c.awaits_approval
+                else c
+                for c in calls
+            ]
+        return calls
 
     async def time_out(self) -> list[str]:
         """Give each pending approval past its deadline its run's `approval_on_timeout`
@@ -319,6 +371,7 @@ class ApprovalService:
                     "The tool call was not approved in time." if action == "reject" else None,
                     None,
                     gates.TIMEOUT_ACTOR,
+                    c.position,
                 )
                 for c in pending.calls
                 if c.awaits_approval and c.approval_due_at is not None and c.approval_due_at <= now
@@ -327,7 +380,13 @@ class ApprovalService:
                 continue
             try:
                 await self._decide(run_id, due, None)
-            except (RunStateConflict, ApprovalStale, ApprovalConflict, ToolCallNotPending):
+            except (
+                RunStateConflict,
+                ApprovalStale,
+                ApprovalConflict,
+                ToolCallNotPending,
+                InvalidRequest,
+            ):
                 continue  # (someone decided first)
             decided.append(run_id)
         return decided

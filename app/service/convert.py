@@ -66,10 +66,22 @@ def allowed_tool_names(tools: list[str], choice: ToolChoice | None) -> frozenset
     return frozenset(choice.function_names)
 
 
-def submitted_result(pending: PendingToolCall, result: dict[str, Any]) -> ToolResult:
+#: What follows the result of a call approved with edited arguments, so that the model
+#: knows what ran (its own arguments stay in its history): then the arguments executed, as
+#: compact JSON with sorted keys.
+EDITED_NOTE = "Note: this call's arguments were edited on approval; it ran with: "
+
+
+def submitted_result(
+    pending: PendingToolCall, result: dict[str, Any], executed: Any = None
+) -> ToolResult:
     """A client's `{"output", "is_error"}` as the tool result answering `pending`: a string
     output is text, anything else JSON; `is_error` is the result's flag, which every wire
-    carries to the model (see `app.providers`)."""
+    carries to the model (see `app.providers`). A call approved with edited arguments
+    (`executed`) gets a second, text part: `EDITED_NOTE` and those arguments."""
     output = result["output"]
-    content = Text(output) if isinstance(output, str) else Json(output)
-    return ToolResult.for_call(pending.tool_call, (content,), is_error=bool(result.get("is_error")))
+    content: tuple[Text | Json, ...] = (Text(output) if isinstance(output, str) else Json(output),)
+    if executed is not None:
+        shown = orjson.dumps(executed, option=orjson.OPT_SORT_KEYS).decode()
+        content = (*content, Text(EDITED_NOTE + shown))
+    return ToolResult.for_call(pending.tool_call, content, is_error=bool(result.get("is_error")))

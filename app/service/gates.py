@@ -12,16 +12,13 @@ a `when` policy suspends: a run that gates nothing pays one attribute read per s
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from collections.abc import Mapping
 from typing import Any
 
 import orjson
-from jsonschema import Draft202012Validator, validators
-from jsonschema.exceptions import SchemaError
-from jsonschema.protocols import Validator
 
+from app.service import jsonschemas
 from app.service.errors import InvalidRequest
 
 NEVER, ALWAYS = "never", "always"
@@ -33,13 +30,23 @@ TIMEOUT_ACTOR = "system:approval-timeout"
 
 
 def check_policy(policy: Any, where: str) -> None:
-    """Refuse a `when` schema that is not a valid Draft 2020-12 schema (422)."""
+    """Refuse a `when` schema this service would not evaluate (422): invalid, a reference
+    that does not resolve within it, a pattern that is not RE2 (`app.service.jsonschemas`)."""
     if not isinstance(policy, Mapping):
         return
     try:
-        Draft202012Validator.check_schema(policy["when"])
-    except SchemaError as exc:
-        raise InvalidRequest(f"{where}.when is not a valid JSON Schema: {exc.message}") from None
+        jsonschemas.check(policy["when"])
+    except jsonschemas.BadSchema as exc:
+        raise InvalidRequest(f"{where}.when is refused: {exc}") from None
+
+
+def check_parameters(parameters: Any, where: str) -> None:
+    """Refuse a gated tool's `parameters` that edited arguments could not be validated
+    against (422), as `check_policy`."""
+    try:
+        jsonschemas.check(parameters)
+    except jsonschemas.BadSchema as exc:
+        raise InvalidRequest(f"{where}.parameters is refused: {exc}") from None
 
 
 def arguments_hash(arguments: Any) -> str:
@@ -49,20 +56,16 @@ def arguments_hash(arguments: Any) -> str:
     return hashlib.sha256(orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def approval_doc(call_id: str, name: str, arguments: Any) -> dict[str, Any]:
-    """A gated call as `approve_tool_calls` and `run.approval_required` list it."""
+def approval_doc(call_id: str, name: str, arguments: Any, position: int) -> dict[str, Any]:
+    """A gated call as `approve_tool_calls` and `run.approval_required` list it
+    (`position`: its place in the round, what tells apart two calls sharing an id)."""
     return {
         "id": call_id,
         "name": name,
         "arguments": arguments,
         "arguments_hash": arguments_hash(arguments),
+        "position": position,
     }
-
-
-@functools.lru_cache(maxsize=256)
-def _compiled(schema_json: bytes) -> Validator:
-    schema = orjson.loads(schema_json)
-    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
 def gated(policy: Any, arguments: Any) -> bool:
@@ -73,22 +76,21 @@ def gated(policy: Any, arguments: Any) -> bool:
         return True
     if isinstance(arguments, str):  # (arguments that did not parse as JSON)
         return True
-    schema = policy["when"]
-    validator = _compiled(orjson.dumps(schema, option=orjson.OPT_SORT_KEYS))
-    return bool(validator.is_valid(_plain(arguments)))
+    return bool(jsonschemas.validator(policy["when"]).is_valid(_plain(arguments)))
 
 
 def check_arguments(parameters: Any, arguments: Any, tool_name: str) -> None:
     """Edited arguments must validate against the tool's `parameters` schema (its own
-    draft if it names one, else 2020-12): 422 otherwise."""
-    schema: dict[str, Any] = dict(parameters) if isinstance(parameters, Mapping) else {}
-    cls = validators.validator_for(schema, default=Draft202012Validator)
+    draft if it names one, else 2020-12, with its format checker): 422 otherwise, and 422
+    when the schema itself is refused (a run created before schemas were checked)."""
     try:
-        cls.check_schema(schema)
-    except SchemaError:
-        cls = Draft202012Validator
-        schema = {}
-    error = next(iter(cls(schema).iter_errors(_plain(arguments))), None)
+        validator = jsonschemas.validator(_plain(parameters))
+    except jsonschemas.BadSchema as exc:
+        raise InvalidRequest(f"the parameters of `{tool_name}` are refused: {exc}") from None
+    try:
+        error = next(iter(validator.iter_errors(_plain(arguments))), None)
+    except RecursionError:  # (arguments nested deeper than the interpreter recurses)
+        raise InvalidRequest(f"arguments for `{tool_name}` are nested too deeply") from None
     if error is not None:
         path = "".join(f"/{p}" for p in error.absolute_path)
         raise InvalidRequest(
@@ -123,9 +125,15 @@ def without_unset_approvals(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_approvals(agent: Mapping[str, Any]) -> None:
-    """Every `when` schema of the run and its tools is a valid JSON Schema (else 422)."""
-    if agent.get("approval") is not None:
-        check_policy(agent["approval"], "approval")
+    """Every `when` schema of the run and its tools is one this service evaluates, and so
+    are the `parameters` of every tool whose calls may be gated (edits are validated
+    against them), else 422. A run that gates nothing checks nothing."""
+    default = agent.get("approval")
+    if default is not None:
+        check_policy(default, "approval")
     for i, tool in enumerate(agent.get("tools") or ()):
-        if tool.get("approval") is not None:
-            check_policy(tool["approval"], f"tools[{i}].approval")
+        policy = tool.get("approval")
+        if policy is not None:
+            check_policy(policy, f"tools[{i}].approval")
+        if (policy if policy is not None else default) not in (None, NEVER):
+            check_parameters(tool.get("parameters", {"type": "object"}), f"tools[{i}]")

@@ -274,6 +274,13 @@ class DecisionIn(Strict):
         description="the `arguments_hash` of the call as the decider saw it (any other "
         "value is stale: 409 `approval-stale`)",
     )
+    position: int | None = Field(
+        default=None,
+        ge=0,
+        lt=2**31,
+        description="the call's `position` in its round: needed only when two calls of the "
+        "round share `tool_call_id` (else `422 invalid-request`)",
+    )
     action: Literal["approve", "reject"]
     message: str | None = Field(
         default=None, max_length=100_000, description="reject: what the model is told"

@@ -170,5 +170,5 @@ def feed_results(
             results.append(tool_result_from(row.result))
         else:
             result = answered[row.position].result if row.position in answered else row.result
-            results.append(convert.submitted_result(p, result))
+            results.append(convert.submitted_result(p, result, row.executed_arguments))
     run.tool_results(results)

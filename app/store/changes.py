@@ -75,6 +75,9 @@ class Change:
     answers: tuple[Answer, ...] = ()
     notify: bool = False  # wake the workers once committed (the run is due now)
     closes_calls: bool = False  # its unanswered calls leave their queue (app.store.queues)
+    # A worker may hold the run mid-call: tell it to stop at once (STOP_CHANNEL, the run id)
+    # rather than at its next heartbeat (app.worker.stops).
+    stops: bool = False
 
     @property
     def status(self) -> RunStatus | None:
@@ -339,6 +342,7 @@ def lease_lost(now: datetime) -> Change:
         {"available_at": now} | _NO_LEASE | _waiting(Queued()),
         (NewEvent(E.RUN_LEASE_LOST, {}),),
         notify=True,
+        stops=True,
     )
 
 
@@ -385,6 +389,7 @@ def cancel(actor: str | None) -> Change:
         | _waiting(None),
         (NewEvent(E.RUN_CANCELLED, {}, actor),),
         closes_calls=True,
+        stops=True,
     )
 
 

@@ -60,7 +60,9 @@ def _one(exc: BaseException) -> bool:
         | asyncpg.exceptions.TooManyConnectionsError,
     ):
         return True
-    if isinstance(exc, asyncpg.InterfaceError) and "closed" in str(exc):
+    if isinstance(exc, asyncpg.InterfaceError) and any(
+        w in str(exc) for w in ("is closed", "was closed")
+    ):
         return True
     if isinstance(exc, asyncpg.InternalClientError):
         # The protocol state of a connection the server ended while it sat idle (the

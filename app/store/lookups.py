@@ -6,7 +6,7 @@ backend's."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -205,6 +205,18 @@ class Lookups:
         if found is None:
             raise NotFoundError(run_id or "callback")
         return Pending(*found)
+
+    async def fences(self, run_ids: Sequence[str]) -> dict[str, int]:
+        """The fencing token of each of these runs that is still running (a run missing
+        from the answer is not: cancelled, re-queued, gone). One statement, by key."""
+        if not run_ids:
+            return {}
+        stmt = sa.select(runs.c.id, runs.c.version).where(
+            runs.c.id.in_(list(run_ids)), runs.c.status == RunStatus.RUNNING.value
+        )
+        async with self.backend.reader() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return {str(r.id): int(r.version) for r in rows}
 
     async def events(self, run_id: str, *, after: int = 0, limit: int = 1000) -> list[EventRecord]:
         params = {"p_id": run_id, "p_after": after, "p_limit": limit}

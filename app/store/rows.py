@@ -63,8 +63,12 @@ OUTBOX_COLUMNS = (
 )
 
 
+_OUTCOMES = {"model.called": "ok", "model.failed": "error", "model.aborted": "aborted"}
+
+
 def ledger_row(event: NewEvent) -> dict[str, Any]:
-    """The usage-ledger row a model.called / model.failed event stands for."""
+    """The usage-ledger row a model.called / model.failed / model.aborted event stands
+    for (outcome ok / error / aborted)."""
     d = event.data
     usage = d.get("usage") or {}
     ok = event.type == "model.called"
@@ -72,7 +76,7 @@ def ledger_row(event: NewEvent) -> dict[str, Any]:
         "turn": int(d.get("turn") or 0),
         "provider": str(d.get("provider") or ""),
         "model": str(d.get("model") or ""),
-        "outcome": "ok" if ok else "error",
+        "outcome": _OUTCOMES.get(event.type, "error"),
         "input_tokens": int(usage.get("input_tokens", 0)),
         "output_tokens": int(usage.get("output_tokens", 0)),
         "cached_input_tokens": int(usage.get("cached_input_tokens", 0)),

@@ -20,6 +20,7 @@ from app.store.backend.base import (
     EVENTS_CHANNEL,
     NOTIFY_CHANNEL,
     QUEUE_CHANNEL,
+    STOP_CHANNEL,
     WEBHOOKS_CHANNEL,
     Backend,
 )
@@ -36,6 +37,7 @@ __all__ = [
     "EVENTS_CHANNEL",
     "NOTIFY_CHANNEL",
     "QUEUE_CHANNEL",
+    "STOP_CHANNEL",
     "WEBHOOKS_CHANNEL",
     "NotFoundError",
     "RunStore",
@@ -64,6 +66,7 @@ class RunStore:
 
         self.lookups = r = Lookups(self.backend)
         self.get, self.list_runs, self.events = r.get, r.list_runs, r.events
+        self.fences = r.fences
         self.tool_calls, self.pending_calls, self.pending = r.tool_calls, r.pending_calls, r.pending
         self.count_by_status, self.usage_totals, self.secret = (
             r.count_by_status,

@@ -392,7 +392,7 @@ model_calls = sa.Table(
     sa.Column("turn", sa.Integer, nullable=False),
     sa.Column("provider", sa.String(40), nullable=False),
     sa.Column("model", sa.String(200), nullable=False),
-    sa.Column("outcome", sa.String(20), nullable=False),  # ok | error
+    sa.Column("outcome", sa.String(20), nullable=False),  # ok | error | aborted
     sa.Column("input_tokens", sa.BigInteger, nullable=False, server_default="0"),
     sa.Column("output_tokens", sa.BigInteger, nullable=False, server_default="0"),
     sa.Column("cached_input_tokens", sa.BigInteger, nullable=False, server_default="0"),

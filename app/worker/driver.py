@@ -35,6 +35,7 @@ from app.core import (
     Retry,
     Skip,
     Stop,
+    Usage,
     stored,
 )
 from app.core.events import LEDGER_EVENTS
@@ -55,6 +56,7 @@ from app.timestamps import iso
 from app.worker import streaming
 from app.worker.budget import Budgets, billed_usage, budgets_for, priced_call
 from app.worker.lease import Claim, Lease, LeaseLost
+from app.worker.stops import Stops
 
 log = structlog.get_logger("agentrun.worker")
 
@@ -94,6 +96,7 @@ class RunDriver:
         callback_key: str,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         rng: random.Random | None = None,
+        stops: Stops | None = None,
         budgets: Budgets | None = None,
     ) -> None:
         self.store = store
@@ -103,7 +106,7 @@ class RunDriver:
         self.callback_key = callback_key
         self.clock = clock
         self.rng = rng or random.Random()
-        self.lease = Lease(store, settings.lease_seconds, worker_id, clock)
+        self.lease = Lease(store, settings.lease_seconds, worker_id, clock, stops)
         self.budgets = budgets or budgets_for(store, settings)
 
     async def drive(self, record: RunRecord) -> RunStatus | None:
@@ -200,16 +203,27 @@ class RunDriver:
         provider = self.providers(spec)
         streamed = config.stream
         started = time.perf_counter()
+        progress = streaming.Progress()
         try:
             with tracing.model_call(spec, request, streamed=streamed) as span:
                 if streamed:  # text deltas become `model.delta` events (app.worker.streaming)
-                    answer = await streaming.stream_answer(self.lease, claim, provider, request)
+                    answer = await streaming.stream_answer(
+                        self.lease, claim, provider, request, progress=progress
+                    )
                 else:
                     answer = await self.lease.hold(claim, provider.complete(request))
                 tracing.model_answered(span, answer)
         except ProviderError as err:
             err.provider = err.provider or model.provider
             return await self._provider_failed(claim, err)
+        except LeaseLost:  # abandoned mid-flight, its connection closed: on the ledger
+            partial = ProviderTurn(choice=(), usage=progress.usage or Usage())
+            bill = priced_call(self.budgets.prices, model.provider, model.name, partial)
+            aborted = progress.aborted(
+                request, spec, bill["usage"], bill["cost_usd"], streamed, bill["price_source"]
+            )
+            claim.events.append(aborted)
+            raise
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
         names = [t.name for t in tools]
         turn = model_turn(answer, frozenset(names), convert.allowed_tool_names(names, choice))
@@ -332,16 +346,30 @@ class RunDriver:
         due = None if timeout is None else self.clock() + timedelta(seconds=timeout)
         approvals = []
         for i, r in enumerate(rows):
-            if r.preresolved_result is None and gates.gated(
-                config.approval_of(r.name), r.arguments
-            ):
+            if r.preresolved_result is None and self._gated(config, r, round):
                 rows[i] = dataclasses.replace(
                     r, queue=None, approval=ApprovalStatus.PENDING.value, approval_due_at=due
                 )
-                approvals.append(gates.approval_doc(r.call_id, r.name, r.arguments))
+                approvals.append(gates.approval_doc(r.call_id, r.name, r.arguments, i))
         if not approvals:
             return None
         return {"round": round, "approvals": approvals, "due_at": iso(due) if due else None}
+
+    @staticmethod
+    def _gated(config: RunConfig, row: NewToolCall, round: int) -> bool:
+        """Whether the run's policy gates `row`; a policy that cannot be evaluated (a rule
+        stored before rules were checked at create) gates it, never crashes the drive."""
+        try:
+            return gates.gated(config.approval_of(row.name), row.arguments)
+        except Exception as exc:  # (any failure of a rule: the call waits)
+            log.warning(
+                "approval.rule_failed",
+                tool=row.name,
+                tool_call_id=row.call_id,
+                round=round,
+                error=f"{type(exc).__name__}: {exc}",
+            )
+            return True
 
     async def _suspend_resolution(
         self, claim: Claim, run: AgentRun, ctx: InvalidToolCallContext

@@ -11,14 +11,17 @@ the same conversation end with identical histories and usage.
 
 If a streamed model call fails (a `ProviderError` mid-stream), the deltas already published
 stay in the log; the `model.failed` event that follows tells a reader that the partial text
-of that turn is void and the turn will be asked again.
+of that turn is void and the turn will be asked again. The usage the provider reports
+mid-stream (`UsageReport`) is kept in the call's `Progress`: an aborted call bills it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +33,7 @@ from app.core import (
     ModelTurnOutcome,
     StreamedTurn,
     ToolCall,
+    Usage,
 )
 from app.core.events import EventType
 from app.providers.base import (
@@ -39,6 +43,7 @@ from app.providers.base import (
     ProviderTurn,
     TextDelta,
     TurnComplete,
+    UsageReport,
 )
 from app.store.records import NewEvent
 from app.store.runs import RunStore
@@ -49,6 +54,42 @@ DELTA_EVENT = EventType.MODEL_DELTA
 FLUSH_INTERVAL = 0.05
 #: ...or as soon as it holds this many characters.
 FLUSH_CHARS = 1024
+
+
+@dataclass(slots=True)
+class Progress:
+    """What a model call has received so far: the usage the provider reported (None
+    before any report: a blocking call's is only in its answer)."""
+
+    usage: Usage | None = None
+    started: float = field(default_factory=time.perf_counter)
+
+    def aborted(
+        self,
+        request: ModelRequest,
+        model: Mapping[str, Any],
+        usage: dict[str, int],
+        cost_usd: float | None,
+        streamed: bool,
+        price_source: str | None = None,
+    ) -> NewEvent:
+        """The `model.aborted` event of the call, abandoned now (the run left the
+        worker), with what the provider reported before that."""
+        return NewEvent(
+            EventType.MODEL_ABORTED,
+            {
+                "turn": request.turn,
+                "attempt": request.attempt,
+                "provider": model["provider"],
+                "model": model["name"],
+                "usage": usage,
+                "usage_reported": self.usage is not None,
+                "cost_usd": cost_usd,
+                "price_source": price_source,
+                "latency_ms": round((time.perf_counter() - self.started) * 1000, 2),
+                **({"stream": True} if streamed else {}),
+            },
+        )
 
 
 class DeltaPublisher:
@@ -146,10 +187,12 @@ async def stream_answer(
     *,
     interval: float = FLUSH_INTERVAL,
     max_chars: int = FLUSH_CHARS,
+    progress: Progress | None = None,
 ) -> ProviderTurn:
-    """Read one model call as a stream, heartbeating the lease and publishing its text;
-    the assembled turn. Raises `ProviderError` (the worker backs off as for a blocking
-    call) or `LeaseLost`."""
+    """Read one model call as a stream, heartbeating the lease and publishing its text
+    (and keeping the usage reported so far in `progress`); the assembled turn. Raises
+    `ProviderError` (the worker backs off as for a blocking call) or `LeaseLost`."""
+    progress = progress if progress is not None else Progress()
     publisher = DeltaPublisher(
         lease.store,
         claim.record.id,
@@ -163,7 +206,7 @@ async def stream_answer(
     async def consume() -> ProviderTurn:
         publisher.start()
         try:
-            answer = await _read(provider.stream(request), publisher, provider.name)
+            answer = await _read(provider.stream(request), publisher, provider.name, progress)
         except ProviderError:
             # Publish what already arrived (readers saw the stream start), then fail;
             # LeaseLost from the publisher takes precedence.
@@ -179,13 +222,15 @@ async def stream_answer(
 
 
 async def _read(
-    stream: AsyncIterator[Any], publisher: DeltaPublisher, provider_name: str
+    stream: AsyncIterator[Any], publisher: DeltaPublisher, provider_name: str, progress: Progress
 ) -> ProviderTurn:
     answer: ProviderTurn | None = None
     try:
         async for item in stream:
             if isinstance(item, TextDelta):
                 publisher.add(item.text)
+            elif isinstance(item, UsageReport):
+                progress.usage = item.usage
             elif isinstance(item, TurnComplete):
                 answer = item.turn
     finally:

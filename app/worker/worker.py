@@ -6,7 +6,8 @@ NOTIFY after the commit, coalesced, and idle workers also look every second; SQL
 poll interval), so a burst of notifications costs one claim, not one per notification per
 slot. A busy slot claims its next run with its current run's last write.
 SIGTERM stops claiming, lets held runs finish for a grace period, then releases what is
-still held back to the queue, and exits 0.
+still held back to the queue, and exits 0. A run taken from a slot mid-call (cancelled,
+reaped) stops that call within a second (`app.worker.stops`).
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ from app.store.errors import is_unavailable
 from app.store.fold import FOLD_BATCH, fold_batch, forget_endings
 from app.store.records import RunRecord
 from app.store.retention import purge_batch
-from app.store.runs import NOTIFY_CHANNEL, WEBHOOKS_CHANNEL, RunStore
+from app.store.runs import NOTIFY_CHANNEL, STOP_CHANNEL, WEBHOOKS_CHANNEL, RunStore
 from app.worker.driver import ProviderFactory, RunDriver
 from app.worker.providers import make_provider
+from app.worker.stops import Stops
 from app.worker.webhooks import WebhookSender, new_secret
 
 log = structlog.get_logger("agentrun.worker")
@@ -70,6 +72,7 @@ class Worker:
         # Runs whose drive a database outage broke: released once the database answers.
         self._give_back: dict[str, int] = {}
         self._webhooks_due = asyncio.Event()
+        self.stops = Stops()  # the model calls in flight, told when their run is taken
         self.driver: RunDriver | None = None
         # (The timeout sweep of approvals: decisions, as a person's, go through the service.)
         self.approvals = ApprovalService(RunService(store, settings, clock))
@@ -88,7 +91,13 @@ class Worker:
     async def run(self, grace: float | None = None) -> None:
         key = await self.store.secret("callback_key", new_key)
         self.driver = RunDriver(
-            self.store, self.settings, self.worker_id, self.providers, key, self.clock
+            self.store,
+            self.settings,
+            self.worker_id,
+            self.providers,
+            key,
+            self.clock,
+            stops=self.stops,
         )
         secret = self.settings.webhook_secret or await self.store.secret(
             "webhook_secret", new_secret
@@ -104,6 +113,9 @@ class Worker:
             background.append(asyncio.create_task(self._retention()))
         if self.store.notifies:
             background.append(asyncio.create_task(self._listen()))
+        else:  # (no NOTIFY: one read per poll while a model call is in flight)
+            poll = self.stops.poll(self.store.fences, self.settings.stop_poll_interval)
+            background.append(asyncio.create_task(poll))
         dispatcher = asyncio.create_task(self._dispatch())
         slots = [asyncio.create_task(self._slot()) for _ in range(self.concurrency)]
         self.wake()
@@ -279,10 +291,15 @@ class Worker:
                 async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                     await conn.execute(f"LISTEN {WEBHOOKS_CHANNEL}")
+                    await conn.execute(f"LISTEN {STOP_CHANNEL}")
                     self.wake()  # catch up on what was queued meanwhile
                     self._webhooks_due.set()
+                    for run_id in self.stops.held:  # (a stop missed meanwhile: ask now)
+                        self.stops.signal(run_id)
                     async for notification in conn.notifies():
-                        if notification.channel == WEBHOOKS_CHANNEL:
+                        if notification.channel == STOP_CHANNEL:
+                            self.stops.signal(notification.payload)
+                        elif notification.channel == WEBHOOKS_CHANNEL:
                             self._webhooks_due.set()
                         else:
                             self.wake()

@@ -33,13 +33,18 @@ Answer: TypeAlias = Approve | Reject | Mapping[str, Any] | None
 OnApproval: TypeAlias = Callable[[ApprovalCall], Answer | Awaitable[Answer]]
 
 
-def decision(call_id: str, arguments_hash: str, answer: Approve | Reject) -> dict[str, Any]:
-    """One item of a decisions body."""
+def decision(
+    call_id: str, arguments_hash: str, answer: Approve | Reject, position: int | None = None
+) -> dict[str, Any]:
+    """One item of a decisions body (`position`: the call's place in its round, needed
+    only when two calls of the round share an id)."""
     if not call_id:
         raise InvalidInput("a decision needs the tool call's id")
     if not arguments_hash:
         raise InvalidInput(f"a decision on {call_id} needs the arguments hash it saw")
     item: dict[str, Any] = {"tool_call_id": call_id, "arguments_hash": arguments_hash}
+    if position is not None:
+        item["position"] = position
     if isinstance(answer, Reject):
         if not isinstance(answer.message, str):
             raise InvalidInput(f"a rejection's message is text, not {type(answer.message)}")
@@ -64,9 +69,9 @@ def as_decision(call: ApprovalCall, answer: Answer) -> dict[str, Any] | None:
     if answer is None:
         return None
     if isinstance(answer, Approve | Reject):
-        return decision(call.id, call.arguments_hash, answer)
+        return decision(call.id, call.arguments_hash, answer, call.position)
     if isinstance(answer, Mapping):
-        return decision(call.id, call.arguments_hash, Approve(answer))
+        return decision(call.id, call.arguments_hash, Approve(answer), call.position)
     raise InvalidInput(
         f"on_approval answered {type(answer).__name__} for {call.id}: expected Approve(), "
         "Reject(message), the edited arguments (a mapping) or None"

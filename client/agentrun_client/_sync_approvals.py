@@ -71,13 +71,25 @@ class Approvals:
         call_id: str,
         arguments_hash: str,
         arguments: Mapping[str, Any] | None = None,
+        *,
+        position: int | None = None,
     ) -> Run:
         """Approve a gated call: executors get it (with `arguments`, those instead of the
-        model's)."""
-        item = _approvals.decision(call_id, arguments_hash, Approve(arguments))
+        model's). `position`: the call's place in its round, needed only when two calls of
+        the round share `call_id`."""
+        item = _approvals.decision(call_id, arguments_hash, Approve(arguments), position)
         return self.decide(run_id, [item])
 
-    def reject(self, run_id: str, call_id: str, arguments_hash: str, message: str) -> Run:
-        """Reject a gated call: the model receives `message` as its error result."""
-        item = _approvals.decision(call_id, arguments_hash, Reject(message))
+    def reject(
+        self,
+        run_id: str,
+        call_id: str,
+        arguments_hash: str,
+        message: str,
+        *,
+        position: int | None = None,
+    ) -> Run:
+        """Reject a gated call: the model receives `message` as its error result
+        (`position` as for `approve`)."""
+        item = _approvals.decision(call_id, arguments_hash, Reject(message), position)
         return self.decide(run_id, [item])

@@ -39,6 +39,7 @@ class EventType(StrEnum):
     MODEL_CALLED = "model.called"
     MODEL_FAILED = "model.failed"
     MODEL_DELTA = "model.delta"
+    MODEL_ABORTED = "model.aborted"  # a call in flight abandoned: its run was cancelled
     TOOL_CALL_INVALID = "tool_call.invalid"
     TOOL_CALL_LEASED = "tool_call.leased"
     TOOL_CALL_LEASE_EXPIRED = "tool_call.lease_expired"
@@ -114,6 +115,7 @@ class ApprovalCall(Model):
     name: str
     arguments: Any
     arguments_hash: str
+    position: int | None = None  # its place in the round (older servers: absent)
 
 
 class ApproveToolCalls(Model):
@@ -309,6 +311,7 @@ class ApprovalStatus(StrEnum):
     PENDING = "pending"
     APPROVED = "approved"
     REJECTED = "rejected"
+    CLOSED = "closed"  # never decided: its run ended (cancelled, expired, failed)
 
 
 class Approval(Model):
@@ -323,6 +326,7 @@ class Approval(Model):
     arguments_hash: str
     status: ApprovalStatus | str = ApprovalStatus.PENDING
     round: int | None = None
+    position: int | None = None  # its place in the round
     executed_arguments: Any = None
     message: str | None = None  # a rejection's, as the model receives it
     requested_at: datetime | None = None  # when the call was gated

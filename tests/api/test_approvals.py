@@ -16,7 +16,7 @@ import pytest
 from app.core import ToolResult
 from app.core.content import Json, Text
 from app.providers.base import ModelRequest
-from app.service import gates
+from app.service import convert, gates
 from app.service.approvals import ApprovalService
 from app.service.runs import RunService
 from app.settings import Settings
@@ -242,7 +242,7 @@ async def test_each_decision_reaches_the_model(
         again = await decide(client, rid, decision(approval, "reject", **kw))
         assert again.status_code == 200, again.text  # a retry after the resume: accepted
         other = await decide(client, rid, decision(approval))
-        assert_problem(other, 409, "run-state-conflict")
+        assert_problem(other, 409, "approval-conflict")  # (decided otherwise, in any status)
     else:
         edited = {"amount": 120, "to": "carol"}
         kw = {"arguments": edited} if action == "edit" else {}
@@ -269,6 +269,9 @@ async def test_each_decision_reaches_the_model(
     first = results[0]
     if action == "reject":
         assert first.is_error and _texts(first) == "too much money"
+    elif action == "edit":  # (the model is told what ran: docs/reference.md, Approvals)
+        note = '{"amount":120,"to":"carol"}'
+        assert not first.is_error and _texts(first) == "paid" + convert.EDITED_NOTE + note
     else:
         assert not first.is_error and _texts(first) == "paid"
     final = (await client.get(f"/v1/runs/{rid}")).json()

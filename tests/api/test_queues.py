@@ -78,6 +78,27 @@ async def test_refusals_are_problems(client: httpx.AsyncClient, store: RunStore)
                    404, "lease-not-found")  # fmt: skip
 
 
+async def test_a_cancel_withdraws_the_calls_and_refuses_their_leases(
+    client: httpx.AsyncClient, store: RunStore
+) -> None:
+    run = await suspend(client, store, tool_queue="q")
+    held = await lease(client, limit=1, lease_seconds=30)  # one leased, one still offered
+    assert len(held) == 1
+    assert (await client.post(f"/v1/runs/{run['id']}/cancel")).status_code == 200
+    # The leased call's executor is told to stop; its result is refused; nothing else is
+    # offered (docs/queue.md).
+    beat = await client.post(url(held[0], "heartbeat"), json={})
+    assert_problem(beat, 409, "tool-call-lease-lost")
+    result = await client.post(url(held[0], "result"), json={"output": 1})
+    assert assert_problem(result, 409, "run-state-conflict")["current_status"] == "cancelled"
+    assert await lease(client) == []
+    pending = await client.get(f"/v1/runs/{run['id']}")
+    assert pending.json()["required_action"] is None
+    callback = run["required_action"]["callback_url"].replace("http://127.0.0.1:8000", "")
+    answer = {"results": [{"tool_call_id": held[0]["tool_call_id"], "output": 1}]}
+    assert_problem(await client.post(callback, json=answer), 404, "callback-token-invalid")
+
+
 @pytest.mark.parametrize(
     ("path", "payload"),
     [

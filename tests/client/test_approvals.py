@@ -119,6 +119,31 @@ def test_on_approval_decides_and_the_model_sees_it(
     assert model_sees in str(tool_results_seen(live, run.id))
 
 
+def test_two_calls_sharing_an_id_are_decided_by_position(live: Live) -> None:
+    """A model that repeats a call id: each decision names its call's `position`."""
+    twins = scripted(
+        {
+            "tool_calls": [
+                {"id": "dup", "name": "pay", "arguments": {"amount": 500}},
+                {"id": "dup", "name": "pay", "arguments": {"amount": 600}},
+            ]
+        },
+        {"text": "done"},
+    )
+    paid: list[int] = []
+    tools = registry(paid)
+    with live.client() as client:
+        run = client.runs.create(prompt="pay", model=twins, tools=gated_definitions(tools))
+        waiting = client.execute(run.id, tools, deadline=None)
+        first, second = waiting.pending_approvals
+        assert (first.position, second.position) == (0, 1)
+        client.approvals.reject(run.id, "dup", second.arguments_hash, "no", position=1)
+        asked: list[ApprovalCall] = []
+        done = client.execute(run.id, tools, on_approval=lambda c: asked.append(c) or Approve())
+    assert [c.position for c in asked] == [0]
+    assert done.status == RunStatus.COMPLETED and paid == [500]
+
+
 def test_the_command_line_lists_approves_and_rejects(live: Live) -> None:
     tools = registry([])
     with live.client() as client:

@@ -136,9 +136,35 @@ async def test_reject_needs_a_message_and_gives_it_to_the_model(
     assert done.status_code == 303
     (rejected,) = [e for e in await events_of(service, run_id) if e.type == "tool_call.rejected"]
     assert rejected.data["message"] == "too big"
-    # Decided: a second, different decision is refused (on the run page, nothing changed).
+    # Decided: the same decision again is the service's 200 (nothing written), a different
+    # one its 409 (on the run page, nothing changed).
+    log = await events_of(service, run_id)
+    same = fields(gated, message="too big")
+    assert (await decide(admin, run_id, "reject", same, confirm=True)).status_code == 303
+    assert await events_of(service, run_id) == log
     again = await decide(admin, run_id, "approve", fields(gated), confirm=True)
-    assert again.status_code == 422 and "not awaiting a decision" in text(again)
+    assert again.status_code == 409 and "already decided otherwise" in text(again)
+
+
+async def test_a_repeated_approval_is_the_services_to_decide_and_edits_compare_as_json(
+    admin: httpx.AsyncClient, service: RunService
+) -> None:
+    """Confirming the same approval twice (a double click, a resent form) is not an error
+    page; arguments equal in Python but not as JSON (4.0 and 4) are an edit."""
+    view, gated = await gated_run(service)
+    run_id = view.record.id
+    typed = '{"b": 4.0, "a": 3}'
+    first = await decide(admin, run_id, "approve", fields(gated, arguments=typed), confirm=True)
+    assert first.status_code == 303, first.text
+    log = await events_of(service, run_id)
+    (approved,) = [e for e in log if e.type == "tool_call.approved"]
+    assert approved.data["executed_arguments"] == {"a": 3, "b": 4.0}
+    assert str(approved.data["executed_arguments"]["b"]) == "4.0"
+    again = await decide(admin, run_id, "approve", fields(gated, arguments=typed), confirm=True)
+    assert again.status_code == 303, again.text
+    assert await events_of(service, run_id) == log
+    plain = await decide(admin, run_id, "approve", fields(gated), confirm=True)
+    assert plain.status_code == 409 and "already decided otherwise" in text(plain)
 
 
 async def test_a_stale_hash_or_a_form_without_csrf_changes_nothing(
@@ -158,7 +184,7 @@ async def test_a_stale_hash_or_a_form_without_csrf_changes_nothing(
     assert back.status_code == 422
     other = {**fields(gated), "call_id": "tc_nope", "message": "x"}
     unknown = await decide(admin, run_id, "reject", other, confirm=True)
-    assert unknown.status_code == 422 and "not awaiting a decision" in text(unknown)
+    assert unknown.status_code == 422 and "awaits no approval" in text(unknown)
     no_csrf = await admin.post(
         f"/admin/runs/{run_id}/approve", data={**fields(gated), "confirmed": "yes"}
     )

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
+
 AGENTRUN = str(Path(sys.executable).parent / "agentrun")
 
 
@@ -34,6 +36,14 @@ def stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM, timeout: floa
         proc.kill()
         proc.wait()
         raise AssertionError(f"process {proc.args} did not stop on {sig}") from None
+
+
+def api_ready(client: httpx.Client) -> bool:
+    """Whether the API behind `client` answers `/readyz` with 200 (not yet: False)."""
+    try:
+        return client.get("/readyz").status_code == 200
+    except httpx.TransportError:
+        return False
 
 
 def wait_until(predicate: object, timeout: float, what: str) -> None:

@@ -18,7 +18,14 @@ import pytest_asyncio
 from app.core import Text, ToolCall, UserMessage
 from app.providers.anthropic import AnthropicProvider
 from app.providers.backoff import BackoffPolicy
-from app.providers.base import ModelRequest, ProviderError, ProviderTurn, TextDelta, TurnComplete
+from app.providers.base import (
+    ModelRequest,
+    ProviderError,
+    ProviderTurn,
+    TextDelta,
+    TurnComplete,
+    UsageReport,
+)
 from app.providers.openai_chat import OpenAIChatProvider
 from app.providers.openai_responses import OpenAIResponsesProvider
 from app.providers.registry import provider_from_settings
@@ -68,6 +75,8 @@ async def collect(
         if isinstance(item, TextDelta):
             assert turn is None
             deltas.append(item)
+        elif isinstance(item, UsageReport):  # (usage so far: what an aborted call bills)
+            assert turn is None and item.usage.total_tokens > 0
         else:
             assert isinstance(item, TurnComplete)
             turn = item.turn
@@ -200,6 +209,29 @@ async def test_timeout_is_retryable(mock: MockProviderServer) -> None:
             assert info.value.retryable is True
             assert info.value.status is None
         mock.script(Reply(text="late", delay=1.0))
+
+
+@pytest.mark.parametrize("name", WIRES)
+async def test_a_stream_reports_usage_as_the_provider_does(
+    name: str, mock: MockProviderServer
+) -> None:
+    """`UsageReport` items: what an aborted call is billed (Anthropic reports the input
+    tokens before the first text; the OpenAI wires only at the end)."""
+    provider = make(name, mock)
+    mock.script(Reply(text="Hello there, world.", usage=MockUsage(input=30, output=9)))
+    items = [item async for item in provider.stream(request())]
+    await provider.aclose()
+    reports = [(i, item.usage) for i, item in enumerate(items) if isinstance(item, UsageReport)]
+    first_text = next(i for i, item in enumerate(items) if isinstance(item, TextDelta))
+    if name == "anthropic":  # message_start (input, 1 output token), then message_delta
+        assert reports[0][0] < first_text
+        assert (reports[0][1].input_tokens, reports[0][1].output_tokens) == (30, 1)
+        assert (reports[-1][1].input_tokens, reports[-1][1].output_tokens) == (30, 9)
+    elif name == "openai":  # the usage chunk, just before [DONE]
+        assert [u.total_tokens for _, u in reports] == [39]
+    else:
+        assert reports == []
+    assert isinstance(items[-1], TurnComplete) and items[-1].turn.usage.total_tokens == 39
 
 
 async def test_stream_timeout_between_events_is_retryable(mock: MockProviderServer) -> None:

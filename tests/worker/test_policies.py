@@ -209,10 +209,15 @@ async def test_model_calls_of_a_cancelled_claim_stay_on_the_usage_ledger(
     async with running_worker(store, settings):
         await wait_status(service, view.record.id, RunStatus.RUNNING)
         await service.cancel(view.record.id)
-        await asyncio.sleep(0.6)  # the model call finishes; the fenced write is refused
+        await asyncio.sleep(0.6)  # the model call is aborted (app.worker.stops)
     record = (await service.get_run(view.record.id)).record
     assert record.status == RunStatus.CANCELLED and record.output is None
     totals = await store.usage_totals(start, datetime.now(UTC) + timedelta(seconds=1))
-    assert totals["calls"] == 1 and totals["input_tokens"] == 10
-    types = [e.type for e in await store.events(view.record.id)]
-    assert types[-1] == "model.called" and "run.completed" not in types
+    # On the ledger, with what the provider reported before the abort (a blocking call:
+    # nothing).
+    assert totals["calls"] == 1 and totals["input_tokens"] == 0
+    assert totals["failed_calls"] == 0  # (aborted, not failed)
+    events = await store.events(view.record.id)
+    types = [e.type for e in events]
+    assert types[-1] == "model.aborted" and "run.completed" not in types
+    assert events[-1].data["usage_reported"] is False and events[-1].data["turn"] == 1

@@ -327,7 +327,9 @@ async def test_a_cancel_mid_stream_stops_the_worker(service: RunService) -> None
     events = await service.store.events(run_id)
     cancelled = next(e.seq for e in events if e.type == "run.cancelled")
     assert all(e.seq < cancelled for e in deltas(events))
-    assert events[-1].type == "run.cancelled"
+    # The abandoned call is on the ledger, after the cancel that took the run.
+    assert [e.type for e in events[-2:]] == ["run.cancelled", "model.aborted"]
+    assert events[-1].data["stream"] is True
     assert "model.called" not in [e.type for e in events]
 
 

@@ -32,11 +32,13 @@ Row = Mapping[Any, Any]
 Wake = tuple[str, str]
 
 #: NOTIFY channels: workers (a run is due), live streams (a watched run's events),
-#: webhook senders (a delivery is due), queue executors (payload: the queue's name).
+#: webhook senders (a delivery is due), queue executors (payload: the queue's name), the
+#: worker holding a run (payload: its id; the run left its hands: cancelled, reaped).
 NOTIFY_CHANNEL = "agentrun_runs"
 EVENTS_CHANNEL = "agentrun_events"
 WEBHOOKS_CHANNEL = "agentrun_webhooks"
 QUEUE_CHANNEL = "agentrun_tool_calls"
+STOP_CHANNEL = "agentrun_stop"
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from app.store import changes
 from app.store.backend.base import (
     NOTIFY_CHANNEL,
     QUEUE_CHANNEL,
+    STOP_CHANNEL,
     WEBHOOKS_CHANNEL,
     Changed,
     ChangeWrite,
@@ -164,7 +165,9 @@ class PostgresBackend:
         queues = sorted({c.queue for c in change.tool_calls if c.queue is not None})
         if queues and row["id"] is not None:  # (the bell of the run's tenant's queue)
             queues = [bell_of(row["tenant_id"], q) for q in queues]
-        done = Changed(None, wakes=_wakes(row, notify=change.notify, queues=queues))
+        done = Changed(
+            None, wakes=_wakes(row, notify=change.notify, queues=queues, stops=change.stops)
+        )
         if row["id"] is not None:
             done.record = RunRecord.from_row(row, known=known)
         if chain is not None and row["n_id"] is not None:
@@ -272,12 +275,17 @@ def _side_params(params: dict[str, Any], change: Change, now: datetime) -> None:
         params["b_body"] = batch.body
 
 
-def _wakes(row: Row, *, notify: bool, queues: Sequence[str] = ()) -> list[Wake]:
+def _wakes(
+    row: Row, *, notify: bool, queues: Sequence[str] = (), stops: bool = False
+) -> list[Wake]:
     """What to wake once the write of `row` is committed: the workers when `notify` and
     the run changed, the executors of each of `queues` when it changed, the webhook
-    senders when an outbox row was written."""
+    senders when an outbox row was written, and with `stops` the worker that may hold
+    the run (payload: its id)."""
     wakes: list[Wake] = []
     if row["id"] is not None:
+        if stops:
+            wakes.append((STOP_CHANNEL, str(row["id"])))
         if notify:
             wakes.append((NOTIFY_CHANNEL, ""))
         wakes.extend((QUEUE_CHANNEL, q) for q in queues)

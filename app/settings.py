@@ -38,6 +38,12 @@ class Settings(BaseSettings):
     webhook_max_age_seconds: float = Field(default=24 * 3600, gt=0)
     # {"provider:model": {"input": usd, "output": usd, "cached_input": usd}} per 1M tokens
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+    # The deployment's daily budget (every tenant's model calls per UTC day; unset: none),
+    # and the output cap a budgeted call gets when its request names none
+    # (app.service.budgets).
+    daily_tokens: int | None = Field(default=None, ge=1)
+    daily_cost_usd: float | None = Field(default=None, gt=0)
+    default_max_output_tokens: int = Field(default=4096, ge=16)
     default_max_turns: int = Field(default=8, ge=1)
     default_expires_in: float = Field(default=7 * 24 * 3600, gt=0)
     poll_interval: float = Field(default=0.2, gt=0)  # SQLite wake-up polling

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 from app.core.lifecycle import RunStatus
 from app.service import conversations, gates
 from app.service.access import without_callback
+from app.service.budgets import Budget
 from app.service.runs import RunView
 from app.service.types import APPROVAL_APPROVED, Approval, EventRecord
 from app.timestamps import Timestamp
@@ -60,17 +61,29 @@ class ResolveInvalidToolCall(BaseModel):
     arguments: str
 
 
+class RaiseLimits(BaseModel):
+    type: Literal["raise_limits"] = "raise_limits"
+    limit: str = Field(description="the limit the next model call could pass")
+    scope: str = Field(description="whose limit: `run`, `tenant` or `deployment`")
+    spent: float
+    allowed: float
+    needed: float | None = Field(description="the least the next call needs, where known")
+
+
 class RunOut(BaseModel):
     id: str
     status: RunStatus
     turn: int
     max_turns: int
-    required_action: SubmitToolResults | ApproveToolCalls | ResolveInvalidToolCall | None = Field(
-        default=None, discriminator="type"
-    )
+    required_action: (
+        SubmitToolResults | ApproveToolCalls | ResolveInvalidToolCall | RaiseLimits | None
+    ) = Field(default=None, discriminator="type")
     waiting_reason: dict[str, Any] | None
     output: str | None
     usage: dict[str, Any] | None
+    limits: dict[str, Any] | None = Field(
+        default=None, description="the run's budget (`limits` at create, as changed since)"
+    )
     error: dict[str, Any] | None
     metadata: dict[str, Any]
     model: dict[str, Any]
@@ -90,7 +103,9 @@ class RunOut(BaseModel):
         """`callbacks`: whether the caller is shown the callback URL
         (`app.service.access.sees_callbacks`); `callback_url` is null otherwise."""
         r = view.record
-        action: SubmitToolResults | ApproveToolCalls | ResolveInvalidToolCall | None = None
+        action: (
+            SubmitToolResults | ApproveToolCalls | ResolveInvalidToolCall | RaiseLimits | None
+        ) = None
         if view.callback_url is not None:
             # (Gated calls are not handed out: awaiting a decision, or rejected.)
             calls = [
@@ -120,6 +135,11 @@ class RunOut(BaseModel):
                 tool_call_id=view.resolution.tool_call_id,
                 arguments=view.resolution.arguments,
             )
+        elif r.status == RunStatus.REQUIRES_ACTION and isinstance(r.waiting, Budget):
+            w = r.waiting
+            action = RaiseLimits(
+                limit=w.limit, scope=w.scope, spent=w.spent, allowed=w.allowed, needed=w.needed
+            )
         return cls(
             id=r.id,
             status=r.status,
@@ -129,6 +149,7 @@ class RunOut(BaseModel):
             waiting_reason=r.waiting_reason,
             output=r.output,
             usage=r.usage,
+            limits=r.limits,
             error=r.error,
             metadata=r.metadata,
             model=r.config.get("model", {}),

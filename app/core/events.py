@@ -36,6 +36,8 @@ class EventType(StrEnum):
     RUN_RETRIED = "run.retried"  # an operator put a failed or expired run back
     RUN_EXPIRY_EXTENDED = "run.expiry_extended"
     RUN_CONTINUED = "run.continued"  # on a finished run: a new run continues its conversation
+    RUN_BUDGET_EXCEEDED = "run.budget_exceeded"  # suspended: its next call could pass a limit
+    RUN_LIMITS_RAISED = "run.limits_raised"  # someone changed the run's limits
 
 
 E = EventType
@@ -49,6 +51,7 @@ WEBHOOK_EVENTS = frozenset(
         E.RUN_FAILED,
         E.RUN_CANCELLED,
         E.RUN_EXPIRED,
+        E.RUN_BUDGET_EXCEEDED,
     }
 )
 #: Events that are also rows of the usage ledger.

@@ -51,6 +51,8 @@ class Transition(StrEnum):
     BILL = "bill"  # model calls of a lost lease go on the ledger, whatever the run's status
     ANNOTATE = "annotate"  # an event on a finished run (a later run continued it)
     LEASE = "lease"  # a queue executor leases pending tool calls (their fencing moves on)
+    EXHAUST = "exhaust"  # a budget-suspended run waited past expires_at: it fails
+    LIMIT = "limit"  # the run's limits were changed (it keeps its status and fencing token)
     DECIDE = "decide"  # an approval decision made; the run still waits (results, approvals)
 
 
@@ -81,6 +83,8 @@ TABLE: dict[tuple[RunStatus, Transition], RunStatus] = {
     (_S.REQUIRES_ACTION, _T.EXTEND): _S.REQUIRES_ACTION,
     (_S.REQUIRES_ACTION, _T.NOTE): _S.REQUIRES_ACTION,
     (_S.REQUIRES_ACTION, _T.LEASE): _S.REQUIRES_ACTION,
+    (_S.REQUIRES_ACTION, _T.EXHAUST): _S.FAILED,
+    **{(s, _T.LIMIT): s for s in (_S.QUEUED, _S.RUNNING, _S.REQUIRES_ACTION)},
     (_S.REQUIRES_ACTION, _T.DECIDE): _S.REQUIRES_ACTION,
     **{(s, _T.BILL): s for s in RunStatus},
     **{(s, _T.ANNOTATE): s for s in TERMINAL},

@@ -137,12 +137,13 @@ PV_RECORD_NO_CALL = (
 PV_RECORD_TWICE = "record_streamed_completion_call called twice for the same model turn"
 PV_RESOLVE_STREAMED = "resolve_streamed_invalid_tool_call called without a pending CallModel step"
 PV_STREAMED_TURN = "streamed_turn called without a pending CallModel step"
+PV_WITHDRAW = "withdraw_model_call called without a CallModel step just given"
 
 
 class AgentRun:
     """The agent loop as a state machine. See the module docstring."""
 
-    __slots__ = ("_state",)
+    __slots__ = ("_before_call", "_state")
 
     def __init__(
         self,
@@ -274,6 +275,18 @@ class AgentRun:
         if isinstance(old, Resolving):
             raise self._violation(PV_NEXT_STEP_RESOLVING)
         raise self._violation(PV_NEXT_STEP_FAILED)
+
+    def withdraw_model_call(self) -> None:
+        """Take back the `CallModel` step just given, before any answer: the run is as it
+        was before `next_step` (the service's budget check declined the call; not in
+        upstream rig)."""
+        before = getattr(self, "_before_call", None)
+        if self._state.phase != AWAITING_MODEL or before is None:
+            raise self._violation(PV_WITHDRAW)
+        self._state.rollback_pending, self._state.streamed_completion_call_recorded = before
+        self._state.current_turn -= 1
+        self._state.phase = PREPARING_REQUEST
+        self._before_call: tuple[bool, bool] | None = None
 
     def model_response(self, turn: ModelTurn) -> ModelTurnOutcome:
         check_instance("model_response", "turn", turn, ModelTurn)
@@ -532,6 +545,10 @@ class AgentRun:
         prompt = self._state.new_messages[-1]
         if self._state.current_turn >= self._state.max_turns:
             raise MaxTurnsError(self._state.max_turns, self.full_history(), prompt)
+        self._before_call = (
+            self._state.rollback_pending,
+            self._state.streamed_completion_call_recorded,
+        )
         self._state.current_turn += 1
         self._state.rollback_pending = False
         self._state.streamed_completion_call_recorded = False

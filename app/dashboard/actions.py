@@ -11,6 +11,7 @@ it). `app.dashboard.perform` dispatches the parsed action to the service.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from app.service.access import Permission
 from app.service.jsonrules import MAX_DEPTH
 from app.service.operator import MAX_EXTENSION_SECONDS
 from app.service.runs import RunView
-from app.service.schemas import DecisionsIn, ResolutionIn, ToolResultsIn
+from app.service.schemas import DecisionsIn, LimitsIn, ResolutionIn, ToolResultsIn
 from app.service.types import ToolCallRecord
 
 Pairs = list[tuple[str, str]]
@@ -290,6 +291,53 @@ class ExtendExpiry:
         return [("minutes", self.minutes)]
 
 
+# --- budgets ----------------------------------------------------------------------------
+
+LIMIT_FIELDS = ("max_cost_usd", "max_total_tokens", "max_model_calls", "max_duration_seconds")
+
+
+@dataclass(frozen=True, slots=True)
+class RaiseLimits:
+    """New limits for a run (`POST /v1/runs/{id}/limits`): a field left empty keeps its
+    limit, `none` removes it; a run suspended on its budget goes on."""
+
+    name: ClassVar[str] = "limits"
+    permission: ClassVar[Permission] = Permission.RUNS_OPERATE
+    done: ClassVar[str] = "The run's limits were changed."
+
+    typed: tuple[tuple[str, str], ...]  # (field, as typed): shown and carried on
+    body: LimitsIn
+
+    @classmethod
+    def parse(cls, form: FormData, view: RunView) -> RaiseLimits | Invalid:
+        read = _Fields(form)
+        typed = [(k, v) for k in LIMIT_FIELDS if (v := read.text(k, k).strip())]
+        if read.errors:
+            return Invalid(read.errors)
+        if not typed:
+            return Invalid({"form": "enter at least one limit (none removes one)"})
+        values: dict[str, float | None] = {}
+        for key, text in typed:
+            if text.lower() != "none" and not NUMBER.fullmatch(text):
+                return Invalid({key: "enter a number, or none to remove the limit"})
+            values[key] = None if text.lower() == "none" else float(text)
+            if values[key] in (math.inf, -math.inf):
+                return Invalid({key: "enter a number that is not that large"})
+        try:
+            body = LimitsIn.model_validate(values)
+        except ValidationError as exc:
+            return Invalid(
+                {str(e["loc"][0]) if e["loc"] else "form": e["msg"] for e in exc.errors()}
+            )
+        return cls(tuple(typed), body)
+
+    def summary(self) -> Pairs:
+        return [(k.replace("_", " "), v) for k, v in self.typed]
+
+    def fields(self) -> Pairs:
+        return list(self.typed)
+
+
 # --- approvals ---------------------------------------------------------------------------
 
 #: Where an approval form was sent from (`return_to`): the run's page, or the inbox.
@@ -456,7 +504,9 @@ class Reject:
         return [*self.gated.fields(), ("message", self.message)]
 
 
-Action = Cancel | SubmitToolResults | Resolve | ExtendExpiry | Retry | Approve | Reject
+Action = (
+    Cancel | SubmitToolResults | Resolve | ExtendExpiry | Retry | Approve | Reject | RaiseLimits
+)
 Parse = Callable[[FormData, RunView], Action | Invalid]
 
 #: Every action by the name in its URL.

@@ -232,6 +232,11 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
         "can_cancel": r.status in sources(Transition.CANCEL),
         "can_retry": r.status in sources(Transition.RETRY),
         "can_extend": r.status == RunStatus.REQUIRES_ACTION,
+        "can_raise_limits": r.status not in TERMINAL,
+        "budget": (r.waiting_reason or {})
+        if r.status == RunStatus.REQUIRES_ACTION
+        and (r.waiting_reason or {}).get("type") == "budget"
+        else None,
         "needs_results": bool(open_calls) and r.status == RunStatus.REQUIRES_ACTION,
         "needs_resolution": view.resolution is not None,
         "usage": r.usage or {},

@@ -20,6 +20,7 @@ from app.dashboard import auth
 from app.dashboard.actions import (
     INBOX,
     KINDS,
+    LIMIT_FIELDS,
     PERMISSIONS,
     Action,
     Approve,
@@ -27,6 +28,7 @@ from app.dashboard.actions import (
     Errors,
     ExtendExpiry,
     Invalid,
+    RaiseLimits,
     Reject,
     Resolve,
     Retry,
@@ -58,6 +60,8 @@ def shown_errors(name: str, context: dict[str, Any]) -> set[str]:
         return {"form", "action", "tool_name"}
     if name == ExtendExpiry.name and context["can_extend"]:
         return {"form", "minutes"}
+    if name == RaiseLimits.name and context["can_raise_limits"]:
+        return {"form", *LIMIT_FIELDS}
     if name in (Approve.name, Reject.name) and context["approvals"]:
         return {"form", "arguments" if name == Approve.name else "message"}
     return set()
@@ -79,6 +83,8 @@ async def perform(
             await operator.extend_expiry(service, run_id, seconds, actor, tenant)
         case Retry():
             await operator.retry_run(service, run_id, actor, tenant)
+        case RaiseLimits(body=body):
+            await service.set_limits(run_id, body, actor=actor, tenant=tenant)
         case Approve(body=body) | Reject(body=body):
             await approvals_of(request).decide(run_id, body, actor=actor, tenant=tenant)
         case _:

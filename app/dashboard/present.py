@@ -119,6 +119,11 @@ def waiting_reason_text(reason: dict[str, Any] | None) -> str:
         return f"approval ({n} call{'s' if n != 1 else ''} to decide)"
     if kind == "backoff":
         return backoff_text(reason)
+    if kind == "budget":
+        return (
+            f"budget: {reason.get('scope')} limit {reason.get('limit')}, "
+            f"{reason.get('spent')} spent of {reason.get('allowed')}"
+        )
     if kind == "model_call":
         return f"model call on {reason.get('worker')}"
     return kind.replace("_", " ")

@@ -7,6 +7,7 @@ optionally with `"usage": {"input_tokens": .., "output_tokens": ..}` and
 `"finish_reason"`. Without a script it calls every advertised tool once, then answers
 with the tool results it got back (or echoes the prompt when there are no tools).
 `fail_times: k` makes each of the first k attempts of every call fail with a 503.
+`max_tokens` caps each answer's `output_tokens` as a provider would (finish `length`).
 """
 
 from __future__ import annotations
@@ -86,11 +87,15 @@ class ScriptedProvider:
         usage = entry.get("usage") or {}
         inp, out = int(usage.get("input_tokens", 10)), int(usage.get("output_tokens", 5))
         has_calls = any(isinstance(c, ToolCall) for c in choice)
+        finish = entry.get("finish_reason", "tool_calls" if has_calls else "stop")
+        cap = request.params.get("max_tokens")
+        if isinstance(cap, int) and out > cap:
+            out, finish = cap, "length"
         return ProviderTurn(
             choice=tuple(choice),
             usage=Usage(inp, out, inp + out),
             message_id=f"msg_scripted_{request.turn}",
-            finish_reason=entry.get("finish_reason", "tool_calls" if has_calls else "stop"),
+            finish_reason=finish,
         )
 
     async def _before(self, request: ModelRequest) -> None:

@@ -42,8 +42,15 @@ from app.service.errors import (
     ToolCallNotPending,
     ToolResultConflict,
 )
+from app.service.limits import RunLimitsService
 from app.service.resolutions import resolution_change
-from app.service.schemas import InvalidToolCallPolicy, ResolutionIn, RunCreate, ToolResultsIn
+from app.service.schemas import (
+    InvalidToolCallPolicy,
+    LimitsIn,
+    ResolutionIn,
+    RunCreate,
+    ToolResultsIn,
+)
 from app.service.submissions import (
     SUBMIT_ATTEMPTS,
     ResultConflictError,
@@ -152,6 +159,7 @@ class RunService:
         self.settings = settings
         self.clock = clock
         self._callback_key: str | None = None
+        self.limits = RunLimitsService.of(store, settings, clock)
 
     async def callback_key(self) -> str:
         if self._callback_key is None:
@@ -208,6 +216,7 @@ class RunService:
         if agent["webhook"] is not None:
             await self._check_webhook(agent["webhook"]["url"])
         max_turns = body.max_turns or self.settings.default_max_turns
+        limits = await self.limits.checked_limits(agent["model"], body.limits)
         history = [convert.history_message(m) for m in body.history]
         if before is not None:
             history = [*before.history, *history]
@@ -258,7 +267,10 @@ class RunService:
             "waiting_reason": None,  # (queued: `app.store.waiting.derived`)
             "turn": 0,
             "max_turns": max_turns,
+            "limits": limits,
         }
+        if limits:
+            created_data["limits"] = limits
         event = NewEvent(E.RUN_CREATED, created_data, actor)
         record, created = await self.store.create(values, [event], stored.initial(run), now)
         if not created and record.request_hash != values["request_hash"]:
@@ -491,6 +503,14 @@ class RunService:
             },
         )
         return await self.view(updated)
+
+    async def set_limits(
+        self, run_id: str, body: LimitsIn, *, actor: str | None = None, tenant: str | None = None
+    ) -> RunView:
+        """`POST /v1/runs/{id}/limits` (app.service.limits)."""
+        return await self.view(
+            await self.limits.set_limits(run_id, body, actor=actor, tenant=tenant)
+        )
 
     # --- cancel -------------------------------------------------------------------------
 

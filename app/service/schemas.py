@@ -156,6 +156,44 @@ class HistoryMessage(Strict):
     id: str | None = None
 
 
+Tokens = Annotated[int | None, Field(ge=1, le=10**15, strict=True), _AS_INT]
+
+
+class RunLimits(Strict):
+    """A run's `limits` (each optional; unset: unlimited). Stored in `runs.limits`."""
+
+    max_total_tokens: Tokens = Field(
+        default=None, description="input + output tokens of every model call of the run"
+    )
+    max_cost_usd: float | None = Field(
+        default=None,
+        gt=0,
+        le=1e9,
+        allow_inf_nan=False,
+        strict=True,
+        description="US dollars of every model call of the run (the model must be priced)",
+    )
+    max_model_calls: Annotated[int | None, Field(ge=1, le=10**6, strict=True), _AS_INT] = Field(
+        default=None, description="model calls answered (each one billed)"
+    )
+    max_duration_seconds: float | None = Field(
+        default=None,
+        gt=0,
+        le=366 * 24 * 3600,
+        allow_inf_nan=False,
+        strict=True,
+        description="wall-clock seconds since the run was created, checked before each call",
+    )
+
+    def stored(self) -> dict[str, Any] | None:
+        return self.model_dump(exclude_none=True) or None
+
+
+class LimitsIn(Body, RunLimits):
+    """`POST /v1/runs/{id}/limits`: the limits named are set (null removes one), the
+    others are kept."""
+
+
 class RunCreate(Body):
     prompt: str = Field(min_length=1)
     # Optional only when continuing a run (`previous_run_id`): the service checks that.
@@ -169,6 +207,9 @@ class RunCreate(Body):
     tools: list[ToolDef] = Field(default_factory=list)
     tool_choice: ToolChoiceIn | None = None
     max_turns: MaxTurns | None = None
+    limits: RunLimits | None = Field(
+        default=None, description="the run's budget, checked before each model call"
+    )
     tool_concurrency: Concurrency = 1
     invalid_tool_call: InvalidToolCallPolicy = Field(default_factory=InvalidToolCallPolicy)
     webhook: WebhookSpec | None = None

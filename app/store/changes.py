@@ -24,6 +24,7 @@ from app.store.records import NewEvent, NewToolCall
 from app.store.waiting import (
     Approval,
     Backoff,
+    Budget,
     ModelCall,
     Queued,
     Resolution,
@@ -35,6 +36,7 @@ T = Transition
 __all__ = [
     "Approval",
     "Backoff",
+    "Budget",
     "Change",
     "ModelCall",
     "Queued",
@@ -45,7 +47,7 @@ __all__ = [
 
 #: Changes of the lease holder that leave its fencing token where it is (its next
 #: change still expects the version it claimed); every other change moves it on.
-KEEPS_TOKEN = frozenset({T.HEARTBEAT, T.RECORD, T.BILL})
+KEEPS_TOKEN = frozenset({T.HEARTBEAT, T.RECORD, T.BILL, T.LIMIT})
 
 
 # --- the change -----------------------------------------------------------------------------
@@ -115,11 +117,12 @@ _NO_RETRY = {"model_attempts": 0, "model_retry_since": None}
 
 
 def _with_usage(values: dict[str, Any], usage: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The run's billed usage, its zero counters left out (every write of the row carries
-    the column; `RunRecord.from_row` fills them in again)."""
+    """The run's billed usage, its zero counters and a null `cost_usd` left out (every
+    write of the row carries the column; `RunRecord.from_row` fills them in again)."""
     if usage is None:
         return values
-    return {**values, "usage": {k: v for k, v in usage.items() if v != 0 or type(v) is not int}}
+    kept = {k: v for k, v in usage.items() if v is not None and (v != 0 or type(v) is not int)}
+    return {**values, "usage": kept}
 
 
 # --- a worker's claim --------------------------------------------------------------------------
@@ -227,6 +230,34 @@ def suspend_for_resolution(
     )
 
 
+def suspend_for_budget(
+    version: int,
+    snapshot: Snapshot,
+    turn: int,
+    reason: Budget,
+    expires_at: datetime,
+    events: Sequence[NewEvent],
+    usage: Mapping[str, Any] | None,
+    now: datetime,
+) -> Change:
+    """The run's next model call could pass a limit (app.service.budgets): it waits for
+    someone to raise the limit (`POST /v1/runs/{id}/limits`), cancel it, or its expiry."""
+    values = (
+        {"turn": turn, "expires_at": expires_at, "suspended_at": now}
+        | _NO_LEASE
+        | _NO_RETRY
+        | _waiting(reason)
+    )
+    data = {k: v for k, v in reason.doc().items() if k != "type"}
+    return Change(
+        T.SUSPEND,
+        _with_usage(values, usage),
+        (*events, NewEvent(E.RUN_BUDGET_EXCEEDED, data)),
+        version,
+        snapshot,
+    )
+
+
 def complete(
     version: int,
     snapshot: Snapshot,
@@ -328,6 +359,25 @@ def expire() -> Change:
     )
 
 
+BUDGET_EXCEEDED = "budget_exceeded"
+
+
+def exhaust(reason: Budget | None) -> Change:
+    """A budget-suspended run waited past its expiry: it fails (`budget_exceeded`)."""
+    detail = {} if reason is None else {k: v for k, v in reason.doc().items() if k != "type"}
+    error = {
+        "type": BUDGET_EXCEEDED,
+        "message": "the run waited past expires_at for a limit to be raised",
+        **detail,
+    }
+    return Change(
+        T.EXHAUST,
+        {"callback_token_hash": None, "error": error} | _waiting(None),
+        (NewEvent(E.RUN_FAILED, error),),
+        closes_calls=True,
+    )
+
+
 def cancel(actor: str | None) -> Change:
     return Change(
         T.CANCEL,
@@ -411,6 +461,28 @@ def retry(
                 actor,
             ),
         ),
+        version,
+        notify=True,
+    )
+
+
+def limit(version: int, limits: Mapping[str, Any] | None, event: NewEvent) -> Change:
+    """New limits for a run that is not waiting on them (queued, running, suspended for
+    tools), as read at `version`: its next claim reads them. The version stays (the lease
+    holder's fencing token)."""
+    limits = None if not limits else dict(limits)
+    return Change(T.LIMIT, {"limits": limits}, (event,), version)
+
+
+def resume_budget(
+    version: int, limits: Mapping[str, Any] | None, now: datetime, event: NewEvent
+) -> Change:
+    """New limits for a budget-suspended run: queued again, due now (the worker checks
+    the call against them again)."""
+    return Change(
+        T.RESUME,
+        {"available_at": now, "limits": None if not limits else dict(limits)} | _waiting(Queued()),
+        (event, NewEvent(E.RUN_RESUMED, {}, event.actor)),
         version,
         notify=True,
     )

@@ -23,8 +23,11 @@ RUN_USAGE_KEYS = (
     "total_tokens",
     "cached_input_tokens",
     "reasoning_tokens",
+    "model_calls",  # (calls answered: the budget's `max_model_calls` counts them)
 )
-_NO_USAGE = dict.fromkeys(RUN_USAGE_KEYS, 0)
+#: A run's usage as read: every counter, and `cost_usd` (its priced calls' sum; null
+#: while none was priced).
+_NO_USAGE: dict[str, Any] = {**dict.fromkeys(RUN_USAGE_KEYS, 0), "cost_usd": None}
 
 #: `tool_calls.approval` of a gated call: awaiting a decision, approved, rejected.
 APPROVAL_PENDING = ApprovalStatus.PENDING.value
@@ -77,6 +80,7 @@ class RunRecord:
     created_at: datetime
     updated_at: datetime
     tenant_id: str = DEFAULT_TENANT  # whose run it is
+    limits: dict[str, Any] | None = None  # its budget (app.service.budgets), if any
     # The run's log (`app.core.stored`: its batches as one JSON array text) when the read
     # asked for it: to load the run whole.
     log: str | None = None
@@ -162,6 +166,7 @@ class RunRecord:
             created_at=utc(v[c["created_at"]]),  # type: ignore[arg-type]
             updated_at=utc(v[c["updated_at"]]),  # type: ignore[arg-type]
             tenant_id=v[c["tenant_id"]],
+            limits=v[c["limits"]],
             log=log,
             _config=None if known is None else known._config,
         )

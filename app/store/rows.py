@@ -24,6 +24,7 @@ LEDGER_COLUMNS = (
     "reasoning_tokens",
     "total_tokens",
     "cost_usd",
+    "price_source",
     "latency_ms",
     "error",
 )
@@ -82,6 +83,7 @@ def ledger_row(event: NewEvent) -> dict[str, Any]:
         "reasoning_tokens": int(usage.get("reasoning_tokens", 0)),
         "total_tokens": int(usage.get("total_tokens", 0)),
         "cost_usd": d.get("cost_usd"),
+        "price_source": d.get("price_source"),
         "latency_ms": d.get("latency_ms"),
         "error": None if ok else str(d.get("message") or ""),
     }

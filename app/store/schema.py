@@ -71,6 +71,10 @@ runs = sa.Table(
     sa.Column("suspended_at", Timestamp),
     # Whose run it is: every read by id, list, queue and rollup is scoped to it.
     tenant_column(),
+    # The run's budget (`max_total_tokens`, `max_cost_usd`, `max_model_calls`,
+    # `max_duration_seconds`: app.service.budgets); null: none. Raised by
+    # `POST /v1/runs/{id}/limits`, so not part of the configuration written once.
+    sa.Column("limits", Json),
 )
 # The claim's index holds queued runs only, in claim order: a generic plan picks it even
 # on an empty table (no sticky seq-scan plan), and other transitions do not write to it.
@@ -395,6 +399,9 @@ model_calls = sa.Table(
     sa.Column("reasoning_tokens", sa.BigInteger, nullable=False, server_default="0"),
     sa.Column("total_tokens", sa.BigInteger, nullable=False, server_default="0"),
     sa.Column("cost_usd", sa.Float),
+    # Where `cost_usd`'s price came from: `config` (AGENTRUN_PRICES), `genai-prices@<version>`;
+    # null: the model has no price (cost_usd null too).
+    sa.Column("price_source", sa.String(100)),
     sa.Column("latency_ms", sa.Float),
     sa.Column("error", sa.Text),
     sa.Column("created_at", Timestamp, nullable=False),

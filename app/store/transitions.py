@@ -9,7 +9,7 @@ shared by both, is built here.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from app import metrics
 from app.core.lifecycle import RunStatus
 from app.core.stored import Snapshot
-from app.store import changes
+from app.store import changes, waiting
 from app.store.backend.base import Backend, ChangeWrite, NewRun, Wake
 from app.store.changes import Change
 from app.store.errors import NotFoundError
@@ -106,6 +106,14 @@ def change_params(change: Change, now: datetime, prefix: str = "") -> dict[str, 
     if change.expect_version is not None:
         params["p_version"] = change.expect_version
     return params
+
+
+def _exhaust(reason: Any) -> Change | None:
+    """A budget-suspended run's end past its expiry (`exhaust`); None for the others."""
+    if isinstance(reason, dict) and reason.get("type") == "budget":
+        parsed = waiting.parse(reason)
+        return changes.exhaust(parsed if isinstance(parsed, waiting.Budget) else None)
+    return None
 
 
 # --- the repository ------------------------------------------------------------------------
@@ -222,26 +230,38 @@ class Transitions:
         return await self._sweep(changes.lease_lost(now), runs.c.lease_expires_at < now, now)
 
     async def expire_suspended(self, now: datetime) -> list[str]:
-        return await self._sweep(changes.expire(), runs.c.expires_at < now, now)
+        """Suspended runs past their expiry end: `expired`, or `failed` for a run that
+        waited on a budget (`exhaust`: error `budget_exceeded`)."""
+        return await self._sweep(changes.expire(), runs.c.expires_at < now, now, _exhaust)
 
-    async def _sweep(self, change: Change, due: sa.ColumnElement[bool], now: datetime) -> list[str]:
+    async def _sweep(
+        self,
+        change: Change,
+        due: sa.ColumnElement[bool],
+        now: datetime,
+        instead: Callable[[Any], Change | None] | None = None,
+    ) -> list[str]:
         """Apply `change` to every run in its source status matching `due` (row-locked,
-        skipping runs others hold), in one transaction."""
+        skipping runs others hold), in one transaction; `instead(waiting_reason)` may
+        name another change for a run."""
         wakes: list[Wake] = []
-        changed: list[str] = []
+        changed: list[tuple[str, str]] = []
         (status,) = change.sources
         async with self.backend.transaction() as conn:
             # The status as a literal: it matches the partial index's predicate (a
             # parameter could not, in a generic plan).
             in_status = runs.c.status == sa.literal_column(f"'{status.value}'")
-            pick = self.backend.skip_locked(sa.select(runs.c.id).where(in_status, due).limit(100))
-            ids = list((await conn.execute(pick)).scalars())
-            for run_id in ids:
-                done = await self.backend.change(ChangeWrite(run_id, change, now, conn=conn))
+            columns = [runs.c.id] if instead is None else [runs.c.id, runs.c.waiting_reason]
+            pick = self.backend.skip_locked(sa.select(*columns).where(in_status, due).limit(100))
+            rows = list((await conn.execute(pick)).all())
+            for row in rows:
+                other = None if instead is None else instead(row[1])
+                applied = other or change
+                done = await self.backend.change(ChangeWrite(row[0], applied, now, conn=conn))
                 wakes.extend(done.wakes)
                 if done.record is not None:
-                    changed.append(done.record.status.value)
+                    changed.append((applied.transition.value, done.record.status.value))
         self.backend.wake(wakes)
-        for status_to in changed:  # (counted once committed)
-            metrics.transition(change.transition.value, status_to)
-        return ids
+        for transition, status_to in changed:  # (counted once committed)
+            metrics.transition(transition, status_to)
+        return [row[0] for row in rows]

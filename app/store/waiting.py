@@ -104,7 +104,31 @@ class Backoff:
         return out
 
 
-Waiting = Queued | ModelCall | ToolResults | Approval | Resolution | Backoff
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """A run suspended before a model call that could pass one of its limits: which limit
+    (`max_total_tokens`, `max_cost_usd`, `max_model_calls`, `max_duration_seconds`, or a
+    day's `daily_tokens` / `daily_cost_usd`), whose (`scope`: run, tenant, deployment), what
+    was spent, what is allowed, and what the next call needed at least (`needed`)."""
+
+    limit: str
+    spent: float
+    allowed: float
+    scope: str = "run"
+    needed: float | None = None
+
+    def doc(self) -> dict[str, Any]:
+        return {
+            "type": "budget",
+            "limit": self.limit,
+            "scope": self.scope,
+            "spent": self.spent,
+            "allowed": self.allowed,
+            "needed": self.needed,
+        }
+
+
+Waiting = Queued | ModelCall | ToolResults | Approval | Resolution | Backoff | Budget
 
 
 def _instant(text: str) -> datetime:
@@ -131,6 +155,8 @@ def parse(doc: Mapping[str, Any]) -> Waiting:
             hint_seconds=doc.get("provider_hint_seconds"),
             header=doc.get("header"),
         )
+    if kind == "budget":
+        return Budget(doc["limit"], doc["spent"], doc["allowed"], doc["scope"], doc.get("needed"))
     if kind == "model_call":  # (stored by releases before 0009; derived since)
         return ModelCall(doc["worker"], _instant(doc["lease_until"]))
     if kind == RunStatus.QUEUED.value:

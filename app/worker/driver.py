@@ -48,12 +48,13 @@ from app.service import convert, gates
 from app.service.tokens import callback_token, token_hash
 from app.settings import Settings
 from app.store import changes
-from app.store.changes import Backoff, Change, Resolution
+from app.store.changes import Backoff, Budget, Change, Resolution
 from app.store.config import RunConfig
 from app.store.records import NewEvent, NewToolCall, RunRecord
 from app.store.runs import RunStore
 from app.timestamps import iso
 from app.worker import streaming
+from app.worker.budget import Budgets, billed_usage, budgets_for, priced_call
 from app.worker.lease import Claim, Lease, LeaseLost
 from app.worker.stops import Stops
 
@@ -96,6 +97,7 @@ class RunDriver:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         rng: random.Random | None = None,
         stops: Stops | None = None,
+        budgets: Budgets | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
@@ -105,6 +107,7 @@ class RunDriver:
         self.clock = clock
         self.rng = rng or random.Random()
         self.lease = Lease(store, settings.lease_seconds, worker_id, clock, stops)
+        self.budgets = budgets or budgets_for(store, settings)
 
     async def drive(self, record: RunRecord) -> RunStatus | None:
         """Advance a claimed run until it suspends or ends; the status it ended in, or
@@ -192,6 +195,11 @@ class RunDriver:
             turn=step.turn,
             attempt=claim.record.model_attempts + 1,
         )
+        checked = await self.budgets.before_call(claim.record, claim.events, request, self.clock)
+        if isinstance(checked, Budget):
+            run.withdraw_model_call()  # (stored as it was before the call was asked for)
+            return await self._suspend_budget(claim, run, checked)
+        request = checked
         provider = self.providers(spec)
         streamed = config.stream
         started = time.perf_counter()
@@ -210,8 +218,10 @@ class RunDriver:
             return await self._provider_failed(claim, err)
         except LeaseLost:  # abandoned mid-flight, its connection closed: on the ledger
             partial = ProviderTurn(choice=(), usage=progress.usage or Usage())
-            cost = cost_of(self.settings.prices, spec, partial)
-            aborted = progress.aborted(request, spec, usage_of(partial), cost, streamed)
+            bill = priced_call(self.budgets.prices, model.provider, model.name, partial)
+            aborted = progress.aborted(
+                request, spec, bill["usage"], bill["cost_usd"], streamed, bill["price_source"]
+            )
             claim.events.append(aborted)
             raise
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
@@ -225,8 +235,7 @@ class RunDriver:
                     "turn": step.turn,
                     "provider": model.provider,
                     "model": model.name,
-                    "usage": usage_of(answer),
-                    "cost_usd": cost_of(self.settings.prices, spec, answer),
+                    **priced_call(self.budgets.prices, model.provider, model.name, answer),
                     "finish_reason": answer.finish_reason,
                     "latency_ms": latency_ms,
                     "message_id": answer.message_id,
@@ -378,6 +387,23 @@ class RunDriver:
         )
         return await self._write(claim, change, now)
 
+    async def _suspend_budget(
+        self, claim: Claim, run: AgentRun, reason: Budget
+    ) -> RunStatus | None:
+        """The next model call could pass a limit: suspended before it is made."""
+        now = self.clock()
+        change = changes.suspend_for_budget(
+            claim.version,
+            self._snapshot(claim),
+            run.turn(),
+            reason,
+            self._expires_at(claim),
+            claim.events,
+            self._usage(claim),
+            now,
+        )
+        return await self._write(claim, change, now)
+
     def _expires_at(self, claim: Claim) -> datetime:
         """A suspension's expiry: after the run's own `expires_in`, else the default."""
         expires_in = claim.record.run_config.expires_in or self.settings.default_expires_in
@@ -454,50 +480,6 @@ def backoff_reason(
         hint_seconds=delay.hint_seconds,
         header=delay.header,
     )
-
-
-def billed_usage(usage: Mapping[str, Any] | None, events: list[NewEvent]) -> dict[str, Any] | None:
-    """The run's usage after a claim: what it had plus every model call the claim made
-    (`model.called`), whether or not the run kept the answer (a failed run, a turn
-    asked again after a backoff). None when the claim made no call: nothing changes."""
-    calls = [e.data.get("usage") or {} for e in events if e.type == "model.called"]
-    if not calls:
-        return None
-    total = dict(usage or {})
-    for call in calls:
-        for key, value in call.items():
-            if isinstance(value, int):
-                total[key] = int(total.get(key) or 0) + value
-    return total
-
-
-def cost_of(
-    prices: Mapping[str, Mapping[str, float]], spec: Mapping[str, Any], turn: ProviderTurn
-) -> float | None:
-    """USD for one call from the deployment's price table (per 1M tokens), if priced.
-    Cached input tokens are part of the input and billed at the cached rate when given."""
-    price = prices.get(f"{spec['provider']}:{spec['name']}")
-    if price is None:
-        return None
-    u = turn.usage
-    cached = u.cached_input_tokens
-    cost = (
-        (u.input_tokens - cached) * price.get("input", 0.0)
-        + cached * price.get("cached_input", price.get("input", 0.0))
-        + u.output_tokens * price.get("output", 0.0)
-    )
-    return round(cost / 1_000_000, 8)
-
-
-def usage_of(turn: ProviderTurn) -> dict[str, int]:
-    u = turn.usage
-    return {
-        "input_tokens": u.input_tokens,
-        "output_tokens": u.output_tokens,
-        "total_tokens": u.total_tokens,
-        "cached_input_tokens": u.cached_input_tokens,
-        "reasoning_tokens": u.reasoning_tokens,
-    }
 
 
 def model_turn(

@@ -71,6 +71,7 @@ class Progress:
         usage: dict[str, int],
         cost_usd: float | None,
         streamed: bool,
+        price_source: str | None = None,
     ) -> NewEvent:
         """The `model.aborted` event of the call, abandoned now (the run left the
         worker), with what the provider reported before that."""
@@ -84,6 +85,7 @@ class Progress:
                 "usage": usage,
                 "usage_reported": self.usage is not None,
                 "cost_usd": cost_usd,
+                "price_source": price_source,
                 "latency_ms": round((time.perf_counter() - self.started) * 1000, 2),
                 **({"stream": True} if streamed else {}),
             },

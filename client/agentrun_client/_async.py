@@ -227,7 +227,8 @@ class AsyncClient:
                 if run.status != RunStatus.REQUIRES_ACTION:
                     continue  # it moved on: until its next suspension
                 if not isinstance(run.required_action, SubmitToolResults | ApproveToolCalls):
-                    return run  # a resolution: for a person (`runs.resolve`)
+                    return run  # a resolution or a budget: for a person (`runs.resolve`,
+                    # `runs.raise_limits`)
                 # (Calls of a queue are its executors' to run: docs/queue.md.)
                 calls = [c for c in run.pending_tool_calls if c.queue is None]
                 if calls:
@@ -353,6 +354,17 @@ class AsyncRuns:
     async def cancel(self, run_id: str) -> Run:
         """Cancel a run that has not ended (`Conflict` with `current_status` otherwise)."""
         return Run.model_validate(await self._json(Call("POST", _base.run_path(run_id, "/cancel"))))
+
+    async def raise_limits(
+        self, run_id: str, limits: Mapping[str, float | None] | None = None, **named: float | None
+    ) -> Run:
+        """Change a run's limits (`max_total_tokens`, `max_cost_usd`, `max_model_calls`,
+        `max_duration_seconds`; those named are set, None removes one, the others are
+        kept): a run suspended on its budget (`RaiseLimits`) is queued again. Needs
+        `runs:operate` (an admin's or operator's key)."""
+        body = {**(limits or {}), **named}
+        call = Call("POST", _base.run_path(run_id, "/limits"), json=body, safe=True)
+        return Run.model_validate(await self._json(call))
 
     async def browser_token(self, run_id: str, *, ttl: float | timedelta = 900) -> BrowserToken:
         """A signed token (valid `ttl`: seconds or a timedelta, at most a day) with which a

@@ -50,6 +50,7 @@ class RunOptions(TypedDict, total=False):
     history: Sequence[Mapping[str, Any]]
     tool_choice: str | Mapping[str, Any]
     max_turns: int
+    limits: Mapping[str, float]  # max_total_tokens, max_cost_usd, max_model_calls, ...
     tool_concurrency: int
     invalid_tool_call: Mapping[str, Any]
     webhook: str | Mapping[str, Any]

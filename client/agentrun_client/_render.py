@@ -12,6 +12,7 @@ from agentrun_client.models import (
     Approval,
     ApproveToolCalls,
     Event,
+    RaiseLimits,
     ResolveInvalidToolCall,
     Run,
     SubmitOutcome,
@@ -90,6 +91,12 @@ def run_text(run: Run, prog: str) -> str:
             lines.append(f"    {call.id}  {call.name} {compact(call.arguments, 200)}{done}")
         if action.callback_url:
             row("callback", action.callback_url)
+    elif isinstance(action, RaiseLimits):
+        row(
+            "budget",
+            f"{action.scope} limit {action.limit}: {action.spent} spent of {action.allowed}"
+            f" (raise: {prog} runs limits {run.id} --{action.limit.replace('_', '-')} N)",
+        )
     elif isinstance(action, ApproveToolCalls):
         lines.append(f"  approvals (decide: {prog} runs approve|reject {run.id} CALL_ID):")
         for gated in action.approvals:

@@ -1,5 +1,5 @@
-"""`agentrun-client runs create|get|list|wait|events|submit|cancel|approvals|approve|reject`:
-the API from a shell,
+"""`agentrun-client runs create|get|list|wait|events|submit|cancel|limits|approvals|approve|
+reject`: the API from a shell,
 for scripts and operators (also `agentrun runs …` where the service is installed).
 
 The server comes from `--base-url` / `--api-key`, else `AGENTRUN_BASE_URL` /
@@ -238,6 +238,29 @@ def cmd_cancel(client: Client, args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+LIMITS = ("max_total_tokens", "max_cost_usd", "max_model_calls", "max_duration_seconds")
+
+
+def limit_value(text: str) -> float | None:
+    """A limit on the command line: a number, or `none` to remove it."""
+    if text.lower() == "none":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a number or none, not {text!r}") from None
+    return int(value) if value.is_integer() else value
+
+
+def cmd_limits(client: Client, args: argparse.Namespace, out: Output) -> int:
+    named = {k: getattr(args, k) for k in LIMITS if getattr(args, k) is not _UNSET}
+    out.run(client.runs.raise_limits(args.run_id, named))
+    return EXIT_OK
+
+
+_UNSET = object()
+
+
 def cmd_approvals(client: Client, args: argparse.Namespace, out: Output) -> int:
     if args.run_id is not None:
         page = ApprovalPage(data=client.approvals.get(args.run_id))
@@ -389,6 +412,11 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
                    help='results as JSON: {"results": [...]} or a list')  # fmt: skip
 
     command("cancel", cmd_cancel, "cancel a run that has not ended")
+
+    lim = command("limits", cmd_limits, "change a run's limits; resumes a budget-suspended run")
+    for name in LIMITS:
+        lim.add_argument(f"--{name.replace('_', '-')}", dest=name, type=limit_value,
+                         default=_UNSET, metavar="N|none")  # fmt: skip
 
     a = command("approvals", cmd_approvals, "list the gated tool calls awaiting a decision")
     a.add_argument("run_id", metavar="RUN_ID", nargs="?",

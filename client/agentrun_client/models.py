@@ -57,6 +57,8 @@ class EventType(StrEnum):
     RUN_RETRIED = "run.retried"
     RUN_EXPIRY_EXTENDED = "run.expiry_extended"
     RUN_CONTINUED = "run.continued"  # on a finished run: `data.run_id` continues it
+    RUN_BUDGET_EXCEEDED = "run.budget_exceeded"  # suspended: its next call could pass a limit
+    RUN_LIMITS_RAISED = "run.limits_raised"
     RUN_APPROVAL_REQUIRED = "run.approval_required"
     TOOL_CALL_APPROVED = "tool_call.approved"
     TOOL_CALL_REJECTED = "tool_call.rejected"
@@ -93,6 +95,18 @@ class ResolveInvalidToolCall(Model):
     arguments: str = ""
 
 
+class RaiseLimits(Model):
+    """Suspended on a budget: `limit` (of `scope`: run, tenant, deployment) has `spent`
+    of `allowed`; `client.runs.raise_limits` answers it."""
+
+    type: Literal["raise_limits"] = "raise_limits"
+    limit: str
+    scope: str = "run"
+    spent: float = 0
+    allowed: float = 0
+    needed: float | None = None
+
+
 class ApprovalCall(Model):
     """A gated tool call of an `approve_tool_calls` action: what the model asked for and
     the hash a decision names (`Approvals.approve` / `reject`)."""
@@ -121,7 +135,7 @@ class RequiredAction(Model):
 
 
 Action = Annotated[
-    SubmitToolResults | ApproveToolCalls | ResolveInvalidToolCall | RequiredAction,
+    SubmitToolResults | ApproveToolCalls | ResolveInvalidToolCall | RaiseLimits | RequiredAction,
     Field(union_mode="left_to_right"),
 ]
 
@@ -132,6 +146,8 @@ class RunUsage(Model):
     total_tokens: int = 0
     cached_input_tokens: int = 0
     reasoning_tokens: int = 0
+    model_calls: int = 0
+    cost_usd: float | None = None  # of the priced calls; None while none was
 
 
 class Run(Model):
@@ -143,6 +159,7 @@ class Run(Model):
     waiting_reason: dict[str, Any] | None = None
     output: str | None = None
     usage: RunUsage | None = None
+    limits: dict[str, Any] | None = None  # its budget (docs/reference.md, Budgets)
     error: dict[str, Any] | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     model: dict[str, Any] = Field(default_factory=dict)

@@ -33,3 +33,6 @@ class ScriptedParams(TypedDict, total=False):
     script: list[ScriptEntry]
     delay_ms: Annotated[float, Field(ge=0, le=600_000)]
     fail_times: Annotated[int, Field(ge=0, le=1000)]
+    # The output cap, honoured as a provider does: an answer's `output_tokens` above it
+    # are cut to it (finish reason `length`).
+    max_tokens: Annotated[int, Field(ge=1)]

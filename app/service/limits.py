@@ -1,0 +1,103 @@
+"""A run's limits at create (`checked_limits`: a cost limit on a model without a price is
+refused) and afterwards (`RunLimitsService.set_limits`, `POST /v1/runs/{id}/limits`): the
+limits named are set, the others kept; a run suspended on a budget resumes (the worker
+checks its next call against the new limits), any other run not finished keeps its status
+and reads them at its next claim."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from app.core.events import EventType as E
+from app.core.lifecycle import TERMINAL, RunStatus
+from app.service.errors import InvalidRequest, RunNotFound, RunStateConflict
+from app.service.prices import PriceBook
+from app.service.schemas import LimitsIn, RunLimits
+from app.settings import Settings
+from app.store import changes
+from app.store.records import NewEvent, RunRecord
+from app.store.runs import RunStore
+from app.store.waiting import Budget
+
+#: Compare-and-set attempts of a limits change racing the run's own moves.
+ATTEMPTS = 5
+
+
+def unpriced(model: Mapping[str, Any]) -> str:
+    return (
+        f"model {model.get('provider')}:{model.get('name')} has no price (neither "
+        "AGENTRUN_PRICES nor genai-prices knows it)"
+    )
+
+
+class RunLimitsService:
+    def __init__(
+        self,
+        store: RunStore,
+        settings: Settings,
+        prices: PriceBook,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.prices = prices
+        self.clock = clock
+
+    @classmethod
+    def of(
+        cls, store: RunStore, settings: Settings, clock: Callable[[], datetime]
+    ) -> RunLimitsService:
+        return cls(
+            store,
+            settings,
+            PriceBook.for_settings(settings),
+            clock,
+        )
+
+    async def checked_limits(
+        self, model: Mapping[str, Any], limits: RunLimits | None
+    ) -> dict[str, Any] | None:
+        """The limits to store for a new run; a 422 when a cost limit is in force on a
+        model without a price,
+        which could not be enforced (the run's, the deployment's)."""
+        stored = None if limits is None else limits.stored()
+        if self.prices.of_spec(model) is not None:
+            return stored
+        if stored and "max_cost_usd" in stored:
+            raise InvalidRequest(f"limits.max_cost_usd: {unpriced(model)}")
+        if self.settings.daily_cost_usd is not None:
+            raise InvalidRequest(f"the deployment's daily_cost_usd applies: {unpriced(model)}")
+        # (A tenant's daily_cost_usd is not read here, which would cost a create a
+        # statement: the worker suspends such a run before its first call instead.)
+        return stored
+
+    async def set_limits(
+        self, run_id: str, body: LimitsIn, *, actor: str | None, tenant: str | None
+    ) -> RunRecord:
+        named = {k: getattr(body, k) for k in body.model_fields_set}
+        for _ in range(ATTEMPTS):
+            record = await self.store.get(run_id, tenant=tenant)
+            if record is None:
+                raise RunNotFound(f"no run with id {run_id}")
+            if record.status in TERMINAL:
+                raise RunStateConflict(
+                    f"cannot change the limits of run {run_id}: it is {record.status.value}",
+                    record.status.value,
+                )
+            previous = dict(record.limits or {})
+            new = {k: v for k, v in {**previous, **named}.items() if v is not None}
+            if "max_cost_usd" in new and self.prices.of_spec(record.config["model"]) is None:
+                raise InvalidRequest(f"max_cost_usd: {unpriced(record.config['model'])}")
+            event = NewEvent(E.RUN_LIMITS_RAISED, {"limits": new, "previous": previous}, actor)
+            suspended = record.status is RunStatus.REQUIRES_ACTION
+            if suspended and isinstance(record.waiting, Budget):
+                change = changes.resume_budget(record.version, new, self.clock(), event)
+            else:
+                change = changes.limit(record.version, new, event)
+            updated, _ = await self.store.apply(run_id, change, self.clock(), tenant=tenant)
+            if updated is not None:
+                return updated
+        current = "" if record is None else record.status.value
+        raise RunStateConflict(f"run {run_id} kept changing; try again", current)

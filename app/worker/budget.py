@@ -1,0 +1,290 @@
+"""The budget check before each model call (`Budgets.before_call`): what the call could
+add at most, against the run's limits and its tenant's and the deployment's daily ones.
+
+Only a run with limits, or a deployment or tenant with a daily limit, pays for any of it:
+without them `before_call` answers from two attribute reads and a cached dictionary
+lookup, and no statement is run.
+
+The input is estimated from above (`input_estimate`): the UTF-8 bytes of the request's
+messages, preamble and tools as JSON (a token of the providers' byte-level tokenizers
+covers at least one byte; the JSON's quotes and keys cover the messages' framing), plus
+`MESSAGE_OVERHEAD` tokens per message, `TOOLS_OVERHEAD` when tools are offered (Anthropic's
+tool-use system prompt is ~350 tokens) and `IMAGE_TOKENS` per image (whose bytes do not
+say what it costs).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import orjson
+
+from app.core.encode import message_to_dict
+from app.providers.anthropic import DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT
+from app.providers.base import ModelRequest, ProviderTurn
+from app.service.budgets import (
+    CACHE_SECONDS,
+    DAILY,
+    Allowance,
+    CachedTenantLimits,
+    Ceiling,
+    Spent,
+    ceilings,
+    check,
+)
+from app.service.prices import PriceBook
+from app.service.tenants import Tenants
+from app.settings import Settings
+from app.store.records import NewEvent, RunRecord
+from app.store.runs import RunStore
+from app.store.waiting import Budget
+
+MESSAGE_OVERHEAD = 16
+TOOLS_OVERHEAD = 600
+IMAGE_TOKENS = 6_000
+
+
+def input_estimate(request: ModelRequest) -> int:
+    """An upper estimate of the call's input tokens (see the module's note)."""
+    messages = [*request.history, request.prompt]
+    docs: list[Any] = [message_to_dict(m) for m in messages]
+    images = 0
+
+    def strip(value: Any) -> Any:
+        nonlocal images
+        if isinstance(value, dict):
+            if value.get("type") == "image":
+                images += 1
+                return None
+            return {k: strip(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    body: dict[str, Any] = {"messages": strip(docs), "preamble": request.preamble}
+    if request.tools:
+        body["tools"] = [
+            {"name": t.name, "description": t.description, "parameters": t.parameters}
+            for t in request.tools
+        ]
+    size = len(orjson.dumps(body))
+    return (
+        size
+        + MESSAGE_OVERHEAD * (len(messages) + (1 if request.preamble else 0))
+        + (TOOLS_OVERHEAD if request.tools else 0)
+        + IMAGE_TOKENS * images
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CapParam:
+    """Where a provider's request takes its output cap, its default (None: uncapped),
+    and the least it accepts."""
+
+    key: str
+    current: int | None
+    least: int
+
+
+def cap_param(provider: str, params: Mapping[str, Any]) -> CapParam | None:
+    if provider == "openai":
+        for key in ("max_completion_tokens", "max_tokens"):
+            if isinstance(params.get(key), int):
+                return CapParam(key, params[key], 1)
+        return CapParam("max_completion_tokens", None, 1)
+    if provider == "openai_responses":  # (the API refuses a max_output_tokens below 16)
+        return CapParam("max_output_tokens", params.get("max_output_tokens"), 16)
+    if provider == "anthropic":
+        least = 1
+        thinking = params.get("thinking")
+        if isinstance(thinking, dict) and thinking.get("type") == "enabled":
+            least = 1025  # (budget_tokens ≥ 1024 and below max_tokens)
+        return CapParam("max_tokens", params.get("max_tokens", ANTHROPIC_DEFAULT), least)
+    if provider == "scripted":
+        return CapParam("max_tokens", params.get("max_tokens"), 1)
+    return None
+
+
+def clamped(provider: str, params: Mapping[str, Any], cap: int, default_cap: int) -> dict[str, Any]:
+    """The request's parameters with its output cap at most `cap` (a request without one
+    gets `min(cap, default_cap)`); Anthropic's thinking budget kept below it."""
+    where = cap_param(provider, params)
+    out = dict(params)
+    if where is None:
+        return out
+    current = where.current if where.current is not None else default_cap
+    new = min(current, cap)
+    out[where.key] = new
+    thinking = out.get("thinking")
+    if provider == "anthropic" and isinstance(thinking, dict):
+        budget = thinking.get("budget_tokens")
+        if isinstance(budget, int) and budget >= new:
+            out["thinking"] = {**thinking, "budget_tokens": new - 1}
+    return out
+
+
+def spent_of(usage: Mapping[str, Any] | None, created_at: datetime, now: datetime) -> Spent:
+    u = usage or {}
+    return Spent(
+        tokens=int(u.get("total_tokens") or 0),
+        cost_usd=float(u.get("cost_usd") or 0.0),
+        calls=int(u.get("model_calls") or 0),
+        seconds=(now - created_at).total_seconds(),
+    )
+
+
+DailyReader = Callable[[str | None, datetime], Awaitable[tuple[int, float]]]
+TenantLimits = Callable[[str], Awaitable[Mapping[str, Any]]]
+
+
+class Budgets:
+    """The worker's budget check. `deployment`: the deployment's daily limits (settings);
+    `tenant_limits`: a tenant's limits (cached by the caller, as `Tenants.limits_of`);
+    `daily`: the day's (tokens, cost) since `since`, of a tenant or (None) of all."""
+
+    def __init__(
+        self,
+        prices: PriceBook,
+        default_cap: int,
+        deployment: Mapping[str, Any] | None = None,
+        tenant_limits: TenantLimits | None = None,
+        daily: DailyReader | None = None,
+    ) -> None:
+        self.prices = prices
+        self.default_cap = default_cap
+        self.deployment = {k: v for k, v in (deployment or {}).items() if v is not None}
+        self.tenant_limits = tenant_limits
+        self.daily = daily
+        self._totals: dict[str | None, tuple[float, datetime, tuple[int, float]]] = {}
+
+    async def before_call(
+        self,
+        record: RunRecord,
+        claimed: list[NewEvent],
+        request: ModelRequest,
+        clock: Callable[[], datetime],
+    ) -> ModelRequest | Budget:
+        """The request to send (its cap clamped where a limit bounds the output), or the
+        `Budget` the run suspends with. `claimed`: the events of the claim so far (its
+        calls are not in the record's usage yet)."""
+        limits = record.limits
+        tenant = await self._tenant_limits(record.tenant_id)
+        if not limits and not tenant and not self.deployment:
+            return request
+        now = clock()
+        spec = record.run_config.model
+        price = self.prices.of(spec.provider, spec.name)
+        usage = billed_usage(record.usage, claimed) or record.usage
+        run_spent = spent_of(usage, record.created_at, now)
+        pairs: list[tuple[Ceiling, Spent]] = [(c, run_spent) for c in ceilings(limits)]
+        mine = _claim_spend(claimed)  # (this claim's calls, not on the day's totals read)
+        for scope, doc, key in (
+            ("tenant", tenant, record.tenant_id),
+            ("deployment", self.deployment, None),
+        ):
+            daily = {k: v for k, v in doc.items() if k in DAILY and v is not None}
+            if daily:
+                tokens, cost = await self._day(key, now)
+                day = Spent(tokens + mine[0], cost + mine[1])
+                pairs.extend((c, day) for c in ceilings(daily, scope))
+        where = cap_param(spec.provider, request.params)
+        least = where.least if where is not None else 1
+        verdict = check(pairs, input_estimate(request), price, least)
+        if isinstance(verdict, Budget):
+            return verdict
+        return self._capped(request, spec.provider, verdict)
+
+    def _capped(self, request: ModelRequest, provider: str, allowance: Allowance) -> ModelRequest:
+        if allowance.cap is None:
+            return request
+        params = clamped(provider, request.params, allowance.cap, self.default_cap)
+        return replace(request, params=params)
+
+    async def _tenant_limits(self, tenant: str) -> Mapping[str, Any]:
+        if self.tenant_limits is None:
+            return {}
+        limits = await self.tenant_limits(tenant)
+        return {k: v for k, v in limits.items() if k in DAILY and v is not None}
+
+    async def _day(self, tenant: str | None, now: datetime) -> tuple[int, float]:
+        """The day's (tokens, cost) of `tenant` (None: every tenant's), read at most once
+        a `CACHE_SECONDS` and once a UTC day."""
+        start = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        cached = self._totals.get(tenant)
+        clock = time.monotonic()
+        if cached is not None and cached[0] > clock and cached[1] == start:
+            return cached[2]
+        assert self.daily is not None
+        totals = await self.daily(tenant, start)
+        self._totals[tenant] = (clock + CACHE_SECONDS, start, totals)
+        return totals
+
+
+def _claim_spend(events: list[NewEvent]) -> tuple[int, float]:
+    tokens, cost = 0, 0.0
+    for e in events:
+        if e.type == "model.called":
+            tokens += int((e.data.get("usage") or {}).get("total_tokens") or 0)
+            cost += float(e.data.get("cost_usd") or 0.0)
+    return tokens, cost
+
+
+def budgets_for(store: RunStore, settings: Settings) -> Budgets:
+    """The worker's budget check for this deployment (settings, tenants, the ledger)."""
+
+    async def daily(tenant: str | None, start: datetime) -> tuple[int, float]:
+        totals = await store.usage_totals(start, start + timedelta(days=1), tenant)
+        return int(totals.get("total_tokens") or 0), float(totals.get("cost_usd") or 0.0)
+
+    return Budgets(
+        PriceBook.for_settings(settings),
+        settings.default_max_output_tokens,
+        {"daily_tokens": settings.daily_tokens, "daily_cost_usd": settings.daily_cost_usd},
+        CachedTenantLimits(Tenants(store.identities)),
+        daily,
+    )
+
+
+def billed_usage(usage: Mapping[str, Any] | None, events: list[NewEvent]) -> dict[str, Any] | None:
+    """The run's usage after a claim: what it had plus every model call the claim made
+    (`model.called`), whether or not the run kept the answer (a failed run, a turn
+    asked again after a backoff): its token counters, `model_calls`, and `cost_usd` (the
+    priced calls' sum; absent while none was priced). None when the claim made no call:
+    nothing changes."""
+    calls = [e.data for e in events if e.type == "model.called"]
+    if not calls:
+        return None
+    total = dict(usage or {})
+    for call in calls:
+        for key, value in (call.get("usage") or {}).items():
+            if isinstance(value, int):
+                total[key] = int(total.get(key) or 0) + value
+        total["model_calls"] = int(total.get("model_calls") or 0) + 1
+        cost = call.get("cost_usd")
+        if cost is not None:
+            total["cost_usd"] = round(float(total.get("cost_usd") or 0.0) + cost, 8)
+    return total
+
+
+def priced_call(prices: PriceBook, provider: str, model: str, turn: ProviderTurn) -> dict[str, Any]:
+    """A `model.called` event's `usage`, `cost_usd` and `price_source` (both null for a
+    model without a price)."""
+    u = turn.usage
+    price = prices.of(provider, model)
+    return {
+        "usage": {
+            "input_tokens": u.input_tokens,
+            "output_tokens": u.output_tokens,
+            "total_tokens": u.total_tokens,
+            "cached_input_tokens": u.cached_input_tokens,
+            "reasoning_tokens": u.reasoning_tokens,
+        },
+        "cost_usd": None
+        if price is None
+        else price.cost(u.input_tokens, u.output_tokens, u.cached_input_tokens),
+        "price_source": None if price is None else price.source,
+    }

@@ -279,16 +279,30 @@ def cmd_approvals(client: Client, args: argparse.Namespace, out: Output) -> int:
 
 def gated_call(client: Client, args: argparse.Namespace) -> Approval:
     """The approval the command decides, read now: its arguments hash is the one sent,
-    unless `--arguments-hash` names the one the person saw (then a change is a 409)."""
-    for approval in client.approvals.get(args.run_id):
-        if approval.tool_call_id == args.call_id:
-            if args.arguments_hash:
-                approval = approval.model_copy(update={"arguments_hash": args.arguments_hash})
-            return approval
-    raise UsageError(
-        f"run {args.run_id} has no gated tool call {args.call_id!r} "
-        f"(`{args.prog} runs approvals {args.run_id}` lists them)"
-    )
+    unless `--arguments-hash` names the one the person saw (then a change is a 409). The
+    pending call with that id (`--position` tells apart two of one round), else the latest
+    decided one (deciding it again the same way is a no-op, another way a 409)."""
+    named = [
+        a
+        for a in client.approvals.get(args.run_id)
+        if a.tool_call_id == args.call_id and args.position in (None, a.position)
+    ]
+    pending = [a for a in named if a.is_pending]
+    if len(pending) > 1:
+        raise UsageError(
+            f"run {args.run_id} has {len(pending)} gated calls {args.call_id!r} in one round: "
+            f"name one with --position ({', '.join(str(a.position) for a in pending)})"
+        )
+    chosen = pending or sorted(named, key=lambda a: (a.round or 0, a.position or 0))[-1:]
+    if not chosen:
+        raise UsageError(
+            f"run {args.run_id} has no gated tool call {args.call_id!r} "
+            f"(`{args.prog} runs approvals {args.run_id}` lists them)"
+        )
+    approval = chosen[0]
+    if args.arguments_hash:
+        approval = approval.model_copy(update={"arguments_hash": args.arguments_hash})
+    return approval
 
 
 def cmd_approve(client: Client, args: argparse.Namespace, out: Output) -> int:
@@ -299,7 +313,11 @@ def cmd_approve(client: Client, args: argparse.Namespace, out: Output) -> int:
             raise UsageError("--arguments: a JSON object is expected")
     approval = gated_call(client, args)
     run = client.approvals.approve(
-        args.run_id, approval.tool_call_id, approval.arguments_hash, arguments=edited
+        args.run_id,
+        approval.tool_call_id,
+        approval.arguments_hash,
+        arguments=edited,
+        position=approval.position,
     )
     if out.json:
         out.doc(run)
@@ -311,7 +329,11 @@ def cmd_approve(client: Client, args: argparse.Namespace, out: Output) -> int:
 def cmd_reject(client: Client, args: argparse.Namespace, out: Output) -> int:
     approval = gated_call(client, args)
     run = client.approvals.reject(
-        args.run_id, approval.tool_call_id, approval.arguments_hash, args.message
+        args.run_id,
+        approval.tool_call_id,
+        approval.arguments_hash,
+        args.message,
+        position=approval.position,
     )
     if out.json:
         out.doc(run)
@@ -426,15 +448,18 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     a.add_argument("--all", action="store_true", help="every page")
 
     hash_help = "the hash of the arguments you reviewed (default: as read now)"
+    position_help = "the call's place in its round, when two calls of it share CALL_ID"
     ap = command("approve", cmd_approve, "approve a gated tool call (POST …/approvals)")
     ap.add_argument("call_id", metavar="CALL_ID")
     ap.add_argument("--arguments", metavar="JSON|@FILE",
                     help="run these arguments instead of the model's (a JSON object)")  # fmt: skip
     ap.add_argument("--arguments-hash", metavar="SHA256", help=hash_help)
+    ap.add_argument("--position", type=int, help=position_help)
     rj = command("reject", cmd_reject, "reject a gated tool call; the model gets the message")
     rj.add_argument("call_id", metavar="CALL_ID")
     rj.add_argument("--message", required=True, help="the error result the model receives")
     rj.add_argument("--arguments-hash", metavar="SHA256", help=hash_help)
+    rj.add_argument("--position", type=int, help=position_help)
     return parser
 
 

@@ -144,6 +144,32 @@ def test_two_calls_sharing_an_id_are_decided_by_position(live: Live) -> None:
     assert done.status == RunStatus.COMPLETED and paid == [500]
 
 
+def test_the_command_line_tells_twin_calls_apart_by_position(live: Live) -> None:
+    """Two pending calls of a round share an id: the command asks for `--position`
+    rather than guess, decides the one named, and a repeat of it is a no-op."""
+    twins = scripted(
+        {
+            "tool_calls": [
+                {"id": "dup", "name": "pay", "arguments": {"amount": 500}},
+                {"id": "dup", "name": "pay", "arguments": {"amount": 600}},
+            ]
+        },
+        {"text": "done"},
+    )
+    tools = registry([])
+    with live.client() as client:
+        run = client.runs.create(prompt="pay", model=twins, tools=gated_definitions(tools))
+        client.execute(run.id, tools)
+    ambiguous = cli(live, "runs", "reject", run.id, "dup", "--message", "no")
+    assert ambiguous.code == 2 and "--position (0, 1)" in ambiguous.err
+    named = cli(live, "runs", "reject", run.id, "dup", "--message", "no", "--position", "1")
+    assert named.code == 0, named.err
+    again = cli(live, "runs", "reject", run.id, "dup", "--message", "no", "--position", "1")
+    assert again.code == 0, again.err
+    mine = cli(live, "runs", "approvals", run.id, "--json").json()["data"]
+    assert [(a["position"], a["status"]) for a in mine] == [(0, "pending"), (1, "rejected")]
+
+
 def test_the_command_line_lists_approves_and_rejects(live: Live) -> None:
     tools = registry([])
     with live.client() as client:

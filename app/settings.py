@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Self
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+#: What a price in `AGENTRUN_PRICES` may name (USD per 1M tokens).
+PRICE_KEYS = frozenset({"input", "output", "cached_input"})
 
 
 class Settings(BaseSettings):
@@ -79,6 +84,28 @@ class Settings(BaseSettings):
     openai_base_url: str | None = Field(default=None, validation_alias="OPENAI_BASE_URL")
     anthropic_api_key: str | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
     anthropic_base_url: str | None = Field(default=None, validation_alias="ANTHROPIC_BASE_URL")
+
+    @field_validator("prices")
+    @classmethod
+    def _prices(cls, prices: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        """A price table that could under-price a call is refused at start (a misspelt
+        key would make that part free, a negative price would give budget back): keys
+        `provider:model`, each with `input` and `output` (and optionally `cached_input`),
+        finite and not negative, in USD per 1M tokens."""
+        for model, price in prices.items():
+            provider, _, name = model.partition(":")
+            if not provider or not name:
+                raise ValueError(f"prices: {model!r} is not `provider:model`")
+            unknown = set(price) - PRICE_KEYS
+            if unknown:
+                raise ValueError(f"prices[{model!r}]: unknown {sorted(unknown)}")
+            missing = {"input", "output"} - set(price)
+            if missing:
+                raise ValueError(f"prices[{model!r}]: {sorted(missing)} missing")
+            for key, value in price.items():
+                if not math.isfinite(value) or value < 0:
+                    raise ValueError(f"prices[{model!r}][{key!r}] must be finite and >= 0")
+        return prices
 
     @model_validator(mode="after")
     def _listen_beside_pgbouncer(self) -> Self:

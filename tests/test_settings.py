@@ -67,3 +67,27 @@ def test_callback_urls_come_from_the_public_url_and_its_absence_is_told(
     public = Settings()
     assert public.public_url_warning("api") is None
     assert public.callback_url("tok") == "https://agents.example.com/v1/callbacks/tok/tool-results"
+
+
+@pytest.mark.parametrize(
+    "prices",
+    [
+        {"openai:gpt-4o": {"input": 2.5, "outptu": 10}},  # a misspelt key: output free
+        {"openai:gpt-4o": {"input": 2.5}},  # output missing
+        {"openai:gpt-4o": {"input": -5, "output": -1}},  # gives budget back
+        {"openai:gpt-4o": {"input": float("inf"), "output": 1}},
+        {"gpt-4o": {"input": 2.5, "output": 10}},  # not provider:model
+    ],
+)
+def test_a_price_table_that_could_under_price_a_call_is_refused(
+    monkeypatch: pytest.MonkeyPatch, prices: dict[str, dict[str, float]]
+) -> None:
+    with pytest.raises(pydantic.ValidationError, match="prices"):
+        Settings(prices=prices)
+    monkeypatch.setenv("AGENTRUN_PRICES", '{"openai:gpt-4o": {"input": 2.5, "outptu": 10}}')
+    with pytest.raises(pydantic.ValidationError, match="outptu"):
+        Settings()
+    monkeypatch.setenv(
+        "AGENTRUN_PRICES", '{"openai:gpt-4o": {"input": 2.5, "output": 10, "cached_input": 1.25}}'
+    )
+    assert Settings().prices["openai:gpt-4o"]["cached_input"] == 1.25

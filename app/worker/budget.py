@@ -6,7 +6,7 @@ without them `before_call` answers from two attribute reads and a cached diction
 lookup, and no statement is run.
 
 The input is estimated from above (`input_estimate`): the UTF-8 bytes of the request's
-messages, preamble and tools as JSON (a token of the providers' byte-level tokenizers
+messages, preamble, tools and model parameters as JSON (a token of the providers' byte-level tokenizers
 covers at least one byte; the JSON's quotes and keys cover the messages' framing), plus
 `MESSAGE_OVERHEAD` tokens per message, `TOOLS_OVERHEAD` when tools are offered (Anthropic's
 tool-use system prompt is ~350 tokens) and `IMAGE_TOKENS` per image (whose bytes do not
@@ -48,8 +48,14 @@ TOOLS_OVERHEAD = 600
 IMAGE_TOKENS = 6_000
 
 
-def input_estimate(request: ModelRequest) -> int:
-    """An upper estimate of the call's input tokens (see the module's note)."""
+#: Parameters that are not sent to a provider as input (the scripted model's script).
+NOT_INPUT = frozenset({"script"})
+
+
+def input_estimate(request: ModelRequest, provider: str | None = None) -> int:
+    """An upper estimate of the call's input tokens (see the module's note). The model
+    parameters count too: a structured-output schema (`response_format`, Responses'
+    `text.format`) is billed as input."""
     messages = [*request.history, request.prompt]
     docs: list[Any] = [message_to_dict(m) for m in messages]
     images = 0
@@ -65,7 +71,14 @@ def input_estimate(request: ModelRequest) -> int:
             return [strip(v) for v in value]
         return value
 
-    body: dict[str, Any] = {"messages": strip(docs), "preamble": request.preamble}
+    params = {
+        k: v for k, v in request.params.items() if provider != "scripted" or k not in NOT_INPUT
+    }
+    body: dict[str, Any] = {
+        "messages": strip(docs),
+        "preamble": request.preamble,
+        "params": strip(params),
+    }
     if request.tools:
         body["tools"] = [
             {"name": t.name, "description": t.description, "parameters": t.parameters}
@@ -193,7 +206,7 @@ class Budgets:
                 pairs.extend((c, day) for c in ceilings(daily, scope))
         where = cap_param(spec.provider, request.params)
         least = where.least if where is not None else 1
-        verdict = check(pairs, input_estimate(request), price, least)
+        verdict = check(pairs, input_estimate(request, spec.provider), price, least)
         if isinstance(verdict, Budget):
             return verdict
         return self._capped(request, spec.provider, verdict)

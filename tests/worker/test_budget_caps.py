@@ -44,6 +44,26 @@ def test_the_input_estimate_bounds_the_tokens_from_above() -> None:
     assert IMAGE_TOKENS <= input_estimate(image) < IMAGE_TOKENS + 200
 
 
+def test_the_input_estimate_counts_the_parameters_billed_as_input() -> None:
+    """A structured-output schema is sent (and billed) as input; the scripted model's
+    script is not sent anywhere."""
+    prompt = UserMessage((Text("hi"),))
+    schema = {
+        "type": "object",
+        "properties": {f"field_{i}": {"type": "string"} for i in range(500)},
+    }
+    response_format = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema}}
+    plain = ModelRequest(model="gpt-4o", prompt=prompt)
+    shaped = ModelRequest(
+        model="gpt-4o", prompt=prompt, params={"response_format": response_format}
+    )
+    size = len(str(schema).encode())
+    assert input_estimate(shaped, "openai") >= input_estimate(plain, "openai") + size // 2
+    script = {"script": [{"text": "x" * 10_000}]}
+    scripted = ModelRequest(model="demo", prompt=prompt, params=script)
+    assert input_estimate(scripted, "scripted") < input_estimate(plain, "scripted") + 100
+
+
 def test_the_check_names_the_first_limit_the_call_cannot_fit() -> None:
     price = PriceBook({"p:m": {"input": 1.0, "output": 2.0}}).of("p", "m")
     assert price is not None and price.source == CONFIG_SOURCE

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,7 +14,14 @@ from app.service.tokens import new_key
 from app.settings import Settings
 from app.store.runs import RunStore
 from app.worker.driver import RunDriver
-from tests.helpers import drive_once, results_for, run_body, running_worker, wait_status
+from tests.helpers import (
+    drive_once,
+    results_for,
+    run_body,
+    running_worker,
+    wait_for,
+    wait_status,
+)
 
 
 @pytest.fixture
@@ -204,12 +210,18 @@ async def test_model_calls_of_a_cancelled_claim_stay_on_the_usage_ledger(
 ) -> None:
     service = RunService(store, settings)
     start = datetime.now(UTC) - timedelta(seconds=1)
-    model = {"provider": "scripted", "name": "demo", "delay_ms": 300, "script": [{"text": "x"}]}
+    # (An answer that never comes in time: the abort, not the answer, ends the call.)
+    model = {"provider": "scripted", "name": "demo", "delay_ms": 60_000, "script": [{"text": "x"}]}
     view, _ = await service.create_run(run_body(model=model, tools=[]))
+
+    async def types_now() -> list[str]:
+        return [e.type for e in await store.events(view.record.id)]
+
     async with running_worker(store, settings):
         await wait_status(service, view.record.id, RunStatus.RUNNING)
         await service.cancel(view.record.id)
-        await asyncio.sleep(0.6)  # the model call is aborted (app.worker.stops)
+        # The model call is aborted (app.worker.stops) and billed as such.
+        await wait_for(types_now, lambda types: "model.aborted" in types, timeout=10)
     record = (await service.get_run(view.record.id)).record
     assert record.status == RunStatus.CANCELLED and record.output is None
     totals = await store.usage_totals(start, datetime.now(UTC) + timedelta(seconds=1))

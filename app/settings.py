@@ -9,7 +9,6 @@ from typing import Self
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-
 #: What a price in `AGENTRUN_PRICES` may name (USD per 1M tokens).
 PRICE_KEYS = frozenset({"input", "output", "cached_input"})
 

@@ -6,11 +6,11 @@ without them `before_call` answers from two attribute reads and a cached diction
 lookup, and no statement is run.
 
 The input is estimated from above (`input_estimate`): the UTF-8 bytes of the request's
-messages, preamble, tools and model parameters as JSON (a token of the providers' byte-level tokenizers
-covers at least one byte; the JSON's quotes and keys cover the messages' framing), plus
-`MESSAGE_OVERHEAD` tokens per message, `TOOLS_OVERHEAD` when tools are offered (Anthropic's
-tool-use system prompt is ~350 tokens) and `IMAGE_TOKENS` per image (whose bytes do not
-say what it costs).
+messages, preamble, tools and model parameters as JSON (a token of the providers'
+byte-level tokenizers covers at least one byte; the JSON's quotes and keys cover the
+messages' framing), plus `MESSAGE_OVERHEAD` tokens per message, `TOOLS_OVERHEAD` when
+tools are offered (Anthropic's tool-use system prompt is ~350 tokens) and `IMAGE_TOKENS`
+per image (whose bytes do not say what it costs).
 """
 
 from __future__ import annotations

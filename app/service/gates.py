@@ -12,13 +12,10 @@ a `when` policy suspends: a run that gates nothing pays one attribute read per s
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
-from app.service import jsonschemas
+from app.service import convert, jsonschemas
 from app.service.errors import InvalidRequest
 
 NEVER, ALWAYS = "never", "always"
@@ -53,7 +50,7 @@ def arguments_hash(arguments: Any) -> str:
     """What a decision names the arguments it saw by: the SHA-256 (hex) of the call's
     arguments as stored, serialized as compact JSON with sorted keys (UTF-8); arguments
     that did not parse are a JSON string."""
-    return hashlib.sha256(orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return convert.canonical_hash(arguments)  # (the results' hash, the same bytes)
 
 
 def approval_doc(call_id: str, name: str, arguments: Any, position: int) -> dict[str, Any]:

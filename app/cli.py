@@ -96,6 +96,13 @@ def main(argv: list[str] | None = None) -> int:
         except TracingConfigError as exc:
             print(f"refusing to start: {exc}", file=sys.stderr)
             return 2
+        from app.providers.profiles import ProfileError, install, load_profiles
+
+        try:  # (`api` calls no provider: it checks the profiles, not that their keys are set)
+            install(load_profiles(settings, require_keys=args.command != "api"))
+        except ProfileError as exc:
+            print(f"refusing to start: provider profiles: {exc}", file=sys.stderr)
+            return 2
 
     if args.command == "operators":
         return operators_cli.run(settings, args)

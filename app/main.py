@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import structlog
 from argon2 import PasswordHasher
 
+from app.providers import profiles
 from app.service.approvals import ApprovalService
 from app.service.keys import Authenticator, DbKeys, KeyAdmin
 from app.service.live import EventHub
@@ -59,7 +60,10 @@ async def running(
 ) -> AsyncIterator[Components]:
     """Everything a process needs, started; stopped in reverse order on exit (the worker
     finishes or releases what it holds, the hub drops its watches, the store sends its
-    pending wake-ups and closes its pool)."""
+    pending wake-ups and closes its pool). The provider profiles are loaded first: a bad
+    entry raises `ProfileError` before anything starts (a process without worker slots
+    calls no provider and needs no keys)."""
+    profiles.install(profiles.load_profiles(settings, require_keys=worker_slots > 0))
     engine = engine_for(settings, pool_size=pool_size)
     store = RunStore(engine, webhook_url=settings.webhook_url)
     listen_url = settings.direct_database_url

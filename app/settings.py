@@ -71,6 +71,10 @@ class Settings(BaseSettings):
     # endpoint is configured (OTEL_EXPORTER_OTLP_ENDPOINT / _TRACES_ENDPOINT).
     tracing: bool | None = None
     provider_timeout: float = Field(default=120.0, gt=0)
+    # Provider profiles (app.providers.profiles, docs/reference.md "Provider profiles"): a
+    # TOML file and/or the same document as JSON; validated at start by `load_profiles`.
+    providers_file: str | None = None
+    providers: str | None = None
     # Model-call retries (app.providers.backoff): the defaults wait at least 61.5 s in
     # total before the last attempt, so they outlast a one-minute rate-limit window.
     provider_max_attempts: int = Field(default=8, ge=1)

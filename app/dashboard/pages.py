@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Any, get_args
+from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
@@ -15,18 +15,17 @@ from fastapi.responses import HTMLResponse, Response
 from app.core.lifecycle import TERMINAL, RunStatus, Transition, sources
 from app.dashboard import actions, auth, present
 from app.dashboard.web import Session, error_page, now, reads_of, render, service_of, tenant_of
+from app.providers import profiles
 from app.service import conversations
 from app.service.access import Permission
 from app.service.errors import ServiceError
 from app.service.reads import RunReads
-from app.service.schemas import ModelSpec
 from app.service.types import BadCursor, RunFilter
 
 router = APIRouter(prefix="/admin", include_in_schema=False)
 
 PAGE_SIZE = 25
 META_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-PROVIDERS: tuple[str, ...] = get_args(ModelSpec.model_fields["provider"].annotation)
 FLASH = {**actions.DONE, "login": "Logged in."}
 
 
@@ -67,7 +66,7 @@ def listing(
             errors.append(f"unknown status {status_param!r}")
             status_param = RunStatus.REQUIRES_ACTION.value
     provider = provider or None
-    if provider is not None and provider not in PROVIDERS:
+    if provider is not None and provider not in profiles.active().names():
         errors.append(f"unknown provider {provider!r}")
         provider = None
     meta_key = meta_value = None
@@ -149,7 +148,7 @@ async def runs_page(
     done: str | None = None,
 ) -> HTMLResponse:
     context = await listing_context(request, status, provider, meta, cursor)
-    context.update(providers=PROVIDERS, flash=FLASH.get(done or ""))
+    context.update(providers=profiles.active().names(), flash=FLASH.get(done or ""))
     return await render(request, "runs.html", context, session=session)
 
 

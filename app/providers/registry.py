@@ -1,20 +1,36 @@
-"""Provider construction from deployment settings.
+"""Provider construction from deployment settings and provider profiles.
 
 Base URLs and API keys come only from here (environment / deployment configuration):
-a run's request body names a provider and a model, never a host or a key, so a client
-cannot redirect the service's keys to its own server.
+a run's request body names a provider (a profile) and a model, never a host or a key, so a
+client cannot redirect the service's keys to its own server.
 """
 
 from __future__ import annotations
+
+from urllib.parse import quote
 
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import Provider
 from app.providers.openai_chat import OpenAIChatProvider
 from app.providers.openai_responses import OpenAIResponsesProvider
+from app.providers.profiles import ANTHROPIC_DEFAULT_BASE_URL, OPENAI_DEFAULT_BASE_URL, Profile
 from app.providers.transport import HttpProvider
 
-OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
-ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
+__all__ = [
+    "ANTHROPIC_DEFAULT_BASE_URL",
+    "OPENAI_DEFAULT_BASE_URL",
+    "PROVIDER_NAMES",
+    "WIRES",
+    "provider_for_profile",
+    "provider_from_settings",
+]
+
+#: A profile's wire → its adapter.
+WIRES: dict[str, type[HttpProvider]] = {
+    "openai_chat": OpenAIChatProvider,
+    "openai_responses": OpenAIResponsesProvider,
+    "anthropic": AnthropicProvider,
+}
 
 #: Accepted provider names → wire. "openai" is Chat Completions, the wire every
 #: OpenAI-compatible server speaks; the Responses API is opt-in.
@@ -63,6 +79,23 @@ def provider_from_settings(
             timeout=timeout,
         )
     raise ValueError(f"unknown provider {name!r}; expected one of {sorted(PROVIDER_NAMES)}")
+
+
+def provider_for_profile(profile: Profile, model: str, *, timeout: float = 60.0) -> HttpProvider:
+    """The adapter for one run's model at `profile`: its base URL (`{model}` replaced by the
+    model's name, URL-quoted: Azure deployments), key and auth scheme, extra headers, query
+    parameters and timeout (the profile's, else `timeout`)."""
+    adapter = WIRES.get(profile.wire)
+    if adapter is None or profile.base_url is None:
+        raise ValueError(f"profile {profile.name!r} ({profile.wire}) has no HTTP adapter")
+    return adapter(
+        base_url=profile.base_url.replace("{model}", quote(model, safe="")),
+        api_key=profile.api_key,
+        timeout=profile.timeout_seconds or timeout,
+        headers=dict(profile.headers),
+        query=profile.query,
+        auth=profile.auth,
+    )
 
 
 def _conforms(provider: HttpProvider) -> Provider:

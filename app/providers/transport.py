@@ -8,8 +8,9 @@ constructor (deployment configuration), never from a run's request body.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, ClassVar, Protocol, Self
+from urllib.parse import urlencode
 
 import httpx
 import orjson
@@ -26,6 +27,9 @@ from app.providers.base import (
 )
 from app.providers.common import error_from_response, first_header, malformed
 from app.providers.sse import SSEEvent, SSEParser
+
+#: The headers a key travels in, one per auth scheme of a profile (`app.providers.profiles`).
+AUTH_HEADERS = frozenset({"authorization", "api-key", "x-api-key"})
 
 
 class StreamDecoder(Protocol):
@@ -58,9 +62,13 @@ class HttpProvider:
         timeout: float = 60.0,
         client: httpx.AsyncClient | None = None,
         headers: dict[str, str] | None = None,
+        query: Mapping[str, str] | None = None,
+        auth: str | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self._query = urlencode(dict(query or {}))
+        self._auth = auth  # a profile's scheme; None: the wire's own (`auth_headers`)
         self.api_key = api_key
         self.timeout = timeout
         self._owns_client = client is None
@@ -86,7 +94,7 @@ class HttpProvider:
 
     @property
     def url(self) -> str:
-        return self.base_url + self.path
+        return self.base_url + self.path + (f"?{self._query}" if self._query else "")
 
     def _headers(self, stream: bool) -> dict[str, str]:
         headers = {
@@ -94,7 +102,15 @@ class HttpProvider:
             "accept": "text/event-stream" if stream else "application/json",
         }
         headers.update(self._extra_headers)
-        headers.update(self.auth_headers())
+        wire = self.auth_headers()
+        if self._auth is None:
+            headers.update(wire)
+            return headers
+        headers.update({k: v for k, v in wire.items() if k.lower() not in AUTH_HEADERS})
+        if self.api_key and self._auth == "bearer":
+            headers["authorization"] = f"Bearer {self.api_key}"
+        elif self.api_key and self._auth in ("api-key", "x-api-key"):
+            headers[self._auth] = self.api_key
         return headers
 
     def _request_id(self, response: httpx.Response) -> str | None:

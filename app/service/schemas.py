@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from app.core import MAX_JSON_INT, MIN_JSON_INT
+from app.providers import profiles
 from app.providers.params import EXTRA_BODY, validate_params
+from app.providers.profile_config import NAME as PROFILE_NAME
 from app.service.jsonrules import check_body
 
 TOOL_NAME = r"^[a-zA-Z0-9_-]{1,64}$"
@@ -84,18 +94,56 @@ class Body(Strict):
 
 
 class ModelSpec(BaseModel):
-    """`{"provider": ..., "name": ..., ...provider params}`; extra keys are params, checked
-    against the provider's documented parameters (`app.providers.params`)."""
+    """`{"provider": ..., "name": ..., ...provider params}`: `provider` names one of the
+    deployment's provider profiles (`app.providers.profiles.active`), `name` a model that
+    profile allows; extra keys are params, checked against the documented parameters of
+    the profile's wire (`app.providers.params`)."""
 
     model_config = ConfigDict(extra="allow")
-    provider: Literal["openai", "openai_responses", "anthropic", "scripted"]
+    provider: str = Field(
+        pattern=PROFILE_NAME,
+        description="a provider profile of the deployment: the built-in `openai`, "
+        "`openai_responses`, `anthropic`, `scripted`, or a configured one",
+    )
     name: str = Field(min_length=1, max_length=200)
+
+    @field_validator("provider")
+    @classmethod
+    def known_profile(cls, name: str) -> str:
+        if profiles.active().get(name) is None:
+            raise PydanticCustomError(
+                "unknown_provider",
+                "no provider profile named {name}; this deployment has: {names}",
+                {"name": repr(name), "names": ", ".join(profiles.active().names())},
+            )
+        return name
 
     @model_validator(mode="after")
     def known_params(self) -> ModelSpec:
+        profile = profiles.active().get(self.provider)
+        assert profile is not None  # (`known_profile`)
+        if not profile.allows(self.name):
+            raise ValidationError.from_exception_data(
+                "model",
+                [
+                    {
+                        "type": PydanticCustomError(
+                            "model_not_allowed",
+                            "the provider profile {profile} does not allow this model; "
+                            "it allows: {models}",
+                            {
+                                "profile": repr(profile.name),
+                                "models": ", ".join(sorted(profile.models or ())),
+                            },
+                        ),
+                        "loc": ("name",),
+                        "input": self.name,
+                    }
+                ],
+            )
         extra = self.__pydantic_extra__ or {}
         params = {k: v if k == EXTRA_BODY else integral(v) for k, v in extra.items()}
-        validate_params(self.provider, params)
+        validate_params(profile.param_table, params)
         extra.update(params)  # `max_tokens: 1024.0` is the integer 1024, sent as such
         return self
 

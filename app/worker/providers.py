@@ -16,25 +16,46 @@ from app.providers.base import (
     StreamItem,
     TurnComplete,
 )
+from app.providers.profiles import Profiles, profiles_of
 from app.providers.scripted import ScriptedProvider
 from app.settings import Settings
 
 
-def make_provider(spec: Mapping[str, Any], settings: Settings) -> Provider:
-    """Credentials and base URLs come from the deployment, never from the run."""
-    if spec["provider"] == "scripted":
-        return Measured(ScriptedProvider(spec), spec["provider"])
-    from app.providers.registry import provider_from_settings
+def make_provider(
+    spec: Mapping[str, Any], settings: Settings, profiles: Profiles | None = None
+) -> Provider:
+    """The adapter of the run's profile (`model.provider`; `profiles`: the settings' own,
+    loaded once). Credentials and base URLs come from the deployment, never from the run."""
+    name = spec["provider"]
+    profile = (profiles or profiles_of(settings)).get(name)
+    if profile is None:  # (a run created before its profile left the configuration)
+        return Measured(Unconfigured(name), name)
+    if profile.wire == "scripted":
+        return Measured(ScriptedProvider(spec), name)
+    from app.providers.registry import provider_for_profile
 
-    provider = provider_from_settings(
-        spec["provider"],
-        openai_api_key=settings.openai_api_key,
-        openai_base_url=settings.openai_base_url,
-        anthropic_api_key=settings.anthropic_api_key,
-        anthropic_base_url=settings.anthropic_base_url,
-        timeout=settings.provider_timeout,
-    )
-    return Measured(provider, spec["provider"])
+    provider = provider_for_profile(profile, spec["name"], timeout=settings.provider_timeout)
+    return Measured(provider, name)
+
+
+class Unconfigured:
+    """The provider of a profile this deployment no longer has: each call fails the run
+    (not retryable: configuration does not come back by waiting)."""
+
+    def __init__(self, profile: str) -> None:
+        self.name = profile
+        self.error = ProviderError(
+            f"no provider profile named {profile!r} is configured in this deployment",
+            retryable=False,
+            provider=profile,
+        )
+
+    async def complete(self, request: ModelRequest) -> ProviderTurn:
+        raise self.error
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamItem]:
+        raise self.error
+        yield  # (an async generator, as the protocol's stream)
 
 
 class Measured:

@@ -195,9 +195,9 @@ def profiles_of(settings: Settings) -> Profiles:
     return profiles
 
 
-def install(profiles: Profiles) -> None:
+def install(profiles: Profiles | None) -> None:
     """Make `profiles` the ones run creation checks `model.provider` against (the process's
-    start-up does, with its settings' profiles)."""
+    start-up does, with its settings' profiles; None: the environment's again)."""
     global _ACTIVE
     _ACTIVE = profiles
 

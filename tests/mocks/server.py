@@ -1,6 +1,8 @@
 """An in-process mock of the three provider wires, served by uvicorn on 127.0.0.1.
 
-One ASGI app serves `POST /v1/chat/completions`, `/v1/responses` and `/v1/messages`.
+One ASGI app serves `POST /v1/chat/completions`, `/v1/responses` and `/v1/messages`, and
+Chat Completions as an Azure OpenAI deployment does
+(`/openai/deployments/{model}/chat/completions?api-version=...`).
 Tests script it with a FIFO queue of `Reply`s (answers or faults); every received request
 is recorded (path, headers, JSON body). The server runs in a background thread with its
 own event loop, so it works with any test event loop.
@@ -39,12 +41,16 @@ from tests.mocks.replies import (
     sse_bytes,
 )
 
+#: An Azure OpenAI deployment's Chat Completions (the deployment names the model).
+AZURE_CHAT_PATH = "/openai/deployments/{deployment}/chat/completions"
+
 
 @dataclass(frozen=True)
 class RecordedRequest:
     path: str
     headers: dict[str, str]
     body: Any
+    query: str = ""
 
 
 class MockProviderServer:
@@ -60,7 +66,7 @@ class MockProviderServer:
         self.app = Starlette(
             routes=[
                 Route(path, self._handle, methods=["POST"])
-                for path in (CHAT_PATH, RESPONSES_PATH, MESSAGES_PATH)
+                for path in (CHAT_PATH, RESPONSES_PATH, MESSAGES_PATH, AZURE_CHAT_PATH)
             ]
         )
         self._server: uvicorn.Server | None = None
@@ -103,9 +109,12 @@ class MockProviderServer:
             body = json.loads(raw)
         except json.JSONDecodeError:
             body = raw.decode("utf-8", "replace")
-        path = request.url.path
+        received = request.url.path
+        path = CHAT_PATH if received.endswith("/chat/completions") else received
         with self._lock:
-            self.requests.append(RecordedRequest(path, dict(request.headers), body))
+            self.requests.append(
+                RecordedRequest(received, dict(request.headers), body, request.url.query)
+            )
             self._seq += 1
             seq = self._seq
             reply = self._script.popleft() if self._script else None

@@ -1,0 +1,122 @@
+"""Runs naming a provider profile over HTTP: an unknown profile is a 422 naming
+`model.provider`, a model the profile does not allow one naming `model.name`, params are
+checked against the profile's wire; an accepted run is called through its profile (an
+Azure-shaped deployment of the mock provider server)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from app.core.lifecycle import RunStatus
+from app.providers import profiles
+from app.settings import Settings
+from app.store.runs import RunStore
+from tests.api.conftest import KEY
+from tests.api.test_runs_api import assert_problem
+from tests.conftest import make_settings
+from tests.helpers import api_client, drive_once
+from tests.mocks.replies import Reply
+from tests.mocks.server import MockProviderServer, mock, mock_server
+
+__all__ = ["mock", "mock_server"]
+
+
+def configured(mock: MockProviderServer) -> dict[str, Any]:
+    return {
+        "profiles": {
+            "azure": {
+                "wire": "openai_chat",
+                "base_url": mock.origin + "/openai/deployments/{model}",
+                "api_key_env": "AZURE_OPENAI_KEY",
+                "auth": "api-key",
+                "query": {"api-version": "2024-10-21"},
+                "models": ["gpt-4o-mini"],
+            },
+            "claude-proxy": {
+                "wire": "anthropic",
+                "base_url": mock.origin,
+                "auth": "none",
+            },
+        }
+    }
+
+
+@pytest.fixture
+def profile_settings(
+    database_url: str, store: RunStore, mock: MockProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> Settings:
+    monkeypatch.setenv("AZURE_OPENAI_KEY", "azure-key")
+    return make_settings(database_url, api_keys=KEY, providers=json.dumps(configured(mock)))
+
+
+@pytest.fixture
+async def client(profile_settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    try:
+        async with api_client(profile_settings, KEY) as c:
+            yield c
+    finally:
+        profiles.install(None)  # (the next test's process has its own)
+
+
+def body(**model: Any) -> dict[str, Any]:
+    return {"prompt": "hi", "model": model}
+
+
+@pytest.mark.parametrize(
+    ("model", "field", "says"),
+    [
+        ({"provider": "local-vllm", "name": "m"}, "model.provider", "no provider profile"),
+        ({"provider": "azure", "name": "gpt-4o"}, "model.name", "allows: gpt-4o-mini"),
+        (
+            {"provider": "azure", "name": "gpt-4o-mini", "stop_sequences": ["x"]},
+            "model.stop_sequences",
+            "OpenAI Chat Completions",
+        ),
+        (
+            {"provider": "claude-proxy", "name": "c", "temperature": 0.5},
+            "model.temperature",
+            "Anthropic Messages",
+        ),
+    ],
+)
+async def test_a_run_the_profiles_refuse_is_a_422_naming_the_field(
+    client: httpx.AsyncClient, model: dict[str, Any], field: str, says: str
+) -> None:
+    doc = assert_problem(await client.post("/v1/runs", json=body(**model)), 422, "validation-error")
+    assert doc["detail"].startswith(f"{field}: "), doc["detail"]
+    assert says in doc["detail"]
+    assert doc["errors"][0]["loc"] == ["body", *field.split(".")]
+    assert (await client.get("/v1/runs")).json()["data"] == []
+
+
+async def test_an_unknown_profile_names_the_configured_ones(client: httpx.AsyncClient) -> None:
+    response = await client.post("/v1/runs", json=body(provider="nope", name="m"))
+    detail = assert_problem(response, 422, "validation-error")["detail"]
+    assert "anthropic, azure, claude-proxy, openai, openai_responses, scripted" in detail
+
+
+async def test_a_run_is_called_through_its_profile(
+    client: httpx.AsyncClient, profile_settings: Settings, store: RunStore, mock: MockProviderServer
+) -> None:
+    """The anthropic wire's params are accepted on a profile of that wire; the run goes to
+    the Azure-shaped deployment with its api-key and api-version."""
+    accepted = await client.post(
+        "/v1/runs", json=body(provider="claude-proxy", name="c", stop_sequences=["x"])
+    )
+    assert accepted.status_code == 201, accepted.text
+    await client.post(f"/v1/runs/{accepted.json()['id']}/cancel")
+    created = await client.post("/v1/runs", json=body(provider="azure", name="gpt-4o-mini"))
+    assert created.status_code == 201, created.text
+    mock.script(Reply(text="hello from azure"))
+    await drive_once(store, profile_settings)
+    run = (await client.get(f"/v1/runs/{created.json()['id']}")).json()
+    assert run["status"] == RunStatus.COMPLETED.value, run
+    (sent,) = mock.requests
+    assert sent.path == "/openai/deployments/gpt-4o-mini/chat/completions"
+    assert sent.query == "api-version=2024-10-21"
+    assert sent.headers["api-key"] == "azure-key" and "authorization" not in sent.headers

@@ -28,6 +28,7 @@ from fastapi.routing import APIRoute
 
 from app.api.problems import MEDIA_TYPE, responses
 from app.core import MAX_JSON_INT, MIN_JSON_INT
+from app.providers import profiles
 from app.providers.params import EXTRA_BODY, TABLES
 from app.service.access import Permission, roles_with
 
@@ -107,9 +108,14 @@ def _tighten(schema: Any) -> Any:
 
 
 def _model_schema(components: dict[str, Any]) -> dict[str, Any]:
-    """`model`: one closed object per provider, its parameters from the provider's table."""
+    """`model`: one closed object per wire, its parameters from the wire's table; its
+    `provider` is a built-in profile, or one of the configured profiles of that wire."""
     variants = []
+    by_table: dict[str, list[str]] = {}
+    for profile in profiles.active():
+        by_table.setdefault(profile.param_table, []).append(profile.name)
     for provider, table in TABLES.items():
+        names = sorted(by_table.get(provider, [provider]))
         prefix = provider.title().replace("_", "")
         generated = table.adapter.json_schema(
             ref_template=f"#/components/schemas/{prefix}{{model}}"
@@ -117,7 +123,7 @@ def _model_schema(components: dict[str, Any]) -> dict[str, Any]:
         for name, definition in generated.pop("$defs", {}).items():
             components[f"{prefix}{name}"] = _tighten(definition)
         properties = {
-            "provider": {"const": provider},
+            "provider": {"const": provider} if names == [provider] else {"enum": names},
             "name": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": TEXT},
             **_tighten(generated.get("properties", {})),
         }

@@ -120,3 +120,14 @@ async def test_a_run_is_called_through_its_profile(
     assert sent.path == "/openai/deployments/gpt-4o-mini/chat/completions"
     assert sent.query == "api-version=2024-10-21"
     assert sent.headers["api-key"] == "azure-key" and "authorization" not in sent.headers
+
+
+async def test_the_openapi_document_names_the_configured_profiles(
+    client: httpx.AsyncClient,
+) -> None:
+    schema = (await client.get("/openapi.json")).json()
+    variants = schema["components"]["schemas"]["ModelSpec"]["oneOf"]
+    providers = {v["title"]: v["properties"]["provider"] for v in variants}
+    assert providers["OpenAI Chat Completions model"] == {"enum": ["azure", "openai"]}
+    assert providers["Anthropic Messages model"] == {"enum": ["anthropic", "claude-proxy"]}
+    assert providers["OpenAI Responses model"] == {"const": "openai_responses"}

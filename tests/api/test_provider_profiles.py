@@ -22,6 +22,7 @@ from tests.conftest import make_settings
 from tests.helpers import api_client, drive_once
 from tests.mocks.replies import Reply
 from tests.mocks.server import MockProviderServer, mock, mock_server
+from tests.providers.test_profile_wires import azure
 
 __all__ = ["mock", "mock_server"]
 
@@ -29,14 +30,7 @@ __all__ = ["mock", "mock_server"]
 def configured(mock: MockProviderServer) -> dict[str, Any]:
     return {
         "profiles": {
-            "azure": {
-                "wire": "openai_chat",
-                "base_url": mock.origin + "/openai/deployments/{model}",
-                "api_key_env": "AZURE_OPENAI_KEY",
-                "auth": "api-key",
-                "query": {"api-version": "2024-10-21"},
-                "models": ["gpt-4o-mini"],
-            },
+            "azure": azure(mock),
             "claude-proxy": {
                 "wire": "anthropic",
                 "base_url": mock.origin,

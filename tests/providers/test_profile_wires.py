@@ -21,6 +21,18 @@ from tests.providers.helpers import request
 ENV = {"TEAM_KEY": "team-key", "AZURE_OPENAI_KEY": "azure-key"}
 
 
+def azure(mock: MockProviderServer) -> dict[str, Any]:
+    """An Azure OpenAI deployment's profile, at the mock server."""
+    return {
+        "wire": "openai_chat",
+        "base_url": mock.origin + "/openai/deployments/{model}",
+        "api_key_env": "AZURE_OPENAI_KEY",
+        "auth": "api-key",
+        "query": {"api-version": "2024-10-21"},
+        "models": ["gpt-4o-mini"],
+    }
+
+
 def profiles_for(mock: MockProviderServer, **entries: dict[str, Any]) -> Profiles:
     doc = {"profiles": entries}
     return load_profiles(Settings(providers=json.dumps(doc)), environ=ENV)
@@ -77,17 +89,7 @@ async def test_each_wire_sends_the_profiles_url_key_headers_and_query(
 async def test_an_azure_deployment_gets_its_path_api_version_and_api_key(
     mock: MockProviderServer,
 ) -> None:
-    profiles = profiles_for(
-        mock,
-        azure={
-            "wire": "openai_chat",
-            "base_url": mock.origin + "/openai/deployments/{model}",
-            "api_key_env": "AZURE_OPENAI_KEY",
-            "auth": "api-key",
-            "query": {"api-version": "2024-10-21"},
-            "models": ["gpt-4o-mini"],
-        },
-    )
+    profiles = profiles_for(mock, azure=azure(mock))
     sent = await call(mock, profiles, "azure", "gpt-4o-mini")
     assert sent["path"] == "/openai/deployments/gpt-4o-mini/chat/completions"
     assert sent["query"] == "api-version=2024-10-21"
@@ -96,18 +98,13 @@ async def test_an_azure_deployment_gets_its_path_api_version_and_api_key(
 
 
 async def test_a_model_name_is_quoted_in_the_url(mock: MockProviderServer) -> None:
-    profiles = profiles_for(
-        mock,
-        azure={
-            "wire": "openai_chat",
-            "base_url": mock.origin + "/openai/deployments/{model}",
-            "auth": "none",
-        },
-    )
+    profiles = profiles_for(mock, azure={**azure(mock), "auth": "none", "models": None})
     adapter = make_provider({"provider": "azure", "name": "a/b c"}, Settings(), profiles)
     assert isinstance(adapter, Measured)
     url: str = adapter.inner.url  # type: ignore[attr-defined]
-    assert url == mock.origin + "/openai/deployments/a%2Fb%20c/chat/completions"
+    assert (
+        url == mock.origin + "/openai/deployments/a%2Fb%20c/chat/completions?api-version=2024-10-21"
+    )
     await adapter.inner.aclose()  # type: ignore[attr-defined]
 
 

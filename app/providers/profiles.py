@@ -86,6 +86,12 @@ class Profiles:
     def __iter__(self) -> Iterator[Profile]:
         return iter(self._by_name.values())
 
+    def param_table_of(self, name: str) -> str:
+        """The parameter table of the profile `name` (its wire's: how its requests carry
+        the output cap, which params are not input); an unknown name stands for itself."""
+        profile = self.get(name)
+        return profile.param_table if profile is not None else name
+
     def limited(self) -> bool:
         """Any shared limit configured at all (none: flow control costs nothing)."""
         return any(

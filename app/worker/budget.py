@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from app.core.encode import message_to_dict
+from app.providers import profiles
 from app.providers.anthropic import DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT
 from app.providers.base import ModelRequest, ProviderTurn
 from app.service.budgets import (
@@ -204,12 +205,13 @@ class Budgets:
                 tokens, cost = await self._day(key, now)
                 day = Spent(tokens + mine[0], cost + mine[1])
                 pairs.extend((c, day) for c in ceilings(daily, scope))
-        where = cap_param(spec.provider, request.params)
+        wire = profiles.active().param_table_of(spec.provider)  # (a profile: its wire's)
+        where = cap_param(wire, request.params)
         least = where.least if where is not None else 1
-        verdict = check(pairs, input_estimate(request, spec.provider), price, least)
+        verdict = check(pairs, input_estimate(request, wire), price, least)
         if isinstance(verdict, Budget):
             return verdict
-        return self._capped(request, spec.provider, verdict)
+        return self._capped(request, wire, verdict)
 
     def _capped(self, request: ModelRequest, provider: str, allowance: Allowance) -> ModelRequest:
         if allowance.cap is None:

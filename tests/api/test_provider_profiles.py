@@ -125,3 +125,24 @@ async def test_the_openapi_document_names_the_configured_profiles(
     assert providers["OpenAI Chat Completions model"] == {"enum": ["azure", "openai"]}
     assert providers["Anthropic Messages model"] == {"enum": ["anthropic", "claude-proxy"]}
     assert providers["OpenAI Responses model"] == {"const": "openai_responses"}
+
+
+async def test_a_budgeted_run_of_a_profile_is_capped_as_its_wire_is(
+    client: httpx.AsyncClient, profile_settings: Settings, store: RunStore, mock: MockProviderServer
+) -> None:
+    """The output cap goes where the profile's wire takes it (`max_tokens` on Anthropic's,
+    `max_completion_tokens` on Chat Completions), not by the profile's name."""
+    for provider, name, cap in (
+        ("claude-proxy", "c", "max_tokens"),
+        ("azure", "gpt-4o-mini", "max_completion_tokens"),
+    ):
+        mock.reset()
+        model = {"provider": provider, "name": name}
+        created = await client.post(
+            "/v1/runs", json={**body(**model), "limits": {"max_total_tokens": 500}}
+        )
+        assert created.status_code == 201, created.text
+        mock.script(Reply(text="short"))
+        await drive_once(store, profile_settings)
+        (sent,) = mock.requests
+        assert 0 < sent.body[cap] < 500, sent.body

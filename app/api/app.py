@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.types import ASGIApp
 
-from app.api import approvals, browser, identities, openapi, problems, queues, routes
+from app.api import approvals, browser, identities, openapi, problems, providers, queues, routes
 from app.api.metrics import render as render_metrics
 from app.api.models import Health
 from app.api.problems import CATALOGUE, problem
@@ -80,6 +80,7 @@ def create_api(
     app.include_router(browser.router)
     app.include_router(identities.keys_router)
     app.include_router(identities.tenants_router)
+    app.include_router(providers.router)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, pages=too_large)
     app.add_middleware(DatabaseUnavailable)  # sees every route's exceptions
     if settings.cors_origin_list:  # outermost: its headers go on every answer, 503s too

@@ -14,6 +14,7 @@ import pytest
 
 from app.core.lifecycle import RunStatus
 from app.providers import profiles
+from app.service.access import Role
 from app.settings import Settings
 from app.store.runs import RunStore
 from tests.api.conftest import KEY
@@ -146,3 +147,27 @@ async def test_a_budgeted_run_of_a_profile_is_capped_as_its_wire_is(
         await drive_once(store, profile_settings)
         (sent,) = mock.requests
         assert 0 < sent.body[cap] < 500, sent.body
+
+
+async def test_the_providers_list_names_profiles_and_hides_urls_from_non_admins(
+    client: httpx.AsyncClient,
+) -> None:
+    admin = (await client.get("/v1/providers")).json()["data"]
+    by_name = {p["name"]: p for p in admin}
+    assert sorted(by_name) == [
+        "anthropic",
+        "azure",
+        "claude-proxy",
+        "openai",
+        "openai_responses",
+        "scripted",
+    ]
+    azure = by_name["azure"]
+    assert (azure["wire"], azure["models"]) == ("openai_chat", ["gpt-4o-mini"])
+    assert azure["base_url"].endswith("/openai/deployments/{model}")
+    assert "azure-key" not in str(admin) and "AZURE_OPENAI_KEY" not in str(admin)
+    keys = client.app.state.keys  # type: ignore[attr-defined]
+    member = await keys.create("default", Role.CREATOR, "creator-key")
+    seen = await client.get("/v1/providers", headers={"Authorization": f"Bearer {member.secret}"})
+    assert seen.status_code == 200, seen.text
+    assert all(p["base_url"] is None for p in seen.json()["data"])

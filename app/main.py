@@ -63,7 +63,11 @@ async def running(
     pending wake-ups and closes its pool). The provider profiles are loaded first: a bad
     entry raises `ProfileError` before anything starts (a process without worker slots
     calls no provider and needs no keys)."""
-    profiles.install(profiles.load_profiles(settings, require_keys=worker_slots > 0))
+    profiles.install(  # (the worker's own: the profiles its providers are built from)
+        profiles.profiles_of(settings)
+        if worker_slots
+        else profiles.load_profiles(settings, require_keys=False)
+    )
     engine = engine_for(settings, pool_size=pool_size)
     store = RunStore(engine, webhook_url=settings.webhook_url)
     listen_url = settings.direct_database_url

@@ -3,6 +3,8 @@ environment as a process reads them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pydantic
 import pytest
 
@@ -91,3 +93,23 @@ def test_a_price_table_that_could_under_price_a_call_is_refused(
         "AGENTRUN_PRICES", '{"openai:gpt-4o": {"input": 2.5, "output": 10, "cached_input": 1.25}}'
     )
     assert Settings().prices["openai:gpt-4o"]["cached_input"] == 1.25
+
+
+def test_provider_profiles_are_read_from_a_file_and_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from app.providers.profiles import load_profiles
+
+    path = tmp_path / "providers.toml"
+    path.write_text('[profiles.local]\nwire = "openai_chat"\nbase_url = "http://127.0.0.1:9/v1"\n'
+                    'auth = "none"\n')  # fmt: skip
+    monkeypatch.setenv("AGENTRUN_PROVIDERS_FILE", str(path))
+    monkeypatch.setenv(
+        "AGENTRUN_PROVIDERS", '{"profiles": {"openai": {"limits": {"max_concurrent": 4}}}}'
+    )
+    settings = Settings()
+    assert settings.providers_file == str(path)
+    profiles = load_profiles(settings)
+    local, openai = profiles.get("local"), profiles.get("openai")
+    assert local is not None and local.auth == "none"
+    assert openai is not None and openai.limits.max_concurrent == 4

@@ -384,8 +384,9 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
 
     c = command("create", cmd_create, "create a run (POST /v1/runs)")
     c.add_argument("prompt", nargs="?", help="the user message")
-    c.add_argument("--model", help="PROVIDER:NAME (openai, openai_responses, anthropic, "
-                   "scripted), or the whole `model` object as JSON or @file")  # fmt: skip
+    c.add_argument("--model", help="PROVIDER:NAME (a provider profile: openai, "
+                   "openai_responses, anthropic, scripted or one the deployment configures), "
+                   "or the whole `model` object as JSON or @file")  # fmt: skip
     c.add_argument("--param", action="append", metavar="KEY=VALUE",
                    help="a model parameter (VALUE: JSON, else text); repeat")  # fmt: skip
     c.add_argument("--tools", metavar="JSON|@FILE", help="tool definitions: a JSON list")

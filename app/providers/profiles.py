@@ -119,7 +119,6 @@ DEFAULT_AUTH: dict[str, Auth] = {
 }
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
-BUILTIN_NAMES = ("openai", "openai_responses", "anthropic", "scripted")
 
 
 class ProfileError(ValueError):

@@ -138,9 +138,7 @@ async def start_waiting(store: RunStore, ended: RunRecord, now: datetime) -> str
     mine = own.full_history()[: len(own.full_history()) - len(new)]
     history = [*stored.load(before.state, before.log).run.full_history(), *mine]
     run = initial_run(new[0], history, waiter.max_turns, waiter.config)
-    started = await store.conversations.restart(
-        waiter.id, waiter.version, stored.initial(run), now
-    )
+    started = await store.conversations.restart(waiter.id, waiter.version, stored.initial(run), now)
     return waiter.id if started else None
 
 

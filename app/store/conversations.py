@@ -19,7 +19,7 @@ from app.core.lifecycle import RunStatus
 from app.core.serde import SCHEMA_VERSION
 from app.core.stored import Snapshot
 from app.store.backend.base import NOTIFY_CHANNEL, Backend
-from app.store.schema import Timestamp, run_messages, run_events, runs
+from app.store.schema import Timestamp, run_events, run_messages, runs
 
 
 @functools.cache

@@ -139,9 +139,7 @@ class Conversation:
         return {"type": "conversation", "run_id": self.run_id}
 
 
-Waiting = (
-    Queued | ModelCall | ToolResults | Approval | Resolution | Backoff | Budget | Conversation
-)
+Waiting = Queued | ModelCall | ToolResults | Approval | Resolution | Backoff | Budget | Conversation
 
 
 def _instant(text: str) -> datetime:

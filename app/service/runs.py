@@ -529,6 +529,7 @@ class RunService:
         updated = await self._apply(run_id, change)
         if updated is None:
             return await self._refused(run_id, "resolve")
+        await conversations.start_waiting(self.store, updated, self.clock())  # (if it ended)
         tracing.record_span(
             "agentrun.run.resolve",
             updated.config,

@@ -52,3 +52,18 @@ async def test_the_start_is_a_wake_up_not_a_poll(store: RunStore, database_url: 
         started = time.monotonic()
         await wait_status(service, second, RunStatus.COMPLETED, timeout=10)
         assert time.monotonic() - started < 5
+
+
+async def test_an_expired_run_starts_its_waiting_run(store: RunStore, settings: Settings) -> None:
+    """The expiry sweep ends runs too: it starts their waiting runs as the worker does."""
+    service = RunService(store, settings)
+    async with running_worker(store, settings):
+        first, _ = await service.create_run(run_body(expires_in=0.5))
+        await wait_status(service, first.record.id, RunStatus.REQUIRES_ACTION, timeout=10)
+        body = RunCreate(prompt="and then?", previous_run_id=first.record.id, if_busy="enqueue")
+        second, _ = await service.create_run(body)
+        await wait_status(service, first.record.id, RunStatus.EXPIRED, timeout=10)
+        started = await wait_status(
+            service, second.record.id, RunStatus.REQUIRES_ACTION, RunStatus.COMPLETED, timeout=10
+        )
+    assert started.record.turn == 1

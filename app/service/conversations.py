@@ -113,17 +113,15 @@ def initial_run(
 
 
 async def start_waiting(store: RunStore, ended: RunRecord, now: datetime) -> str | None:
-    """Start the run that waits for `ended` (if one does, and `ended` has ended): it
-    continues from `ended`'s last durable conversation (its final one when it completed).
-    Called by whatever ends a run (the worker after its write, the service's cancel) and
-    by an enqueueing create that finds the run ended meanwhile; the restart is a
-    compare-and-set, so two callers start it once. The id of the run started, or None."""
-    if ended.status not in TERMINAL:
+    """Start the run that waits for `ended` (`awaited_by`, if it has ended): it continues
+    from `ended`'s last durable conversation (its final one when it completed). Called
+    with the record an ending write returned (the worker's, a cancel's, the expiry
+    sweep's): a run nobody waits for costs nothing more; and by an enqueueing create
+    whose note found the run ended already. The restart is a compare-and-set: two
+    callers start it once. The id of the run started, or None."""
+    if ended.status not in TERMINAL or ended.awaited_by is None:
         return None
-    next_id = await store.conversations.successor(ended.id)
-    if next_id is None:
-        return None
-    waiter = await store.get(next_id, with_log=True)
+    waiter = await store.get(ended.awaited_by, with_log=True)
     if (
         waiter is None
         or waiter.status != RunStatus.QUEUED

@@ -273,11 +273,12 @@ class RunService:
                 run_id=record.id,
             )
         if before is not None:
-            await self._note_continued(before, record, actor, replayed=not created)
-        if waits_for is not None:  # it may have ended before the note: then start now
-            ended = await self.store.get(waits_for.id)
-            if ended is not None and await conversations.start_waiting(
-                self.store, ended, self.clock()
+            noted = await self._note_continued(
+                before, record, actor, replayed=not created, waits=waits_for is not None
+            )
+            # The run waited for ended before the note: the ending write did not see it.
+            if noted is not None and await conversations.start_waiting(
+                self.store, noted, self.clock()
             ):
                 record = await self.store.get(record.id) or record
         return await self.view(record), created
@@ -325,15 +326,17 @@ class RunService:
         actor: str | None,
         *,
         replayed: bool,
-    ) -> None:
-        """`run.continued` on the earlier run, naming the new one. Written after the new
+        waits: bool = False,
+    ) -> RunRecord | None:
+        """`run.continued` on the earlier run, naming the new one (`waits`: which waits
+        for it to end, `awaited_by`); the earlier run as noted. Written after the new
         run's commit: a create that died in between is noted by its idempotent replay."""
         if replayed and await self._continued_noted(before.previous_id, record.id):
-            return
+            return await self.store.get(before.previous_id) if waits else None
         data = {"run_id": record.id, conversations.CONVERSATION_KEY: before.conversation_id}
-        await self._apply(
-            before.previous_id, changes.annotate(NewEvent(E.RUN_CONTINUED, data, actor))
-        )
+        event = NewEvent(E.RUN_CONTINUED, data, actor)
+        change = changes.awaited(event, record.id) if waits else changes.annotate(event)
+        return await self._apply(before.previous_id, change)
 
     async def _continued_noted(self, previous_id: str, run_id: str) -> bool:
         after = 0
@@ -529,7 +532,7 @@ class RunService:
         updated = await self._apply(run_id, change)
         if updated is None:
             return await self._refused(run_id, "resolve")
-        await conversations.start_waiting(self.store, updated, self.clock())  # (if it ended)
+        await conversations.start_waiting(self.store, updated, self.clock())  # (if awaited)
         tracing.record_span(
             "agentrun.run.resolve",
             updated.config,

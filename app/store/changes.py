@@ -496,6 +496,12 @@ def note(event: NewEvent) -> Change:
     return Change(T.NOTE, {}, (event,))
 
 
+def awaited(event: NewEvent, run_id: str) -> Change:
+    """`annotate`, on the active run that run `run_id` waits for (`if_busy: enqueue`): the
+    write that ends it returns `awaited_by` (keeping its status and fencing token)."""
+    return Change(T.ANNOTATE, {"awaited_by": run_id}, (event,))
+
+
 def annotate(event: NewEvent) -> Change:
     """An event on a run, which keeps its status and fencing token (`run.continued`: a
     later run continues its conversation, or waits to: `if_busy` `enqueue`)."""

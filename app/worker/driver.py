@@ -40,7 +40,7 @@ from app.core import (
 )
 from app.core.events import LEDGER_EVENTS
 from app.core.events import EventType as E
-from app.core.lifecycle import TERMINAL, ApprovalStatus, RunStatus
+from app.core.lifecycle import ApprovalStatus, RunStatus
 from app.core.serde import message_to_dict, tool_result_to_dict
 from app.providers.backoff import BackoffPolicy, Delay
 from app.providers.base import ModelRequest, Provider, ProviderError, ProviderTurn, ToolSpec
@@ -463,7 +463,7 @@ class RunDriver:
         if record is None:
             raise LeaseLost()
         tracing.claim_ended(record)
-        if record.status in TERMINAL:  # a run waiting for this one (`if_busy`) starts now
+        if record.awaited_by is not None:  # a run waits for this one (`if_busy`)
             await conversations.start_waiting(self.store, record, now)
         return record.status
 

@@ -295,6 +295,8 @@ class RunService:
         if previous is None:
             raise RunNotFound(f"no run with id {previous_id} (previous_run_id)")
         head = await conversations.latest(self.store, previous, tenant, idempotency_key)
+        if head.status in TERMINAL:  # (its successors ended: the run named is the one)
+            head = previous
         if head.status in TERMINAL:  # (a run before the latest: a branch, as ever)
             return conversations.continuation(previous, previous_id), None
         if head.id != previous.id:

@@ -99,9 +99,13 @@ async def test_a_waiting_run_cancelled_is_not_started(
     active = await suspend(client, store)
     waiting = await continuing(client, active["id"], if_busy="enqueue")
     assert (await client.post(f"/v1/runs/{waiting['id']}/cancel")).status_code == 200
+    # The active run is busy still: a new continuation of it waits again.
+    again = await continuing(client, active["id"], if_busy="enqueue")
+    assert again["waiting_reason"] == {"type": "conversation", "run_id": active["id"]}
     assert (await client.post(f"/v1/runs/{active['id']}/cancel")).status_code == 200
-    assert await nothing_due(store)
     assert (await client.get(f"/v1/runs/{waiting['id']}")).json()["status"] == "cancelled"
+    started = (await client.get(f"/v1/runs/{again['id']}")).json()
+    assert started["waiting_reason"] == {"type": "queued"}
 
 
 async def test_interrupt_cancels_the_active_run_and_continues_from_it(

@@ -14,7 +14,7 @@ from app.settings import Settings
 from app.store.runs import RunStore
 from app.store.waiting import Conversation
 from tests.conftest import make_settings
-from tests.helpers import run_body, running_worker, wait_status
+from tests.helpers import drive_once, run_body, running_worker, wait_status
 
 SLOW = {"provider": "scripted", "name": "demo", "delay_ms": 300, "script": [{"text": "one"}]}
 
@@ -57,11 +57,12 @@ async def test_the_start_is_a_wake_up_not_a_poll(store: RunStore, database_url: 
 async def test_an_expired_run_starts_its_waiting_run(store: RunStore, settings: Settings) -> None:
     """The expiry sweep ends runs too: it starts their waiting runs as the worker does."""
     service = RunService(store, settings)
+    first, _ = await service.create_run(run_body(expires_in=2.0))
+    await drive_once(store, settings)  # suspended, for tool results nobody sends
+    body = RunCreate(prompt="and then?", previous_run_id=first.record.id, if_busy="enqueue")
+    second, _ = await service.create_run(body)
+    assert second.record.waiting == Conversation(first.record.id)
     async with running_worker(store, settings):
-        first, _ = await service.create_run(run_body(expires_in=0.5))
-        await wait_status(service, first.record.id, RunStatus.REQUIRES_ACTION, timeout=10)
-        body = RunCreate(prompt="and then?", previous_run_id=first.record.id, if_busy="enqueue")
-        second, _ = await service.create_run(body)
         await wait_status(service, first.record.id, RunStatus.EXPIRED, timeout=10)
         started = await wait_status(
             service, second.record.id, RunStatus.REQUIRES_ACTION, RunStatus.COMPLETED, timeout=10

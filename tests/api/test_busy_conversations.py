@@ -133,3 +133,19 @@ async def test_an_idle_conversation_continues_as_before(
     again = await client.post("/v1/runs", json={"prompt": "x", "previous_run_id": first["id"]})
     doc = assert_problem(again, 409, "run-state-conflict")
     assert doc["latest_run_id"] == run["id"] == doc["active_run_id"]
+
+
+async def test_an_enqueueing_create_replays_by_its_idempotency_key(
+    client: httpx.AsyncClient, store: RunStore
+) -> None:
+    active = await suspend(client, store)
+    doc = {"prompt": "and then?", "previous_run_id": active["id"], "if_busy": "enqueue"}
+    headers = {"Idempotency-Key": "busy-1"}
+    first = await client.post("/v1/runs", json=doc, headers=headers)
+    replay = await client.post("/v1/runs", json=doc, headers=headers)
+    assert first.status_code == 201 and replay.status_code == 200, replay.text
+    assert replay.json()["id"] == first.json()["id"]
+    events = (await client.get(f"/v1/runs/{active['id']}/events")).json()["data"]
+    assert [e["data"]["run_id"] for e in events if e["type"] == "run.continued"] == [
+        first.json()["id"]
+    ]

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +18,8 @@ from app.settings import Settings
 from app.store.backend.engines import create_engine
 from app.store.runs import RunStore
 from tests.helpers import suspended_run
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def later(seconds: float) -> datetime:
@@ -76,6 +81,57 @@ async def test_concurrent_leases_from_many_processes_never_overshoot(
     finally:
         for s in others:
             await s.aclose()
+
+
+LEASER = """
+import asyncio, os, sys
+from datetime import UTC, datetime, timedelta
+from app.store.backend.engines import create_engine
+from app.store.runs import RunStore
+
+async def main() -> None:
+    store = RunStore(create_engine(sys.argv[1]))
+    await store.next_offer("gpu")  # connected: the lease below is all that is left
+    print("ready", flush=True)
+    sys.stdin.readline()
+    now = datetime.now(UTC)
+    until = now + timedelta(seconds=30)
+    calls = await store.lease_calls("gpu", f"p{os.getpid()}", now, until, 3, "default", 5)
+    print(len(calls), flush=True)
+    await store.aclose()
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_leases_from_many_processes_never_overshoot(
+    store: RunStore, settings: Settings, database_url: str
+) -> None:
+    """Real processes, each with its own pool, told to lease at the same moment."""
+    await offered(store, settings, 8)  # 16 calls
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", LEASER, database_url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        for _ in range(5)
+    ]
+    try:
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        counts = [int(p.communicate(timeout=30)[0].strip()) for p in procs]
+    finally:
+        for p in procs:
+            p.kill() if p.poll() is None else None
+    assert sum(counts) == 5, counts
 
 
 def test_queue_limits_are_validated_at_start(database_url: str) -> None:

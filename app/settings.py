@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import math
+import re
 from functools import lru_cache
 from typing import Self
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+#: A queue's name, as a run gives it (`app.service.schemas.QUEUE_NAME`).
+QUEUE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 #: What a price in `AGENTRUN_PRICES` may name (USD per 1M tokens).
 PRICE_KEYS = frozenset({"input", "output", "cached_input"})
@@ -42,6 +46,9 @@ class Settings(BaseSettings):
     webhook_max_age_seconds: float = Field(default=24 * 3600, gt=0)
     # {"provider:model": {"input": usd, "output": usd, "cached_input": usd}} per 1M tokens
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
+    # {"<queue>": {"max_in_flight": N}}: at most N calls of each tenant's queue of that
+    # name under a live lease at once, across every API process (app.store.queues).
+    queue_limits: dict[str, dict[str, int]] = Field(default_factory=dict)
     # The deployment's daily budget (every tenant's model calls per UTC day; unset: none),
     # and the output cap a budgeted call gets when its request names none
     # (app.service.budgets).
@@ -87,6 +94,27 @@ class Settings(BaseSettings):
     openai_base_url: str | None = Field(default=None, validation_alias="OPENAI_BASE_URL")
     anthropic_api_key: str | None = Field(default=None, validation_alias="ANTHROPIC_API_KEY")
     anthropic_base_url: str | None = Field(default=None, validation_alias="ANTHROPIC_BASE_URL")
+
+    @field_validator("queue_limits")
+    @classmethod
+    def _queue_limits(cls, limits: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+        """Refused at start, naming the entry: a queue name a run could not give, a key
+        other than `max_in_flight`, or a limit below 1."""
+        for queue, limit in limits.items():
+            if not QUEUE_NAME.fullmatch(queue):
+                raise ValueError(f"queue_limits: {queue!r} is not a queue name")
+            if set(limit) != {"max_in_flight"}:
+                unknown = sorted(set(limit) - {"max_in_flight"}) or ["(max_in_flight missing)"]
+                raise ValueError(f"queue_limits[{queue!r}]: unknown {unknown}")
+            value = limit["max_in_flight"]
+            if isinstance(value, bool) or value < 1:
+                raise ValueError(f"queue_limits[{queue!r}].max_in_flight: at least 1")
+        return limits
+
+    def max_in_flight(self, queue: str) -> int | None:
+        """The configured in-flight limit of `queue` (None: unlimited)."""
+        limit = self.queue_limits.get(queue)
+        return None if limit is None else limit["max_in_flight"]
 
     @field_validator("prices")
     @classmethod

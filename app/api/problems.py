@@ -58,7 +58,8 @@ CATALOGUE: dict[str, tuple[int, str, str]] = {
         409,
         "Run is not in a state that allows this",
         "Another change won the race or the run is in the wrong status; `current_status` "
-        "names the status it is in.",
+        "names the status it is in (a busy conversation: `active_run_id` names its active "
+        "run; a run that is not its conversation's latest: `latest_run_id` names that).",
     ),
     "tool-result-conflict": (
         409,

@@ -35,7 +35,7 @@ class EventType(StrEnum):
     RUN_RELEASED = "run.released"  # its worker gave it back (after a database outage)
     RUN_RETRIED = "run.retried"  # an operator put a failed or expired run back
     RUN_EXPIRY_EXTENDED = "run.expiry_extended"
-    RUN_CONTINUED = "run.continued"  # on a finished run: a new run continues its conversation
+    RUN_CONTINUED = "run.continued"  # a new run continues its conversation (or waits to)
     RUN_BUDGET_EXCEEDED = "run.budget_exceeded"  # suspended: its next call could pass a limit
     RUN_LIMITS_RAISED = "run.limits_raised"  # someone changed the run's limits
 

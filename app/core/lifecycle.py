@@ -49,7 +49,7 @@ class Transition(StrEnum):
     EXTEND = "extend"  # an operator extends a suspended run's expiry
     NOTE = "note"  # an event naming who did something to a suspended run
     BILL = "bill"  # model calls of a lost lease go on the ledger, whatever the run's status
-    ANNOTATE = "annotate"  # an event on a finished run (a later run continued it)
+    ANNOTATE = "annotate"  # an event on a run (a later run continues it, or waits to)
     LEASE = "lease"  # a queue executor leases pending tool calls (their fencing moves on)
     EXHAUST = "exhaust"  # a budget-suspended run waited past expires_at: it fails
     LIMIT = "limit"  # the run's limits were changed (it keeps its status and fencing token)
@@ -87,7 +87,8 @@ TABLE: dict[tuple[RunStatus, Transition], RunStatus] = {
     **{(s, _T.LIMIT): s for s in (_S.QUEUED, _S.RUNNING, _S.REQUIRES_ACTION)},
     (_S.REQUIRES_ACTION, _T.DECIDE): _S.REQUIRES_ACTION,
     **{(s, _T.BILL): s for s in RunStatus},
-    **{(s, _T.ANNOTATE): s for s in TERMINAL},
+    # (on any run: a waiting continuation is noted on the active run it waits for)
+    **{(s, _T.ANNOTATE): s for s in RunStatus},
 }
 
 #: Transitions that keep the run in its status (only columns and events change).

@@ -126,6 +126,8 @@ def waiting_reason_text(reason: dict[str, Any] | None) -> str:
         )
     if kind == "model_call":
         return f"model call on {reason.get('worker')}"
+    if kind == "conversation":
+        return f"its conversation: run {reason.get('run_id')} to end"
     return kind.replace("_", " ")
 
 

@@ -11,16 +11,23 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
-from app.core import Message, stored
-from app.core.lifecycle import RunStatus
+from app.core import AgentRun, Message, stored
+from app.core.lifecycle import TERMINAL, RunStatus
 from app.core.serde import message_to_dict
+from app.service import convert
 from app.service.errors import InvalidRequest, RunNotFound, RunStateConflict
-from app.service.schemas import INHERITED, RunCreate
+from app.service.schemas import INHERITED, InvalidToolCallPolicy, RunCreate
 from app.store.records import RunRecord
+from app.store.runs import RunStore
+from app.store.waiting import Conversation
+
+#: How far off a run waiting for its conversation is due: never, until it is started.
+NEVER = timedelta(days=36500)
 
 #: Configuration keys of a continuing run.
 PREVIOUS_KEY = "previous_run_id"
@@ -37,18 +44,100 @@ class Continuation:
     config: Mapping[str, Any]
 
 
-def continuation(record: RunRecord | None, previous_id: str) -> Continuation:
+def continuation(
+    record: RunRecord | None, previous_id: str, *, ended: bool = False
+) -> Continuation:
     """The continuation of `record` (read with its log); 404 when there is none, 409 with
-    its status unless it completed."""
+    its status unless it completed (`ended`: unless it is active, for a run interrupted:
+    its last durable conversation)."""
     if record is None:
         raise RunNotFound(f"no run with id {previous_id} (previous_run_id)")
-    if record.status != RunStatus.COMPLETED:
+    allowed = TERMINAL if ended else {RunStatus.COMPLETED}
+    if record.status not in allowed:
         raise RunStateConflict(
             f"run {previous_id} is {record.status.value}: only a completed run can be continued",
             record.status.value,
         )
     run = stored.load(record.state, record.log).run
     return Continuation(record.id, conversation_of(record), run.full_history(), dict(record.config))
+
+
+def waiting(record: RunRecord) -> Continuation:
+    """The continuation of an active run by a run that waits for it (`if_busy`
+    `enqueue`): its configuration now, its conversation once it ends (`restart`)."""
+    return Continuation(record.id, conversation_of(record), (), dict(record.config))
+
+
+async def latest(
+    store: RunStore, record: RunRecord, tenant: str | None, idempotency_key: str | None = None
+) -> RunRecord:
+    """The latest run of `record`'s conversation from it on (`tenant`'s): follow the
+    runs that continue it (a successor deleted by retention ends the chain; so does the
+    run this create's `idempotency_key` already made: a replay continues as the first
+    request did)."""
+    seen = {record.id}
+    while (after := await store.conversations.successor(record.id)) is not None:
+        if after in seen:
+            break
+        following = await store.get(after, tenant=tenant)
+        if following is None or (
+            idempotency_key is not None and following.idempotency_key == idempotency_key
+        ):
+            break
+        seen.add(after)
+        record = following
+    return record
+
+
+def retry_budget(policy: InvalidToolCallPolicy, max_turns: int) -> int:
+    """The core's run-wide budget of invalid-call retries: `max_retries` under the `retry`
+    policy; under `ask` every `retry` a person picks is honoured (each is a model call, so
+    `max_turns` bounds them); no other policy retries."""
+    if policy.action == "retry":
+        return policy.max_retries
+    return max_turns if policy.action == "ask" else 0
+
+
+def initial_run(
+    prompt: str | Message, history: Sequence[Message], max_turns: int, config: Mapping[str, Any]
+) -> AgentRun:
+    """A new run's state machine from its configuration (create, and `restart`)."""
+    policy = InvalidToolCallPolicy.model_validate(config["invalid_tool_call"])
+    return AgentRun(
+        prompt,
+        max_turns=max_turns,
+        history=list(history) or None,
+        tool_choice=convert.tool_choice_from_config(config["tool_choice"]),
+        max_invalid_tool_call_retries=retry_budget(policy, max_turns),
+    )
+
+
+async def start_waiting(store: RunStore, ended: RunRecord, now: datetime) -> str | None:
+    """Start the run that waits for `ended` (`awaited_by`, if it has ended): it continues
+    from `ended`'s last durable conversation (its final one when it completed). Called
+    with the record an ending write returned (the worker's, a cancel's, the expiry
+    sweep's): a run nobody waits for costs nothing more; and by an enqueueing create
+    whose note found the run ended already. The restart is a compare-and-set: two
+    callers start it once. The id of the run started, or None."""
+    if ended.status not in TERMINAL or ended.awaited_by is None:
+        return None
+    waiter = await store.get(ended.awaited_by, with_log=True)
+    if (
+        waiter is None
+        or waiter.status != RunStatus.QUEUED
+        or waiter.waiting != Conversation(ended.id)
+    ):
+        return None
+    before = await store.get(ended.id, with_log=True)
+    if before is None:
+        return None
+    own = stored.load(waiter.state, waiter.log).run
+    new = own.messages()
+    mine = own.full_history()[: len(own.full_history()) - len(new)]
+    history = [*stored.load(before.state, before.log).run.full_history(), *mine]
+    run = initial_run(new[0], history, waiter.max_turns, waiter.config)
+    started = await store.conversations.restart(waiter.id, waiter.version, stored.initial(run), now)
+    return waiter.id if started else None
 
 
 def conversation_of(record: RunRecord) -> str:

@@ -61,6 +61,15 @@ class RunStateConflict(ServiceError):
         self.current = current
 
 
+class ConversationBusy(RunStateConflict):
+    """A continuation of a conversation whose latest run is still active (`if_busy`
+    `reject`: `active_run_id`), or of a run that is not its latest (`latest_run_id`)."""
+
+    def __init__(self, detail: str, current: str, **extra: Any) -> None:
+        ServiceError.__init__(self, detail, current_status=current, **extra)
+        self.current = current
+
+
 class ToolCallNotPending(ServiceError):
     code = "tool-call-not-pending"
     status = 422

@@ -144,20 +144,23 @@ class QueueService:
         owner = body.executor or actor or "executor"
         await self.key()  # (for the tokens of what it leases)
         bell, name = self.bell, bell_of(tenant, queue)
+        limited = self.service.settings.max_in_flight(queue)
         while True:
             ring = bell.listen(name)  # before looking: a ring meanwhile is kept
             try:
                 now = self.clock()
                 until = now + timedelta(seconds=body.lease_seconds)
                 calls = await whole(
-                    self.store.lease_calls(queue, owner, now, until, body.limit, tenant)
+                    self.store.lease_calls(queue, owner, now, until, body.limit, tenant, limited)
                 )
                 metrics.tool_calls_leased(queue, [c.attempts for c in calls])
                 remaining = deadline - loop.time()
                 if calls or remaining <= 0 or bell.released:
                     return calls
                 pause = min(remaining, self.fallback_seconds)
-                due = await whole(self.store.next_offer(queue, tenant))
+                # (A limited queue may have due calls it may not hand out: not a reason to
+                # look again at once; its bell or the fallback brings it back.)
+                due = None if limited else await whole(self.store.next_offer(queue, tenant))
                 if due is not None:  # a lease lapses then (or a call is due but was busy)
                     until_due = (due - self.clock()).total_seconds()
                     pause = min(pause, max(until_due, MIN_PAUSE_SECONDS))

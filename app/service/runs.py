@@ -11,6 +11,7 @@ run does with what arrives; the store decides who wins a race.
 from __future__ import annotations
 
 import base64
+import contextlib
 import re
 import secrets
 import string
@@ -22,7 +23,7 @@ from typing import Any
 from app import tracing
 from app.core import AgentRun, stored
 from app.core.events import EventType as E
-from app.core.lifecycle import INITIAL, RunStatus
+from app.core.lifecycle import INITIAL, TERMINAL, RunStatus
 from app.core.serde import SCHEMA_VERSION
 from app.service import conversations, convert, gates
 from app.service.access import DEFAULT_TENANT
@@ -35,6 +36,7 @@ from app.service.destinations import (
 )
 from app.service.errors import (
     CallbackTokenInvalid,
+    ConversationBusy,
     IdempotencyKeyReused,
     InvalidRequest,
     RunNotFound,
@@ -68,6 +70,7 @@ from app.store.changes import Change, Resolution
 from app.store.errors import NotFoundError
 from app.store.records import NewEvent, RunRecord, ToolCallRecord
 from app.store.runs import RunStore
+from app.store.waiting import Conversation
 
 Clock = Callable[[], datetime]
 
@@ -115,15 +118,6 @@ def without_unset_queues(request: dict[str, Any]) -> dict[str, Any]:
         if tool.get("queue") is None:
             tool.pop("queue", None)
     return request
-
-
-def retry_budget(policy: InvalidToolCallPolicy, max_turns: int) -> int:
-    """The core's run-wide budget of invalid-call retries: `max_retries` under the `retry`
-    policy; under `ask` every `retry` a person picks is honoured (each is a model call, so
-    `max_turns` bounds them); no other policy retries."""
-    if policy.action == "retry":
-        return policy.max_retries
-    return max_turns if policy.action == "ask" else 0
 
 
 def encode_cursor(record: RunRecord) -> str:
@@ -194,10 +188,9 @@ class RunService:
     async def _create_run(
         self, body: RunCreate, idempotency_key: str | None, actor: str | None, tenant: str
     ) -> tuple[RunView, bool]:
-        before = None
+        before, waits_for = None, None
         if body.previous_run_id is not None:  # (another tenant's run: not found)
-            previous = await self.store.get(body.previous_run_id, with_log=True, tenant=tenant)
-            before = conversations.continuation(previous, body.previous_run_id)
+            before, waits_for = await self._continued(body, idempotency_key, actor, tenant)
         elif body.model is None:
             raise InvalidRequest("model is required unless previous_run_id names a run to continue")
         agent = conversations.agent_settings(body, before)
@@ -220,15 +213,11 @@ class RunService:
         history = [convert.history_message(m) for m in body.history]
         if before is not None:
             history = [*before.history, *history]
-        run = AgentRun(
-            body.prompt,
-            max_turns=max_turns,
-            history=history or None,
-            tool_choice=choice,
-            max_invalid_tool_call_retries=retry_budget(policy, max_turns),
-        )
+        run = conversations.initial_run(body.prompt, history, max_turns, agent)
         gates.check_approvals(agent)
         request = gates.without_unset_approvals(without_unset_queues(body.model_dump(mode="json")))
+        if request.get("if_busy") == "reject":  # (the default: hashed as before it existed)
+            request.pop("if_busy")
         if before is not None:  # what the body left out is inherited: part of the request
             request["fields_set"] = sorted(body.model_fields_set)
         now = self.clock()
@@ -271,6 +260,11 @@ class RunService:
         }
         if limits:
             created_data["limits"] = limits
+        if waits_for is not None:  # not due until the run it waits for ends
+            reason = Conversation(waits_for.id)
+            values["waiting_reason"] = reason.doc()
+            values["available_at"] = now + conversations.NEVER
+            created_data["waiting_reason"] = reason.doc()
         event = NewEvent(E.RUN_CREATED, created_data, actor)
         record, created = await self.store.create(values, [event], stored.initial(run), now)
         if not created and record.request_hash != values["request_hash"]:
@@ -279,8 +273,53 @@ class RunService:
                 run_id=record.id,
             )
         if before is not None:
-            await self._note_continued(before, record, actor, replayed=not created)
+            noted = await self._note_continued(
+                before, record, actor, replayed=not created, waits=waits_for is not None
+            )
+            # The run waited for ended before the note: the ending write did not see it.
+            if noted is not None and await conversations.start_waiting(
+                self.store, noted, self.clock()
+            ):
+                record = await self.store.get(record.id) or record
         return await self.view(record), created
+
+    async def _continued(
+        self, body: RunCreate, idempotency_key: str | None, actor: str | None, tenant: str
+    ) -> tuple[conversations.Continuation, RunRecord | None]:
+        """What a continuing run continues, by `if_busy` when the conversation's latest
+        run is active; and the run it waits for (`enqueue`). An earlier run of an idle
+        conversation may be continued (a branch); of a busy one, not (409 naming the
+        latest: the strategies apply to the run that is active)."""
+        previous_id = body.previous_run_id or ""
+        previous = await self.store.get(previous_id, with_log=True, tenant=tenant)
+        if previous is None:
+            raise RunNotFound(f"no run with id {previous_id} (previous_run_id)")
+        head = await conversations.latest(self.store, previous, tenant, idempotency_key)
+        if head.status in TERMINAL:  # (its successors ended: the run named is the one)
+            head = previous
+        if head.status in TERMINAL:  # (a run before the latest: a branch, as ever)
+            return conversations.continuation(previous, previous_id), None
+        if head.id != previous.id:
+            raise ConversationBusy(
+                f"run {previous_id} is not the latest of its conversation, and the latest, "
+                f"{head.id}, is {head.status.value}: continue that one",
+                previous.status.value,
+                latest_run_id=head.id,
+                active_run_id=head.id,
+            )
+        if body.if_busy == "reject":
+            raise ConversationBusy(
+                f"the conversation is busy: run {head.id} is {head.status.value} "
+                "(if_busy: enqueue or interrupt)",
+                head.status.value,
+                active_run_id=head.id,
+            )
+        if body.if_busy == "enqueue":
+            return conversations.waiting(head), head
+        with contextlib.suppress(RunStateConflict):  # (it ended meanwhile: continue it)
+            await self.cancel(head.id, actor=actor, tenant=tenant)
+        ended = await self.store.get(head.id, with_log=True, tenant=tenant)
+        return conversations.continuation(ended, head.id, ended=True), None
 
     async def _note_continued(
         self,
@@ -289,15 +328,17 @@ class RunService:
         actor: str | None,
         *,
         replayed: bool,
-    ) -> None:
-        """`run.continued` on the earlier run, naming the new one. Written after the new
+        waits: bool = False,
+    ) -> RunRecord | None:
+        """`run.continued` on the earlier run, naming the new one (`waits`: which waits
+        for it to end, `awaited_by`); the earlier run as noted. Written after the new
         run's commit: a create that died in between is noted by its idempotent replay."""
         if replayed and await self._continued_noted(before.previous_id, record.id):
-            return
+            return await self.store.get(before.previous_id) if waits else None
         data = {"run_id": record.id, conversations.CONVERSATION_KEY: before.conversation_id}
-        await self._apply(
-            before.previous_id, changes.annotate(NewEvent(E.RUN_CONTINUED, data, actor))
-        )
+        event = NewEvent(E.RUN_CONTINUED, data, actor)
+        change = changes.awaited(event, record.id) if waits else changes.annotate(event)
+        return await self._apply(before.previous_id, change)
 
     async def _continued_noted(self, previous_id: str, run_id: str) -> bool:
         after = 0
@@ -493,6 +534,7 @@ class RunService:
         updated = await self._apply(run_id, change)
         if updated is None:
             return await self._refused(run_id, "resolve")
+        await conversations.start_waiting(self.store, updated, self.clock())  # (if awaited)
         tracing.record_span(
             "agentrun.run.resolve",
             updated.config,
@@ -523,6 +565,7 @@ class RunService:
         updated = await self._apply(run_id, changes.cancel(actor), tenant)
         if updated is None:
             return await self._refused(run_id, "cancel", tenant)
+        await conversations.start_waiting(self.store, updated, self.clock())
         tracing.record_span(
             "agentrun.run.cancel",
             updated.config,

@@ -250,6 +250,13 @@ class RunCreate(Body):
     previous_run_id: str | None = Field(
         default=None, pattern=RUN_ID, description=CONTINUE_DESCRIPTION
     )
+    if_busy: Literal["reject", "enqueue", "interrupt"] = Field(
+        default="reject",
+        description="with `previous_run_id`, when the conversation's latest run is still "
+        "active: `reject` (409 naming it), `enqueue` (this run waits and starts when that "
+        "one ends, continuing from it) or `interrupt` (that run is cancelled and this one "
+        "continues from its last durable point)",
+    )
     preamble: str | None = None
     history: list[HistoryMessage] = Field(default_factory=list)
     tools: list[ToolDef] = Field(default_factory=list)

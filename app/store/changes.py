@@ -47,7 +47,7 @@ __all__ = [
 
 #: Changes of the lease holder that leave its fencing token where it is (its next
 #: change still expects the version it claimed); every other change moves it on.
-KEEPS_TOKEN = frozenset({T.HEARTBEAT, T.RECORD, T.BILL, T.LIMIT})
+KEEPS_TOKEN = frozenset({T.HEARTBEAT, T.RECORD, T.BILL, T.LIMIT, T.ANNOTATE})
 
 
 # --- the change -----------------------------------------------------------------------------
@@ -496,7 +496,13 @@ def note(event: NewEvent) -> Change:
     return Change(T.NOTE, {}, (event,))
 
 
+def awaited(event: NewEvent, run_id: str) -> Change:
+    """`annotate`, on the active run that run `run_id` waits for (`if_busy: enqueue`): the
+    write that ends it returns `awaited_by` (keeping its status and fencing token)."""
+    return Change(T.ANNOTATE, {"awaited_by": run_id}, (event,))
+
+
 def annotate(event: NewEvent) -> Change:
-    """An event on a finished run, which keeps its status (`run.continued`: a later run
-    continues its conversation)."""
+    """An event on a run, which keeps its status and fencing token (`run.continued`: a
+    later run continues its conversation, or waits to: `if_busy` `enqueue`)."""
     return Change(T.ANNOTATE, {}, (event,))

@@ -144,6 +144,19 @@ def next_due_statement() -> Any:
     )
 
 
+@functools.cache
+def in_flight_statement() -> Any:
+    """How many of `p_queue`'s calls are under a live lease (unanswered, leased, not
+    lapsed by `p_now`): the far side of ix_tool_calls_leasable's range."""
+    return sa.select(sa.func.count().label("n")).where(
+        tc.c.tenant_id == sa.bindparam("p_tenant", type_=sa.String()),
+        tc.c.queue == sa.bindparam("p_queue", type_=sa.String()),
+        tc.c.result_hash.is_(None),
+        tc.c.lease_expires_at > sa.bindparam("p_now", type_=Timestamp),
+        tc.c.lease_owner.is_not(None),
+    )
+
+
 def bell_of(tenant: str, queue: str) -> str:
     """What names a tenant's queue to its waiting lease requests (the payload of its
     NOTIFY): neither part can hold a `/`."""
@@ -171,9 +184,13 @@ class ToolCallQueue:
         until: datetime,
         limit: int,
         tenant: str = DEFAULT_TENANT,
+        max_in_flight: int | None = None,
     ) -> list[ToolCallRecord]:
-        """Lease up to `limit` leasable calls of `tenant`'s `queue` to `owner` until `until`."""
-        return await self.backend.lease_calls(Lease(queue, owner, now, until, limit, tenant))
+        """Lease up to `limit` leasable calls of `tenant`'s `queue` to `owner` until `until`
+        (and with `max_in_flight`, no more than leave that many under a live lease, however
+        many leases run at once in however many processes)."""
+        lease = Lease(queue, owner, now, until, limit, tenant, max_in_flight)
+        return await self.backend.lease_calls(lease)
 
     async def extend_lease(
         self,

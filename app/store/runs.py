@@ -25,6 +25,7 @@ from app.store.backend.base import (
     Backend,
 )
 from app.store.backend.factory import backend_for
+from app.store.conversations import ConversationRows
 from app.store.errors import NotFoundError
 from app.store.identities import Identities
 from app.store.lookups import Lookups
@@ -89,6 +90,8 @@ class RunStore:
         self.identities = Identities(self.backend)
 
         self.approvals = Approvals(self.backend)
+
+        self.conversations = ConversationRows(self.backend)
 
     async def flush_wakeups(self) -> None:
         """Return once the wake-ups of the writes so far are sent."""

@@ -75,6 +75,9 @@ runs = sa.Table(
     # `max_duration_seconds`: app.service.budgets); null: none. Raised by
     # `POST /v1/runs/{id}/limits`, so not part of the configuration written once.
     sa.Column("limits", Json),
+    # The run waiting for this one to end (`if_busy: enqueue`, app.service.conversations);
+    # the ending write returns it, so a run nobody waits for costs no look.
+    sa.Column("awaited_by", sa.String(40)),
 )
 # The claim's index holds queued runs only, in claim order: a generic plan picks it even
 # on an empty table (no sticky seq-scan plan), and other transitions do not write to it.

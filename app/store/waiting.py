@@ -128,7 +128,18 @@ class Budget:
         }
 
 
-Waiting = Queued | ModelCall | ToolResults | Approval | Resolution | Backoff | Budget
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """A run created with `if_busy: enqueue`: it starts when `run_id`, the latest run of
+    its conversation when it was created, ends (app.service.conversations)."""
+
+    run_id: str
+
+    def doc(self) -> dict[str, Any]:
+        return {"type": "conversation", "run_id": self.run_id}
+
+
+Waiting = Queued | ModelCall | ToolResults | Approval | Resolution | Backoff | Budget | Conversation
 
 
 def _instant(text: str) -> datetime:
@@ -157,6 +168,8 @@ def parse(doc: Mapping[str, Any]) -> Waiting:
         )
     if kind == "budget":
         return Budget(doc["limit"], doc["spent"], doc["allowed"], doc["scope"], doc.get("needed"))
+    if kind == "conversation":
+        return Conversation(doc["run_id"])
     if kind == "model_call":  # (stored by releases before 0009; derived since)
         return ModelCall(doc["worker"], _instant(doc["lease_until"]))
     if kind == RunStatus.QUEUED.value:

@@ -44,7 +44,7 @@ from app.core.lifecycle import ApprovalStatus, RunStatus
 from app.core.serde import message_to_dict, tool_result_to_dict
 from app.providers.backoff import BackoffPolicy, Delay
 from app.providers.base import ModelRequest, Provider, ProviderError, ProviderTurn, ToolSpec
-from app.service import convert, gates
+from app.service import conversations, convert, gates
 from app.service.tokens import callback_token, token_hash
 from app.settings import Settings
 from app.store import changes
@@ -463,6 +463,8 @@ class RunDriver:
         if record is None:
             raise LeaseLost()
         tracing.claim_ended(record)
+        if record.awaited_by is not None:  # a run waits for this one (`if_busy`)
+            await conversations.start_waiting(self.store, record, now)
         return record.status
 
 

@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 import structlog
 from sqlalchemy.engine import make_url
 
+from app.service import conversations
 from app.service.approvals import ApprovalService
 from app.service.runs import RunService
 from app.service.tokens import new_key
@@ -235,6 +236,7 @@ class Worker:
                     self.wake()
                 if expired:
                     log.info("expired suspended runs", runs=expired)
+                    await self._start_waiting(expired, now)
             except Exception:
                 log.exception("reaper failed")
             try:  # (beside expiry: approvals past their run's approval_timeout)
@@ -244,6 +246,14 @@ class Worker:
             except Exception:
                 log.exception("approval timeout sweep failed")
             await asyncio.sleep(self.settings.reap_interval)
+
+    async def _start_waiting(self, ended: list[str], now: datetime) -> None:
+        """Start the runs that waited for these (`if_busy: enqueue`), as the worker does
+        after its own ending writes."""
+        for run_id in ended:
+            record = await self.store.get(run_id)
+            if record is not None:
+                await conversations.start_waiting(self.store, record, now)
 
     async def _fold(self) -> None:
         """Fold finished runs into the rollups that reports read (app.store.fold), with

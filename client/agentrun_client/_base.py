@@ -11,7 +11,7 @@ import random
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypedDict
+from typing import Any, Literal, Protocol, TypedDict
 
 import httpx
 
@@ -43,9 +43,11 @@ class RunOptions(TypedDict, total=False):
     """The optional fields of `POST /v1/runs` (docs/client.md says what each does).
     `previous_run_id` continues a completed run: its conversation, and its `model`,
     `preamble`, `tools`, `tool_choice`, `tool_concurrency`, `invalid_tool_call` and
-    `webhook` unless given here."""
+    `webhook` unless given here; `if_busy` (`reject`, `enqueue`, `interrupt`) says what to
+    do when that conversation's latest run is still active."""
 
     previous_run_id: str
+    if_busy: Literal["reject", "enqueue", "interrupt"]
     preamble: str
     history: Sequence[Mapping[str, Any]]
     tool_choice: str | Mapping[str, Any]

@@ -119,7 +119,12 @@ def create_body(args: argparse.Namespace) -> dict[str, Any]:
             body[flag] = value
     if args.stream:
         body["stream"] = True
-    missing = [f for f in ("prompt", "model") if f not in body]
+    if args.previous_run_id is not None:
+        body["previous_run_id"] = args.previous_run_id
+    if args.if_busy is not None:
+        body["if_busy"] = args.if_busy
+    needed = ("prompt",) if "previous_run_id" in body else ("prompt", "model")
+    missing = [f for f in needed if f not in body]
     if missing:
         raise UsageError(f"runs create needs {' and '.join(missing)} (as an argument or in --body)")
     return body
@@ -170,7 +175,7 @@ class Output:
 
 def cmd_create(client: Client, args: argparse.Namespace, out: Output) -> int:
     body = create_body(args)
-    prompt, model, tools = body.pop("prompt"), body.pop("model"), body.pop("tools", None)
+    prompt, model, tools = body.pop("prompt"), body.pop("model", None), body.pop("tools", None)
     call = _base.create_call(prompt, model, tools, args.idempotency_key, body)
     run = Run.model_validate(client.request(call).json())
     if args.wait:
@@ -402,6 +407,17 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     c.add_argument("--metadata", action="append", metavar="KEY=VALUE",
                    help="VALUE: JSON, else text; repeat")  # fmt: skip
     c.add_argument("--stream", action="store_true", help="publish model text as it comes")
+    c.add_argument(
+        "--previous-run-id",
+        metavar="RUN_ID",
+        help="continue this run's conversation (then --model may be left out)",
+    )
+    c.add_argument(
+        "--if-busy",
+        choices=("reject", "enqueue", "interrupt"),
+        help="when that conversation's latest run is active: refuse (default), "
+        "wait for it, or cancel it",
+    )
     c.add_argument("--body", metavar="JSON|@FILE",
                    help="a whole request body; the flags above override its fields")  # fmt: skip
     c.add_argument("--idempotency-key", help="default: a fresh one (retries are safe)")

@@ -190,3 +190,19 @@ def test_agentrun_runs_without_the_client_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, "agentrun_client.cli", None)
     assert agentrun(["runs", "list"]) == 2
     assert "pip install ./client" in capsys.readouterr().err
+
+
+def test_continue_a_busy_conversation(live: Live, tmp_path: Path) -> None:
+    """`--previous-run-id` without `--model`; `--if-busy` says what a busy one does."""
+    active = create(live, tmp_path)
+    assert cli(live, "runs", "wait", active, "--json").json()["status"] == "requires_action"
+    refused = cli(live, "runs", "create", "and then?", "--previous-run-id", active)
+    assert refused.code == 1 and "busy" in refused.err
+    done = cli(
+        live, "runs", "create", "and then?", "--previous-run-id", active, "--if-busy", "enqueue",
+        "--json",
+    )  # fmt: skip
+    assert done.code == 0, done.err
+    assert done.json()["waiting_reason"] == {"type": "conversation", "run_id": active}
+    bad = cli(live, "runs", "create", "x", "--previous-run-id", active, "--if-busy", "later")
+    assert bad.code == 2  # (argparse's message goes to the process's stderr)

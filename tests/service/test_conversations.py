@@ -160,6 +160,7 @@ async def test_fields_the_body_sets_override_null_and_empty_included(
     assert config["tool_choice"] == {"name": "mul"}
     run = await service.load_run(view.record.id)
     assert run.full_history()[-2:] == (UserMessage("an aside"), UserMessage("and now?"))
+    await service.cancel(view.record.id)  # (while it is active, the conversation is busy)
     cleared, _ = await service.create_run(continuing(first.record.id, tools=[]))
     assert cleared.record.config["tools"] == []
 

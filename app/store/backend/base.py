@@ -83,6 +83,9 @@ class Lease:
     until: datetime
     limit: int
     tenant: str  # whose queue
+    # At most this many of the queue's calls under a live lease once leased (None: no
+    # limit); the backend serializes the leases of a limited queue.
+    max_in_flight: int | None = None
 
 
 class Backend(Protocol):

@@ -35,7 +35,7 @@ from app.store.backend.pg_lease import lease_statement
 from app.store.backend.pg_statements import PgStatements, Shape
 from app.store.changes import Change
 from app.store.lookups import key_params, run_by
-from app.store.queues import bell_of
+from app.store.queues import bell_of, in_flight_statement
 from app.store.records import NewEvent, RunRecord, ToolCallRecord
 from app.store.rows import EventPlan, ledger_row, tool_row, webhook_targets
 from app.store.schema import run_watchers
@@ -230,7 +230,23 @@ class PostgresBackend:
             "p_until": lease.until,
             "p_until_iso": iso(lease.until),
         }
-        return [ToolCallRecord.from_row(r) for r in await self.fetch(lease_statement(), params)]
+        if lease.max_in_flight is None:
+            rows = await self.fetch(lease_statement(), params)
+            return [ToolCallRecord.from_row(r) for r in rows]
+        # A limited queue: its leases take turns (a transaction-scoped advisory lock on
+        # the limit key), and each counts what is in flight in a statement that starts
+        # after the lock, so it sees every lease committed before it: none overshoots.
+        key = f"queue:{lease.tenant}/{lease.queue}"
+        async with self.engine.begin() as conn:
+            await conn.execute(
+                sa.select(sa.func.pg_advisory_xact_lock(sa.func.hashtextextended(key, 0)))
+            )
+            busy = (await conn.execute(in_flight_statement(), params)).scalar_one()
+            room = min(lease.limit, lease.max_in_flight - int(busy))
+            if room <= 0:
+                return []
+            leased = await conn.execute(lease_statement(), {**params, "p_limit": room})
+            return [ToolCallRecord.from_row(r) for r in leased.mappings().all()]
 
     async def watch(self, watcher: str, run_ids: Sequence[str], ttl_seconds: float) -> None:
         params = {"p_ids": list(run_ids), "p_watcher": watcher, "p_ttl": float(ttl_seconds)}

@@ -21,7 +21,7 @@ from app.store import changes
 from app.store.backend.base import Changed, ChangeWrite, Lease, NewRun, Row, Wake
 from app.store.changes import Answer, Change
 from app.store.lookups import calls_of_round, key_params, log_batches, run_by
-from app.store.queues import expired_event, leasable_calls, leased_event
+from app.store.queues import expired_event, in_flight_statement, leasable_calls, leased_event
 from app.store.records import NewEvent, NewToolCall, RunRecord, ToolCallRecord
 from app.store.rows import EventPlan, ledger_row, tool_row, webhook_payload, webhook_targets
 from app.store.schema import (
@@ -212,6 +212,12 @@ class SqliteBackend:
         }
         out: list[ToolCallRecord] = []
         async with self.engine.begin() as conn:
+            if lease.max_in_flight is not None:  # (writers are serialized: count, then pick)
+                busy = (await conn.execute(in_flight_statement(), params)).scalar_one()
+                room = min(lease.limit, lease.max_in_flight - int(busy))
+                if room <= 0:
+                    return out
+                params["p_limit"] = room
             picked = (await conn.execute(leasable_calls(), params)).mappings().all()
             by_run: dict[str, list[NewEvent]] = {}
             for pick in picked:

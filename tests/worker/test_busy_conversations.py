@@ -1,0 +1,70 @@
+"""A run enqueued behind its conversation's active run (`if_busy: enqueue`) starts when
+that run ends, with a running worker: the ending write wakes it, nothing polls for it."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from app.core.lifecycle import RunStatus
+from app.service.runs import RunService
+from app.service.schemas import RunCreate
+from app.settings import Settings
+from app.store.runs import RunStore
+from app.store.waiting import Conversation
+from tests.conftest import make_settings
+from tests.helpers import drive_once, run_body, running_worker, wait_status
+
+SLOW = {"provider": "scripted", "name": "demo", "delay_ms": 300, "script": [{"text": "one"}]}
+
+
+async def enqueued_behind_a_slow_run(service: RunService) -> tuple[str, str]:
+    first, _ = await service.create_run(run_body(tools=[], model=SLOW))
+    await wait_status(service, first.record.id, RunStatus.RUNNING, timeout=10)
+    body = RunCreate(prompt="and then?", previous_run_id=first.record.id, if_busy="enqueue")
+    second, _ = await service.create_run(body)
+    assert second.record.waiting == Conversation(first.record.id)
+    return first.record.id, second.record.id
+
+
+async def test_the_waiting_run_starts_when_the_active_one_ends(
+    store: RunStore, settings: Settings
+) -> None:
+    service = RunService(store, settings)
+    async with running_worker(store, settings, concurrency=2):
+        first, second = await enqueued_behind_a_slow_run(service)
+        done = await wait_status(service, second, RunStatus.COMPLETED, timeout=20)
+    before = await service.load_run(first)
+    after = await service.load_run(done.record.id)
+    assert after.full_history()[: len(before.full_history())] == before.full_history()
+    assert len(after.full_history()) == len(before.full_history()) + 2  # its prompt, answer
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_the_start_is_a_wake_up_not_a_poll(store: RunStore, database_url: str) -> None:
+    """With a poll interval of a minute, only the NOTIFY of the restart can start it soon."""
+    settings = make_settings(database_url, poll_interval=60.0)
+    service = RunService(store, settings)
+    async with running_worker(store, settings, concurrency=2):
+        first, second = await enqueued_behind_a_slow_run(service)
+        await wait_status(service, first, RunStatus.COMPLETED, timeout=10)
+        started = time.monotonic()
+        await wait_status(service, second, RunStatus.COMPLETED, timeout=10)
+        assert time.monotonic() - started < 5
+
+
+async def test_an_expired_run_starts_its_waiting_run(store: RunStore, settings: Settings) -> None:
+    """The expiry sweep ends runs too: it starts their waiting runs as the worker does."""
+    service = RunService(store, settings)
+    first, _ = await service.create_run(run_body(expires_in=2.0))
+    await drive_once(store, settings)  # suspended, for tool results nobody sends
+    body = RunCreate(prompt="and then?", previous_run_id=first.record.id, if_busy="enqueue")
+    second, _ = await service.create_run(body)
+    assert second.record.waiting == Conversation(first.record.id)
+    async with running_worker(store, settings):
+        await wait_status(service, first.record.id, RunStatus.EXPIRED, timeout=10)
+        started = await wait_status(
+            service, second.record.id, RunStatus.REQUIRES_ACTION, RunStatus.COMPLETED, timeout=10
+        )
+    assert started.record.turn == 1

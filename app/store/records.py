@@ -81,6 +81,7 @@ class RunRecord:
     updated_at: datetime
     tenant_id: str = DEFAULT_TENANT  # whose run it is
     limits: dict[str, Any] | None = None  # its budget (app.service.budgets), if any
+    flow_reserved_at: datetime | None = None  # a shared-limit reservation (app.store.flow)
     # The run's log (`app.core.stored`: its batches as one JSON array text) when the read
     # asked for it: to load the run whole.
     log: str | None = None
@@ -167,6 +168,7 @@ class RunRecord:
             updated_at=utc(v[c["updated_at"]]),  # type: ignore[arg-type]
             tenant_id=v[c["tenant_id"]],
             limits=v[c["limits"]],
+            flow_reserved_at=utc(v[c["flow_reserved_at"]]),
             log=log,
             _config=None if known is None else known._config,
         )

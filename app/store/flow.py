@@ -175,11 +175,17 @@ class FlowLimits:
             in_force_r = _in_force(f.c.request_interval, f.c.slow_request_interval, now)
             in_force_t = _in_force(f.c.token_interval, f.c.slow_token_interval, now)
             # A limit the headers name is the rate itself; without one, slow down a step.
+            # (429s of calls already in flight within a second are one lesson, not many)
+            recent = f.c.slow_until > now + (SLOW_SECONDS - 1.0)
             slow_r = sa.case(
-                (taught_r > 0, _max(in_force_r, taught_r)), else_=in_force_r / SLOWDOWN
+                (taught_r > 0, _max(in_force_r, taught_r)),
+                (recent, f.c.slow_request_interval),
+                else_=in_force_r / SLOWDOWN,
             )
             slow_t = sa.case(
-                (taught_t > 0, _max(in_force_t, taught_t)), else_=in_force_t / SLOWDOWN
+                (taught_t > 0, _max(in_force_t, taught_t)),
+                (recent, f.c.slow_token_interval),
+                else_=in_force_t / SLOWDOWN,
             )
             self._feed = (
                 sa.update(f)

@@ -19,7 +19,7 @@ from typing import Any
 
 import structlog
 
-from app import tracing
+from app import metrics, tracing
 from app.core import (
     AgentRun,
     AgentRunError,
@@ -294,6 +294,7 @@ class RunDriver:
         fresh = timedelta(seconds=self.settings.lease_seconds)
         if held is not None and not claim.honoured and now - fresh <= held <= now + _SLACK:
             claim.honoured = True  # (reserved when it was throttled: not drawn twice)
+            await asyncio.sleep(max(0.0, (held - now).total_seconds()))
             return Reserved((), 0.0)
         grant, reserved = await self.flow.acquire(rates, tokens, now)
         go_at = datetime.fromtimestamp(grant.go_at, UTC)
@@ -303,6 +304,7 @@ class RunDriver:
         run.withdraw_model_call()  # (stored as it was before the call was asked for)
         assert grant.key is not None and grant.limit is not None
         reason = RateLimit(grant.limit, grant.key, go_at)
+        metrics.flow_wait(grant.key, grant.limit)
         change = changes.throttle(
             claim.version, reason, go_at, go_at, claim.events, self._usage(claim)
         )

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from app import metrics
 from app.providers.base import ModelRequest, ProviderError
 from app.providers.profiles import Profiles, RateLimits
 from app.store.flow import Demand, FlowLimits, Grant, Learned
@@ -130,4 +131,5 @@ class Flow:
                 lt = tpm if tpm and r.tokens_per_minute and tpm < r.tokens_per_minute else None
                 learned.append(Learned(key, lr, lt))
         await self.limits.feed_429(learned, now, seconds)
+        metrics.flow_429(x.key for x in learned)
         return seconds

@@ -3,15 +3,15 @@
 A limit key (`profile:<p>`, `model:<p>/<m>`, `tenant:<t>`) has one row of `flow_limits`
 holding a GCRA bucket (generic cell rate algorithm: a token bucket kept as one time) per
 kind: requests and tokens per minute. `tat` is the bucket's theoretical arrival time: the
-bucket holds a minute's worth, so it is full at `tat - 60 s` and a call may go once
-`tat - 60 s` has passed. An acquire always succeeds: it moves `tat` on by the call's cost
-(its reservation, even when the call has to wait) and returns when the call may go, so a
-deferred run holds its own turn and never acquires again for that call. Tokens are
+bucket refills a minute's worth a minute and holds 90 % of that (`BURST_SECONDS`), so a
+call may go once `tat - 54 s` has passed. An acquire always succeeds: it moves `tat` on by
+the call's cost (its reservation, even when the call has to wait) and returns when the
+call may go, so a deferred run holds its own turn and never acquires again for that call. Tokens are
 reserved at most (the input estimate plus the output cap) and corrected later: the
 difference rides along as a negative cost in the next acquire of the same key.
 
 A provider's 429 (`feed_429`) pushes the keys' buckets empty until its hint has passed
-(`tat = now + hint + 60`: no burst after it either) and slows their rate: to the limit the
+(`tat = now + hint + 54 s`: no burst after it either) and slows their rate: to the limit the
 provider's headers name when lower, else the rate in force × 0.8; the slower rate fades
 back to the configured one over `SLOW_SECONDS`. One statement per acquire (all the run's
 keys as one multi-row upsert, rows in key order so concurrent acquires never deadlock)
@@ -32,8 +32,12 @@ from app.store.schema import flow_limits
 
 f = flow_limits
 
-#: A bucket holds a minute's worth.
+#: A bucket refills a minute's worth a minute.
 WINDOW_SECONDS = 60.0
+#: ...and holds 90 % of it: a burst goes out over time (calls reach the provider later
+#: than they reserved), and the provider's own bucket counts from their arrival; the 10 %
+#: absorbs that skew, so a limit set to the quota sees no 429 after the burst.
+BURST_SECONDS = 0.9 * WINDOW_SECONDS
 #: How long a rate a 429 taught takes to fade back to the configured one.
 SLOW_SECONDS = 300.0
 #: Each 429 without a limit header slows the rate in force by this factor.
@@ -155,13 +159,16 @@ class FlowLimits:
             values = (d.key, now + ri, now + tokens * ti, ri, ti, tokens)
             params.update({f"p_{c}_{i}": v for c, v in zip(_ROW, values, strict=True)})
         result = await self.backend.fetch(self._acquire_statement(len(demands)), params)
+        by_key = {d.key: d for d in demands}
         grant = Grant(now)
         for row in result:
-            for tat, limit in (
-                (row["requests_tat"], "requests_per_minute"),
-                (row["tokens_tat"], "tokens_per_minute"),
+            d = by_key[row["key"]]
+            for tat, limit, interval in (
+                (row["requests_tat"], "requests_per_minute", _interval(d.requests_per_minute)),
+                (row["tokens_tat"], "tokens_per_minute", _interval(d.tokens_per_minute)),
             ):
-                go = float(tat) - WINDOW_SECONDS
+                # (a bucket always holds one call, however low its rate)
+                go = float(tat) - max(BURST_SECONDS, interval)
                 if go > grant.go_at:
                     grant = Grant(go, str(row["key"]), limit)
         return grant
@@ -209,7 +216,7 @@ class FlowLimits:
             params = {
                 "p_key": item.key,
                 "p_now": now,
-                "p_block": now + hint + WINDOW_SECONDS,
+                "p_block": now + hint + BURST_SECONDS,
                 "p_taught_r": _interval(item.requests_per_minute),
                 "p_taught_t": _interval(item.tokens_per_minute),
             }

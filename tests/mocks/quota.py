@@ -104,8 +104,8 @@ class QuotaProvider:
             "x-ratelimit-limit-tokens": str(int(t.per_minute)),
             "x-ratelimit-remaining-requests": str(max(0, int(r.level))),
             "x-ratelimit-remaining-tokens": str(max(0, int(t.level))),
-            "x-ratelimit-reset-requests": f"{max(0.0, (1 - r.level) * 60 / r.per_minute):.3f}s",
-            "x-ratelimit-reset-tokens": f"{max(0.0, (t.per_minute - t.level) * 60 / t.per_minute):.3f}s",
+            "x-ratelimit-reset-requests": f"{r.wait(1):.3f}s",
+            "x-ratelimit-reset-tokens": f"{t.wait(t.per_minute):.3f}s",
         }
         if wait > 0:
             out["retry-after"] = f"{max(1, round(wait + 0.5))}"

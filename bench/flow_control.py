@@ -89,9 +89,22 @@ async def ended(store: RunStore) -> dict[str, int]:
     return {str(k): int(v) for k, v in counts.items()}
 
 
+def drop_database(server: str, url: str) -> None:
+    name = make_url(url).database
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 async def scenario(args: argparse.Namespace, factor: float) -> dict[str, object]:
     url = fresh_database(args.server)
-    migrate(url)
+    try:
+        migrate(url)
+        return await _scenario(args, factor, url)
+    finally:
+        drop_database(args.server, url)
+
+
+async def _scenario(args: argparse.Namespace, factor: float, url: str) -> dict[str, object]:
     rpm, tpm = int(args.rpm * factor), int(args.tpm * factor)
     with quota_server(args.rpm, args.tpm) as mock:
         settings = settings_for(url, mock.base_url)

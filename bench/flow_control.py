@@ -155,6 +155,37 @@ async def _scenario(args: argparse.Namespace, factor: float, url: str) -> dict[s
         }
 
 
+async def acquire_cpu(server: str, n: int) -> dict[str, float]:
+    """The database CPU of one acquire (a profile and a model key), measured on the
+    server process of a one-connection pool (/proc: the server must be local)."""
+    import sqlalchemy as sa
+
+    from app.store.flow import Demand
+    from bench.lifecycle import process_cpu
+
+    url = fresh_database(server)
+    try:
+        migrate(url)
+        settings = Settings(database_url=url)  # type: ignore[call-arg]
+        store = RunStore(engine_for(settings, pool_size=1))
+        row = await store.backend.fetch_one(sa.select(sa.func.pg_backend_pid()), {})
+        assert row is not None
+        stat = Path(f"/proc/{list(row.values())[0]}/stat")
+        demands = [Demand("profile:p", 10**6, 10**8, 100), Demand("model:p/m", 10**6, None)]
+        now = time.time()
+        for i in range(200):  # (warm: statements prepared, rows there)
+            await store.flow.acquire(demands, now + i * 0.001)
+        before, wall = (process_cpu(stat) or ("", 0.0))[1], time.perf_counter()
+        for i in range(n):
+            await store.flow.acquire(demands, now + 1 + i * 0.001)
+        cpu = (process_cpu(stat) or ("", 0.0))[1] - before
+        wall = time.perf_counter() - wall
+        await store.aclose()
+        return {"acquires": n, "db_cpu_ms": cpu * 1000 / n, "wall_ms": wall * 1000 / n}
+    finally:
+        drop_database(server, url)
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         url, base, slots, rpm, tpm = sys.argv[2:7]
@@ -170,7 +201,11 @@ def main() -> None:
     parser.add_argument("--over", type=float, default=2.0, help="limit / quota, 2nd scenario")
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--only", choices=["equal", "over"], default=None)
+    parser.add_argument("--acquire-cpu", type=int, default=0, help="measure N acquires only")
     args = parser.parse_args()
+    if args.acquire_cpu:
+        print("acquire", asyncio.run(acquire_cpu(args.server, args.acquire_cpu)))
+        return
     for name, factor in (("limit = quota", 1.0), (f"limit = {args.over} × quota", args.over)):
         if (args.only == "equal" and factor != 1.0) or (args.only == "over" and factor == 1.0):
             continue

@@ -170,7 +170,7 @@ async def acquire_cpu(server: str, n: int) -> dict[str, float]:
         store = RunStore(engine_for(settings, pool_size=1))
         row = await store.backend.fetch_one(sa.select(sa.func.pg_backend_pid()), {})
         assert row is not None
-        stat = Path(f"/proc/{list(row.values())[0]}/stat")
+        stat = Path(f"/proc/{next(iter(row.values()))}/stat")
         demands = [Demand("profile:p", 10**6, 10**8, 100), Demand("model:p/m", 10**6, None)]
         now = time.time()
         for i in range(200):  # (warm: statements prepared, rows there)

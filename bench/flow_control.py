@@ -126,6 +126,7 @@ async def _scenario(args: argparse.Namespace, factor: float, url: str) -> dict[s
                 if done >= args.runs or time.monotonic() - start > args.timeout:
                     break
                 await asyncio.sleep(0.5)
+            learned = await store.flow.slow_rates()
         finally:
             for p in procs:
                 p.terminate()
@@ -152,6 +153,7 @@ async def _scenario(args: argparse.Namespace, factor: float, url: str) -> dict[s
             "steady_rpm": None if steady is None else round(steady, 1),
             "steady_vs_quota": None if steady is None else round(steady / args.rpm, 3),
             "wall_seconds": round(wall, 1),
+            "learned_rpm": learned,
         }
 
 

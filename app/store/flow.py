@@ -87,6 +87,10 @@ def _interval(per_minute: float | None) -> float:
     return 0.0 if not per_minute else WINDOW_SECONDS / per_minute
 
 
+def _float_param(name: str) -> Any:
+    return sa.cast(sa.bindparam(name, type_=sa.Float()), sa.Float())
+
+
 def _max(a: Any, b: Any) -> Any:
     return sa.case((a > b, a), else_=b)
 
@@ -175,10 +179,11 @@ class FlowLimits:
 
     def _feed_statement(self) -> Any:
         if self._feed is None:
-            now = sa.bindparam("p_now", type_=sa.Float())
-            block = sa.bindparam("p_block", type_=sa.Float())
-            taught_r = sa.bindparam("p_taught_r", type_=sa.Float())
-            taught_t = sa.bindparam("p_taught_t", type_=sa.Float())
+            # (cast: a parameter compared with a literal 0 would be typed an integer)
+            now = _float_param("p_now")
+            block = _float_param("p_block")
+            taught_r = _float_param("p_taught_r")
+            taught_t = _float_param("p_taught_t")
             in_force_r = _in_force(f.c.request_interval, f.c.slow_request_interval, now)
             in_force_t = _in_force(f.c.token_interval, f.c.slow_token_interval, now)
             # A limit the headers name is the rate itself; without one, slow down a step.
@@ -221,6 +226,13 @@ class FlowLimits:
                 "p_taught_t": _interval(item.tokens_per_minute),
             }
             await self.backend.fetch(self._feed_statement(), params)
+
+    async def slow_rates(self) -> dict[str, float]:
+        """The requests per minute a 429 taught, by key (benches and tests)."""
+        stmt = sa.select(f.c.key, f.c.slow_request_interval).where(f.c.slow_request_interval > 0)
+        async with self.backend.reader() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return {key: round(WINDOW_SECONDS / interval, 1) for key, interval in rows}
 
     async def buckets(self, now: float) -> list[Bucket]:
         """Every key's use of its last minute (for /metrics)."""

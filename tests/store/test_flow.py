@@ -110,3 +110,12 @@ async def test_concurrent_acquires_never_hand_out_the_same_turn(store: RunStore)
     late = sorted(g for g in got if g > T0)
     assert len(late) == 26
     assert late == pytest.approx([T0 + i for i in range(1, 27)])
+
+
+async def test_a_learned_interval_below_a_second_is_kept_whole(store: RunStore) -> None:
+    key = fresh("profile:p")  # (asyncpg once bound 0.5 s as the integer 0)
+    d = [Demand(key, 600, None)]
+    await store.flow.acquire(d, T0)
+    await store.flow.feed_429([Learned(key, requests_per_minute=120)], T0, hint=0.0)
+    await store.flow.feed_429([Learned(key, requests_per_minute=120)], T0 + 2, hint=0.0)
+    assert (await store.flow.slow_rates())[key] == 120.0

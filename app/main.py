@@ -63,16 +63,19 @@ async def running(
     pending wake-ups and closes its pool). The provider profiles are loaded first: a bad
     entry raises `ProfileError` before anything starts (a process without worker slots
     calls no provider and needs no keys)."""
-    profiles.install(  # (the worker's own: the profiles its providers are built from)
+    loaded = (  # (the worker's own: its providers and shared limits are built from them)
         profiles.profiles_of(settings)
         if worker_slots
         else profiles.load_profiles(settings, require_keys=False)
     )
+    profiles.install(loaded)
     engine = engine_for(settings, pool_size=pool_size)
     store = RunStore(engine, webhook_url=settings.webhook_url)
     listen_url = settings.direct_database_url
     event_hub = EventHub(store, listen_url, settings.poll_interval) if hub else None
-    worker = Worker(store, settings, concurrency=worker_slots) if worker_slots else None
+    worker = (
+        Worker(store, settings, concurrency=worker_slots, profiles=loaded) if worker_slots else None
+    )
     task = asyncio.create_task(worker.run()) if worker is not None else None
     service = RunService(store, settings)
     queues = QueueService(service, event_hub)

@@ -86,6 +86,16 @@ TOOL_CALL_LEASES_LOST = Counter(
     "Heartbeats and results refused because the lease had moved on",
     ["queue"],
 )
+FLOW_WAITS = Counter(
+    "agentrun_flow_waits",
+    "Model calls a shared limit deferred (the run throttled back to the queue)",
+    ["key", "limit"],
+)
+FLOW_PROVIDER_429 = Counter(
+    "agentrun_flow_provider_429",
+    "Provider 429s fed to a shared limit (every worker's calls on the key slow down)",
+    ["key"],
+)
 
 # --- read from the database at scrape time (app.api.metrics) --------------------------------
 
@@ -129,6 +139,15 @@ def model_call(provider: str, ok: bool, seconds: float) -> None:
     MODEL_CALLS.labels(provider, "ok" if ok else "error").inc()
     if ok:
         MODEL_CALL_LATENCY.labels(provider).observe(seconds)
+
+
+def flow_wait(key: str, limit: str) -> None:
+    FLOW_WAITS.labels(key, limit).inc()
+
+
+def flow_429(keys: Iterable[str]) -> None:
+    for key in keys:
+        FLOW_PROVIDER_429.labels(key).inc()
 
 
 def transition(name: str, status: str) -> None:

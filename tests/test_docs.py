@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = (ROOT / "docs" / "reference.md").read_text()
 #: The `type`s of `waiting_reason` (app/store/changes.py: Queued, ModelCall, ToolResults,
 #: Resolution, Backoff).
-WAITING_REASONS = ["queued", "model_call", "tool_results", "resolution", "backoff"]
+WAITING_REASONS = ["queued", "model_call", "tool_results", "resolution", "backoff", "rate_limit"]
 
 
 def section(title: str) -> str:
@@ -75,7 +75,7 @@ def test_every_metric_is_described() -> None:
     kept = [m for m in vars(metrics).values() if isinstance(m, Counter | Histogram)]
     names = [m._name + ("_total" if isinstance(m, Counter) else "") for m in kept]
     names += [name for name, _ in metrics.DB_GAUGES]
-    assert len(names) == 16
+    assert len(names) == 18
     for name in names:
         assert re.search(rf"^\| `{name}` \|", described, re.MULTILINE), name
 

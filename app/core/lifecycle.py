@@ -54,6 +54,7 @@ class Transition(StrEnum):
     EXHAUST = "exhaust"  # a budget-suspended run waited past expires_at: it fails
     LIMIT = "limit"  # the run's limits were changed (it keeps its status and fencing token)
     DECIDE = "decide"  # an approval decision made; the run still waits (results, approvals)
+    THROTTLE = "throttle"  # a shared limit defers the model call: back to the queue, due later
 
 
 _S = RunStatus
@@ -68,6 +69,7 @@ TABLE: dict[tuple[RunStatus, Transition], RunStatus] = {
     (_S.RUNNING, _T.FAIL): _S.FAILED,
     (_S.REQUIRES_ACTION, _T.STOP): _S.FAILED,
     (_S.RUNNING, _T.BACKOFF): _S.QUEUED,
+    (_S.RUNNING, _T.THROTTLE): _S.QUEUED,
     (_S.RUNNING, _T.CANCEL): _S.CANCELLED,
     (_S.RUNNING, _T.LEASE_LOST): _S.QUEUED,
     (_S.REQUIRES_ACTION, _T.RESUME): _S.QUEUED,

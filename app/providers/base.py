@@ -82,7 +82,8 @@ class ProviderError(Exception):
     """A failed model call. `retryable` errors (429, 5xx, timeouts, connection errors) are
     retried by the worker with backoff; others fail the run with `status` and `message`.
     `retry_after` is the provider's own word on when to retry (seconds), `retry_header`
-    the header that said so (`retry-after`, `x-ratelimit-reset-tokens`, ...)."""
+    the header that said so (`retry-after`, `x-ratelimit-reset-tokens`, ...); `headers`:
+    a 429's rate-limit headers (lower-cased; the shared limits learn from them)."""
 
     def __init__(
         self,
@@ -93,8 +94,10 @@ class ProviderError(Exception):
         retry_after: float | None = None,
         retry_header: str | None = None,
         provider: str = "",
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(message)
+        self.headers = dict(headers or {})
         self.message = message
         self.status = status
         self.retryable = retryable

@@ -188,7 +188,17 @@ def error_from_response(
         retry_after=hint.seconds if hint else None,
         retry_header=hint.header if hint else None,
         provider=provider,
+        headers=_rate_headers(headers) if status == 429 else None,
     )
+
+
+def _rate_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """A 429's rate-limit headers, lower-cased (what `app.worker.flow` learns from)."""
+    return {
+        k.lower(): v
+        for k, v in headers.items()
+        if k.lower().startswith(("x-ratelimit-", "anthropic-ratelimit-", "retry-after"))
+    }
 
 
 def malformed(provider: str, what: str, exc: BaseException | None = None) -> ProviderError:

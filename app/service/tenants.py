@@ -51,6 +51,13 @@ class TenantLimits(Strict):
         description="model cost per UTC day, in US dollars",
     )
 
+    requests_per_minute: Annotated[int | None, Field(ge=1, le=10**9, strict=True), AS_INT] = Field(
+        default=None, description="model calls per minute, over every worker"
+    )
+    tokens_per_minute: Annotated[int | None, Field(ge=1, le=10**12, strict=True), AS_INT] = Field(
+        default=None, description="model tokens per minute (reserved at most, corrected)"
+    )
+
     def stored(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
 

@@ -27,6 +27,7 @@ from app.store.waiting import (
     Budget,
     ModelCall,
     Queued,
+    RateLimit,
     Resolution,
     ToolResults,
     Waiting,
@@ -40,6 +41,7 @@ __all__ = [
     "Change",
     "ModelCall",
     "Queued",
+    "RateLimit",
     "Resolution",
     "ToolResults",
     "Waiting",
@@ -322,6 +324,20 @@ def back_off(
         "model_retry_since": since,
     } | _waiting(reason)
     return Change(T.BACKOFF, _with_usage(values, usage), tuple(events), version)
+
+
+def throttle(
+    version: int,
+    reason: RateLimit,
+    due: datetime,
+    reserved_at: datetime | None,
+    events: Sequence[NewEvent],
+    usage: Mapping[str, Any] | None,
+) -> Change:
+    """A shared limit defers the model call: back in the queue, not claimed before `due`;
+    `reserved_at`: when the call it reserved may go (its next call honours it)."""
+    values = {"available_at": due, "flow_reserved_at": reserved_at} | _NO_LEASE | _waiting(reason)
+    return Change(T.THROTTLE, _with_usage(values, usage), tuple(events), version)
 
 
 def release(version: int, worker: str, now: datetime) -> Change:

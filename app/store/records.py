@@ -82,6 +82,7 @@ class RunRecord:
     tenant_id: str = DEFAULT_TENANT  # whose run it is
     limits: dict[str, Any] | None = None  # its budget (app.service.budgets), if any
     awaited_by: str | None = None  # the run waiting for it to end (`if_busy: enqueue`)
+    flow_reserved_at: datetime | None = None  # a shared-limit reservation (app.store.flow)
     # The run's log (`app.core.stored`: its batches as one JSON array text) when the read
     # asked for it: to load the run whole.
     log: str | None = None
@@ -169,6 +170,7 @@ class RunRecord:
             tenant_id=v[c["tenant_id"]],
             limits=v[c["limits"]],
             awaited_by=v[c["awaited_by"]],
+            flow_reserved_at=utc(v[c["flow_reserved_at"]]),
             log=log,
             _config=None if known is None else known._config,
         )

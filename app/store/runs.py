@@ -8,7 +8,8 @@ their methods so the service and the worker hold one object.
 - `outbox` (`app.store.outbox`): webhook deliveries;
 - `watchers` (`app.store.watchers`): which runs live streams watch;
 - `identities` (`app.store.identities`): tenants and API keys;
-- `approvals` (`app.store.approvals`): gated calls, their decisions and inbox.
+- `approvals` (`app.store.approvals`): gated calls, their decisions and inbox;
+- `flow` (`app.store.flow`): the shared limits' buckets.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from app.store.backend.base import (
 from app.store.backend.factory import backend_for
 from app.store.conversations import ConversationRows
 from app.store.errors import NotFoundError
+from app.store.flow import FlowLimits
 from app.store.identities import Identities
 from app.store.lookups import Lookups
 from app.store.outbox import Outbox
@@ -92,6 +94,7 @@ class RunStore:
         self.approvals = Approvals(self.backend)
 
         self.conversations = ConversationRows(self.backend)
+        self.flow = FlowLimits(self.backend)
 
     async def flush_wakeups(self) -> None:
         """Return once the wake-ups of the writes so far are sent."""

@@ -78,6 +78,9 @@ runs = sa.Table(
     # The run waiting for this one to end (`if_busy: enqueue`, app.service.conversations);
     # the ending write returns it, so a run nobody waits for costs no look.
     sa.Column("awaited_by", sa.String(40)),
+    # A shared-limit reservation the run holds (app.store.flow): set by a throttle (the
+    # time its reserved call may go), honoured by its next model call, cleared after.
+    sa.Column("flow_reserved_at", Timestamp),
 )
 # The claim's index holds queued runs only, in claim order: a generic plan picks it even
 # on an empty table (no sticky seq-scan plan), and other transitions do not write to it.
@@ -533,3 +536,23 @@ operator_sessions = sa.Table(
     sa.Column("revoked_at", Timestamp),
 )
 sa.Index("ix_operator_sessions_operator_id", operator_sessions.c.operator_id)
+
+# Shared limits (app.store.flow): one row per limit key (`profile:<p>`, `model:<p>/<m>`,
+# `tenant:<t>`), a GCRA bucket per kind. Times are Unix seconds (plain arithmetic in both
+# dialects). `*_tat`: the theoretical arrival time (the bucket is empty at tat, full at
+# tat - 60 s); `*_interval`: the configured seconds per request / token; `slow_*`: the
+# slower interval a provider's 429 taught, in force (fading) until `slow_until`.
+flow_limits = sa.Table(
+    "flow_limits",
+    metadata,
+    sa.Column("key", sa.String(300), primary_key=True),
+    sa.Column("requests_tat", sa.Float, nullable=False),
+    sa.Column("tokens_tat", sa.Float, nullable=False),
+    sa.Column("request_interval", sa.Float, nullable=False),
+    sa.Column("token_interval", sa.Float, nullable=False),
+    sa.Column("tokens_reserved", sa.Float, nullable=False),
+    sa.Column("slow_request_interval", sa.Float, nullable=False),
+    sa.Column("slow_token_interval", sa.Float, nullable=False),
+    sa.Column("slow_until", sa.Float, nullable=False),
+    sa.Column("provider_429s", sa.BigInteger, nullable=False),
+)

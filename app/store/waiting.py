@@ -139,7 +139,37 @@ class Conversation:
         return {"type": "conversation", "run_id": self.run_id}
 
 
-Waiting = Queued | ModelCall | ToolResults | Approval | Resolution | Backoff | Budget | Conversation
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    """A run a shared limit deferred before its model call (app.worker.flow): which limit
+    (`requests_per_minute`, `tokens_per_minute`, `max_concurrent`, `provider_429`), whose
+    (`key`: `profile:<p>`, `model:<p>/<m>`, `tenant:<t>`), and when its reserved call may
+    go (`frees_at`; None: when a slot is released)."""
+
+    limit: str
+    key: str
+    frees_at: datetime | None
+
+    def doc(self) -> dict[str, Any]:
+        return {
+            "type": "rate_limit",
+            "limit": self.limit,
+            "key": self.key,
+            "frees_at": None if self.frees_at is None else iso(self.frees_at),
+        }
+
+
+Waiting = (
+    Queued
+    | ModelCall
+    | ToolResults
+    | Approval
+    | Resolution
+    | Backoff
+    | Budget
+    | Conversation
+    | RateLimit
+)
 
 
 def _instant(text: str) -> datetime:
@@ -170,6 +200,9 @@ def parse(doc: Mapping[str, Any]) -> Waiting:
         return Budget(doc["limit"], doc["spent"], doc["allowed"], doc["scope"], doc.get("needed"))
     if kind == "conversation":
         return Conversation(doc["run_id"])
+    if kind == "rate_limit":
+        frees = doc.get("frees_at")
+        return RateLimit(doc["limit"], doc["key"], None if frees is None else _instant(frees))
     if kind == "model_call":  # (stored by releases before 0009; derived since)
         return ModelCall(doc["worker"], _instant(doc["lease_until"]))
     if kind == RunStatus.QUEUED.value:

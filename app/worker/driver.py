@@ -9,6 +9,7 @@ else (cancel, the reaper) won; the driver then drops what it held.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import random
 import time
@@ -18,7 +19,7 @@ from typing import Any
 
 import structlog
 
-from app import tracing
+from app import metrics, tracing
 from app.core import (
     AgentRun,
     AgentRunError,
@@ -41,24 +42,31 @@ from app.core import (
 from app.core.events import LEDGER_EVENTS
 from app.core.events import EventType as E
 from app.core.lifecycle import ApprovalStatus, RunStatus
+from app.core.lifecycle import Transition as T
 from app.core.serde import message_to_dict, tool_result_to_dict
 from app.providers.backoff import BackoffPolicy, Delay
 from app.providers.base import ModelRequest, Provider, ProviderError, ProviderTurn, ToolSpec
+from app.providers.profiles import Profiles, RateLimits
 from app.service import conversations, convert, gates
 from app.service.tokens import callback_token, token_hash
 from app.settings import Settings
 from app.store import changes
-from app.store.changes import Backoff, Budget, Change, Resolution
+from app.store.changes import Backoff, Budget, Change, RateLimit, Resolution
 from app.store.config import RunConfig
 from app.store.records import NewEvent, NewToolCall, RunRecord
 from app.store.runs import RunStore
 from app.timestamps import iso
 from app.worker import streaming
 from app.worker.budget import Budgets, billed_usage, budgets_for, priced_call
+from app.worker.flow import Flow, Reserved
 from app.worker.lease import Claim, Lease, LeaseLost
 from app.worker.stops import Stops
 
 log = structlog.get_logger("agentrun.worker")
+
+#: A call whose reserved turn is this close waits for it under its lease (a throttle and a
+#: claim cost more than the wait); a later turn throttles the run back to the queue.
+_SLACK = timedelta(seconds=1)
 
 ProviderFactory = Callable[[Mapping[str, Any]], Provider]
 
@@ -98,6 +106,7 @@ class RunDriver:
         rng: random.Random | None = None,
         stops: Stops | None = None,
         budgets: Budgets | None = None,
+        profiles: Profiles | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
@@ -108,6 +117,9 @@ class RunDriver:
         self.rng = rng or random.Random()
         self.lease = Lease(store, settings.lease_seconds, worker_id, clock, stops)
         self.budgets = budgets or budgets_for(store, settings)
+        self.flow = Flow(
+            store.flow, profiles, self.budgets.tenant_limits, settings.default_max_output_tokens
+        )
 
     async def drive(self, record: RunRecord) -> RunStatus | None:
         """Advance a claimed run until it suspends or ends; the status it ended in, or
@@ -200,6 +212,13 @@ class RunDriver:
             run.withdraw_model_call()  # (stored as it was before the call was asked for)
             return await self._suspend_budget(claim, run, checked)
         request = checked
+        rates = await self.flow.rates(claim.record)
+        reserved = None
+        if rates:  # (no statement at all when no limit applies to the run)
+            gate = await self._flow_gate(claim, run, request, rates)
+            if not isinstance(gate, Reserved):
+                return gate
+            reserved = gate
         provider = self.providers(spec)
         streamed = config.stream
         started = time.perf_counter()
@@ -215,6 +234,8 @@ class RunDriver:
                 tracing.model_answered(span, answer)
         except ProviderError as err:
             err.provider = err.provider or model.provider
+            if rates and err.status == 429:  # (one worker's 429 slows every worker)
+                await self.flow.provider_429(rates, err, self.clock())
             return await self._provider_failed(claim, err)
         except LeaseLost:  # abandoned mid-flight, its connection closed: on the ledger
             partial = ProviderTurn(choice=(), usage=progress.usage or Usage())
@@ -225,6 +246,8 @@ class RunDriver:
             claim.events.append(aborted)
             raise
         latency_ms = round((time.perf_counter() - started) * 1000, 2)
+        if reserved is not None:
+            self.flow.used(reserved, answer.usage.total_tokens)
         names = [t.name for t in tools]
         turn = model_turn(answer, frozenset(names), convert.allowed_tool_names(names, choice))
         outcome = streaming.ingest_streamed(run, turn) if streamed else run.model_response(turn)
@@ -258,6 +281,34 @@ class RunDriver:
             except AgentRunError as err:
                 return await self._fail(claim, run, err)
         return None
+
+    async def _flow_gate(
+        self, claim: Claim, run: AgentRun, request: ModelRequest, rates: dict[str, RateLimits]
+    ) -> Reserved | RunStatus | None:
+        """Draw the call on the run's shared limits: its reservation when it may go now,
+        else the run throttled back to the queue until its reserved turn (the outcome)."""
+        now = self.clock()
+        held = claim.record.flow_reserved_at
+        provider = claim.record.run_config.model.provider
+        tokens = self.flow.most_tokens(request, provider)
+        fresh = timedelta(seconds=self.settings.lease_seconds)
+        if held is not None and not claim.honoured and now - fresh <= held <= now + _SLACK:
+            claim.honoured = True  # (reserved when it was throttled: not drawn twice)
+            await asyncio.sleep(max(0.0, (held - now).total_seconds()))
+            return Reserved((), 0.0)
+        grant, reserved = await self.flow.acquire(rates, tokens, now)
+        go_at = datetime.fromtimestamp(grant.go_at, UTC)
+        if go_at <= now + _SLACK:
+            await asyncio.sleep(max(0.0, (go_at - now).total_seconds()))
+            return reserved
+        run.withdraw_model_call()  # (stored as it was before the call was asked for)
+        assert grant.key is not None and grant.limit is not None
+        reason = RateLimit(grant.limit, grant.key, go_at)
+        metrics.flow_wait(grant.key, grant.limit)
+        change = changes.throttle(
+            claim.version, reason, go_at, go_at, claim.events, self._usage(claim)
+        )
+        return await self._write(claim, change, now)
 
     async def _provider_failed(self, claim: Claim, err: ProviderError) -> RunStatus | None:
         attempt = claim.record.model_attempts + 1
@@ -450,6 +501,9 @@ class RunDriver:
         wants more, claim its next run in the same statement); `LeaseLost` when the
         fencing token moved on."""
         now = now or self.clock()
+        if claim.record.flow_reserved_at is not None and change.transition is not T.THROTTLE:
+            # (the reservation was the claim's call's: the next call draws its own)
+            change = dataclasses.replace(change, values={**change.values, "flow_reserved_at": None})
         chain = claim.chain is not None and claim.chain()
         lease_until = now + timedelta(seconds=self.settings.lease_seconds)
         record, claim.next = await self.store.apply(

@@ -38,6 +38,7 @@ class Claim:
     next: RunRecord | None = None  # the run that write claimed, owned by the caller
     looked: bool = False  # whether that write looked for a next run at all
     loaded: Loaded | None = None  # the run as loaded (app.core.stored), for its snapshot
+    honoured: bool = False  # whether a model call used the run's shared-limit reservation
 
 
 class Lease:

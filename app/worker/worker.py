@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 import structlog
 from sqlalchemy.engine import make_url
 
+from app.providers.profiles import Profiles
 from app.service import conversations
 from app.service.approvals import ApprovalService
 from app.service.runs import RunService
@@ -57,9 +58,11 @@ class Worker:
         worker_id: str | None = None,
         providers: ProviderFactory | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        profiles: Profiles | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
+        self.profiles = profiles  # (their shared limits; None: no profile limits)
         self.concurrency = max(1, concurrency)
         self.worker_id = worker_id or default_worker_id()
         self.providers = providers or (lambda spec: make_provider(spec, settings))
@@ -99,6 +102,7 @@ class Worker:
             key,
             self.clock,
             stops=self.stops,
+            profiles=self.profiles,
         )
         secret = self.settings.webhook_secret or await self.store.secret(
             "webhook_secret", new_secret

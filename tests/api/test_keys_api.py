@@ -100,7 +100,13 @@ async def test_tenants_over_http(client: httpx.AsyncClient) -> None:
     again = await client.post("/v1/tenants", json={"id": tenant})
     assert again.status_code == 409 and again.json()["type"] == "/problems/tenant-exists"
     got = (await client.get(f"/v1/tenants/{tenant}")).json()
-    assert got["limits"] == {"max_active_runs": None, "daily_tokens": 1000, "daily_cost_usd": None}
+    assert got["limits"] == {
+        "max_active_runs": None,
+        "daily_tokens": 1000,
+        "daily_cost_usd": None,
+        "requests_per_minute": None,
+        "tokens_per_minute": None,
+    }
     patched = await client.patch(
         f"/v1/tenants/{tenant}", json={"limits": {"daily_cost_usd": 2.5, "daily_tokens": None}}
     )
@@ -109,6 +115,8 @@ async def test_tenants_over_http(client: httpx.AsyncClient) -> None:
         "max_active_runs": None,
         "daily_tokens": None,
         "daily_cost_usd": 2.5,
+        "requests_per_minute": None,
+        "tokens_per_minute": None,
     }
     key = (
         await client.post(

@@ -1,0 +1,254 @@
+"""Shared limits in the database: every worker's model calls draw from the same buckets.
+
+A limit key (`profile:<p>`, `model:<p>/<m>`, `tenant:<t>`) has one row of `flow_limits`
+holding a GCRA bucket (generic cell rate algorithm: a token bucket kept as one time) per
+kind: requests and tokens per minute. `tat` is the bucket's theoretical arrival time: the
+bucket refills a minute's worth a minute and holds 90 % of that (`BURST_SECONDS`), so a
+call may go once `tat - 54 s` has passed. An acquire always succeeds: it moves `tat` on by
+the call's cost (its reservation, even when the call has to wait) and returns when the
+call may go, so a deferred run holds its own turn and never acquires again for that call. Tokens are
+reserved at most (the input estimate plus the output cap) and corrected later: the
+difference rides along as a negative cost in the next acquire of the same key.
+
+A provider's 429 (`feed_429`) pushes the keys' buckets empty until its hint has passed
+(`tat = now + hint + 54 s`: no burst after it either) and slows their rate: to the limit the
+provider's headers name when lower, else the rate in force × 0.8; the slower rate fades
+back to the configured one over `SLOW_SECONDS`. One statement per acquire (all the run's
+keys as one multi-row upsert, rows in key order so concurrent acquires never deadlock)
+and one per key and 429; the same SQL on PostgreSQL and SQLite (`INSERT … ON CONFLICT DO UPDATE
+… RETURNING`, CASE for max). Times are Unix seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from app.store.backend.base import Backend
+from app.store.schema import flow_limits
+
+f = flow_limits
+
+#: A bucket refills a minute's worth a minute.
+WINDOW_SECONDS = 60.0
+#: ...and holds 90 % of it: a burst goes out over time (calls reach the provider later
+#: than they reserved), and the provider's own bucket counts from their arrival; the 10 %
+#: absorbs that skew, so a limit set to the quota sees no 429 after the burst.
+BURST_SECONDS = 0.9 * WINDOW_SECONDS
+#: How long a rate a 429 taught takes to fade back to the configured one.
+SLOW_SECONDS = 300.0
+#: Each 429 without a limit header slows the rate in force by this factor.
+SLOWDOWN = 0.8
+
+
+@dataclass(frozen=True, slots=True)
+class Demand:
+    """What a model call asks of one key: its configured rates (None: that kind is not
+    limited) and the net tokens it reserves (its maximum, less earlier refunds)."""
+
+    key: str
+    requests_per_minute: int | None
+    tokens_per_minute: int | None
+    tokens: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """When the call may go (Unix seconds) and which limit decided it (None: at once)."""
+
+    go_at: float
+    key: str | None = None
+    limit: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Learned:
+    """What a 429 taught about one key: the limits its headers named (per minute)."""
+
+    key: str
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Bucket:
+    """A key's state as the metrics read it."""
+
+    key: str
+    requests_used: float  # requests of the last minute's worth (0..rpm)
+    tokens_used: float
+    provider_429s: int
+
+
+def _interval(per_minute: float | None) -> float:
+    return 0.0 if not per_minute else WINDOW_SECONDS / per_minute
+
+
+def _float_param(name: str) -> Any:
+    return sa.cast(sa.bindparam(name, type_=sa.Float()), sa.Float())
+
+
+def _max(a: Any, b: Any) -> Any:
+    return sa.case((a > b, a), else_=b)
+
+
+def _in_force(configured: Any, slow: Any, now: Any) -> Any:
+    """The interval in force: the slower one a 429 taught, fading linearly back to the
+    configured one until `slow_until`."""
+    left = (f.c.slow_until - now) / SLOW_SECONDS
+    fading = configured + (slow - configured) * left
+    return sa.case(
+        (sa.and_(f.c.slow_until > now, slow > configured), fading),
+        else_=configured,
+    )
+
+
+_ROW = (
+    "key",
+    "requests_tat",
+    "tokens_tat",
+    "request_interval",
+    "token_interval",
+    "tokens_reserved",
+)
+
+
+class FlowLimits:
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self._acquire: dict[int, Any] = {}
+        self._feed: Any = None
+
+    def _acquire_statement(self, n: int) -> Any:
+        """The upsert of `n` keys (compiled once per count)."""
+        stmt = self._acquire.get(n)
+        if stmt is None:
+            now = sa.bindparam("p_now", type_=sa.Float())
+            zero = {
+                "slow_request_interval": 0.0,
+                "slow_token_interval": 0.0,
+                "slow_until": 0.0,
+                "provider_429s": 0,
+            }
+            rows = [
+                {c: sa.bindparam(f"p_{c}_{i}", type_=f.c[c].type) for c in _ROW} | zero
+                for i in range(n)
+            ]
+            ins = self.backend.insert(f).values(rows)
+            x = ins.excluded
+            requests = _in_force(x.request_interval, f.c.slow_request_interval, now)
+            tokens = _in_force(x.token_interval, f.c.slow_token_interval, now)
+            stmt = ins.on_conflict_do_update(
+                index_elements=[f.c.key],
+                set_={
+                    "requests_tat": _max(f.c.requests_tat, now) + requests,
+                    "tokens_tat": _max(f.c.tokens_tat, now) + x.tokens_reserved * tokens,
+                    "request_interval": x.request_interval,
+                    "token_interval": x.token_interval,
+                    "tokens_reserved": x.tokens_reserved,
+                },
+            ).returning(f.c.key, f.c.requests_tat, f.c.tokens_tat)
+            self._acquire[n] = stmt
+        return stmt
+
+    async def acquire(self, demands: Sequence[Demand], now: float) -> Grant:
+        """Reserve one call on every key of `demands` (one statement); when it may go."""
+        params: dict[str, Any] = {"p_now": now}
+        for i, d in enumerate(sorted(demands, key=lambda d: d.key)):
+            ri, ti = _interval(d.requests_per_minute), _interval(d.tokens_per_minute)
+            tokens = d.tokens if ti else 0.0
+            values = (d.key, now + ri, now + tokens * ti, ri, ti, tokens)
+            params.update({f"p_{c}_{i}": v for c, v in zip(_ROW, values, strict=True)})
+        result = await self.backend.fetch(self._acquire_statement(len(demands)), params)
+        by_key = {d.key: d for d in demands}
+        grant = Grant(now)
+        for row in result:
+            d = by_key[row["key"]]
+            for tat, limit, interval in (
+                (row["requests_tat"], "requests_per_minute", _interval(d.requests_per_minute)),
+                (row["tokens_tat"], "tokens_per_minute", _interval(d.tokens_per_minute)),
+            ):
+                # (a bucket always holds one call, however low its rate)
+                go = float(tat) - max(BURST_SECONDS, interval)
+                if go > grant.go_at:
+                    grant = Grant(go, str(row["key"]), limit)
+        return grant
+
+    def _feed_statement(self) -> Any:
+        if self._feed is None:
+            # (cast: a parameter compared with a literal 0 would be typed an integer)
+            now = _float_param("p_now")
+            block = _float_param("p_block")
+            taught_r = _float_param("p_taught_r")
+            taught_t = _float_param("p_taught_t")
+            in_force_r = _in_force(f.c.request_interval, f.c.slow_request_interval, now)
+            in_force_t = _in_force(f.c.token_interval, f.c.slow_token_interval, now)
+            # A limit the headers name is the rate itself; without one, slow down a step.
+            # (429s of calls already in flight within a second are one lesson, not many)
+            recent = f.c.slow_until > now + (SLOW_SECONDS - 1.0)
+            slow_r = sa.case(
+                (taught_r > 0, _max(in_force_r, taught_r)),
+                (recent, f.c.slow_request_interval),
+                else_=in_force_r / SLOWDOWN,
+            )
+            slow_t = sa.case(
+                (taught_t > 0, _max(in_force_t, taught_t)),
+                (recent, f.c.slow_token_interval),
+                else_=in_force_t / SLOWDOWN,
+            )
+            self._feed = (
+                sa.update(f)
+                .where(f.c.key == sa.bindparam("p_key", type_=sa.String()))
+                .values(
+                    requests_tat=_max(f.c.requests_tat, block),
+                    tokens_tat=_max(f.c.tokens_tat, block),
+                    slow_request_interval=slow_r,
+                    slow_token_interval=slow_t,
+                    slow_until=now + SLOW_SECONDS,
+                    provider_429s=f.c.provider_429s + 1,
+                )
+                .returning(f.c.key)
+            )
+        return self._feed
+
+    async def feed_429(self, learned: Sequence[Learned], now: float, hint: float) -> None:
+        """A provider answered 429: every worker's calls on these keys wait `hint` and go
+        slower (a statement per key: a 429 is rare)."""
+        for item in sorted(learned, key=lambda x: x.key):
+            params = {
+                "p_key": item.key,
+                "p_now": now,
+                "p_block": now + hint + BURST_SECONDS,
+                "p_taught_r": _interval(item.requests_per_minute),
+                "p_taught_t": _interval(item.tokens_per_minute),
+            }
+            await self.backend.fetch(self._feed_statement(), params)
+
+    async def slow_rates(self) -> dict[str, float]:
+        """The requests per minute a 429 taught, by key (benches and tests)."""
+        stmt = sa.select(f.c.key, f.c.slow_request_interval).where(f.c.slow_request_interval > 0)
+        async with self.backend.reader() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return {key: round(WINDOW_SECONDS / interval, 1) for key, interval in rows}
+
+    async def buckets(self, now: float) -> list[Bucket]:
+        """Every key's use of its last minute (for /metrics)."""
+        stmt = sa.select(
+            f.c.key,
+            f.c.requests_tat,
+            f.c.tokens_tat,
+            f.c.request_interval,
+            f.c.token_interval,
+            f.c.provider_429s,
+        )
+        async with self.backend.reader() as conn:
+            rows = (await conn.execute(stmt)).all()
+        out = []
+        for key, rt, tt, ri, ti, n in rows:
+            used_r = max(0.0, rt - now) / ri if ri else 0.0
+            used_t = max(0.0, tt - now) / ti if ti else 0.0
+            out.append(Bucket(key, used_r, used_t, int(n)))
+        return out

@@ -1,0 +1,135 @@
+"""The worker's side of the shared limits (`app.store.flow`): which limit keys a model call
+draws on, what it reserves, and what a provider's 429 teaches every worker.
+
+A run's keys: `profile:<provider>` (the profile's limits), `model:<provider>/<model>` (its
+`model_limits`) and `tenant:<tenant>` (the tenant's `requests_per_minute` /
+`tokens_per_minute`). A call with no limit on any of them costs nothing: no statement, and
+with no limit configured anywhere (`Profiles.limited()` false, no tenant limits) not even
+a lookup. Tokens are reserved at most (the budget's input estimate plus the output cap)
+and the difference to what the call used is refunded with this worker's next acquire of
+the same key (no extra statement; lost if the worker stops: more conservative only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from app import metrics
+from app.providers.base import ModelRequest, ProviderError
+from app.providers.profiles import Profiles, RateLimits
+from app.store.flow import Demand, FlowLimits, Grant, Learned
+from app.store.records import RunRecord
+from app.worker.budget import cap_param, input_estimate
+
+TenantLimitsOf = Callable[[str], Awaitable[Mapping[str, Any]]]
+
+#: Headers naming a provider's own limits per minute (requests, tokens).
+_LIMIT_HEADERS = (
+    ("x-ratelimit-limit-requests", "x-ratelimit-limit-tokens"),
+    ("anthropic-ratelimit-requests-limit", "anthropic-ratelimit-tokens-limit"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Reserved:
+    """A call's reservation: the keys it drew tokens on and how many."""
+
+    keys: tuple[str, ...]
+    tokens: float
+
+
+def _number(headers: Mapping[str, str], name: str) -> float | None:
+    try:
+        value = float(headers[name])
+    except (KeyError, ValueError):
+        return None
+    return value if value > 0 else None
+
+
+class Flow:
+    """The shared limits of one worker. `profiles`: the deployment's profiles (an empty
+    `Profiles`: none limit); `tenant_limits`: a tenant's stored limits (cached)."""
+
+    def __init__(
+        self,
+        limits: FlowLimits,
+        profiles: Profiles | None = None,
+        tenant_limits: TenantLimitsOf | None = None,
+        default_cap: int = 4096,
+    ) -> None:
+        self.limits = limits
+        self.profiles = profiles or Profiles({})
+        self.tenant_limits = tenant_limits
+        self.default_cap = default_cap
+        self._refunds: dict[str, float] = {}  # tokens to give back, by key
+
+    async def rates(self, record: RunRecord) -> dict[str, RateLimits]:
+        """The run's limit keys that limit anything, with their limits."""
+        out: dict[str, RateLimits] = {}
+        spec = record.run_config.model
+        if self.profiles.limited():
+            profile = self.profiles.get(spec.provider)
+            if profile is not None:
+                out[f"profile:{spec.provider}"] = profile.limits
+                out[f"model:{spec.provider}/{spec.name}"] = profile.limits_of(spec.name)
+        if self.tenant_limits is not None:
+            doc = await self.tenant_limits(record.tenant_id)
+            rpm, tpm = doc.get("requests_per_minute"), doc.get("tokens_per_minute")
+            if rpm is not None or tpm is not None:
+                out[f"tenant:{record.tenant_id}"] = RateLimits(rpm, tpm)
+        return {k: v for k, v in out.items() if v.requests_per_minute or v.tokens_per_minute}
+
+    def most_tokens(self, request: ModelRequest, provider: str) -> int:
+        """What the call may use at most: the input estimate and the output cap."""
+        where = cap_param(provider, request.params)
+        cap = where.current if where is not None and where.current else self.default_cap
+        return input_estimate(request, provider) + cap
+
+    async def acquire(
+        self, rates: Mapping[str, RateLimits], tokens: int, now: datetime
+    ) -> tuple[Grant, Reserved]:
+        """Reserve the call on every key (one statement); when it may go."""
+        demands = []
+        for key, r in rates.items():
+            refund = self._refunds.pop(key, 0.0) if r.tokens_per_minute else 0.0
+            net = tokens - refund if r.tokens_per_minute else 0.0
+            demands.append(Demand(key, r.requests_per_minute, r.tokens_per_minute, net))
+        grant = await self.limits.acquire(demands, now.timestamp())
+        drawn = tuple(k for k, r in rates.items() if r.tokens_per_minute)
+        return grant, Reserved(drawn, float(tokens))
+
+    def used(self, reserved: Reserved, total_tokens: int | None) -> None:
+        """The call used `total_tokens` of what it reserved: the rest goes back with the
+        next acquire of each key."""
+        if total_tokens is None:
+            return
+        back = reserved.tokens - total_tokens
+        if back > 0:
+            for key in reserved.keys:
+                self._refunds[key] = self._refunds.get(key, 0.0) + back
+
+    async def provider_429(
+        self, rates: Mapping[str, RateLimits], err: ProviderError, at: datetime
+    ) -> float:
+        """Feed a provider's 429 to the run's profile and model keys: the seconds every
+        worker now waits on them."""
+        now = at.timestamp()
+        headers = err.headers
+        seconds = err.retry_after if err.retry_after is not None else 1.0
+        rpm = tpm = None
+        for r_name, t_name in _LIMIT_HEADERS:
+            rpm = rpm or _number(headers, r_name)
+            tpm = tpm or _number(headers, t_name)
+        learned = []
+        for key, r in rates.items():
+            if key.startswith(("profile:", "model:")):
+                # (a named limit lower than the configured one is the rate; else a step down)
+                lr = rpm if rpm and r.requests_per_minute and rpm < r.requests_per_minute else None
+                lt = tpm if tpm and r.tokens_per_minute and tpm < r.tokens_per_minute else None
+                learned.append(Learned(key, lr, lt))
+        await self.limits.feed_429(learned, now, seconds)
+        metrics.flow_429(x.key for x in learned)
+        return seconds

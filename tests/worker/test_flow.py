@@ -1,0 +1,159 @@
+"""Shared limits through the driver (app.worker.flow): a run over a limit is throttled back
+to the queue with waiting reason `rate_limit` and its reserved turn, honours that turn
+when it comes back, a provider's 429 slows every worker, and nothing is touched when no
+limit applies."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from app.core.lifecycle import RunStatus
+from app.providers.profiles import Profile, Profiles, RateLimits
+from app.service.prices import PriceBook
+from app.service.runs import RunService
+from app.service.schemas import RunCreate
+from app.service.tokens import new_key
+from app.settings import Settings
+from app.store.flow import Demand
+from app.store.runs import RunStore
+from app.worker.budget import Budgets
+from app.worker.driver import RunDriver
+from app.worker.providers import make_provider
+from tests.helpers import run_body
+from tests.mocks.replies import Reply
+from tests.mocks.server import MockProviderServer
+from tests.worker.test_model_params import wire_settings
+
+
+def limited(provider: str, model: str, wire: Any = "scripted", **limits: int) -> Profiles:
+    """Profiles limiting one model of `provider` (its own key: tests share databases)."""
+    profile = Profile(provider, wire, model_limits={model: RateLimits(**limits)})
+    return Profiles({provider: profile})
+
+
+async def driver(
+    store: RunStore,
+    settings: Settings,
+    profiles: Profiles | None = None,
+    clock: Any = None,
+    budgets: Budgets | None = None,
+) -> RunDriver:
+    key = await store.secret("callback_key", new_key)
+    return RunDriver(
+        store,
+        settings,
+        "w",
+        lambda s: make_provider(s, settings),
+        key,
+        clock=clock or (lambda: datetime.now(UTC)),
+        profiles=profiles,
+        budgets=budgets,
+    )
+
+
+async def claim_and_drive(d: RunDriver, store: RunStore, at: datetime) -> RunStatus | None:
+    record = await store.claim("w", at, at + timedelta(seconds=30))
+    assert record is not None, "nothing due"
+    return await d.drive(record)
+
+
+async def test_a_run_over_the_limit_waits_for_its_reserved_turn_and_honours_it(
+    store: RunStore, settings: Settings
+) -> None:
+    model = f"m-{uuid.uuid4().hex[:8]}"
+    profiles = limited("scripted", model, requests_per_minute=1)
+    service = RunService(store, settings)
+    first, _ = await service.create_run(run_body(model={**model_doc(model)}))
+    second, _ = await service.create_run(run_body(model={**model_doc(model)}))
+    now = datetime.now(UTC)
+    d = await driver(store, settings, profiles)
+    assert await claim_and_drive(d, store, now) == RunStatus.REQUIRES_ACTION
+    assert await claim_and_drive(d, store, now) == RunStatus.QUEUED
+    waiting = (await service.get_run(second.record.id)).record
+    reason = waiting.waiting_reason
+    assert reason is not None
+    assert (reason["type"], reason["limit"]) == ("rate_limit", "requests_per_minute")
+    assert reason["key"] == f"model:scripted/{model}"
+    frees = datetime.fromisoformat(reason["frees_at"])
+    assert 59 < (frees - now).total_seconds() < 61
+    assert waiting.available_at == frees == waiting.flow_reserved_at
+    assert waiting.model_attempts == 0 and waiting.turn == 0
+    assert await store.claim("w", now, now + timedelta(seconds=30)) is None  # not before
+    # At its turn it goes without drawing again: the next turn is still a minute later.
+    later = await driver(store, settings, profiles, clock=lambda: frees)
+    assert await claim_and_drive(later, store, frees) == RunStatus.REQUIRES_ACTION
+    after = (await service.get_run(second.record.id)).record
+    assert after.flow_reserved_at is None
+    grant = await store.flow.acquire(
+        [Demand(f"model:scripted/{model}", 1, None)], frees.timestamp()
+    )
+    assert abs(grant.go_at - (now.timestamp() + 120)) < 1
+    assert first.record.id != second.record.id
+
+
+def model_doc(model: str) -> dict[str, Any]:
+    return {
+        "provider": "scripted",
+        "name": model,
+        "script": [{"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}]}],
+    }
+
+
+async def test_no_limit_no_statement(store: RunStore, settings: Settings) -> None:
+    model = f"m-{uuid.uuid4().hex[:8]}"
+    service = RunService(store, settings)
+    await service.create_run(run_body(model=model_doc(model)))
+    unlimited = Profiles({"scripted": Profile("scripted", "scripted")})
+    d = await driver(store, settings, unlimited)
+    assert await claim_and_drive(d, store, datetime.now(UTC)) == RunStatus.REQUIRES_ACTION
+    keys = {b.key for b in await store.flow.buckets(0.0)}
+    assert not any(model in k for k in keys)
+
+
+async def test_a_tenants_rate_limits_its_runs(store: RunStore, settings: Settings) -> None:
+    tenant_doc = {"requests_per_minute": 1}
+
+    async def tenant_limits(tenant: str) -> dict[str, Any]:
+        return tenant_doc
+
+    budgets = Budgets(PriceBook.for_settings(settings), 4096, tenant_limits=tenant_limits)
+    service = RunService(store, settings)
+    views = [(await service.create_run(run_body()))[0] for _ in range(2)]
+    d = await driver(store, settings, budgets=budgets)
+    now = datetime.now(UTC)
+    assert await claim_and_drive(d, store, now) == RunStatus.REQUIRES_ACTION
+    assert await claim_and_drive(d, store, now) == RunStatus.QUEUED
+    reasons = [(await service.get_run(v.record.id)).record.waiting_reason for v in views]
+    assert {"type": "rate_limit", "limit": "requests_per_minute", "key": "tenant:default"} in [
+        {k: r.get(k) for k in ("type", "limit", "key")} for r in reasons if r
+    ]
+
+
+async def test_a_429_slows_every_worker_on_the_key(
+    store: RunStore, settings: Settings, mock: MockProviderServer
+) -> None:
+    settings = wire_settings(settings, mock)
+    model = f"m-{uuid.uuid4().hex[:8]}"
+    profiles = limited("openai", model, wire="openai_chat", requests_per_minute=600)
+    fault = Reply.fault(429, "Rate limit reached", retry_after="7")
+    fault.headers["x-ratelimit-limit-requests"] = "60"
+    mock.script(fault)
+    service = RunService(store, settings)
+    body = RunCreate.model_validate(
+        {"prompt": "hi", "model": {"provider": "openai", "name": model}}
+    )
+    view, _ = await service.create_run(body)
+    now = datetime.now(UTC)
+    d = await driver(store, settings, profiles)
+    assert await claim_and_drive(d, store, now) == RunStatus.QUEUED
+    assert (await service.get_run(view.record.id)).record.waiting_reason["type"] == "backoff"  # type: ignore[index]
+    # Another worker's next call on the key waits the hint and goes at the learned rate.
+    key = f"model:openai/{model}"
+    a = await store.flow.acquire([Demand(key, 600, None)], now.timestamp())
+    b = await store.flow.acquire([Demand(key, 600, None)], now.timestamp())
+    assert a.go_at >= now.timestamp() + 7
+    assert abs((b.go_at - a.go_at) - 1.0) < 0.01  # 60 a minute, as the provider said
+    (bucket,) = [x for x in await store.flow.buckets(now.timestamp()) if x.key == key]
+    assert bucket.provider_429s == 1

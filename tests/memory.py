@@ -33,7 +33,7 @@ def _server_default(column: sa.Column[Any]) -> Any:
     if column.server_default is None:
         return None
     arg = column.server_default.arg  # type: ignore[attr-defined]
-    return arg if column.name == "tenant_id" else int(arg)
+    return arg if column.name in ("tenant_id", "fair_key") else int(arg)
 
 
 def _stored(value: Any) -> Any:
@@ -215,6 +215,15 @@ class MemoryBackend:
         row: dict[str, Any] = {c.name: _server_default(c) for c in runs.columns}
         row.update({k: _stored(v) if k in JSON_COLUMNS else v for k, v in run.values.items()})
         row["config"], row["metadata"] = _stored(run.config), _stored(run.metadata)
+        same = [
+            r
+            for r in self.runs.values()
+            if r["status"] == "queued" and r["priority"] == row["priority"]
+        ]
+        own = [r["fair_rank"] for r in same if r["fair_key"] == row["fair_key"]]
+        row["fair_rank"] = (
+            max(max(own, default=0), min((r["fair_rank"] for r in same), default=0)) + 1
+        )
         self.runs[row["id"]] = row
         self._events(row["id"], row["last_event_seq"], run.events, run.now)
         self._log(row["id"], run.snapshot.batch)
@@ -223,7 +232,7 @@ class MemoryBackend:
     async def claim(self, change: Change, now: datetime, limit: int) -> list[RunRecord]:
         due = sorted(
             (r for r in self.runs.values() if r["status"] == "queued" and r["available_at"] <= now),
-            key=lambda r: (r["available_at"], r["id"]),
+            key=lambda r: (-r["priority"], r["fair_rank"], r["available_at"], r["id"]),
         )
         out = []
         for row in due[:limit]:

@@ -42,6 +42,7 @@ from app.service.errors import (
     ToolCallNotPending,
     ToolResultConflict,
 )
+from app.service.fairness import fair_key
 from app.service.limits import RunLimitsService
 from app.service.resolutions import resolution_change
 from app.service.schemas import (
@@ -249,9 +250,13 @@ class RunService:
             created_data.update(continued)
         if tracing.ENABLED:  # the create span's context: every later span joins it
             config[tracing.CONFIG_KEY] = tracing.carrier()
+        new_id = run_id()
+        conversation = before.conversation_id if before is not None else new_id
         values = {
-            "id": run_id(),
+            "id": new_id,
             "tenant_id": tenant,
+            "priority": body.priority,
+            "fair_key": fair_key(self.settings.fair_share_key, tenant, conversation, body.metadata),
             "status": INITIAL.value,
             "schema_version": SCHEMA_VERSION,
             "version": 1,

@@ -216,6 +216,14 @@ class RunCreate(Body):
     expires_in: float | None = Field(default=None, gt=0, le=365 * 24 * 3600, strict=True)
     metadata: dict[str, Any] = Field(default_factory=dict)
     stream: bool = Field(default=False, strict=True)
+    priority: int = Field(
+        default=0,
+        ge=-100,
+        le=100,
+        strict=True,
+        description="claim order: a queued run of higher priority goes first; within one "
+        "priority, fair keys (tenants) take turns",
+    )
     tool_queue: QueueName | None = Field(
         default=None,
         description="the run's tool calls are leased by executors of this queue "

@@ -81,6 +81,9 @@ class RunRecord:
     updated_at: datetime
     tenant_id: str = DEFAULT_TENANT  # whose run it is
     limits: dict[str, Any] | None = None  # its budget (app.service.budgets), if any
+    priority: int = 0  # claim order: higher first (-100..100)
+    fair_key: str = ""  # whose turn it takes within its priority (app.service.fairness)
+    fair_rank: int = 0  # its turn: start-time fair queuing rank, set at enqueue
     # The run's log (`app.core.stored`: its batches as one JSON array text) when the read
     # asked for it: to load the run whole.
     log: str | None = None
@@ -167,6 +170,9 @@ class RunRecord:
             updated_at=utc(v[c["updated_at"]]),  # type: ignore[arg-type]
             tenant_id=v[c["tenant_id"]],
             limits=v[c["limits"]],
+            priority=v.get(c["priority"], 0),
+            fair_key=v.get(c["fair_key"], ""),
+            fair_rank=v.get(c["fair_rank"], 0),
             log=log,
             _config=None if known is None else known._config,
         )

@@ -75,14 +75,33 @@ runs = sa.Table(
     # `max_duration_seconds`: app.service.budgets); null: none. Raised by
     # `POST /v1/runs/{id}/limits`, so not part of the configuration written once.
     sa.Column("limits", Json),
+    # Claim order (revision 0017): higher `priority` first (-100..100); within one, the
+    # lower `fair_rank` (start-time fair queuing: set at enqueue from the run's
+    # `fair_key`, app.store.transitions.fair_rank), so fair keys take turns.
+    sa.Column("priority", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("fair_key", sa.String(300), nullable=False, server_default=""),
+    sa.Column("fair_rank", sa.BigInteger, nullable=False, server_default="0"),
 )
 # The claim's index holds queued runs only, in claim order: a generic plan picks it even
 # on an empty table (no sticky seq-scan plan), and other transitions do not write to it.
+# `available_at` is in the key so the claim's "due" test is checked on the index entry
+# (a run not yet due is stepped over without reading its row).
 QUEUED = sa.text(f"status = '{RunStatus.QUEUED.value}'")
 sa.Index(
     "ix_runs_claim",
+    runs.c.priority.desc(),
+    runs.c.fair_rank,
     runs.c.available_at,
     runs.c.id,
+    postgresql_where=QUEUED,
+    sqlite_where=QUEUED,
+)
+# A fair key's last queued rank, read by the INSERT that ranks a new run.
+sa.Index(
+    "ix_runs_fair",
+    runs.c.fair_key,
+    runs.c.priority,
+    runs.c.fair_rank,
     postgresql_where=QUEUED,
     sqlite_where=QUEUED,
 )

@@ -38,18 +38,45 @@ def status_in(statuses: Sequence[str]) -> sa.ColumnElement[bool]:
     return status.in_([sa.literal_column(f"'{RunStatus(s).value}'") for s in statuses])
 
 
+#: The claim order (ix_runs_claim's key): higher priority first, then the lower fair
+#: rank (fair keys take turns), then the oldest due.
+CLAIM_ORDER = (runs.c.priority.desc(), runs.c.fair_rank, runs.c.available_at, runs.c.id)
+
+
+def is_queued() -> sa.ColumnElement[bool]:
+    """`status = 'queued'` with the status a literal, not a parameter: it matches the
+    partial indexes' predicate, so even a generic plan uses them."""
+    return runs.c.status == sa.literal_column(f"'{RunStatus.QUEUED.value}'")
+
+
 def due_runs(prefix: str = "") -> sa.Select[Any]:
-    """The ids of the oldest due queued runs, at most `p_limit` (a claim's pick)."""
+    """The ids of the first due queued runs in claim order, at most `p_limit` (a claim's
+    pick): read from ix_runs_claim in its order, a run not yet due stepped over on its
+    index entry."""
     return (
         sa.select(runs.c.id)
-        .where(
-            # A literal, not a parameter: it matches ix_runs_claim's predicate, so even a
-            # generic plan uses that index.
-            runs.c.status == sa.literal_column(f"'{RunStatus.QUEUED.value}'"),
-            runs.c.available_at <= sa.bindparam("p_now"),
-        )
-        .order_by(runs.c.available_at, runs.c.id)
+        .where(is_queued(), runs.c.available_at <= sa.bindparam("p_now"))
+        .order_by(*CLAIM_ORDER)
         .limit(sa.bindparam(f"{prefix}p_limit", type_=sa.Integer()))
+    )
+
+
+def fair_rank(
+    priority: sa.ColumnElement[Any], fair_key: sa.ColumnElement[Any], greatest: Any
+) -> sa.ColumnElement[int]:
+    """A run's rank at enqueue (start-time fair queuing), part of its INSERT: one more
+    than the later of its key's last queued rank and the head's (the lowest queued rank)
+    at its priority. A key with a backlog ranks after it; a key with none joins at the
+    head, so keys take turns. `greatest`: the dialect's two-argument maximum."""
+    same = [is_queued(), runs.c.priority == priority]
+    own = sa.select(sa.func.max(runs.c.fair_rank)).where(*same, runs.c.fair_key == fair_key)
+    head = sa.select(sa.func.min(runs.c.fair_rank)).where(*same)
+    return (  # type: ignore[no-any-return]
+        greatest(
+            sa.func.coalesce(own.scalar_subquery(), 0),
+            sa.func.coalesce(head.scalar_subquery(), 0),
+        )
+        + 1
     )
 
 
@@ -167,6 +194,8 @@ class Transitions:
         config, meta = values["config"], values["metadata"]
         columns = {
             **{k: v for k, v in values.items() if k not in ("config", "metadata")},
+            "priority": values.get("priority", 0),
+            "fair_key": values.get("fair_key", values.get("tenant_id", DEFAULT_TENANT)),
             "state": snapshot.control,
             "last_event_seq": len(events),
             "created_at": now,

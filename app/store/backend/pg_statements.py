@@ -37,7 +37,7 @@ from app.store.schema import (
     tool_calls,
     webhook_outbox,
 )
-from app.store.transitions import claim_keys, due_runs, update_run
+from app.store.transitions import claim_keys, due_runs, fair_rank, update_run
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,9 +404,11 @@ class PgStatements:
         """A new run with its configuration, events and first log batch."""
 
         def build() -> Any:
-            dml = postgresql.insert(runs).values(
-                {k: sa.bindparam(f"v_{k}", type_=runs.c[k].type) for k in keys}
+            values: dict[str, Any] = {k: sa.bindparam(f"v_{k}", type_=runs.c[k].type) for k in keys}
+            values["fair_rank"] = fair_rank(
+                values["priority"], values["fair_key"], sa.func.greatest
             )
+            dml = postgresql.insert(runs).values(values)
             if idempotent:
                 dml = dml.on_conflict_do_nothing(
                     index_elements=["tenant_id", "idempotency_key"],

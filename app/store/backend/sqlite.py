@@ -33,7 +33,7 @@ from app.store.schema import (
     tool_calls,
     webhook_outbox,
 )
-from app.store.transitions import change_params, claim_keys, due_runs, update_run
+from app.store.transitions import change_params, claim_keys, due_runs, fair_rank, update_run
 
 tc = tool_calls
 
@@ -131,7 +131,13 @@ class SqliteBackend:
         return RunRecord.from_row({**row, "config": config, "metadata": metadata}, log=log)
 
     async def create(self, run: NewRun) -> Changed:
-        insert = sqlite.insert(runs).values(dict(run.values))
+        values = dict(run.values)
+        values["fair_rank"] = fair_rank(
+            sa.literal(values["priority"], runs.c.priority.type),
+            sa.literal(values["fair_key"], runs.c.fair_key.type),
+            sa.func.max,  # (SQLite's two-argument max is the greatest)
+        )
+        insert = sqlite.insert(runs).values(values)
         if run.values.get("idempotency_key") is not None:
             insert = insert.on_conflict_do_nothing(
                 index_elements=["tenant_id", "idempotency_key"],

@@ -11,6 +11,7 @@ run does with what arrives; the store decides who wins a race.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import re
 import secrets
 import string
@@ -42,7 +43,7 @@ from app.service.errors import (
     ToolCallNotPending,
     ToolResultConflict,
 )
-from app.service.fairness import fair_key
+from app.service.fairness import fair_key, queue_spot
 from app.service.limits import RunLimitsService
 from app.service.resolutions import resolution_change
 from app.service.schemas import (
@@ -85,6 +86,7 @@ class RunView:
     pending: list[ToolCallRecord]
     callback_url: str | None
     resolution: Resolution | None  # the invalid tool call it waits to have resolved
+    queue: dict[str, Any] | None = None  # a queued run's place (app.service.fairness)
 
 
 #: The symbols of a run id's random part: letters and digits only, so an id never starts
@@ -336,7 +338,11 @@ class RunService:
         record = await self.store.get(run_id, with_log=with_log, tenant=tenant)
         if record is None:
             raise RunNotFound(f"no run with id {run_id}")
-        return await self.view(record)
+        view = await self.view(record)
+        if record.status == RunStatus.QUEUED:
+            spot = await queue_spot(self.store, record, self.clock())
+            view = dataclasses.replace(view, queue=spot)
+        return view
 
     async def load_run(self, run_id: str, *, tenant: str | None = None) -> AgentRun:
         """A run's state machine as stored, with its whole conversation."""

@@ -113,7 +113,7 @@ def create_body(args: argparse.Namespace) -> dict[str, Any]:
         body["metadata"] = {**body.get("metadata", {}), **meta}
     if args.webhook is not None:
         body["webhook"] = {"url": args.webhook}
-    for flag in ("preamble", "max_turns", "tool_concurrency", "expires_in"):
+    for flag in ("preamble", "max_turns", "tool_concurrency", "expires_in", "priority"):
         value = getattr(args, flag)
         if value is not None:
             body[flag] = value
@@ -401,6 +401,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     c.add_argument("--metadata", action="append", metavar="KEY=VALUE",
                    help="VALUE: JSON, else text; repeat")  # fmt: skip
     c.add_argument("--stream", action="store_true", help="publish model text as it comes")
+    c.add_argument("--priority", type=int, metavar="N",
+                   help="-100..100 (default 0): a higher one is claimed first")  # fmt: skip
     c.add_argument("--body", metavar="JSON|@FILE",
                    help="a whole request body; the flags above override its fields")  # fmt: skip
     c.add_argument("--idempotency-key", help="default: a fresh one (retries are safe)")

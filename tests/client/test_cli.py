@@ -166,11 +166,11 @@ def test_create_from_a_body_with_flags_over_it(live: Live, monkeypatch: pytest.M
     done = cli(
         live, "runs", "create", "--body", "@-", "--metadata", "b=two", "--param", "delay_ms=0",
         "--preamble", "Be brief.", "--tool-choice", "none", "--invalid-tool-call", "skip",
-        "--expires-in", "60", "--stream", "--json",
+        "--expires-in", "60", "--stream", "--priority", "7", "--json",
     )  # fmt: skip
     assert done.code == 0, done.err
     run = done.json()
-    assert run["metadata"] == {"a": 1, "b": "two"}
+    assert run["metadata"] == {"a": 1, "b": "two"} and run["priority"] == 7
     assert run["model"] == {"provider": "scripted", "name": "demo", "delay_ms": 0}
     finished = cli(live, "runs", "wait", run["id"], "--json").json()
     assert finished["status"] == "completed" and finished["output"] == "You said: from the body"

@@ -10,13 +10,17 @@ takes one run of each fair key with queued runs in turn (start-time fair queuing
 while both tenants have a backlog B gets half the claims. B's k-th run is about the 2k-th
 claim after B queued, so B's last run finishes after
 
-    T_fair = 2·n_B / X + d
+    T_fair = max(2·n_B / X, s) + d
 
-where d is a run's own duration (claim to completion, median, measured). In arrival
-order (the claim before revision 0017) it would wait for A's whole backlog:
-T_fifo = (queued_A + n_B) / X + d. Reported: T_B measured (B's first create to its last
-completion, database clock), T_fair, T_fifo, the ratio T_B / T_fair, and how many of
-A's runs finished while B's drained (n_B expected).
+where d is a run's own duration (claim to completion, median, measured) and s the time
+B's creates take (B cannot finish before it is queued). In arrival order (the claim
+before revision 0017) it would wait for A's whole backlog: T_fifo = (queued_A + n_B) / X
++ d. Reported: T_B measured (B's first create to its last completion, database clock),
+T_fair with X measured before B queued (X0) and while B drained (X1: every completion in
+that stretch, A's and B's, over T_B; the creates compete with the workers for the CPU),
+T_fifo, B's share of the completions while it drained (the runs A had in flight when B
+queued finish in that stretch too), and B's share of the claims from its first claim to
+its last (1/2 predicted).
 
 Run: `.venv/bin/python bench/fair_share.py [--a 5000] [--b 50] [--workers 2] [--server ...]`
 """
@@ -89,17 +93,25 @@ async def measure(args: argparse.Namespace, url: str) -> dict[str, float]:
             await queue_runs(service, "b", args.b, args.delay_ms)
             while scalar(conn, DONE, "b") < args.b:
                 await asyncio.sleep(0.05)
-            t_b = scalar(
-                conn,
-                "SELECT extract(epoch FROM max(updated_at) - min(created_at)) FROM runs"
+            t_b, span = conn.execute(
+                "SELECT extract(epoch FROM max(updated_at) - min(created_at)),"
+                " extract(epoch FROM max(created_at) - min(created_at)) FROM runs"
                 " WHERE tenant_id = 'b'",
-            )
+            ).fetchone() or (0, 0)
             a_during = scalar(
                 conn,
                 "SELECT count(*) FROM runs WHERE tenant_id = 'a' AND status = 'completed'"
                 " AND updated_at BETWEEN (SELECT min(created_at) FROM runs WHERE tenant_id = 'b')"
                 " AND (SELECT max(updated_at) FROM runs WHERE tenant_id = 'b')",
             )
+            # Claims, in order, from B's first to its last: B's share of them.
+            claims = conn.execute(
+                "WITH c AS (SELECT r.tenant_id AS t, e.created_at AS at FROM run_events e"
+                " JOIN runs r ON r.id = e.run_id WHERE e.type = 'run.claimed'),"
+                " b AS (SELECT min(at) AS lo, max(at) AS hi FROM c WHERE t = 'b')"
+                " SELECT count(*) FILTER (WHERE t = 'a'), count(*) FILTER (WHERE t = 'b')"
+                " FROM c, b WHERE at BETWEEN b.lo AND b.hi"
+            ).fetchone() or (0, 0)
             durations = conn.execute(
                 "SELECT extract(epoch FROM r.updated_at - e.created_at) FROM runs r"
                 " JOIN run_events e ON e.run_id = r.id AND e.type = 'run.claimed'"
@@ -109,14 +121,20 @@ async def measure(args: argparse.Namespace, url: str) -> dict[str, float]:
         stop_workers(procs)
         await store.aclose()
     d = statistics.median(float(row[0]) for row in durations)
+    t_b, span = float(t_b), float(span)
+    during = (a_during + args.b) / t_b
     return {
         "rate": rate,
+        "rate_during": during,
         "queued_a": float(queued_a),
-        "t_b": float(t_b),
+        "t_b": t_b,
+        "span": span,
         "d": d,
-        "t_fair": 2 * args.b / rate + d,
+        "t_fair": max(2 * args.b / rate, span) + d,
+        "t_fair_during": max(2 * args.b / during, span) + d,
         "t_fifo": (queued_a + args.b) / rate + d,
-        "a_during": float(a_during),
+        "share": args.b / (a_during + args.b),
+        "claim_share": claims[1] / (claims[0] + claims[1]),
     }
 
 
@@ -137,14 +155,19 @@ async def main() -> None:
     finally:
         drop_database(admin, url)
     print(f"A: {args.a} runs queued first; B: {args.b} queued after; {args.workers} workers x 8")
-    print(f"X (A's finishing rate before B queued)  {m['rate']:8.1f} runs/s")
-    print(f"A still queued when B queued             {m['queued_a']:8.0f}")
-    print(f"d (a run's claim to completion, median)  {m['d']:8.3f} s")
-    print(f"T_B measured                             {m['t_b']:8.2f} s")
-    print(f"T_fair = 2 n_B / X + d                   {m['t_fair']:8.2f} s")
-    print(f"T_fifo = (queued_A + n_B) / X + d        {m['t_fifo']:8.2f} s")
-    print(f"T_B / T_fair                             {m['t_b'] / m['t_fair']:8.2f}")
-    print(f"A runs finished while B drained          {m['a_during']:8.0f} (n_B = {args.b})")
+    print(f"X0 (runs/s finished before B queued)      {m['rate']:8.1f}")
+    print(f"X1 (runs/s finished while B drained)      {m['rate_during']:8.1f}")
+    print(f"A still queued when B queued              {m['queued_a']:8.0f}")
+    print(f"s (B's creates, first to last)            {m['span']:8.3f} s")
+    print(f"d (a run's claim to completion, median)   {m['d']:8.3f} s")
+    print(f"T_B measured                              {m['t_b']:8.2f} s")
+    print(f"T_fair = max(2 n_B / X0, s) + d           {m['t_fair']:8.2f} s")
+    print(f"T_fair with X1                            {m['t_fair_during']:8.2f} s")
+    print(f"T_fifo = (queued_A + n_B) / X0 + d        {m['t_fifo']:8.2f} s")
+    print(f"T_B / T_fair (X0), (X1)                   {m['t_b'] / m['t_fair']:8.2f}"
+          f" {m['t_b'] / m['t_fair_during']:.2f}")  # fmt: skip
+    print(f"B's share of completions while it drained {m['share']:8.2f}")
+    print(f"B's share of claims, its first to last    {m['claim_share']:8.2f} (fair: 0.50)")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from app.core.lifecycle import RunStatus
 from app.store import changes
 from app.store.backend.base import Changed, ChangeWrite, Lease, NewRun, Row, Wake
 from app.store.changes import Change
-from app.store.lookups import events_after, secret_named
+from app.store.lookups import events_after, queue_ahead, secret_named
 from app.store.queues import call_statement
 from app.store.records import NewEvent, RunRecord, ToolCallRecord
 from app.store.rows import tool_row
@@ -112,6 +112,17 @@ class MemoryBackend:
         if stmt is secret_named():
             value = self.secrets.get(params["p_name"])
             return None if value is None else {"value": value}
+        if stmt is queue_ahead():  # (the claim's order, as `claim` sorts)
+            mine = (-params["p_priority"], params["p_rank"], params["p_available"], params["p_id"])
+            ahead = [
+                r
+                for r in self.runs.values()
+                if r["status"] == "queued"
+                and r["available_at"] <= params["p_now"]
+                and (-r["priority"], r["fair_rank"], r["available_at"], r["id"]) < mine
+            ]
+            higher = sum(r["priority"] > params["p_priority"] for r in ahead)
+            return {"ahead": len(ahead), "higher": higher}
         if stmt is call_statement():
             calls = self.calls.get(params["p_run"], {})
             return calls.get((params["p_round"], params["p_position"]))

@@ -119,7 +119,6 @@ def events_after() -> sa.Select[Any]:
 
 
 @functools.cache
-@functools.cache
 def queue_ahead() -> sa.Select[Any]:
     """How many due queued runs go before run (`p_priority`, `p_rank`, `p_available`,
     `p_id`) in claim order, and how many of them for a higher priority: a range of
@@ -148,6 +147,7 @@ def queue_ahead() -> sa.Select[Any]:
     )
 
 
+@functools.cache
 def secret_named() -> sa.Select[Any]:
     return sa.select(service_secrets.c.value).where(
         service_secrets.c.name == sa.bindparam("p_name", type_=sa.String())

@@ -79,6 +79,7 @@ class MemoryBackend:
         self.calls: dict[str, dict[tuple[int, int], dict[str, Any]]] = {}
         self.logs: dict[str, list[tuple[int, str]]] = {}
         self.secrets: dict[str, str] = {}
+        self.fair_ranks: dict[tuple[str, int], int] = {}  # (fair key, priority): last rank
         self.woken: list[Wake] = []
 
     # --- running statements ----------------------------------------------------------
@@ -226,15 +227,13 @@ class MemoryBackend:
         row: dict[str, Any] = {c.name: _server_default(c) for c in runs.columns}
         row.update({k: _stored(v) if k in JSON_COLUMNS else v for k, v in run.values.items()})
         row["config"], row["metadata"] = _stored(run.config), _stored(run.metadata)
-        same = [
-            r
-            for r in self.runs.values()
-            if r["status"] == "queued" and r["priority"] == row["priority"]
-        ]
-        own = [r["fair_rank"] for r in same if r["fair_key"] == row["fair_key"]]
-        row["fair_rank"] = (
-            max(max(own, default=0), min((r["fair_rank"] for r in same), default=0)) + 1
-        )
+        at = row["priority"]
+        queued = [r["fair_rank"] for r in self.runs.values() if r["status"] == "queued"
+                  and r["priority"] == at]  # fmt: skip
+        given = [rank for (_, p), rank in self.fair_ranks.items() if p == at]
+        head = min(queued) if queued else max(given, default=0)
+        last = self.fair_ranks.get((row["fair_key"], at), 0)
+        row["fair_rank"] = self.fair_ranks[(row["fair_key"], at)] = max(last + 1, head + 1)
         self.runs[row["id"]] = row
         self._events(row["id"], row["last_event_seq"], run.events, run.now)
         self._log(row["id"], run.snapshot.batch)

@@ -7,8 +7,8 @@ Create Date: 2027-01-12 10:00:00
 `runs.priority` (-100..100, 0 for the runs stored before), `runs.fair_key` (whose turn a
 run takes: the tenant, or the tenant and the key `AGENTRUN_FAIR_SHARE_KEY` names) and
 `runs.fair_rank` (its start-time fair queuing rank, set at enqueue; 0 for the runs
-stored before, so they go first). The claim index is rebuilt in the new claim order, and
-`ix_runs_fair` serves the rank of a key's last queued run.
+stored before, so they go first). The claim index is rebuilt in the new claim order.
+`fair_ranks`: each fair key's last rank at a priority, moved on by each create.
 """
 
 from collections.abc import Sequence
@@ -43,18 +43,17 @@ def upgrade() -> None:
         postgresql_where=QUEUED,
         sqlite_where=QUEUED,
     )
-    op.create_index(
-        "ix_runs_fair",
-        "runs",
-        ["fair_key", "priority", "fair_rank"],
-        unique=False,
-        postgresql_where=QUEUED,
-        sqlite_where=QUEUED,
+    op.create_table(
+        "fair_ranks",
+        sa.Column("fair_key", sa.String(length=300), nullable=False),
+        sa.Column("priority", sa.Integer(), nullable=False),
+        sa.Column("rank", sa.BigInteger(), nullable=False),
+        sa.PrimaryKeyConstraint("fair_key", "priority", name=op.f("pk_fair_ranks")),
     )
 
 
 def downgrade() -> None:
-    op.drop_index("ix_runs_fair", table_name="runs")
+    op.drop_table("fair_ranks")
     op.drop_index("ix_runs_claim", table_name="runs")
     op.create_index(
         "ix_runs_claim",

@@ -96,14 +96,16 @@ sa.Index(
     postgresql_where=QUEUED,
     sqlite_where=QUEUED,
 )
-# A fair key's last queued rank, read by the INSERT that ranks a new run.
-sa.Index(
-    "ix_runs_fair",
-    runs.c.fair_key,
-    runs.c.priority,
-    runs.c.fair_rank,
-    postgresql_where=QUEUED,
-    sqlite_where=QUEUED,
+
+# A fair key's last rank at a priority (start-time fair queuing, revision 0017), moved on
+# by the INSERT of each of its runs, in the same statement: its row lock gives the
+# concurrent creates of one key ranks of their own. One row per key and priority used.
+fair_ranks = sa.Table(
+    "fair_ranks",
+    metadata,
+    sa.Column("fair_key", sa.String(300), primary_key=True),
+    sa.Column("priority", sa.Integer, primary_key=True),
+    sa.Column("rank", sa.BigInteger, nullable=False),
 )
 
 

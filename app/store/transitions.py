@@ -23,7 +23,7 @@ from app.store.backend.base import Backend, ChangeWrite, NewRun, Wake
 from app.store.changes import Change
 from app.store.errors import NotFoundError
 from app.store.records import NewEvent, RunRecord
-from app.store.schema import DEFAULT_TENANT, runs
+from app.store.schema import DEFAULT_TENANT, fair_ranks, runs
 
 # --- the UPDATE of a run -----------------------------------------------------------------------
 
@@ -62,22 +62,25 @@ def due_runs(prefix: str = "") -> sa.Select[Any]:
 
 
 def fair_rank(
-    priority: sa.ColumnElement[Any], fair_key: sa.ColumnElement[Any], greatest: Any
-) -> sa.ColumnElement[int]:
-    """A run's rank at enqueue (start-time fair queuing), part of its INSERT: one more
-    than the later of its key's last queued rank and the head's (the lowest queued rank)
-    at its priority. A key with a backlog ranks after it; a key with none joins at the
-    head, so keys take turns. `greatest`: the dialect's two-argument maximum."""
-    same = [is_queued(), runs.c.priority == priority]
-    own = sa.select(sa.func.max(runs.c.fair_rank)).where(*same, runs.c.fair_key == fair_key)
-    head = sa.select(sa.func.min(runs.c.fair_rank)).where(*same)
-    return (  # type: ignore[no-any-return]
-        greatest(
-            sa.func.coalesce(own.scalar_subquery(), 0),
-            sa.func.coalesce(head.scalar_subquery(), 0),
-        )
-        + 1
+    insert: Any, priority: sa.ColumnElement[Any], fair_key: sa.ColumnElement[Any], greatest: Any
+) -> Any:
+    """The upsert that ranks a run at enqueue (start-time fair queuing), returning its
+    `rank`: one more than the later of its key's last rank and the head (the lowest
+    queued rank of its priority; with none queued, the highest rank given at that
+    priority, so ranks never start again). A key with a backlog ranks after it; a key
+    with none joins at the head, so keys take turns. `insert`: the dialect's insert of
+    `fair_ranks`; `greatest`: its two-argument maximum. The row lock of the upsert makes
+    concurrent creates of one key wait for each other's rank (PostgreSQL), not share it."""
+    queued = sa.select(sa.func.min(runs.c.fair_rank)).where(
+        is_queued(), runs.c.priority == priority
     )
+    given = sa.select(sa.func.max(fair_ranks.c.rank)).where(fair_ranks.c.priority == priority)
+    head = sa.func.coalesce(queued.scalar_subquery(), given.scalar_subquery(), 0)
+    stmt = insert.values(fair_key=fair_key, priority=priority, rank=head + 1)
+    return stmt.on_conflict_do_update(
+        index_elements=["fair_key", "priority"],
+        set_={"rank": greatest(fair_ranks.c.rank + 1, stmt.excluded.rank)},
+    ).returning(fair_ranks.c.rank)
 
 
 def update_run(

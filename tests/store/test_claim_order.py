@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import psycopg
@@ -67,6 +68,29 @@ async def test_priority_ranks_keep_to_their_priority(store: RunStore, settings: 
     record = await store.get(urgent, with_log=False)
     assert (record.priority, record.fair_rank, record.fair_key) == (1, 1, "a")
     assert await claim_order(store) == [urgent, a[0], a[1], b, a[2]]
+
+
+async def test_concurrent_creates_of_one_key_get_ranks_of_their_own(
+    store: RunStore, settings: Settings
+) -> None:
+    """Not the same rank (which would give the key several runs per turn): the upsert of
+    the key's rank row orders them."""
+    service = RunService(store, settings)
+    ids = await asyncio.gather(*(create(service, "a") for _ in range(8)))
+    ranks = [(await store.get(i, with_log=False)).fair_rank for i in ids]  # type: ignore[union-attr]
+    assert sorted(ranks) == list(range(1, 9))
+
+
+async def test_ranks_go_on_from_the_last_given_when_nothing_is_queued(
+    store: RunStore, settings: Settings
+) -> None:
+    service = RunService(store, settings)
+    for _ in range(3):
+        await create(service, "a")
+    assert len(await claim_order(store)) == 3
+    b = await create(service, "b")
+    record = await store.get(b, with_log=False)
+    assert record is not None and record.fair_rank == 4  # (not 1: A's next would be 4 too)
 
 
 async def test_a_run_not_yet_due_is_stepped_over(store: RunStore, settings: Settings) -> None:

@@ -26,6 +26,7 @@ from app.store.lookups import of_tenant, run_by
 from app.store.rows import LEDGER_COLUMNS, OUTBOX_COLUMNS, TOOL_CALL_COLUMNS, EventPlan
 from app.store.schema import (
     config_of,
+    fair_ranks,
     metadata_of,
     model_calls,
     run_configs,
@@ -405,9 +406,13 @@ class PgStatements:
 
         def build() -> Any:
             values: dict[str, Any] = {k: sa.bindparam(f"v_{k}", type_=runs.c[k].type) for k in keys}
-            values["fair_rank"] = fair_rank(
-                values["priority"], values["fair_key"], sa.func.greatest
-            )
+            ranked = fair_rank(
+                postgresql.insert(fair_ranks),
+                values["priority"],
+                values["fair_key"],
+                sa.func.greatest,
+            ).cte("ranked")
+            values["fair_rank"] = sa.select(ranked.c.rank).scalar_subquery()
             dml = postgresql.insert(runs).values(values)
             if idempotent:
                 dml = dml.on_conflict_do_nothing(

@@ -25,6 +25,7 @@ from app.store.queues import expired_event, leasable_calls, leased_event
 from app.store.records import NewEvent, NewToolCall, RunRecord, ToolCallRecord
 from app.store.rows import EventPlan, ledger_row, tool_row, webhook_payload, webhook_targets
 from app.store.schema import (
+    fair_ranks,
     model_calls,
     run_configs,
     run_events,
@@ -132,18 +133,20 @@ class SqliteBackend:
 
     async def create(self, run: NewRun) -> Changed:
         values = dict(run.values)
-        values["fair_rank"] = fair_rank(
+        rank = fair_rank(
+            sqlite.insert(fair_ranks),
             sa.literal(values["priority"], runs.c.priority.type),
             sa.literal(values["fair_key"], runs.c.fair_key.type),
             sa.func.max,  # (SQLite's two-argument max is the greatest)
         )
-        insert = sqlite.insert(runs).values(values)
-        if run.values.get("idempotency_key") is not None:
-            insert = insert.on_conflict_do_nothing(
-                index_elements=["tenant_id", "idempotency_key"],
-                index_where=runs.c.idempotency_key.is_not(None),
-            )
         async with self.engine.begin() as conn:
+            values["fair_rank"] = (await conn.execute(rank)).scalar_one()
+            insert = sqlite.insert(runs).values(values)
+            if run.values.get("idempotency_key") is not None:
+                insert = insert.on_conflict_do_nothing(
+                    index_elements=["tenant_id", "idempotency_key"],
+                    index_where=runs.c.idempotency_key.is_not(None),
+                )
             row = (await conn.execute(insert.returning(*runs.c))).mappings().first()
             if row is None:
                 return Changed(None)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
@@ -20,6 +19,8 @@ from app.store.runs import RunStore
 from app.store.schema import runs
 from tests.conftest import make_settings
 from tests.helpers import run_body
+from tests.store.test_claims import claim_values
+from tests.store.test_plans import generic_plan
 
 
 def lease() -> tuple[datetime, datetime]:
@@ -132,15 +133,7 @@ async def test_the_claim_index_still_serves_the_pick(
     assert isinstance(backend, PostgresBackend)
     events = [NewEvent("run.claimed", {"worker": "w"})]
     now, until = lease()
-    claim = {
-        "v_status": "running",
-        "v_lease_owner": "w",
-        "v_lease_expires_at": until,
-        "v_waiting_reason": {"type": "model_call"},
-        "e0_type": "run.claimed",
-        "e0_data": {"worker": "w"},
-        "e0_actor": None,
-    }
+    claim = claim_values(until)
     if chained:
         plan = EventPlan.of([])
         shape = Shape(("output",), ("running",), plan, False, chain=EventPlan.of(events))
@@ -150,14 +143,7 @@ async def test_the_claim_index_still_serves_the_pick(
     else:
         stmt = backend.sql.claim(EventPlan.of(events))
         values = {"p_now": now, "p_limit": 1, **claim}
-    compiled = backend.compile(stmt)
-    args = ", ".join(["%s"] * len(compiled.slots))
     conninfo = make_url(database_url).set(drivername="postgresql").render_as_string(False)
-    async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
-        await conn.execute("SET plan_cache_mode = force_generic_plan")
-        await conn.execute(f"PREPARE pick AS {compiled.sql}")
-        cursor = psycopg.AsyncClientCursor(conn)
-        await cursor.execute(f"EXPLAIN EXECUTE pick({args})", compiled.params(values))
-        plan = "\n".join(row[0] for row in await cursor.fetchall())
+    plan = await generic_plan(conninfo, backend.compile(stmt), values)
     assert "ix_runs_claim" in plan, plan
     assert "Seq Scan on runs" not in plan and "Sort" not in plan, plan

@@ -190,3 +190,23 @@ def test_agentrun_runs_without_the_client_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, "agentrun_client.cli", None)
     assert agentrun(["runs", "list"]) == 2
     assert "pip install ./client" in capsys.readouterr().err
+
+
+def test_a_queued_run_is_shown_with_its_priority_and_place() -> None:
+    from agentrun_client._render import run_text
+    from agentrun_client.models import Run
+
+    run = Run.model_validate(
+        {
+            "id": "run_x",
+            "status": "queued",
+            "turn": 0,
+            "max_turns": 8,
+            "created_at": "2027-01-12T10:00:00Z",
+            "updated_at": "2027-01-12T10:00:00Z",
+            "priority": 5,
+            "queue": {"position": 3, "reason": "fair_share"},
+        }
+    )
+    text = run_text(run, "agentrun-client")
+    assert "priority" in text and "position 3 (fair_share)" in text

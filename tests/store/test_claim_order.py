@@ -13,6 +13,7 @@ from app.service.runs import RunService
 from app.settings import Settings
 from app.store.backend.pg_statements import Shape
 from app.store.backend.postgres import PostgresBackend
+from app.store.lookups import queue_ahead
 from app.store.records import NewEvent
 from app.store.rows import EventPlan
 from app.store.runs import RunStore
@@ -147,3 +148,16 @@ async def test_the_claim_index_still_serves_the_pick(
     plan = await generic_plan(conninfo, backend.compile(stmt), values)
     assert "ix_runs_claim" in plan, plan
     assert "Seq Scan on runs" not in plan and "Sort" not in plan, plan
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_a_runs_place_is_counted_on_the_claim_index(
+    store: RunStore, database_url: str
+) -> None:
+    backend = store.backend
+    assert isinstance(backend, PostgresBackend)
+    now, _ = lease()
+    values = {"p_priority": 0, "p_rank": 5, "p_available": now, "p_id": "run_x", "p_now": now}
+    conninfo = make_url(database_url).set(drivername="postgresql").render_as_string(False)
+    plan = await generic_plan(conninfo, backend.compile(queue_ahead()), values)
+    assert "ix_runs_claim" in plan and "Seq Scan on runs" not in plan, plan

@@ -44,7 +44,7 @@ CLAIM_ORDER = (runs.c.priority.desc(), runs.c.fair_rank, runs.c.available_at, ru
 
 
 def is_queued() -> sa.ColumnElement[bool]:
-    """`status = 'queued'` with the status a literal, not a parameter: it matches the
+    """The status is the queued one, as a literal, not a parameter: it matches the
     partial indexes' predicate, so even a generic plan uses them."""
     return runs.c.status == sa.literal_column(f"'{RunStatus.QUEUED.value}'")
 

@@ -82,6 +82,11 @@ class Settings(BaseSettings):
     # TOML file and/or the same document as JSON; validated at start by `load_profiles`.
     providers_file: str | None = None
     providers: str | None = None
+    # Whose turn a queued run takes within its priority (docs/reference.md, "Priority and
+    # fair share"): `tenant`, `conversation` or `metadata:<key>` (the tenant and that).
+    fair_share_key: str = Field(
+        default="tenant", pattern=r"^(tenant|conversation|metadata:[A-Za-z0-9_.\-]{1,64})$"
+    )
     # Model-call retries (app.providers.backoff): the defaults wait at least 61.5 s in
     # total before the last attempt, so they outlast a one-minute rate-limit window.
     provider_max_attempts: int = Field(default=8, ge=1)

@@ -155,7 +155,14 @@ async def api_client(settings: Settings, key: str) -> AsyncIterator[Any]:
 RUN_TABLES = (*(t.name for t in RUN_ROWS), "runs")
 #: What a clean database holds none of: the runs, their rows, the fold's rollups, and API
 #: keys (a key left by one test would end open mode for the next).
-CLEAN_TABLES = (*RUN_TABLES, "usage_hourly", "run_counts", "run_endings", "api_keys")
+CLEAN_TABLES = (
+    *RUN_TABLES,
+    "usage_hourly",
+    "run_counts",
+    "run_endings",
+    "api_keys",
+    "fair_ranks",
+)
 
 
 async def cancel_inside(

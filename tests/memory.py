@@ -19,7 +19,7 @@ from app.core.lifecycle import RunStatus
 from app.store import changes
 from app.store.backend.base import Changed, ChangeWrite, Lease, NewRun, Row, Wake
 from app.store.changes import Change
-from app.store.lookups import events_after, secret_named
+from app.store.lookups import events_after, queue_ahead, secret_named
 from app.store.queues import call_statement
 from app.store.records import NewEvent, RunRecord, ToolCallRecord
 from app.store.rows import tool_row
@@ -33,7 +33,7 @@ def _server_default(column: sa.Column[Any]) -> Any:
     if column.server_default is None:
         return None
     arg = column.server_default.arg  # type: ignore[attr-defined]
-    return arg if column.name == "tenant_id" else int(arg)
+    return arg if column.name in ("tenant_id", "fair_key") else int(arg)
 
 
 def _stored(value: Any) -> Any:
@@ -79,6 +79,7 @@ class MemoryBackend:
         self.calls: dict[str, dict[tuple[int, int], dict[str, Any]]] = {}
         self.logs: dict[str, list[tuple[int, str]]] = {}
         self.secrets: dict[str, str] = {}
+        self.fair_ranks: dict[tuple[str, int], int] = {}  # (fair key, priority): last rank
         self.woken: list[Wake] = []
 
     # --- running statements ----------------------------------------------------------
@@ -112,6 +113,17 @@ class MemoryBackend:
         if stmt is secret_named():
             value = self.secrets.get(params["p_name"])
             return None if value is None else {"value": value}
+        if stmt is queue_ahead():  # (the claim's order, as `claim` sorts)
+            mine = (-params["p_priority"], params["p_rank"], params["p_available"], params["p_id"])
+            ahead = [
+                r
+                for r in self.runs.values()
+                if r["status"] == "queued"
+                and r["available_at"] <= params["p_now"]
+                and (-r["priority"], r["fair_rank"], r["available_at"], r["id"]) < mine
+            ]
+            higher = sum(r["priority"] > params["p_priority"] for r in ahead)
+            return {"ahead": len(ahead), "higher": higher}
         if stmt is call_statement():
             calls = self.calls.get(params["p_run"], {})
             return calls.get((params["p_round"], params["p_position"]))
@@ -215,6 +227,13 @@ class MemoryBackend:
         row: dict[str, Any] = {c.name: _server_default(c) for c in runs.columns}
         row.update({k: _stored(v) if k in JSON_COLUMNS else v for k, v in run.values.items()})
         row["config"], row["metadata"] = _stored(run.config), _stored(run.metadata)
+        at = row["priority"]
+        queued = [r["fair_rank"] for r in self.runs.values() if r["status"] == "queued"
+                  and r["priority"] == at]  # fmt: skip
+        given = [rank for (_, p), rank in self.fair_ranks.items() if p == at]
+        head = min(queued) if queued else max(given, default=0)
+        last = self.fair_ranks.get((row["fair_key"], at), 0)
+        row["fair_rank"] = self.fair_ranks[(row["fair_key"], at)] = max(last + 1, head + 1)
         self.runs[row["id"]] = row
         self._events(row["id"], row["last_event_seq"], run.events, run.now)
         self._log(row["id"], run.snapshot.batch)
@@ -223,7 +242,7 @@ class MemoryBackend:
     async def claim(self, change: Change, now: datetime, limit: int) -> list[RunRecord]:
         due = sorted(
             (r for r in self.runs.values() if r["status"] == "queued" and r["available_at"] <= now),
-            key=lambda r: (r["available_at"], r["id"]),
+            key=lambda r: (-r["priority"], r["fair_rank"], r["available_at"], r["id"]),
         )
         out = []
         for row in due[:limit]:

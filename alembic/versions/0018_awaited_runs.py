@@ -1,7 +1,7 @@
 """the run that waits for a run of its conversation
 
 Revision ID: 0018
-Revises: 0015
+Revises: 0017
 Create Date: 2027-01-20 10:00:00
 
 `runs.awaited_by`: the id of the run created with `if_busy: enqueue` that waits for this
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0018"
-down_revision: str | None = "0016"
+down_revision: str | None = "0017"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -97,6 +97,13 @@ class RunOut(BaseModel):
     conversation_id: str = Field(
         description="the first run of this run's conversation (its own id unless it continues one)"
     )
+    priority: int = Field(default=0, description="claim order: higher first (-100..100)")
+    queue: dict[str, Any] | None = Field(
+        default=None,
+        description="a queued run's place, on a read of the run: `position` (how many due "
+        "runs the claim takes first), `ahead_higher_priority`, `reason` (`next`, "
+        "`higher_priority`, `fair_share`, `not_due`) and `available_at`",
+    )
 
     @classmethod
     def of(cls, view: RunView, *, callbacks: bool = True) -> RunOut:
@@ -159,6 +166,8 @@ class RunOut(BaseModel):
             expires_at=r.expires_at if r.status == RunStatus.REQUIRES_ACTION else None,
             previous_run_id=conversations.previous_of(r),
             conversation_id=conversations.conversation_of(r),
+            priority=r.priority,
+            queue=view.queue,
         )
 
 

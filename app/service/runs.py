@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import dataclasses
 import re
 import secrets
 import string
@@ -44,6 +45,7 @@ from app.service.errors import (
     ToolCallNotPending,
     ToolResultConflict,
 )
+from app.service.fairness import fair_key, queue_spot
 from app.service.limits import RunLimitsService
 from app.service.resolutions import resolution_change
 from app.service.schemas import (
@@ -87,6 +89,7 @@ class RunView:
     pending: list[ToolCallRecord]
     callback_url: str | None
     resolution: Resolution | None  # the invalid tool call it waits to have resolved
+    queue: dict[str, Any] | None = None  # a queued run's place (app.service.fairness)
 
 
 #: The symbols of a run id's random part: letters and digits only, so an id never starts
@@ -238,9 +241,13 @@ class RunService:
             created_data.update(continued)
         if tracing.ENABLED:  # the create span's context: every later span joins it
             config[tracing.CONFIG_KEY] = tracing.carrier()
+        new_id = run_id()
+        conversation = before.conversation_id if before is not None else new_id
         values = {
-            "id": run_id(),
+            "id": new_id,
             "tenant_id": tenant,
+            "priority": body.priority,
+            "fair_key": fair_key(self.settings.fair_share_key, tenant, conversation, body.metadata),
             "status": INITIAL.value,
             "schema_version": SCHEMA_VERSION,
             "version": 1,
@@ -372,7 +379,11 @@ class RunService:
         record = await self.store.get(run_id, with_log=with_log, tenant=tenant)
         if record is None:
             raise RunNotFound(f"no run with id {run_id}")
-        return await self.view(record)
+        view = await self.view(record)
+        if record.status == RunStatus.QUEUED:
+            spot = await queue_spot(self.store, record, self.clock())
+            view = dataclasses.replace(view, queue=spot)
+        return view
 
     async def load_run(self, run_id: str, *, tenant: str | None = None) -> AgentRun:
         """A run's state machine as stored, with its whole conversation."""

@@ -77,6 +77,7 @@ _AS_INT = BeforeValidator(_integral_float)  # last: it runs first, before the ch
 MaxRetries = Annotated[int, Field(ge=0, le=100, strict=True), _AS_INT]
 MaxTurns = Annotated[int, Field(ge=1, le=1000, strict=True), _AS_INT]
 Concurrency = Annotated[int, Field(ge=1, le=64, strict=True), _AS_INT]
+Priority = Annotated[int, Field(ge=-100, le=100, strict=True), _AS_INT]
 
 
 class Strict(BaseModel):
@@ -271,6 +272,11 @@ class RunCreate(Body):
     expires_in: float | None = Field(default=None, gt=0, le=365 * 24 * 3600, strict=True)
     metadata: dict[str, Any] = Field(default_factory=dict)
     stream: bool = Field(default=False, strict=True)
+    priority: Priority = Field(
+        default=0,
+        description="claim order: a queued run of higher priority goes first; within one "
+        "priority, fair keys (tenants) take turns",
+    )
     tool_queue: QueueName | None = Field(
         default=None,
         description="the run's tool calls are leased by executors of this queue "

@@ -31,6 +31,7 @@ from app.store.schema import (
     service_secrets,
     tool_calls,
 )
+from app.store.transitions import is_queued
 from app.store.usage import usage_totals
 
 # --- statements ----------------------------------------------------------------------------
@@ -114,6 +115,35 @@ def events_after() -> sa.Select[Any]:
         )
         .order_by(run_events.c.seq)
         .limit(sa.bindparam("p_limit", type_=sa.Integer()))
+    )
+
+
+@functools.cache
+def queue_ahead() -> sa.Select[Any]:
+    """How many due queued runs go before run (`p_priority`, `p_rank`, `p_available`,
+    `p_id`) in claim order, and how many of them for a higher priority: a range of
+    ix_runs_claim up to the run's entry."""
+    mine: tuple[Any, ...] = (
+        sa.bindparam("p_rank", type_=runs.c.fair_rank.type),
+        sa.bindparam("p_available", type_=runs.c.available_at.type),
+        sa.bindparam("p_id", type_=runs.c.id.type),
+    )
+    priority = sa.bindparam("p_priority", type_=sa.Integer())
+    higher = runs.c.priority > priority
+    before = sa.or_(
+        higher,
+        sa.and_(
+            runs.c.priority == priority,
+            sa.tuple_(runs.c.fair_rank, runs.c.available_at, runs.c.id) < sa.tuple_(*mine),
+        ),
+    )
+    return sa.select(
+        sa.func.count().label("ahead"),
+        sa.func.coalesce(sa.func.sum(sa.case((higher, 1), else_=0)), 0).label("higher"),
+    ).where(
+        is_queued(),
+        runs.c.available_at <= sa.bindparam("p_now", type_=runs.c.available_at.type),
+        before,
     )
 
 
@@ -221,6 +251,19 @@ class Lookups:
     async def events(self, run_id: str, *, after: int = 0, limit: int = 1000) -> list[EventRecord]:
         params = {"p_id": run_id, "p_after": after, "p_limit": limit}
         return [EventRecord.from_row(r) for r in await self.backend.fetch(events_after(), params)]
+
+    async def queue_ahead(self, record: RunRecord, now: datetime) -> tuple[int, int]:
+        """(How many due queued runs the claim takes before `record`, how many of those
+        for a higher priority)."""
+        params = {
+            "p_priority": record.priority,
+            "p_rank": record.fair_rank,
+            "p_available": record.available_at,
+            "p_id": record.id,
+            "p_now": now,
+        }
+        row = await self.backend.fetch_one(queue_ahead(), params)
+        return (0, 0) if row is None else (int(row["ahead"]), int(row["higher"]))
 
     async def count_by_status(self, tenant: str | None = None) -> dict[str, int]:
         """By index and rollup, not by counting `runs` (app.store.reports)."""

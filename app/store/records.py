@@ -83,6 +83,9 @@ class RunRecord:
     limits: dict[str, Any] | None = None  # its budget (app.service.budgets), if any
     awaited_by: str | None = None  # the run waiting for it to end (`if_busy: enqueue`)
     flow_reserved_at: datetime | None = None  # a shared-limit reservation (app.store.flow)
+    priority: int = 0  # claim order: higher first (-100..100)
+    fair_key: str = ""  # whose turn it takes within its priority (app.service.fairness)
+    fair_rank: int = 0  # its turn: start-time fair queuing rank, set at enqueue
     # The run's log (`app.core.stored`: its batches as one JSON array text) when the read
     # asked for it: to load the run whole.
     log: str | None = None
@@ -171,6 +174,9 @@ class RunRecord:
             limits=v[c["limits"]],
             awaited_by=v[c["awaited_by"]],
             flow_reserved_at=utc(v[c["flow_reserved_at"]]),
+            priority=v.get(c["priority"], 0),
+            fair_key=v.get(c["fair_key"], ""),
+            fair_rank=v.get(c["fair_rank"], 0),
             log=log,
             _config=None if known is None else known._config,
         )

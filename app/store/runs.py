@@ -69,7 +69,7 @@ class RunStore:
 
         self.lookups = r = Lookups(self.backend)
         self.get, self.list_runs, self.events = r.get, r.list_runs, r.events
-        self.fences = r.fences
+        self.fences, self.queue_ahead = r.fences, r.queue_ahead
         self.tool_calls, self.pending_calls, self.pending = r.tool_calls, r.pending_calls, r.pending
         self.count_by_status, self.usage_totals, self.secret = (
             r.count_by_status,

@@ -81,16 +81,37 @@ runs = sa.Table(
     # A shared-limit reservation the run holds (app.store.flow): set by a throttle (the
     # time its reserved call may go), honoured by its next model call, cleared after.
     sa.Column("flow_reserved_at", Timestamp),
+    # Claim order (revision 0017): higher `priority` first (-100..100); within one, the
+    # lower `fair_rank` (start-time fair queuing: set at enqueue from the run's
+    # `fair_key`, app.store.transitions.fair_rank), so fair keys take turns.
+    sa.Column("priority", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("fair_key", sa.String(300), nullable=False, server_default=""),
+    sa.Column("fair_rank", sa.BigInteger, nullable=False, server_default="0"),
 )
 # The claim's index holds queued runs only, in claim order: a generic plan picks it even
 # on an empty table (no sticky seq-scan plan), and other transitions do not write to it.
+# `available_at` is in the key so the claim's "due" test is checked on the index entry
+# (a run not yet due is stepped over without reading its row).
 QUEUED = sa.text(f"status = '{RunStatus.QUEUED.value}'")
 sa.Index(
     "ix_runs_claim",
+    runs.c.priority.desc(),
+    runs.c.fair_rank,
     runs.c.available_at,
     runs.c.id,
     postgresql_where=QUEUED,
     sqlite_where=QUEUED,
+)
+
+# A fair key's last rank at a priority (start-time fair queuing, revision 0017), moved on
+# by the INSERT of each of its runs, in the same statement: its row lock gives the
+# concurrent creates of one key ranks of their own. One row per key and priority used.
+fair_ranks = sa.Table(
+    "fair_ranks",
+    metadata,
+    sa.Column("fair_key", sa.String(300), primary_key=True),
+    sa.Column("priority", sa.Integer, primary_key=True),
+    sa.Column("rank", sa.BigInteger, nullable=False),
 )
 
 

@@ -23,7 +23,7 @@ from app.store.backend.base import Backend, ChangeWrite, NewRun, Wake
 from app.store.changes import Change
 from app.store.errors import NotFoundError
 from app.store.records import NewEvent, RunRecord
-from app.store.schema import DEFAULT_TENANT, runs
+from app.store.schema import DEFAULT_TENANT, fair_ranks, runs
 
 # --- the UPDATE of a run -----------------------------------------------------------------------
 
@@ -38,19 +38,49 @@ def status_in(statuses: Sequence[str]) -> sa.ColumnElement[bool]:
     return status.in_([sa.literal_column(f"'{RunStatus(s).value}'") for s in statuses])
 
 
+#: The claim order (ix_runs_claim's key): higher priority first, then the lower fair
+#: rank (fair keys take turns), then the oldest due.
+CLAIM_ORDER = (runs.c.priority.desc(), runs.c.fair_rank, runs.c.available_at, runs.c.id)
+
+
+def is_queued() -> sa.ColumnElement[bool]:
+    """The status is the queued one, as a literal, not a parameter: it matches the
+    partial indexes' predicate, so even a generic plan uses them."""
+    return runs.c.status == sa.literal_column(f"'{RunStatus.QUEUED.value}'")
+
+
 def due_runs(prefix: str = "") -> sa.Select[Any]:
-    """The ids of the oldest due queued runs, at most `p_limit` (a claim's pick)."""
+    """The ids of the first due queued runs in claim order, at most `p_limit` (a claim's
+    pick): read from ix_runs_claim in its order, a run not yet due stepped over on its
+    index entry."""
     return (
         sa.select(runs.c.id)
-        .where(
-            # A literal, not a parameter: it matches ix_runs_claim's predicate, so even a
-            # generic plan uses that index.
-            runs.c.status == sa.literal_column(f"'{RunStatus.QUEUED.value}'"),
-            runs.c.available_at <= sa.bindparam("p_now"),
-        )
-        .order_by(runs.c.available_at, runs.c.id)
+        .where(is_queued(), runs.c.available_at <= sa.bindparam("p_now"))
+        .order_by(*CLAIM_ORDER)
         .limit(sa.bindparam(f"{prefix}p_limit", type_=sa.Integer()))
     )
+
+
+def fair_rank(
+    insert: Any, priority: sa.ColumnElement[Any], fair_key: sa.ColumnElement[Any], greatest: Any
+) -> Any:
+    """The upsert that ranks a run at enqueue (start-time fair queuing), returning its
+    `rank`: one more than the later of its key's last rank and the head (the lowest
+    queued rank of its priority; with none queued, the highest rank given at that
+    priority, so ranks never start again). A key with a backlog ranks after it; a key
+    with none joins at the head, so keys take turns. `insert`: the dialect's insert of
+    `fair_ranks`; `greatest`: its two-argument maximum. The row lock of the upsert makes
+    concurrent creates of one key wait for each other's rank (PostgreSQL), not share it."""
+    queued = sa.select(sa.func.min(runs.c.fair_rank)).where(
+        is_queued(), runs.c.priority == priority
+    )
+    given = sa.select(sa.func.max(fair_ranks.c.rank)).where(fair_ranks.c.priority == priority)
+    head = sa.func.coalesce(queued.scalar_subquery(), given.scalar_subquery(), 0)
+    stmt = insert.values(fair_key=fair_key, priority=priority, rank=head + 1)
+    return stmt.on_conflict_do_update(
+        index_elements=["fair_key", "priority"],
+        set_={"rank": greatest(fair_ranks.c.rank + 1, stmt.excluded.rank)},
+    ).returning(fair_ranks.c.rank)
 
 
 def update_run(
@@ -167,6 +197,8 @@ class Transitions:
         config, meta = values["config"], values["metadata"]
         columns = {
             **{k: v for k, v in values.items() if k not in ("config", "metadata")},
+            "priority": values.get("priority", 0),
+            "fair_key": values.get("fair_key", values.get("tenant_id", DEFAULT_TENANT)),
             "state": snapshot.control,
             "last_event_seq": len(events),
             "created_at": now,

@@ -60,6 +60,7 @@ class RunOptions(TypedDict, total=False):
     metadata: Mapping[str, Any]
     stream: bool
     tool_queue: str
+    priority: int  # -100..100, default 0: a higher one is claimed first
     approval: str | Mapping[str, Any]
     approval_timeout: float
     approval_on_timeout: str

@@ -122,6 +122,11 @@ def run_text(run: Run, prog: str) -> str:
         row("usage", f"{u.input_tokens} in, {u.output_tokens} out, {u.total_tokens} tokens")
     if run.metadata:
         row("metadata", compact(run.metadata, 500))
+    if run.priority:
+        row("priority", str(run.priority))
+    if run.queue:
+        q = run.queue
+        row("queue", f"position {q.get('position')} ({q.get('reason')})")
     return "\n".join(lines)
 
 

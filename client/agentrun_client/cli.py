@@ -113,7 +113,7 @@ def create_body(args: argparse.Namespace) -> dict[str, Any]:
         body["metadata"] = {**body.get("metadata", {}), **meta}
     if args.webhook is not None:
         body["webhook"] = {"url": args.webhook}
-    for flag in ("preamble", "max_turns", "tool_concurrency", "expires_in"):
+    for flag in ("preamble", "max_turns", "tool_concurrency", "expires_in", "priority"):
         value = getattr(args, flag)
         if value is not None:
             body[flag] = value
@@ -418,6 +418,8 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         help="when that conversation's latest run is active: refuse (default), "
         "wait for it, or cancel it",
     )
+    c.add_argument("--priority", type=int, metavar="N",
+                   help="-100..100 (default 0): a higher one is claimed first")  # fmt: skip
     c.add_argument("--body", metavar="JSON|@FILE",
                    help="a whole request body; the flags above override its fields")  # fmt: skip
     c.add_argument("--idempotency-key", help="default: a fresh one (retries are safe)")

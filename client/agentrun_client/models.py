@@ -169,6 +169,8 @@ class Run(Model):
     expires_at: datetime | None = None
     previous_run_id: str | None = None
     conversation_id: str | None = None  # the first run's id (its own unless it continues one)
+    priority: int = 0  # claim order (docs/reference.md, Priority and fair share)
+    queue: dict[str, Any] | None = None  # while queued: `position` and `reason`
 
     @property
     def is_terminal(self) -> bool:

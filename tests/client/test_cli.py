@@ -166,11 +166,11 @@ def test_create_from_a_body_with_flags_over_it(live: Live, monkeypatch: pytest.M
     done = cli(
         live, "runs", "create", "--body", "@-", "--metadata", "b=two", "--param", "delay_ms=0",
         "--preamble", "Be brief.", "--tool-choice", "none", "--invalid-tool-call", "skip",
-        "--expires-in", "60", "--stream", "--json",
+        "--expires-in", "60", "--stream", "--priority", "7", "--json",
     )  # fmt: skip
     assert done.code == 0, done.err
     run = done.json()
-    assert run["metadata"] == {"a": 1, "b": "two"}
+    assert run["metadata"] == {"a": 1, "b": "two"} and run["priority"] == 7
     assert run["model"] == {"provider": "scripted", "name": "demo", "delay_ms": 0}
     finished = cli(live, "runs", "wait", run["id"], "--json").json()
     assert finished["status"] == "completed" and finished["output"] == "You said: from the body"
@@ -206,3 +206,23 @@ def test_continue_a_busy_conversation(live: Live, tmp_path: Path) -> None:
     assert done.json()["waiting_reason"] == {"type": "conversation", "run_id": active}
     bad = cli(live, "runs", "create", "x", "--previous-run-id", active, "--if-busy", "later")
     assert bad.code == 2  # (argparse's message goes to the process's stderr)
+
+
+def test_a_queued_run_is_shown_with_its_priority_and_place() -> None:
+    from agentrun_client._render import run_text
+    from agentrun_client.models import Run
+
+    run = Run.model_validate(
+        {
+            "id": "run_x",
+            "status": "queued",
+            "turn": 0,
+            "max_turns": 8,
+            "created_at": "2027-01-12T10:00:00Z",
+            "updated_at": "2027-01-12T10:00:00Z",
+            "priority": 5,
+            "queue": {"position": 3, "reason": "fair_share"},
+        }
+    )
+    text = run_text(run, "agentrun-client")
+    assert "priority" in text and "position 3 (fair_share)" in text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import psycopg
 import pytest
@@ -23,6 +24,19 @@ from tests.helpers import run_body
 @pytest.fixture
 def service(store: RunStore, settings: Settings) -> RunService:
     return RunService(store, settings)
+
+
+def claim_values(until: datetime) -> dict[str, Any]:
+    """The values of a claim statement's change (worker `w`, one `run.claimed` event)."""
+    return {
+        "v_status": "running",
+        "v_lease_owner": "w",
+        "v_lease_expires_at": until,
+        "v_waiting_reason": {"type": "model_call"},
+        "e0_type": "run.claimed",
+        "e0_data": {"worker": "w"},
+        "e0_actor": None,
+    }
 
 
 def lease() -> tuple[datetime, datetime]:
@@ -180,17 +194,7 @@ async def test_claim_plan_keeps_its_index_when_planned_generic_on_an_empty_table
     assert isinstance(backend, PostgresBackend)
     compiled = backend.compile(backend.sql.claim(EventPlan.of(events)))
     now, until = lease()
-    values = {
-        "p_now": now,
-        "p_limit": 1,
-        "v_status": "running",
-        "v_lease_owner": "w",
-        "v_lease_expires_at": until,
-        "v_waiting_reason": {"type": "model_call"},
-        "e0_type": "run.claimed",
-        "e0_data": {"worker": "w"},
-        "e0_actor": None,
-    }
+    values = {"p_now": now, "p_limit": 1, **claim_values(until)}
     args = ", ".join(["%s"] * len(compiled.slots))
     conninfo = make_url(database_url).set(drivername="postgresql").render_as_string(False)
     async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:

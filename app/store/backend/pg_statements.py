@@ -26,6 +26,7 @@ from app.store.lookups import of_tenant, run_by
 from app.store.rows import LEDGER_COLUMNS, OUTBOX_COLUMNS, TOOL_CALL_COLUMNS, EventPlan
 from app.store.schema import (
     config_of,
+    fair_ranks,
     metadata_of,
     model_calls,
     run_configs,
@@ -37,7 +38,7 @@ from app.store.schema import (
     tool_calls,
     webhook_outbox,
 )
-from app.store.transitions import claim_keys, due_runs, update_run
+from app.store.transitions import claim_keys, due_runs, fair_rank, update_run
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,9 +405,15 @@ class PgStatements:
         """A new run with its configuration, events and first log batch."""
 
         def build() -> Any:
-            dml = postgresql.insert(runs).values(
-                {k: sa.bindparam(f"v_{k}", type_=runs.c[k].type) for k in keys}
-            )
+            values: dict[str, Any] = {k: sa.bindparam(f"v_{k}", type_=runs.c[k].type) for k in keys}
+            ranked = fair_rank(
+                postgresql.insert(fair_ranks),
+                values["priority"],
+                values["fair_key"],
+                sa.func.greatest,
+            ).cte("ranked")
+            values["fair_rank"] = sa.select(ranked.c.rank).scalar_subquery()
+            dml = postgresql.insert(runs).values(values)
             if idempotent:
                 dml = dml.on_conflict_do_nothing(
                     index_elements=["tenant_id", "idempotency_key"],

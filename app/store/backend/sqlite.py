@@ -25,6 +25,7 @@ from app.store.queues import expired_event, in_flight_statement, leasable_calls,
 from app.store.records import NewEvent, NewToolCall, RunRecord, ToolCallRecord
 from app.store.rows import EventPlan, ledger_row, tool_row, webhook_payload, webhook_targets
 from app.store.schema import (
+    fair_ranks,
     model_calls,
     run_configs,
     run_events,
@@ -33,7 +34,7 @@ from app.store.schema import (
     tool_calls,
     webhook_outbox,
 )
-from app.store.transitions import change_params, claim_keys, due_runs, update_run
+from app.store.transitions import change_params, claim_keys, due_runs, fair_rank, update_run
 
 tc = tool_calls
 
@@ -131,13 +132,21 @@ class SqliteBackend:
         return RunRecord.from_row({**row, "config": config, "metadata": metadata}, log=log)
 
     async def create(self, run: NewRun) -> Changed:
-        insert = sqlite.insert(runs).values(dict(run.values))
-        if run.values.get("idempotency_key") is not None:
-            insert = insert.on_conflict_do_nothing(
-                index_elements=["tenant_id", "idempotency_key"],
-                index_where=runs.c.idempotency_key.is_not(None),
-            )
+        values = dict(run.values)
+        rank = fair_rank(
+            sqlite.insert(fair_ranks),
+            sa.literal(values["priority"], runs.c.priority.type),
+            sa.literal(values["fair_key"], runs.c.fair_key.type),
+            sa.func.max,  # (SQLite's two-argument max is the greatest)
+        )
         async with self.engine.begin() as conn:
+            values["fair_rank"] = (await conn.execute(rank)).scalar_one()
+            insert = sqlite.insert(runs).values(values)
+            if run.values.get("idempotency_key") is not None:
+                insert = insert.on_conflict_do_nothing(
+                    index_elements=["tenant_id", "idempotency_key"],
+                    index_where=runs.c.idempotency_key.is_not(None),
+                )
             row = (await conn.execute(insert.returning(*runs.c))).mappings().first()
             if row is None:
                 return Changed(None)

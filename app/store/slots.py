@@ -10,7 +10,8 @@ expires by itself (about the lease length: a SIGKILLed worker's slot frees then)
 otherwise deleted when the call ends (`release`). A full key records the refused run in
 `flow_waiters`; the release of a slot makes the oldest waiting run that is still queued
 due at once (and wakes the workers), under the same lock, so no wake-up is lost between
-a refusal and a release. Times are Unix seconds.
+a refusal and a release (a release that wakes nobody forgets the waiters that ended).
+Times are Unix seconds.
 """
 
 from __future__ import annotations
@@ -144,10 +145,19 @@ class FlowSlots:
             woken = (await conn.execute(wake)).scalar()
             if woken is not None:
                 await conn.execute(w.delete().where(w.c.run_id == woken))
+            else:  # (nobody to wake: forget the waiters that ended or were woken otherwise)
+                queued = sa.select(runs.c.id).where(runs.c.status == RunStatus.QUEUED.value)
+                await conn.execute(w.delete().where(w.c.key.in_(keys), w.c.run_id.not_in(queued)))
         if woken is None:
             return None
         self.backend.wake([(NOTIFY_CHANNEL, "")])
         return str(woken)
+
+    async def waiters(self, key: str) -> list[str]:
+        """The runs waiting for a slot of `key`, oldest first (tests)."""
+        stmt = sa.select(w.c.run_id).where(w.c.key == key).order_by(w.c.since)
+        async with self.backend.reader() as conn:
+            return [str(r) for r in (await conn.execute(stmt)).scalars()]
 
     async def in_flight(self, key: str, now: float) -> int:
         """The live slots of `key` (tests and metrics)."""

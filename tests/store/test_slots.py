@@ -1,12 +1,17 @@
 """Concurrency slots (app.store.slots) on both databases: never more than `max_concurrent`
-held under concurrent takers, a leaked slot frees at its expiry, a full key reserves no
-rate, a release makes the oldest waiting run due."""
+held under concurrent takers (on PostgreSQL also from many processes), a leaked slot frees
+at its expiry, a full key reserves no rate, a release makes the oldest waiting run due."""
 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import uuid
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
 
 from app.core.lifecycle import RunStatus
 from app.service.runs import RunService
@@ -19,6 +24,7 @@ from app.store.waiting import RateLimit
 from tests.helpers import run_body
 
 T0 = 1_800_000_000.0
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def fresh(name: str) -> str:
@@ -105,3 +111,70 @@ async def test_a_release_makes_the_oldest_waiting_run_due(
     assert (await store.get(ids[1])).available_at > now  # type: ignore[union-attr]
     assert await store.slots.release([key], "nobody", now) == ids[1]
     assert await store.slots.release([key], "nobody", now) is None
+
+
+async def test_a_release_that_wakes_nobody_forgets_the_waiters_that_ended(
+    store: RunStore, settings: Settings
+) -> None:
+    key = fresh("profile:p")
+    at = datetime.now(UTC).timestamp()
+    assert (await store.slots.take([Slot(key, 1)], "a", "x", at, at + 30)).held
+    assert not (await store.slots.take([Slot(key, 1)], "b", "no-such-run", at, at + 30)).held
+    assert await store.slots.waiters(key) == ["no-such-run"]
+    assert await store.slots.release([key], "a", datetime.now(UTC)) is None
+    assert await store.slots.waiters(key) == []
+
+
+TAKER = """
+import asyncio, os, sys
+from app.store.backend.engines import create_engine
+from app.store.runs import RunStore
+from app.store.slots import Slot
+
+async def main() -> None:
+    store = RunStore(create_engine(sys.argv[1]))
+    key = sys.argv[2]
+    await store.slots.in_flight(key, 0.0)  # connected: the takes below are all that is left
+    print("ready", flush=True)
+    sys.stdin.readline()
+
+    async def one(i: int) -> bool:
+        got = await store.slots.take([Slot(key, 3)], f"{os.getpid()}-{i}", "r", 1e9, 2e9)
+        return got.held
+
+    print(sum(await asyncio.gather(*(one(i) for i in range(10)))), flush=True)
+    await store.aclose()
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_takers_in_many_processes_never_hold_more_than_max_concurrent(
+    store: RunStore, database_url: str
+) -> None:
+    """Real processes, each with its own pool, 10 takers each, told to go at once."""
+    key = fresh("profile:p")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", TAKER, database_url, key],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        for _ in range(4)
+    ]
+    try:
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        counts = [int(p.communicate(timeout=30)[0].strip()) for p in procs]
+    finally:
+        for p in procs:
+            p.kill() if p.poll() is None else None
+    assert sum(counts) == 3, counts
+    assert await store.slots.in_flight(key, 1e9) == 3

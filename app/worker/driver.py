@@ -223,7 +223,11 @@ class RunDriver:
             if not isinstance(gate, Reserved):
                 return gate
             reserved = gate
-        provider = self.providers(spec)
+        try:
+            provider = self.providers(spec)
+        except BaseException:  # (the slots are the call's: it will not happen)
+            await self.flow.release(reserved, self.clock())
+            raise
         streamed = config.stream
         started = time.perf_counter()
         progress = streaming.Progress()
@@ -300,7 +304,7 @@ class RunDriver:
         tokens = self.flow.most_tokens(request, provider)
         fresh = timedelta(seconds=self.settings.lease_seconds)
         # A slot outlives neither the lease nor the call's timeout (a dead worker's frees).
-        timeout = self.flow.timeout_of(provider) or 0.0
+        timeout = self.flow.timeout_of(provider) or self.settings.provider_timeout
         slot_seconds = max(float(self.settings.lease_seconds), timeout)
         honour = held is not None and not claim.honoured and now - fresh <= held <= now + _SLACK
         grant, reserved = await self.flow.acquire(

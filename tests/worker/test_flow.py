@@ -21,6 +21,7 @@ from app.store.runs import RunStore
 from app.store.slots import Slot
 from app.worker.budget import Budgets
 from app.worker.driver import RunDriver
+from app.worker.lease import LeaseLost
 from app.worker.providers import make_provider
 from tests.helpers import run_body
 from tests.mocks.replies import Reply
@@ -248,3 +249,26 @@ async def test_a_tenants_max_concurrent_limits_its_runs(
     reason = (await service.get_run(view.record.id)).record.waiting_reason
     assert reason is not None and (reason["limit"], reason["key"]) == ("max_concurrent", key)
     assert await claim_and_drive(d, store, datetime.now(UTC)) == RunStatus.REQUIRES_ACTION
+
+
+class _Lost:
+    """A provider whose call ends by the lease being lost mid-flight."""
+
+    name = "scripted"
+
+    async def complete(self, request: Any) -> Any:
+        raise LeaseLost()
+
+
+async def test_a_slot_is_released_when_the_lease_is_lost_mid_call(
+    store: RunStore, settings: Settings
+) -> None:
+    model = f"m-{uuid.uuid4().hex[:8]}"
+    profiles = limited("scripted", model, max_concurrent=1)
+    service = RunService(store, settings)
+    await service.create_run(run_body(model=model_doc(model)))
+    key = await store.secret("callback_key", new_key)
+    d = RunDriver(store, settings, "w", lambda s: _Lost(), key, profiles=profiles)  # type: ignore[arg-type,return-value]
+    assert await claim_and_drive(d, store, datetime.now(UTC)) is None
+    at = datetime.now(UTC).timestamp()
+    assert await store.slots.in_flight(f"model:scripted/{model}", at) == 0

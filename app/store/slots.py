@@ -49,24 +49,24 @@ class Taken:
     full: str | None = None
 
 
-def _lock(backend: Backend, keys: Sequence[str]) -> Any:
-    """An upsert that creates (empty) and locks the keys' `flow_limits` rows."""
-    rows = [
-        {
-            "key": k,
-            "requests_tat": 0.0,
-            "tokens_tat": 0.0,
-            "request_interval": 0.0,
-            "token_interval": 0.0,
-            "tokens_reserved": 0.0,
-            "slow_request_interval": 0.0,
-            "slow_token_interval": 0.0,
-            "slow_until": 0.0,
-            "provider_429s": 0,
-        }
-        for k in sorted(keys)
-    ]
-    ins = backend.insert(f).values(rows)
+_EMPTY = {
+    "requests_tat": 0.0,
+    "tokens_tat": 0.0,
+    "request_interval": 0.0,
+    "token_interval": 0.0,
+    "tokens_reserved": 0.0,
+    "slow_request_interval": 0.0,
+    "slow_token_interval": 0.0,
+    "slow_until": 0.0,
+    "provider_429s": 0,
+}
+
+
+def _lock(backend: Backend) -> Any:
+    """An upsert that creates (empty) and locks a key's `flow_limits` row (`p_key`); run
+    as one executemany over the keys in key order."""
+    row = {"key": sa.bindparam("p_key", type_=sa.String())} | _EMPTY
+    ins = backend.insert(f).values(row)
     return ins.on_conflict_do_update(
         index_elements=[f.c.key], set_={"provider_429s": f.c.provider_429s}
     )
@@ -76,6 +76,7 @@ class FlowSlots:
     def __init__(self, backend: Backend, limits: FlowLimits) -> None:
         self.backend = backend
         self.limits = limits
+        self._lock = _lock(backend)
 
     async def take(
         self,
@@ -95,7 +96,7 @@ class FlowSlots:
         # (every key the transaction writes, in one sorted order: takers never deadlock)
         locked = sorted(set(keys) | {d.key for d in demands})
         async with self.backend.transaction() as conn:
-            await conn.execute(_lock(self.backend, locked))
+            await conn.execute(self._lock, [{"p_key": k} for k in locked])
             await conn.execute(s.delete().where(s.c.key.in_(keys), s.c.expires_at <= now))
             counted = await conn.execute(
                 sa.select(s.c.key, sa.func.count()).where(s.c.key.in_(keys)).group_by(s.c.key)

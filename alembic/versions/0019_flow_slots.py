@@ -7,7 +7,8 @@ Create Date: 2027-01-21 10:00:00
 `flow_slots`: one row per model call in flight on a limit key with a `max_concurrent`
 (app.store.slots), freed when the call ends or, for a worker that died, at `expires_at`.
 `flow_waiters`: the runs a full key sent back to the queue; a released slot makes the
-oldest of them due.
+oldest of them due. `flow_limits.max_concurrent`: the key's limit, set as a call takes a
+slot, so one statement checks every key and takes its slots.
 """
 
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
+    op.add_column("flow_limits", sa.Column("max_concurrent", sa.Integer(), nullable=True))
     op.create_table(
         "flow_slots",
         sa.Column("key", sa.String(length=300), nullable=False),
@@ -42,3 +44,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table("flow_waiters")
     op.drop_table("flow_slots")
+    with op.batch_alter_table("flow_limits") as batch:
+        batch.drop_column("max_concurrent")

@@ -576,6 +576,8 @@ flow_limits = sa.Table(
     sa.Column("slow_token_interval", sa.Float, nullable=False),
     sa.Column("slow_until", sa.Float, nullable=False),
     sa.Column("provider_429s", sa.BigInteger, nullable=False),
+    # (`max_concurrent`: the key's calls in flight at once, app.store.slots; null: none)
+    sa.Column("max_concurrent", sa.Integer),
 )
 
 # Concurrency slots (app.store.slots): one row per model call in flight on a key with a

@@ -113,7 +113,7 @@ async def test_a_release_makes_the_oldest_waiting_run_due(
     assert await store.slots.release([key], "nobody", now) is None
 
 
-async def test_a_release_that_wakes_nobody_forgets_the_waiters_that_ended(
+async def test_a_refusal_forgets_the_waiters_that_ended(
     store: RunStore, settings: Settings
 ) -> None:
     key = fresh("profile:p")
@@ -121,8 +121,8 @@ async def test_a_release_that_wakes_nobody_forgets_the_waiters_that_ended(
     assert (await store.slots.take([Slot(key, 1)], "a", "x", at, at + 30)).held
     assert not (await store.slots.take([Slot(key, 1)], "b", "no-such-run", at, at + 30)).held
     assert await store.slots.waiters(key) == ["no-such-run"]
-    assert await store.slots.release([key], "a", datetime.now(UTC)) is None
-    assert await store.slots.waiters(key) == []
+    assert not (await store.slots.take([Slot(key, 1)], "c", "another", at, at + 30)).held
+    assert await store.slots.waiters(key) == ["another"]  # (no queued run of that id)
 
 
 TAKER = """

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
+import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from app.providers.profiles import DEFAULT_AUTH, Auth, Profile, ProfileError, RateLimits
@@ -62,11 +63,20 @@ class ProfileIn(BaseModel):
             return None
         if re.sub(r"\{model\}", "", url).count("{") or re.sub(r"\{model\}", "", url).count("}"):
             raise ValueError("the only placeholder a base_url may hold is {model}")
+        if "{model}" in urlsplit(url).netloc:  # (a run's model must not pick the host)
+            raise ValueError("{model} may only stand in the path, not in the host or port")
         parts = urlsplit(url.replace("{model}", "m"))
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("must be an http:// or https:// URL with a host")
         if parts.query or parts.fragment:
             raise ValueError("query parameters go in `query`, not in the base_url")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError("holds a credential: a key comes from `api_key_env`")
+        try:  # (what the transport will send it with: refused now, not at every call)
+            _ = parts.port
+            httpx.URL(url.replace("{model}", "m"))
+        except (ValueError, httpx.InvalidURL):
+            raise ValueError("is not a URL the HTTP client can send to (host or port)") from None
         return url
 
     @field_validator("api_key_env")
@@ -90,8 +100,11 @@ class ProfileIn(BaseModel):
                     f"{name!r} is set by the service (a key comes from `api_key_env`, "
                     "its header from `auth`)"
                 )
-            if any(c in value for c in "\r\n\0"):
-                raise ValueError(f"the value of {name!r} holds a line break or NUL")
+            if not all(c == "\t" or " " <= c <= "~" for c in value):
+                raise ValueError(
+                    f"the value of {name!r} holds a line break, NUL or another character "
+                    "HTTP cannot carry (visible ASCII, spaces and tabs only)"
+                )
         return headers
 
     @field_validator("query")

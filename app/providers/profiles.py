@@ -67,6 +67,11 @@ class Profile:
     def allows(self, model: str) -> bool:
         return self.models is None or model in self.models
 
+    def in_path(self, model: str) -> bool:
+        """`model` stays one path segment of a `{model}` base URL (URL-quoted it does, but
+        for "." and "..": the HTTP client resolves those to another path of the host)."""
+        return model not in (".", "..") or "{model}" not in (self.base_url or "")
+
     def limits_of(self, model: str) -> RateLimits:
         return self.model_limits.get(model, RateLimits())
 

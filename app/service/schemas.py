@@ -124,29 +124,37 @@ class ModelSpec(BaseModel):
         profile = profiles.active().get(self.provider)
         assert profile is not None  # (`known_profile`)
         if not profile.allows(self.name):
-            raise ValidationError.from_exception_data(
-                "model",
-                [
+            raise self._bad_name(
+                PydanticCustomError(
+                    "model_not_allowed",
+                    "the provider profile {profile} does not allow this model; it allows: {models}",
                     {
-                        "type": PydanticCustomError(
-                            "model_not_allowed",
-                            "the provider profile {profile} does not allow this model; "
-                            "it allows: {models}",
-                            {
-                                "profile": repr(profile.name),
-                                "models": ", ".join(sorted(profile.models or ())),
-                            },
-                        ),
-                        "loc": ("name",),
-                        "input": self.name,
-                    }
-                ],
+                        "profile": repr(profile.name),
+                        "models": ", ".join(sorted(profile.models or ())),
+                    },
+                )
+            )
+        if not profile.in_path(self.name):
+            raise self._bad_name(
+                PydanticCustomError(
+                    "model_not_a_path_segment",
+                    "the provider profile {profile} puts the model in its URL's path, "
+                    "where . and .. would name another path",
+                    {"profile": repr(profile.name)},
+                )
             )
         extra = self.__pydantic_extra__ or {}
         params = {k: v if k == EXTRA_BODY else integral(v) for k, v in extra.items()}
         validate_params(profile.param_table, params)
         extra.update(params)  # `max_tokens: 1024.0` is the integer 1024, sent as such
         return self
+
+    def _bad_name(self, error: PydanticCustomError) -> ValidationError:
+        """A 422 naming `model.name` (raised from the model's validator: the profile is known
+        only after `provider`'s)."""
+        return ValidationError.from_exception_data(
+            "model", [{"type": error, "loc": ("name",), "input": self.name}]
+        )
 
     @property
     def params(self) -> dict[str, Any]:

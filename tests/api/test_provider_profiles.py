@@ -171,3 +171,23 @@ async def test_the_providers_list_names_profiles_and_hides_urls_from_non_admins(
     seen = await client.get("/v1/providers", headers={"Authorization": f"Bearer {member.secret}"})
     assert seen.status_code == 200, seen.text
     assert all(p["base_url"] is None for p in seen.json()["data"])
+
+
+@pytest.mark.parametrize("name", [".", ".."])
+async def test_a_model_name_that_would_leave_the_deployment_path_is_a_422(
+    database_url: str, store: RunStore, mock: MockProviderServer, name: str
+) -> None:
+    """Azure's `{model}` is a path segment: ".." would send the run, with the profile's
+    key, to `/openai/chat/completions` of the host (a profile without a `models` list)."""
+    entry = {k: v for k, v in azure(mock).items() if k != "models"}
+    doc = {"profiles": {"open-azure": {**entry, "auth": "none"}}}
+    settings = make_settings(database_url, api_keys=KEY, providers=json.dumps(doc))
+    try:
+        async with api_client(settings, KEY) as c:
+            response = await c.post("/v1/runs", json=body(provider="open-azure", name=name))
+            problem = assert_problem(response, 422, "validation-error")
+            assert problem["errors"][0]["loc"] == ["body", "model", "name"], problem
+            dotted = await c.post("/v1/runs", json=body(provider="open-azure", name="a.b"))
+            assert dotted.status_code == 201, dotted.text
+    finally:
+        profiles.install(None)

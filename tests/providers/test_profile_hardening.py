@@ -1,0 +1,72 @@
+"""What a profile lets through from a run or its configuration: a model name never takes a
+`{model}` base URL to another path or host, and a base URL or header the transport could
+not send (or a credential in the URL) is refused at start, not at each run's call."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from app.providers.profiles import ProfileError, load_profiles
+from app.providers.registry import provider_for_profile
+from app.settings import Settings
+
+ENV = {"AZURE_KEY": "azure-key"}
+
+
+def azure(base_url: str = "http://127.0.0.1:9/openai/deployments/{model}") -> dict[str, Any]:
+    return {"wire": "openai_chat", "base_url": base_url, "api_key_env": "AZURE_KEY"}
+
+
+def load(entry: dict[str, Any]) -> Any:
+    doc = {"profiles": {"az": entry}}
+    return load_profiles(Settings(providers=json.dumps(doc)), environ=ENV)
+
+
+def refused(entry: dict[str, Any]) -> str:
+    with pytest.raises(ProfileError) as caught:
+        load(entry)
+    return str(caught.value)
+
+
+@pytest.mark.parametrize("model", [".", "..", "a/../..", "../x", "%2e%2e", "x?y", "x#y", "u@h"])
+def test_a_model_name_stays_inside_the_deployment_path(model: str) -> None:
+    profile = load(azure()).get("az")
+    try:
+        url = provider_for_profile(profile, model).url
+    except ValueError:
+        return  # refused: as good as staying inside
+    parsed = httpx.URL(url)
+    assert parsed.host == "127.0.0.1" and parsed.port == 9
+    segments = parsed.raw_path.split(b"?")[0].split(b"/")
+    assert segments[:3] == [b"", b"openai", b"deployments"], parsed.raw_path
+    assert segments[4:] == [b"chat", b"completions"], parsed.raw_path
+    assert segments[3] not in (b"", b".", b".."), parsed.raw_path
+    assert parsed.query == b""
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    ["http://{model}/v1", "http://{model}.example.com/v1", "http://127.0.0.1:{model}/v1"],
+)
+def test_model_placeholder_only_in_the_path(base_url: str) -> None:
+    assert "profiles.az.base_url" in refused(azure(base_url))
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    ["http://host:abc/v1", "http://host:99999/v1", "http://user:secret@host/v1", "http://[::1/v1"],
+)
+def test_a_base_url_the_transport_cannot_use_or_with_a_credential_is_refused(
+    base_url: str,
+) -> None:
+    message = refused(azure(base_url))
+    assert "profiles.az.base_url" in message and "secret" not in message
+
+
+def test_a_header_value_http_cannot_carry_is_refused() -> None:
+    message = refused({**azure(), "headers": {"X-Team": "équipe"}})
+    assert "profiles.az.headers" in message

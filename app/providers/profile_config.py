@@ -131,6 +131,8 @@ def parse(source: str, text: str, toml: bool) -> dict[str, tuple[ProfileIn, set[
         data: Any = tomllib.loads(text) if toml else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
         raise ProfileError(f"{source}: not valid {'TOML' if toml else 'JSON'}: {exc}") from exc
+    except RecursionError:
+        raise ProfileError(f"{source}: nested too deeply to be a profile document") from None
     try:
         document = DocumentIn.model_validate(data)
     except ValidationError as exc:

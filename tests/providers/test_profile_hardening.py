@@ -13,6 +13,7 @@ import pytest
 from app.providers.profiles import ProfileError, load_profiles
 from app.providers.registry import provider_for_profile
 from app.settings import Settings
+from tests.providers.helpers import request
 
 ENV = {"AZURE_KEY": "azure-key"}
 
@@ -70,3 +71,27 @@ def test_a_base_url_the_transport_cannot_use_or_with_a_credential_is_refused(
 def test_a_header_value_http_cannot_carry_is_refused() -> None:
     message = refused({**azure(), "headers": {"X-Team": "équipe"}})
     assert "profiles.az.headers" in message
+
+
+async def test_a_worker_fails_a_run_whose_model_its_profile_cannot_reach() -> None:
+    """A run created before its profile took `{model}` into its path: its call fails the run
+    (not retryable), rather than the factory raising out of the worker's drive."""
+    from app.providers.base import ProviderError
+    from app.worker.providers import make_provider
+
+    adapter = make_provider({"provider": "az", "name": ".."}, Settings(), load(azure()))
+    with pytest.raises(ProviderError) as caught:
+        await adapter.complete(request(model=".."))
+    assert not caught.value.retryable and "path segment" in str(caught.value)
+
+
+@pytest.mark.parametrize(("text", "toml"), [("[" * 100_000, False), ("a = " + "[" * 100_000, True)])
+def test_a_document_nested_too_deeply_is_refused_with_its_source(text: str, toml: bool) -> None:
+    with pytest.raises(ProfileError) as caught:
+        if toml:
+            from app.providers.profile_config import parse
+
+            parse("/etc/agentrun/providers.toml", text, toml=True)
+        else:
+            load_profiles(Settings(providers=text), environ=ENV)
+    assert "nested too deeply" in str(caught.value)

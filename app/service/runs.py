@@ -54,6 +54,7 @@ from app.service.schemas import (
     ResolutionIn,
     RunCreate,
     ToolResultsIn,
+    inherited_model_problem,
 )
 from app.service.submissions import (
     SUBMIT_ATTEMPTS,
@@ -197,6 +198,9 @@ class RunService:
         elif body.model is None:
             raise InvalidRequest("model is required unless previous_run_id names a run to continue")
         agent = conversations.agent_settings(body, before)
+        inherited = before is not None and "model" not in body.model_fields_set
+        if inherited and (problem := inherited_model_problem(agent["model"])) is not None:
+            raise InvalidRequest(problem)  # (its profile left the configuration, say)
         names = [t["name"] for t in agent["tools"] or []]
         choice = convert.tool_choice_from_config(agent["tool_choice"])
         if choice is not None and choice.kind == "specific":

@@ -94,6 +94,19 @@ class Body(Strict):
         return check_body(data)
 
 
+def inherited_model_problem(model: Any) -> str | None:
+    """Why the `model` a continuation inherits cannot run in this deployment any more (its
+    profile was removed, or no longer allows the model or its params), as a 422's detail
+    (`model.provider: ...`); None: it can."""
+    try:
+        ModelSpec.model_validate(model)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(["model", *(str(part) for part in error["loc"])])
+        return f"{where}: {error['msg']} (inherited from previous_run_id)"
+    return None
+
+
 class ModelSpec(BaseModel):
     """`{"provider": ..., "name": ..., ...provider params}`: `provider` names one of the
     deployment's provider profiles (`app.providers.profiles.active`), `name` a model that

@@ -191,3 +191,26 @@ async def test_a_model_name_that_would_leave_the_deployment_path_is_a_422(
             assert dotted.status_code == 201, dotted.text
     finally:
         profiles.install(None)
+
+
+async def test_continuing_a_run_whose_profile_was_removed_is_a_422(
+    client: httpx.AsyncClient, profile_settings: Settings, store: RunStore, mock: MockProviderServer
+) -> None:
+    """The continuation inherits `model`: a profile the deployment no longer has is refused
+    at create (naming `model.provider`), not by the worker failing the new run later."""
+    created = await client.post("/v1/runs", json=body(provider="azure", name="gpt-4o-mini"))
+    assert created.status_code == 201, created.text
+    mock.script(Reply(text="hello"))
+    await drive_once(store, profile_settings)
+    first = created.json()["id"]
+    assert (await client.get(f"/v1/runs/{first}")).json()["status"] == RunStatus.COMPLETED.value
+    profiles.install(profiles.load_profiles(make_settings(profile_settings.database_url)))
+    response = await client.post("/v1/runs", json={"prompt": "again", "previous_run_id": first})
+    doc = assert_problem(response, 422, "invalid-request")
+    assert doc["detail"].startswith("model.provider: "), doc["detail"]
+    given = {
+        "prompt": "again",
+        "previous_run_id": first,
+        "model": {"provider": "scripted", "name": "s"},
+    }
+    assert (await client.post("/v1/runs", json=given)).status_code == 201

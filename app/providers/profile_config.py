@@ -31,6 +31,13 @@ SCRIPTED_FIELDS = frozenset({"wire", "limits", "model_limits", "models"})
 Limit = Annotated[int, Field(ge=1, le=1_000_000_000, strict=True)]
 
 
+def _looks_like_a_key(name: str) -> bool:
+    """A valid variable name that is a key pasted in its place (an Azure key: 32 hex digits;
+    a Google one: `AIza...`): long, digits in it, and no `_` between words. Refused, so that
+    the start-up's "variable ... is not set" never prints it."""
+    return len(name) >= 20 and "_" not in name and any(c.isdigit() for c in name)
+
+
 class LimitsIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     requests_per_minute: Limit | None = None
@@ -82,7 +89,7 @@ class ProfileIn(BaseModel):
     @field_validator("api_key_env")
     @classmethod
     def _env_name(cls, name: str | None) -> str | None:
-        if name is not None and not ENV_NAME.match(name):
+        if name is not None and (not ENV_NAME.match(name) or _looks_like_a_key(name)):
             raise ValueError(
                 "must be the NAME of an environment variable holding the key "
                 "(letters, digits, _), never a key itself"

@@ -95,3 +95,17 @@ def test_a_document_nested_too_deeply_is_refused_with_its_source(text: str, toml
         else:
             load_profiles(Settings(providers=text), environ=ENV)
     assert "nested too deeply" in str(caught.value)
+
+
+@pytest.mark.parametrize("key", ["c0ffee0123456789abcdef0123456789", "AIzaSyA1b2C3d4E5f6G7h8"])
+def test_a_key_pasted_as_api_key_env_is_refused_without_echoing_it(key: str) -> None:
+    """An Azure key (32 hex digits) is a valid variable name: accepted, the worker's
+    start-up printed it ("the environment variable c0ffee… is not set")."""
+    message = refused({**azure(), "api_key_env": key})
+    assert "profiles.az.api_key_env" in message and key not in message
+
+
+def test_long_variable_names_with_underscores_stay_valid() -> None:
+    env = {"AZURE_OPENAI_API_KEY_EASTUS2_PROD": "k"}
+    doc = {"profiles": {"az": {**azure(), "api_key_env": "AZURE_OPENAI_API_KEY_EASTUS2_PROD"}}}
+    assert load_profiles(Settings(providers=json.dumps(doc)), environ=env).get("az")

@@ -56,7 +56,7 @@ class ProfileIn(BaseModel):
     auth: Literal["bearer", "api-key", "x-api-key", "none"] | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     query: dict[str, str] = Field(default_factory=dict)
-    timeout_seconds: float | None = Field(default=None, gt=0, le=3600)
+    timeout_seconds: float | None = Field(default=None, gt=0, le=3600, strict=True)
     models: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
         default=None, min_length=1
     )

@@ -109,3 +109,11 @@ def test_long_variable_names_with_underscores_stay_valid() -> None:
     env = {"AZURE_OPENAI_API_KEY_EASTUS2_PROD": "k"}
     doc = {"profiles": {"az": {**azure(), "api_key_env": "AZURE_OPENAI_API_KEY_EASTUS2_PROD"}}}
     assert load_profiles(Settings(providers=json.dumps(doc)), environ=env).get("az")
+
+
+@pytest.mark.parametrize("timeout", [True, "60"])
+def test_a_timeout_must_be_a_number(timeout: object) -> None:
+    """`timeout_seconds = true` was one second; `"60"` sixty: the limits are strict, so is
+    the timeout (a TOML integer or float)."""
+    assert "profiles.az.timeout_seconds" in refused({**azure(), "timeout_seconds": timeout})
+    assert load({**azure(), "timeout_seconds": 60}).get("az").timeout_seconds == 60

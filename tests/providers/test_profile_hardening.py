@@ -13,6 +13,8 @@ import pytest
 from app.providers.profiles import ProfileError, load_profiles
 from app.providers.registry import provider_for_profile
 from app.settings import Settings
+from tests.mocks.replies import Reply
+from tests.mocks.server import MockProviderServer
 from tests.providers.helpers import request
 
 ENV = {"AZURE_KEY": "azure-key"}
@@ -117,3 +119,38 @@ def test_a_timeout_must_be_a_number(timeout: object) -> None:
     the timeout (a TOML integer or float)."""
     assert "profiles.az.timeout_seconds" in refused({**azure(), "timeout_seconds": timeout})
     assert load({**azure(), "timeout_seconds": 60}).get("az").timeout_seconds == 60
+
+
+@pytest.mark.parametrize("name", ["openai", "openai_responses", "anthropic"])
+async def test_the_built_in_names_send_what_they_sent_before_profiles(
+    mock: MockProviderServer, name: str
+) -> None:
+    """`OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` and their keys: the profile-built adapter
+    sends the same URL and headers as `provider_from_settings`, the factory of before."""
+    from app.providers.profiles import profiles_of
+    from app.providers.registry import provider_from_settings
+    from tests.providers.test_profile_wires import call
+
+    settings = Settings(
+        openai_api_key="sk-old-openai",
+        openai_base_url=mock.openai_base_url,
+        anthropic_api_key="old-anthropic",
+        anthropic_base_url=mock.anthropic_base_url,
+    )
+    now = await call(mock, profiles_of(settings), name, "m-1")
+    mock.reset()
+    mock.script(Reply(text="hi"))
+    before = provider_from_settings(
+        name,
+        openai_api_key="sk-old-openai",
+        openai_base_url=mock.openai_base_url,
+        anthropic_api_key="old-anthropic",
+        anthropic_base_url=mock.anthropic_base_url,
+    )
+    try:
+        await before.complete(request(model="m-1"))
+    finally:
+        await before.aclose()
+    (sent,) = mock.requests
+    assert (now["path"], now["query"]) == (sent.path, sent.query)
+    assert now["headers"] == sent.headers

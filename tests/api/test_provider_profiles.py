@@ -214,3 +214,21 @@ async def test_continuing_a_run_whose_profile_was_removed_is_a_422(
         "model": {"provider": "scripted", "name": "s"},
     }
     assert (await client.post("/v1/runs", json=given)).status_code == 201
+
+
+async def test_the_providers_list_never_shows_a_password_of_openai_base_url(
+    database_url: str, store: RunStore
+) -> None:
+    """`OPENAI_BASE_URL` (a proxy's `https://user:secret@host/v1`, say) is not validated as
+    a configured profile's base_url is: an admin sees its host and path, not its password."""
+    settings = make_settings(
+        database_url, api_keys=KEY, openai_base_url="https://team:s3cret-pw@proxy.internal/v1"
+    )
+    try:
+        async with api_client(settings, KEY) as c:
+            listed = (await c.get("/v1/providers")).json()["data"]
+    finally:
+        profiles.install(None)
+    (openai,) = [p for p in listed if p["name"] == "openai"]
+    assert "s3cret-pw" not in str(listed)
+    assert openai["base_url"].endswith("@proxy.internal/v1"), openai

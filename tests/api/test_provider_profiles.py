@@ -232,3 +232,12 @@ async def test_the_providers_list_never_shows_a_password_of_openai_base_url(
     (openai,) = [p for p in listed if p["name"] == "openai"]
     assert "s3cret-pw" not in str(listed)
     assert openai["base_url"].endswith("@proxy.internal/v1"), openai
+
+
+async def test_the_openapi_document_names_profiles_but_no_url_or_key(
+    client: httpx.AsyncClient, mock: MockProviderServer
+) -> None:
+    text = (await client.get("/openapi.json")).text
+    assert "azure" in text
+    for secret in ("azure-key", "AZURE_OPENAI_KEY", mock.origin, "deployments/{model}"):
+        assert secret not in text

@@ -241,3 +241,16 @@ async def test_the_openapi_document_names_profiles_but_no_url_or_key(
     assert "azure" in text
     for secret in ("azure-key", "AZURE_OPENAI_KEY", mock.origin, "deployments/{model}"):
         assert secret not in text
+
+
+async def test_a_run_whose_profile_was_removed_fails_naming_it_without_retries(
+    client: httpx.AsyncClient, database_url: str, store: RunStore, mock: MockProviderServer
+) -> None:
+    created = await client.post("/v1/runs", json=body(provider="azure", name="gpt-4o-mini"))
+    assert created.status_code == 201, created.text
+    without = make_settings(database_url, api_keys=KEY)  # (a worker configured since)
+    await drive_once(store, without)
+    run = (await client.get(f"/v1/runs/{created.json()['id']}")).json()
+    assert run["status"] == RunStatus.FAILED.value, run
+    assert "no provider profile named 'azure'" in run["error"]["message"], run["error"]
+    assert run["attempts"] <= 1 and mock.requests == []

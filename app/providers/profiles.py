@@ -11,6 +11,7 @@ validation from configuration are `load_profiles`.)
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -68,9 +69,14 @@ class Profile:
         return self.models is None or model in self.models
 
     def in_path(self, model: str) -> bool:
-        """`model` stays one path segment of a `{model}` base URL (URL-quoted it does, but
-        for "." and "..": the HTTP client resolves those to another path of the host)."""
-        return model not in (".", "..") or "{model}" not in (self.base_url or "")
+        """`model` stays one path segment of a `{model}` base URL. URL-quoted it does for the
+        HTTP client but for "." and ".." (which it resolves to another path of the host);
+        `/` and `\\` (also as NFKC forms, `．．`) are refused too, for a proxy that decodes
+        `%2F` or normalises before it resolves dot segments."""
+        if "{model}" not in (self.base_url or ""):
+            return True
+        folded = unicodedata.normalize("NFKC", model)
+        return folded not in (".", "..") and not any(c in folded for c in "/\\")
 
     def limits_of(self, model: str) -> RateLimits:
         return self.model_limits.get(model, RateLimits())

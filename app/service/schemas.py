@@ -151,8 +151,8 @@ class ModelSpec(BaseModel):
             raise self._bad_name(
                 PydanticCustomError(
                     "model_not_a_path_segment",
-                    "the provider profile {profile} puts the model in its URL's path, "
-                    "where . and .. would name another path",
+                    "the provider profile {profile} puts the model in its URL's path: "
+                    "one segment, not . or .., without / or \\",
                     {"profile": repr(profile.name)},
                 )
             )

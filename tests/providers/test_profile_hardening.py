@@ -154,3 +154,15 @@ async def test_the_built_in_names_send_what_they_sent_before_profiles(
     (sent,) = mock.requests
     assert (now["path"], now["query"]) == (sent.path, sent.query)
     assert now["headers"] == sent.headers
+
+
+@pytest.mark.parametrize("model", ["a/../../x", "..\\x", "\uff0e\uff0e", "a\uff0fb", "x/y"])
+def test_a_model_name_a_server_could_decode_into_another_path_is_refused(model: str) -> None:
+    """Quoted, `a/../../x` is one segment (`a%2F..%2F..%2Fx`) for the client; a proxy that
+    decodes `%2F` (or maps `\\`, or NFKC-normalises `．．` to `..`) before resolving dot
+    segments would take it elsewhere on the host: a `{model}` name has none of these."""
+    profile = load(azure()).get("az")
+    assert not profile.in_path(model)
+    with pytest.raises(ValueError):
+        provider_for_profile(profile, model)
+    assert load(azure("http://127.0.0.1:9/v1")).get("az").in_path(model)  # (no {model})

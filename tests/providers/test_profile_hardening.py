@@ -131,22 +131,16 @@ async def test_the_built_in_names_send_what_they_sent_before_profiles(
     from app.providers.registry import provider_from_settings
     from tests.providers.test_profile_wires import call
 
-    settings = Settings(
-        openai_api_key="sk-old-openai",
-        openai_base_url=mock.openai_base_url,
-        anthropic_api_key="old-anthropic",
-        anthropic_base_url=mock.anthropic_base_url,
-    )
-    now = await call(mock, profiles_of(settings), name, "m-1")
+    deployment = {
+        "openai_api_key": "sk-old-openai",
+        "openai_base_url": mock.openai_base_url,
+        "anthropic_api_key": "old-anthropic",
+        "anthropic_base_url": mock.anthropic_base_url,
+    }
+    now = await call(mock, profiles_of(Settings(**deployment)), name, "m-1")
     mock.reset()
     mock.script(Reply(text="hi"))
-    before = provider_from_settings(
-        name,
-        openai_api_key="sk-old-openai",
-        openai_base_url=mock.openai_base_url,
-        anthropic_api_key="old-anthropic",
-        anthropic_base_url=mock.anthropic_base_url,
-    )
+    before = provider_from_settings(name, **deployment)
     try:
         await before.complete(request(model="m-1"))
     finally:

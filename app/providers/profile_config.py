@@ -220,6 +220,12 @@ def build(
             key = environ.get(key_env) or None
             if key is None and require_keys:
                 raise refuse("api_key_env", f"the environment variable {key_env} is not set")
+            if key is not None and require_keys and not all("!" <= c <= "~" for c in key):
+                raise refuse(  # (a secret mounted with its line break, say; never shown)
+                    "api_key_env",
+                    f"the environment variable {key_env} holds a space, line break or "
+                    "other character a header cannot carry",
+                )
     return Profile(
         name,
         wire,

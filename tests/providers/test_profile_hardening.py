@@ -160,3 +160,18 @@ def test_a_model_name_a_server_could_decode_into_another_path_is_refused(model: 
     with pytest.raises(ValueError):
         provider_for_profile(profile, model)
     assert load(azure("http://127.0.0.1:9/v1")).get("az").in_path(model)  # (no {model})
+
+
+@pytest.mark.parametrize("value", ["azure-key\n", " azure-key", "az\u00e9-key"])
+def test_a_key_variable_a_header_cannot_carry_refuses_a_worker(value: str) -> None:
+    """Named, not shown: the variable is told, never its value."""
+    doc = {"profiles": {"az": azure()}}
+    with pytest.raises(ProfileError) as caught:
+        load_profiles(Settings(providers=json.dumps(doc)), environ={"AZURE_KEY": value})
+    message = str(caught.value)
+    assert "profiles.az.api_key_env" in message and "AZURE_KEY" in message
+    assert "azure-key" not in message and "az\u00e9" not in message
+    api = load_profiles(
+        Settings(providers=json.dumps(doc)), environ={"AZURE_KEY": value}, require_keys=False
+    )
+    assert api.get("az") is not None  # (an API process sends no key)

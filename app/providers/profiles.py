@@ -190,6 +190,11 @@ def load_profiles(
             raise ProfileError(
                 f"AGENTRUN_PROVIDERS_FILE: cannot read {settings.providers_file}: {exc.strerror}"
             ) from exc
+        except UnicodeDecodeError as exc:
+            raise ProfileError(
+                f"AGENTRUN_PROVIDERS_FILE: {settings.providers_file} is not UTF-8 text "
+                f"(byte {exc.start})"
+            ) from None
     if settings.providers:
         documents.append(("AGENTRUN_PROVIDERS", settings.providers, False))
     profiles = builtin_profiles(settings)

@@ -5,6 +5,7 @@ not send (or a credential in the URL) is refused at start, not at each run's cal
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -175,3 +176,11 @@ def test_a_key_variable_a_header_cannot_carry_refuses_a_worker(value: str) -> No
         Settings(providers=json.dumps(doc)), environ={"AZURE_KEY": value}, require_keys=False
     )
     assert api.get("az") is not None  # (an API process sends no key)
+
+
+def test_a_file_that_is_not_utf8_is_refused_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "providers.toml"
+    path.write_bytes(b'[profiles.az]\nwire = "openai_chat\xff"\n')
+    with pytest.raises(ProfileError) as caught:
+        load_profiles(Settings(providers_file=str(path)), environ=ENV)
+    assert str(path) in str(caught.value) and "UTF-8" in str(caught.value)

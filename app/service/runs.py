@@ -198,9 +198,6 @@ class RunService:
         elif body.model is None:
             raise InvalidRequest("model is required unless previous_run_id names a run to continue")
         agent = conversations.agent_settings(body, before)
-        inherited = before is not None and "model" not in body.model_fields_set
-        if inherited and (problem := inherited_model_problem(agent["model"])) is not None:
-            raise InvalidRequest(problem)  # (its profile left the configuration, say)
         names = [t["name"] for t in agent["tools"] or []]
         choice = convert.tool_choice_from_config(agent["tool_choice"])
         if choice is not None and choice.kind == "specific":
@@ -305,6 +302,9 @@ class RunService:
         previous = await self.store.get(previous_id, with_log=True, tenant=tenant)
         if previous is None:
             raise RunNotFound(f"no run with id {previous_id} (previous_run_id)")
+        inherited = "model" not in body.model_fields_set  # (checked before an interrupt)
+        if inherited and (problem := inherited_model_problem(previous.config.get("model"))):
+            raise InvalidRequest(problem)  # (its profile left the configuration, say)
         head = await conversations.latest(self.store, previous, tenant, idempotency_key)
         if head.status in TERMINAL:  # (its successors ended: the run named is the one)
             head = previous

@@ -254,3 +254,18 @@ async def test_a_run_whose_profile_was_removed_fails_naming_it_without_retries(
     assert run["status"] == RunStatus.FAILED.value, run
     assert "no provider profile named 'azure'" in run["error"]["message"], run["error"]
     assert run["attempts"] <= 1 and mock.requests == []
+
+
+async def test_interrupting_for_a_run_whose_profile_was_removed_cancels_nothing(
+    client: httpx.AsyncClient, profile_settings: Settings
+) -> None:
+    """The inherited model is checked before `if_busy: interrupt` cancels the active run:
+    a 422 leaves it as it was."""
+    created = await client.post("/v1/runs", json=body(provider="azure", name="gpt-4o-mini"))
+    assert created.status_code == 201, created.text
+    first = created.json()["id"]
+    profiles.install(profiles.load_profiles(make_settings(profile_settings.database_url)))
+    again = {"prompt": "again", "previous_run_id": first, "if_busy": "interrupt"}
+    doc = assert_problem(await client.post("/v1/runs", json=again), 422, "invalid-request")
+    assert doc["detail"].startswith("model.provider: "), doc["detail"]
+    assert (await client.get(f"/v1/runs/{first}")).json()["status"] == RunStatus.QUEUED.value

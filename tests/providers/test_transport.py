@@ -46,12 +46,14 @@ WIRES = ["openai", "openai_responses", "anthropic"]
 PATHS = {"openai": CHAT_PATH, "openai_responses": RESPONSES_PATH, "anthropic": MESSAGES_PATH}
 
 
-def make(name: str, mock: MockProviderServer, timeout: float = 5.0) -> HttpProvider:
+def make(
+    name: str, mock: MockProviderServer, timeout: float = 5.0, keys: str = "test"
+) -> HttpProvider:
     return provider_from_settings(
         name,
-        openai_api_key="sk-test",
+        openai_api_key=f"sk-{keys}",
         openai_base_url=mock.openai_base_url,
-        anthropic_api_key="ak-test",
+        anthropic_api_key=f"ak-{keys}",
         anthropic_base_url=mock.anthropic_base_url,
         timeout=timeout,
     )
@@ -368,13 +370,7 @@ async def test_a_key_the_http_client_refuses_is_neither_echoed_nor_retried(
     """A key read with its trailing line break (a secret mounted from a file): h11 refuses
     the header and its message quoted it (`Illegal header value b'Bearer sk-…\\n'`) into
     the run's error, retried as a connection error eight times."""
-    provider = provider_from_settings(
-        name,
-        openai_api_key="sk-newline-key-0042\n",
-        openai_base_url=mock.openai_base_url,
-        anthropic_api_key="ak-newline-key-0042\n",
-        anthropic_base_url=mock.anthropic_base_url,
-    )
+    provider = make(name, mock, keys="newline-key-0042\n")
     try:
         with pytest.raises(ProviderError) as caught:
             await provider.complete(request())

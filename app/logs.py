@@ -103,7 +103,23 @@ def settings_secrets(settings: Any) -> list[str]:
     password = urlsplit(url).password
     if password:
         out.extend({password, unquote(password)})
+    out.extend(_profile_keys(settings))
     return out
+
+
+def _profile_keys(settings: Any) -> list[str]:
+    """The keys of the configured provider profiles (read from the variables their
+    `api_key_env` names, so no setting holds them); none when the document is bad (the
+    process then refuses to start)."""
+    if not (getattr(settings, "providers", None) or getattr(settings, "providers_file", None)):
+        return []
+    from app.providers.profiles import ProfileError, load_profiles
+
+    try:
+        profiles = load_profiles(settings, require_keys=False)
+    except ProfileError:
+        return []
+    return [p.api_key for p in profiles if p.api_key]
 
 
 def _drop_meta(_logger: WrappedLogger, _name: str, event: EventDict) -> EventDict:

@@ -121,6 +121,14 @@ TOOL_CALLS_LEASED = (
     "agentrun_tool_calls_leased",
     "Tool calls of a queue under a live lease (an executor is running them)",
 )
+FLOW_USED = (
+    "agentrun_flow_used",
+    "A shared limit key's reservations of the last minute (requests or tokens)",
+)
+FLOW_WAITING = (
+    "agentrun_flow_waiting_runs",
+    "Queued runs a shared limit deferred, by the key they wait for",
+)
 DB_GAUGES = (
     RUNS,
     QUEUE_DEPTH,
@@ -129,6 +137,8 @@ DB_GAUGES = (
     WEBHOOK_DELIVERIES,
     TOOL_CALLS_QUEUED,
     TOOL_CALLS_LEASED,
+    FLOW_USED,
+    FLOW_WAITING,
 )
 
 

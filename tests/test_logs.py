@@ -148,3 +148,26 @@ def test_an_access_log_line_keeps_the_path_but_not_a_browser_token() -> None:
     assert "/v1/runs/run_x/events?after=3&access_token=" in out
     assert token not in out and token.partition(".")[2] not in out
     assert len(out.splitlines()) == 2
+
+
+def test_the_keys_of_provider_profiles_are_scrubbed_by_value(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A profile's key comes from the variable its `api_key_env` names, not from a setting:
+    it is a configured secret all the same (an error text that echoes it is scrubbed)."""
+    from app.settings import Settings
+
+    monkeypatch.setenv("TEAM_VLLM_KEY", "plain-team-key-0042")
+    doc = {
+        "profiles": {
+            "team": {
+                "wire": "openai_chat",
+                "base_url": "http://127.0.0.1:8000/v1",
+                "api_key_env": "TEAM_VLLM_KEY",
+            }
+        }
+    }
+    redactor = Redactor(settings_secrets(Settings(providers=json.dumps(doc))))
+    assert "plain-team-key-0042" not in redactor.text("401: bad key plain-team-key-0042")
+    broken = Settings(providers="{not json")  # (the start-up refuses it: nothing to add)
+    assert settings_secrets(broken) == settings_secrets(Settings())

@@ -41,6 +41,14 @@ async def database_gauges(reads: RunReads, now: datetime) -> list[Metric]:
     for depth in await reads.queue_depths(now):
         queued.add_metric([depth.queue], depth.queued)
         leased.add_metric([depth.queue], depth.leased)
+    limited, waiting = await reads.flow(now)
+    used = GaugeMetricFamily(*m.FLOW_USED, labels=["key", "limit"])
+    for b in limited:
+        used.add_metric([b.key, "requests_per_minute"], b.requests_used)
+        used.add_metric([b.key, "tokens_per_minute"], b.tokens_used)
+    throttled = GaugeMetricFamily(*m.FLOW_WAITING, labels=["key"])
+    for key, n in sorted(waiting.items()):
+        throttled.add_metric([key], n)
     return [
         runs,
         GaugeMetricFamily(*m.QUEUE_DEPTH, value=g.depth),
@@ -49,6 +57,8 @@ async def database_gauges(reads: RunReads, now: datetime) -> list[Metric]:
         deliveries,
         queued,
         leased,
+        used,
+        throttled,
     ]
 
 

@@ -5,12 +5,14 @@ name of its variable)."""
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import urlsplit, urlunsplit
 
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, Field
 
 from app.api.routes import AUTH
 from app.api.security import authorize
+from app.logs import REDACTED
 from app.providers import profiles
 from app.providers.profiles import Profile, RateLimits
 from app.service.access import Permission, Principal, Role
@@ -56,8 +58,21 @@ def _out(profile: Profile, admin: bool) -> ProviderOut:
         models=sorted(profile.models) if profile.models is not None else None,
         limits=LimitsOut.of(profile.limits),
         model_limits={m: LimitsOut.of(lim) for m, lim in sorted(profile.model_limits.items())},
-        base_url=profile.base_url if admin else None,
+        base_url=_shown(profile.base_url) if admin else None,
     )
+
+
+def _shown(url: str | None) -> str | None:
+    """`url` without the password of its userinfo (a built-in's `OPENAI_BASE_URL` may hold
+    one; a configured base_url may not)."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user, _, host = parts.netloc.rpartition("@")
+    name = user.split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{name}:{REDACTED}@{host}"))
 
 
 @router.get("/providers", response_model=ProvidersOut, responses=AUTH)

@@ -128,6 +128,10 @@ def waiting_reason_text(reason: dict[str, Any] | None) -> str:
         return f"model call on {reason.get('worker')}"
     if kind == "conversation":
         return f"its conversation: run {reason.get('run_id')} to end"
+    if kind == "rate_limit":
+        frees = reason.get("frees_at")
+        when = f"its turn at {frees}" if frees else "a slot to free"
+        return f"shared limit {reason.get('limit')} of {reason.get('key')}: {when}"
     return kind.replace("_", " ")
 
 

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
+import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from app.providers.profiles import DEFAULT_AUTH, Auth, Profile, ProfileError, RateLimits
@@ -28,6 +29,13 @@ OWNED_HEADERS = frozenset(
 SCRIPTED_FIELDS = frozenset({"wire", "limits", "model_limits", "models"})
 
 Limit = Annotated[int, Field(ge=1, le=1_000_000_000, strict=True)]
+
+
+def _looks_like_a_key(name: str) -> bool:
+    """A valid variable name that is a key pasted in its place (an Azure key: 32 hex digits;
+    a Google one: `AIza...`): long, digits in it, and no `_` between words. Refused, so that
+    the start-up's "variable ... is not set" never prints it."""
+    return len(name) >= 20 and "_" not in name and any(c.isdigit() for c in name)
 
 
 class LimitsIn(BaseModel):
@@ -48,7 +56,7 @@ class ProfileIn(BaseModel):
     auth: Literal["bearer", "api-key", "x-api-key", "none"] | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     query: dict[str, str] = Field(default_factory=dict)
-    timeout_seconds: float | None = Field(default=None, gt=0, le=3600)
+    timeout_seconds: float | None = Field(default=None, gt=0, le=3600, strict=True)
     models: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
         default=None, min_length=1
     )
@@ -62,17 +70,26 @@ class ProfileIn(BaseModel):
             return None
         if re.sub(r"\{model\}", "", url).count("{") or re.sub(r"\{model\}", "", url).count("}"):
             raise ValueError("the only placeholder a base_url may hold is {model}")
+        if "{model}" in urlsplit(url).netloc:  # (a run's model must not pick the host)
+            raise ValueError("{model} may only stand in the path, not in the host or port")
         parts = urlsplit(url.replace("{model}", "m"))
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError("must be an http:// or https:// URL with a host")
         if parts.query or parts.fragment:
             raise ValueError("query parameters go in `query`, not in the base_url")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError("holds a credential: a key comes from `api_key_env`")
+        try:  # (what the transport will send it with: refused now, not at every call)
+            _ = parts.port
+            httpx.URL(url.replace("{model}", "m"))
+        except (ValueError, httpx.InvalidURL):
+            raise ValueError("is not a URL the HTTP client can send to (host or port)") from None
         return url
 
     @field_validator("api_key_env")
     @classmethod
     def _env_name(cls, name: str | None) -> str | None:
-        if name is not None and not ENV_NAME.match(name):
+        if name is not None and (not ENV_NAME.match(name) or _looks_like_a_key(name)):
             raise ValueError(
                 "must be the NAME of an environment variable holding the key "
                 "(letters, digits, _), never a key itself"
@@ -90,8 +107,11 @@ class ProfileIn(BaseModel):
                     f"{name!r} is set by the service (a key comes from `api_key_env`, "
                     "its header from `auth`)"
                 )
-            if any(c in value for c in "\r\n\0"):
-                raise ValueError(f"the value of {name!r} holds a line break or NUL")
+            if not all(c == "\t" or " " <= c <= "~" for c in value):
+                raise ValueError(
+                    f"the value of {name!r} holds a line break, NUL or another character "
+                    "HTTP cannot carry (visible ASCII, spaces and tabs only)"
+                )
         return headers
 
     @field_validator("query")
@@ -118,6 +138,8 @@ def parse(source: str, text: str, toml: bool) -> dict[str, tuple[ProfileIn, set[
         data: Any = tomllib.loads(text) if toml else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
         raise ProfileError(f"{source}: not valid {'TOML' if toml else 'JSON'}: {exc}") from exc
+    except RecursionError:
+        raise ProfileError(f"{source}: nested too deeply to be a profile document") from None
     try:
         document = DocumentIn.model_validate(data)
     except ValidationError as exc:
@@ -198,6 +220,12 @@ def build(
             key = environ.get(key_env) or None
             if key is None and require_keys:
                 raise refuse("api_key_env", f"the environment variable {key_env} is not set")
+            if key is not None and require_keys and not all("!" <= c <= "~" for c in key):
+                raise refuse(  # (a secret mounted with its line break, say; never shown)
+                    "api_key_env",
+                    f"the environment variable {key_env} holds a space, line break or "
+                    "other character a header cannot carry",
+                )
     return Profile(
         name,
         wire,

@@ -11,6 +11,7 @@ validation from configuration are `load_profiles`.)
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
@@ -66,6 +67,16 @@ class Profile:
 
     def allows(self, model: str) -> bool:
         return self.models is None or model in self.models
+
+    def in_path(self, model: str) -> bool:
+        """`model` stays one path segment of a `{model}` base URL. URL-quoted it does for the
+        HTTP client but for "." and ".." (which it resolves to another path of the host);
+        `/` and `\\` (also as NFKC forms, `．．`) are refused too, for a proxy that decodes
+        `%2F` or normalises before it resolves dot segments."""
+        if "{model}" not in (self.base_url or ""):
+            return True
+        folded = unicodedata.normalize("NFKC", model)
+        return folded not in (".", "..") and not any(c in folded for c in "/\\")
 
     def limits_of(self, model: str) -> RateLimits:
         return self.model_limits.get(model, RateLimits())
@@ -179,6 +190,11 @@ def load_profiles(
             raise ProfileError(
                 f"AGENTRUN_PROVIDERS_FILE: cannot read {settings.providers_file}: {exc.strerror}"
             ) from exc
+        except UnicodeDecodeError as exc:
+            raise ProfileError(
+                f"AGENTRUN_PROVIDERS_FILE: {settings.providers_file} is not UTF-8 text "
+                f"(byte {exc.start})"
+            ) from None
     if settings.providers:
         documents.append(("AGENTRUN_PROVIDERS", settings.providers, False))
     profiles = builtin_profiles(settings)

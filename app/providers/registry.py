@@ -88,6 +88,8 @@ def provider_for_profile(profile: Profile, model: str, *, timeout: float = 60.0)
     adapter = WIRES.get(profile.wire)
     if adapter is None or profile.base_url is None:
         raise ValueError(f"profile {profile.name!r} ({profile.wire}) has no HTTP adapter")
+    if not profile.in_path(model):  # (refused at create: `ModelSpec`)
+        raise ValueError(f"the model name {model!r} is not a path segment of {profile.name!r}")
     return adapter(
         base_url=profile.base_url.replace("{model}", quote(model, safe="")),
         api_key=profile.api_key,

@@ -117,6 +117,13 @@ class HttpProvider:
         return first_header(response.headers, *self.request_id_headers)
 
     def _transport_error(self, exc: httpx.HTTPError) -> ProviderError:
+        if isinstance(exc, httpx.LocalProtocolError):  # (its text quotes the header: a key)
+            return ProviderError(
+                f"{self.name} request not sent: the HTTP client refuses a header value "
+                "(a key with a line break or space?)",
+                retryable=False,  # (the same request is refused again)
+                provider=self.name,
+            )
         if isinstance(exc, httpx.TimeoutException):
             message = f"{self.name} request timed out ({type(exc).__name__})"
         else:

@@ -28,6 +28,7 @@ from app.service.types import (
     ToolCallRecord,
 )
 from app.store import gauges, reports
+from app.store.flow import Bucket
 from app.store.runs import RunStore
 
 
@@ -82,6 +83,12 @@ class RunReads:
         """What /metrics reads from the database (each from an index; runs by status come
         from `count_by_status`, tool-call queues from `queue_depths`)."""
         return await gauges.read(self.store.engine, now, age_edges)
+
+    async def flow(self, now: datetime) -> tuple[list[Bucket], dict[str, int]]:
+        """The shared limits' keys as /metrics shows them: each key's use of its last
+        minute, and the queued runs waiting for each key."""
+        buckets = await self.store.flow.buckets(now.timestamp())
+        return buckets, await gauges.throttled(self.store.engine, now)
 
     async def queue_depths(self, now: datetime) -> list[QueueDepth]:
         """Per tool-call queue: calls waiting for a lease, calls under a live lease."""

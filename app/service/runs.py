@@ -54,6 +54,7 @@ from app.service.schemas import (
     ResolutionIn,
     RunCreate,
     ToolResultsIn,
+    inherited_model_problem,
 )
 from app.service.submissions import (
     SUBMIT_ATTEMPTS,
@@ -301,6 +302,9 @@ class RunService:
         previous = await self.store.get(previous_id, with_log=True, tenant=tenant)
         if previous is None:
             raise RunNotFound(f"no run with id {previous_id} (previous_run_id)")
+        inherited = "model" not in body.model_fields_set  # (checked before an interrupt)
+        if inherited and (problem := inherited_model_problem(previous.config.get("model"))):
+            raise InvalidRequest(problem)  # (its profile left the configuration, say)
         head = await conversations.latest(self.store, previous, tenant, idempotency_key)
         if head.status in TERMINAL:  # (its successors ended: the run named is the one)
             head = previous

@@ -94,6 +94,19 @@ class Body(Strict):
         return check_body(data)
 
 
+def inherited_model_problem(model: Any) -> str | None:
+    """Why the `model` a continuation inherits cannot run in this deployment any more (its
+    profile was removed, or no longer allows the model or its params), as a 422's detail
+    (`model.provider: ...`); None: it can."""
+    try:
+        ModelSpec.model_validate(model)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(["model", *(str(part) for part in error["loc"])])
+        return f"{where}: {error['msg']} (inherited from previous_run_id)"
+    return None
+
+
 class ModelSpec(BaseModel):
     """`{"provider": ..., "name": ..., ...provider params}`: `provider` names one of the
     deployment's provider profiles (`app.providers.profiles.active`), `name` a model that
@@ -124,29 +137,37 @@ class ModelSpec(BaseModel):
         profile = profiles.active().get(self.provider)
         assert profile is not None  # (`known_profile`)
         if not profile.allows(self.name):
-            raise ValidationError.from_exception_data(
-                "model",
-                [
+            raise self._bad_name(
+                PydanticCustomError(
+                    "model_not_allowed",
+                    "the provider profile {profile} does not allow this model; it allows: {models}",
                     {
-                        "type": PydanticCustomError(
-                            "model_not_allowed",
-                            "the provider profile {profile} does not allow this model; "
-                            "it allows: {models}",
-                            {
-                                "profile": repr(profile.name),
-                                "models": ", ".join(sorted(profile.models or ())),
-                            },
-                        ),
-                        "loc": ("name",),
-                        "input": self.name,
-                    }
-                ],
+                        "profile": repr(profile.name),
+                        "models": ", ".join(sorted(profile.models or ())),
+                    },
+                )
+            )
+        if not profile.in_path(self.name):
+            raise self._bad_name(
+                PydanticCustomError(
+                    "model_not_a_path_segment",
+                    "the provider profile {profile} puts the model in its URL's path: "
+                    "one segment, not . or .., without / or \\",
+                    {"profile": repr(profile.name)},
+                )
             )
         extra = self.__pydantic_extra__ or {}
         params = {k: v if k == EXTRA_BODY else integral(v) for k, v in extra.items()}
         validate_params(profile.param_table, params)
         extra.update(params)  # `max_tokens: 1024.0` is the integer 1024, sent as such
         return self
+
+    def _bad_name(self, error: PydanticCustomError) -> ValidationError:
+        """A 422 naming `model.name` (raised from the model's validator: the profile is known
+        only after `provider`'s)."""
+        return ValidationError.from_exception_data(
+            "model", [{"type": error, "loc": ("name",), "input": self.name}]
+        )
 
     @property
     def params(self) -> dict[str, Any]:

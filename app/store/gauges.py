@@ -84,3 +84,26 @@ async def read(engine: AsyncEngine, now: datetime, edges: Sequence[float]) -> Ga
         oldest_suspended=utc(oldest),
         deliveries={s: states.get(s, 0) for s in OPEN_DELIVERIES},
     )
+
+
+def throttled_statement(now: datetime) -> Any:
+    """Queued runs a shared limit deferred (not due yet), by the limit key they wait for:
+    the claim index's queued runs, filtered on their waiting reason."""
+    reason = runs.c.waiting_reason
+    key = reason["key"].as_string()
+    return (
+        sa.select(key, sa.func.count())
+        .where(
+            runs.c.status == _literal(RunStatus.QUEUED.value),
+            runs.c.available_at > now,
+            reason["type"].as_string() == "rate_limit",
+        )
+        .group_by(key)
+    )
+
+
+async def throttled(engine: AsyncEngine, now: datetime) -> dict[str, int]:
+    """`throttled_statement`'s counts by key."""
+    async with engine.connect() as conn:
+        rows = (await conn.execute(throttled_statement(now))).all()
+    return {str(k): int(n) for k, n in rows if k is not None}

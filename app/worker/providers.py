@@ -34,18 +34,22 @@ def make_provider(
         return Measured(ScriptedProvider(spec), name)
     from app.providers.registry import provider_for_profile
 
-    provider = provider_for_profile(profile, spec["name"], timeout=settings.provider_timeout)
+    try:
+        provider = provider_for_profile(profile, spec["name"], timeout=settings.provider_timeout)
+    except ValueError as exc:  # (a model its profile cannot reach, the profile changed since)
+        return Measured(Unconfigured(name, str(exc)), name)
     return Measured(provider, name)
 
 
 class Unconfigured:
-    """The provider of a profile this deployment no longer has: each call fails the run
-    (not retryable: configuration does not come back by waiting)."""
+    """The provider of a profile this deployment no longer has (or that cannot reach the
+    run's model): each call fails the run (not retryable: configuration does not come back
+    by waiting)."""
 
-    def __init__(self, profile: str) -> None:
+    def __init__(self, profile: str, why: str | None = None) -> None:
         self.name = profile
         self.error = ProviderError(
-            f"no provider profile named {profile!r} is configured in this deployment",
+            why or f"no provider profile named {profile!r} is configured in this deployment",
             retryable=False,
             provider=profile,
         )

@@ -171,3 +171,101 @@ async def test_the_providers_list_names_profiles_and_hides_urls_from_non_admins(
     seen = await client.get("/v1/providers", headers={"Authorization": f"Bearer {member.secret}"})
     assert seen.status_code == 200, seen.text
     assert all(p["base_url"] is None for p in seen.json()["data"])
+
+
+@pytest.mark.parametrize("name", [".", ".."])
+async def test_a_model_name_that_would_leave_the_deployment_path_is_a_422(
+    database_url: str, store: RunStore, mock: MockProviderServer, name: str
+) -> None:
+    """Azure's `{model}` is a path segment: ".." would send the run, with the profile's
+    key, to `/openai/chat/completions` of the host (a profile without a `models` list)."""
+    entry = {k: v for k, v in azure(mock).items() if k != "models"}
+    doc = {"profiles": {"open-azure": {**entry, "auth": "none"}}}
+    settings = make_settings(database_url, api_keys=KEY, providers=json.dumps(doc))
+    try:
+        async with api_client(settings, KEY) as c:
+            response = await c.post("/v1/runs", json=body(provider="open-azure", name=name))
+            problem = assert_problem(response, 422, "validation-error")
+            assert problem["errors"][0]["loc"] == ["body", "model", "name"], problem
+            dotted = await c.post("/v1/runs", json=body(provider="open-azure", name="a.b"))
+            assert dotted.status_code == 201, dotted.text
+    finally:
+        profiles.install(None)
+
+
+async def test_continuing_a_run_whose_profile_was_removed_is_a_422(
+    client: httpx.AsyncClient, profile_settings: Settings, store: RunStore, mock: MockProviderServer
+) -> None:
+    """The continuation inherits `model`: a profile the deployment no longer has is refused
+    at create (naming `model.provider`), not by the worker failing the new run later."""
+    created = await client.post("/v1/runs", json=body(provider="azure", name="gpt-4o-mini"))
+    assert created.status_code == 201, created.text
+    mock.script(Reply(text="hello"))
+    await drive_once(store, profile_settings)
+    first = created.json()["id"]
+    assert (await client.get(f"/v1/runs/{first}")).json()["status"] == RunStatus.COMPLETED.value
+    profiles.install(profiles.load_profiles(make_settings(profile_settings.database_url)))
+    response = await client.post("/v1/runs", json={"prompt": "again", "previous_run_id": first})
+    doc = assert_problem(response, 422, "invalid-request")
+    assert doc["detail"].startswith("model.provider: "), doc["detail"]
+    given = {
+        "prompt": "again",
+        "previous_run_id": first,
+        "model": {"provider": "scripted", "name": "s"},
+    }
+    assert (await client.post("/v1/runs", json=given)).status_code == 201
+
+
+async def test_the_providers_list_never_shows_a_password_of_openai_base_url(
+    database_url: str, store: RunStore
+) -> None:
+    """`OPENAI_BASE_URL` (a proxy's `https://user:secret@host/v1`, say) is not validated as
+    a configured profile's base_url is: an admin sees its host and path, not its password."""
+    settings = make_settings(
+        database_url, api_keys=KEY, openai_base_url="https://team:s3cret-pw@proxy.internal/v1"
+    )
+    try:
+        async with api_client(settings, KEY) as c:
+            listed = (await c.get("/v1/providers")).json()["data"]
+    finally:
+        profiles.install(None)
+    (openai,) = [p for p in listed if p["name"] == "openai"]
+    assert "s3cret-pw" not in str(listed)
+    assert openai["base_url"].endswith("@proxy.internal/v1"), openai
+
+
+async def test_the_openapi_document_names_profiles_but_no_url_or_key(
+    client: httpx.AsyncClient, mock: MockProviderServer
+) -> None:
+    text = (await client.get("/openapi.json")).text
+    assert "azure" in text
+    for secret in ("azure-key", "AZURE_OPENAI_KEY", mock.origin, "deployments/{model}"):
+        assert secret not in text
+
+
+async def test_a_run_whose_profile_was_removed_fails_naming_it_without_retries(
+    client: httpx.AsyncClient, database_url: str, store: RunStore, mock: MockProviderServer
+) -> None:
+    created = await client.post("/v1/runs", json=body(provider="azure", name="gpt-4o-mini"))
+    assert created.status_code == 201, created.text
+    without = make_settings(database_url, api_keys=KEY)  # (a worker configured since)
+    await drive_once(store, without)
+    run = (await client.get(f"/v1/runs/{created.json()['id']}")).json()
+    assert run["status"] == RunStatus.FAILED.value, run
+    assert "no provider profile named 'azure'" in run["error"]["message"], run["error"]
+    assert run["attempts"] <= 1 and mock.requests == []
+
+
+async def test_interrupting_for_a_run_whose_profile_was_removed_cancels_nothing(
+    client: httpx.AsyncClient, profile_settings: Settings
+) -> None:
+    """The inherited model is checked before `if_busy: interrupt` cancels the active run:
+    a 422 leaves it as it was."""
+    created = await client.post("/v1/runs", json=body(provider="azure", name="gpt-4o-mini"))
+    assert created.status_code == 201, created.text
+    first = created.json()["id"]
+    profiles.install(profiles.load_profiles(make_settings(profile_settings.database_url)))
+    again = {"prompt": "again", "previous_run_id": first, "if_busy": "interrupt"}
+    doc = assert_problem(await client.post("/v1/runs", json=again), 422, "invalid-request")
+    assert doc["detail"].startswith("model.provider: "), doc["detail"]
+    assert (await client.get(f"/v1/runs/{first}")).json()["status"] == RunStatus.QUEUED.value

@@ -99,11 +99,11 @@ async def test_an_azure_deployment_gets_its_path_api_version_and_api_key(
 
 async def test_a_model_name_is_quoted_in_the_url(mock: MockProviderServer) -> None:
     profiles = profiles_for(mock, azure={**azure(mock), "auth": "none", "models": None})
-    adapter = make_provider({"provider": "azure", "name": "a/b c"}, Settings(), profiles)
+    adapter = make_provider({"provider": "azure", "name": "a?b c"}, Settings(), profiles)
     assert isinstance(adapter, Measured)
     url: str = adapter.inner.url  # type: ignore[attr-defined]
     assert (
-        url == mock.origin + "/openai/deployments/a%2Fb%20c/chat/completions?api-version=2024-10-21"
+        url == mock.origin + "/openai/deployments/a%3Fb%20c/chat/completions?api-version=2024-10-21"
     )
     await adapter.inner.aclose()  # type: ignore[attr-defined]
 

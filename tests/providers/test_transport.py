@@ -46,12 +46,14 @@ WIRES = ["openai", "openai_responses", "anthropic"]
 PATHS = {"openai": CHAT_PATH, "openai_responses": RESPONSES_PATH, "anthropic": MESSAGES_PATH}
 
 
-def make(name: str, mock: MockProviderServer, timeout: float = 5.0) -> HttpProvider:
+def make(
+    name: str, mock: MockProviderServer, timeout: float = 5.0, keys: str = "test"
+) -> HttpProvider:
     return provider_from_settings(
         name,
-        openai_api_key="sk-test",
+        openai_api_key=f"sk-{keys}",
         openai_base_url=mock.openai_base_url,
-        anthropic_api_key="ak-test",
+        anthropic_api_key=f"ak-{keys}",
         anthropic_base_url=mock.anthropic_base_url,
         timeout=timeout,
     )
@@ -359,3 +361,21 @@ async def test_values_no_run_can_hold_are_a_malformed_response_not_a_crash(
                 await provider.complete(request(tools=(ADD,)))
         assert "malformed" in caught.value.message
         assert caught.value.retryable is False
+
+
+@pytest.mark.parametrize("name", WIRES)
+async def test_a_key_the_http_client_refuses_is_neither_echoed_nor_retried(
+    mock: MockProviderServer, name: str
+) -> None:
+    """A key read with its trailing line break (a secret mounted from a file): h11 refuses
+    the header and its message quoted it (`Illegal header value b'Bearer sk-…\\n'`) into
+    the run's error, retried as a connection error eight times."""
+    provider = make(name, mock, keys="newline-key-0042\n")
+    try:
+        with pytest.raises(ProviderError) as caught:
+            await provider.complete(request())
+    finally:
+        await provider.aclose()
+    assert "newline-key-0042" not in str(caught.value)
+    assert not caught.value.retryable
+    assert mock.requests == []

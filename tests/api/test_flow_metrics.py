@@ -1,0 +1,52 @@
+"""/metrics shows the shared limits: each key's use of its last minute
+(`agentrun_flow_used`) and the queued runs a limit deferred (`agentrun_flow_waiting_runs`),
+read from the database at scrape time, on both databases."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from app.api import metrics
+from app.core.lifecycle import RunStatus
+from app.service.reads import RunReads
+from app.service.runs import RunService
+from app.settings import Settings
+from app.store.runs import RunStore
+from tests.helpers import run_body
+from tests.worker.test_flow import claim_and_drive, driver, limited, model_doc
+
+
+def samples(text: bytes, family: str) -> dict[tuple[tuple[str, str], ...], float]:
+    out = {}
+    for fam in text_string_to_metric_families(text.decode()):
+        if fam.name == family:
+            for s in fam.samples:
+                out[tuple(sorted(s.labels.items()))] = s.value
+    return out
+
+
+async def test_a_throttled_run_and_its_keys_use_are_on_metrics(
+    store: RunStore, settings: Settings
+) -> None:
+    model = f"m-{uuid.uuid4().hex[:8]}"
+    key = f"model:scripted/{model}"
+    profiles = limited("scripted", model, requests_per_minute=2)
+    service = RunService(store, settings)
+    for _ in range(3):
+        await service.create_run(run_body(model=model_doc(model)))
+    d = await driver(store, settings, profiles)
+    now = datetime.now(UTC)
+    outcomes = [await claim_and_drive(d, store, now) for _ in range(3)]
+    # (a bucket holds 90 % of a minute: one of the three goes, two wait for their turns)
+    assert outcomes.count(RunStatus.QUEUED) == 2
+
+    text = await metrics.render(RunReads(store))
+    waiting = samples(text, "agentrun_flow_waiting_runs")
+    assert waiting[(("key", key),)] == 2
+    used = samples(text, "agentrun_flow_used")
+    # Three reservations of a 2-a-minute key: all three are within the last minute's worth.
+    assert 2.5 < used[(("key", key), ("limit", "requests_per_minute"))] <= 3
+    assert used[(("key", key), ("limit", "tokens_per_minute"))] == 0

@@ -57,6 +57,9 @@ class TenantLimits(Strict):
     tokens_per_minute: Annotated[int | None, Field(ge=1, le=10**12, strict=True), AS_INT] = Field(
         default=None, description="model tokens per minute (reserved at most, corrected)"
     )
+    max_concurrent: Annotated[int | None, Field(ge=1, le=10**6, strict=True), AS_INT] = Field(
+        default=None, description="model calls in flight at once, over every worker"
+    )
 
     def stored(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)

@@ -21,13 +21,13 @@ and one per key and 429; the same SQL on PostgreSQL and SQLite (`INSERT … ON C
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
 
-from app.store.backend.base import Backend
+from app.store.backend.base import Backend, Row
 from app.store.schema import flow_limits
 
 f = flow_limits
@@ -156,13 +156,24 @@ class FlowLimits:
 
     async def acquire(self, demands: Sequence[Demand], now: float) -> Grant:
         """Reserve one call on every key of `demands` (one statement); when it may go."""
+        stmt, params = self.acquire_statement(demands, now)
+        return self.grant_of(demands, now, await self.backend.fetch(stmt, params))
+
+    def acquire_statement(
+        self, demands: Sequence[Demand], now: float
+    ) -> tuple[Any, dict[str, Any]]:
+        """The reservation's statement and parameters (`app.store.slots` runs it in the
+        transaction that takes the slots)."""
         params: dict[str, Any] = {"p_now": now}
         for i, d in enumerate(sorted(demands, key=lambda d: d.key)):
             ri, ti = _interval(d.requests_per_minute), _interval(d.tokens_per_minute)
             tokens = d.tokens if ti else 0.0
             values = (d.key, now + ri, now + tokens * ti, ri, ti, tokens)
             params.update({f"p_{c}_{i}": v for c, v in zip(_ROW, values, strict=True)})
-        result = await self.backend.fetch(self._acquire_statement(len(demands)), params)
+        return self._acquire_statement(len(demands)), params
+
+    def grant_of(self, demands: Sequence[Demand], now: float, result: Iterable[Row]) -> Grant:
+        """When the call may go, from the rows the reservation returned."""
         by_key = {d.key: d for d in demands}
         grant = Grant(now)
         for row in result:

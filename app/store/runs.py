@@ -10,6 +10,7 @@ their methods so the service and the worker hold one object.
 - `identities` (`app.store.identities`): tenants and API keys;
 - `approvals` (`app.store.approvals`): gated calls, their decisions and inbox;
 - `flow` (`app.store.flow`): the shared limits' buckets.
+- `slots` (`app.store.slots`): the shared limits' concurrency slots.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from app.store.identities import Identities
 from app.store.lookups import Lookups
 from app.store.outbox import Outbox
 from app.store.queues import ToolCallQueue
+from app.store.slots import FlowSlots
 from app.store.transitions import Transitions
 from app.store.watchers import Watchers
 
@@ -95,6 +97,7 @@ class RunStore:
 
         self.conversations = ConversationRows(self.backend)
         self.flow = FlowLimits(self.backend)
+        self.slots = FlowSlots(self.backend, self.flow)
 
     async def flush_wakeups(self) -> None:
         """Return once the wake-ups of the writes so far are sent."""

@@ -576,4 +576,24 @@ flow_limits = sa.Table(
     sa.Column("slow_token_interval", sa.Float, nullable=False),
     sa.Column("slow_until", sa.Float, nullable=False),
     sa.Column("provider_429s", sa.BigInteger, nullable=False),
+    # (`max_concurrent`: the key's calls in flight at once, app.store.slots; null: none)
+    sa.Column("max_concurrent", sa.Integer),
+)
+
+# Concurrency slots (app.store.slots): one row per model call in flight on a key with a
+# `max_concurrent`; `expires_at` (Unix seconds) frees the slot of a worker that died. The
+# runs a full key sent back to the queue wait in `flow_waiters` (oldest `since` first).
+flow_slots = sa.Table(
+    "flow_slots",
+    metadata,
+    sa.Column("key", sa.String(300), primary_key=True),
+    sa.Column("holder", sa.String(80), primary_key=True),
+    sa.Column("expires_at", sa.Float, nullable=False),
+)
+flow_waiters = sa.Table(
+    "flow_waiters",
+    metadata,
+    sa.Column("key", sa.String(300), primary_key=True),
+    sa.Column("run_id", sa.String(40), primary_key=True),
+    sa.Column("since", sa.Float, nullable=False),
 )

@@ -118,7 +118,11 @@ class RunDriver:
         self.lease = Lease(store, settings.lease_seconds, worker_id, clock, stops)
         self.budgets = budgets or budgets_for(store, settings)
         self.flow = Flow(
-            store.flow, profiles, self.budgets.tenant_limits, settings.default_max_output_tokens
+            store.flow,
+            store.slots,
+            profiles,
+            self.budgets.tenant_limits,
+            settings.default_max_output_tokens,
         )
 
     async def drive(self, record: RunRecord) -> RunStatus | None:
@@ -219,18 +223,25 @@ class RunDriver:
             if not isinstance(gate, Reserved):
                 return gate
             reserved = gate
-        provider = self.providers(spec)
+        try:
+            provider = self.providers(spec)
+        except BaseException:  # (the slots are the call's: it will not happen)
+            await self.flow.release(reserved, self.clock())
+            raise
         streamed = config.stream
         started = time.perf_counter()
         progress = streaming.Progress()
         try:
             with tracing.model_call(spec, request, streamed=streamed) as span:
-                if streamed:  # text deltas become `model.delta` events (app.worker.streaming)
-                    answer = await streaming.stream_answer(
-                        self.lease, claim, provider, request, progress=progress
-                    )
-                else:
-                    answer = await self.lease.hold(claim, provider.complete(request))
+                try:
+                    if streamed:  # text deltas become `model.delta` events (app.worker.streaming)
+                        answer = await streaming.stream_answer(
+                            self.lease, claim, provider, request, progress=progress
+                        )
+                    else:
+                        answer = await self.lease.hold(claim, provider.complete(request))
+                finally:  # (whatever ended the call: its concurrency slots are free now)
+                    await self.flow.release(reserved, self.clock())
                 tracing.model_answered(span, answer)
         except ProviderError as err:
             err.provider = err.provider or model.provider
@@ -292,11 +303,37 @@ class RunDriver:
         provider = claim.record.run_config.model.provider
         tokens = self.flow.most_tokens(request, provider)
         fresh = timedelta(seconds=self.settings.lease_seconds)
-        if held is not None and not claim.honoured and now - fresh <= held <= now + _SLACK:
+        # A slot outlives neither the lease nor the call's timeout (a dead worker's frees).
+        timeout = self.flow.timeout_of(provider) or self.settings.provider_timeout
+        slot_seconds = max(float(self.settings.lease_seconds), timeout)
+        honour = held is not None and not claim.honoured and now - fresh <= held <= now + _SLACK
+        grant, reserved = await self.flow.acquire(
+            rates,
+            tokens,
+            now,
+            claim.record.id,
+            slot_seconds,
+            _SLACK.total_seconds() if not honour else float("inf"),
+            rated=not honour,
+        )
+        if grant.limit == "max_concurrent":  # (no slot free: woken by a release)
+            assert grant.key is not None
+            run.withdraw_model_call()
+            metrics.flow_wait(grant.key, grant.limit)
+            change = changes.throttle(
+                claim.version,
+                RateLimit(grant.limit, grant.key, None),
+                now + fresh,  # (the fallback, should the release's wake-up be lost)
+                held if honour else None,
+                claim.events,
+                self._usage(claim),
+            )
+            return await self._write(claim, change, now)
+        if honour:
+            assert held is not None
             claim.honoured = True  # (reserved when it was throttled: not drawn twice)
             await asyncio.sleep(max(0.0, (held - now).total_seconds()))
-            return Reserved((), 0.0)
-        grant, reserved = await self.flow.acquire(rates, tokens, now)
+            return reserved
         go_at = datetime.fromtimestamp(grant.go_at, UTC)
         if go_at <= now + _SLACK:
             await asyncio.sleep(max(0.0, (go_at - now).total_seconds()))

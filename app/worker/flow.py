@@ -3,26 +3,34 @@ draws on, what it reserves, and what a provider's 429 teaches every worker.
 
 A run's keys: `profile:<provider>` (the profile's limits), `model:<provider>/<model>` (its
 `model_limits`) and `tenant:<tenant>` (the tenant's `requests_per_minute` /
-`tokens_per_minute`). A call with no limit on any of them costs nothing: no statement, and
-with no limit configured anywhere (`Profiles.limited()` false, no tenant limits) not even
-a lookup. Tokens are reserved at most (the budget's input estimate plus the output cap)
-and the difference to what the call used is refunded with this worker's next acquire of
-the same key (no extra statement; lost if the worker stops: more conservative only).
+`tokens_per_minute` / `max_concurrent`). A key with a `max_concurrent` also holds a
+concurrency slot (`app.store.slots`) for the call's duration, freed right after it. A call
+with no limit on any of them costs nothing: no statement, and with no limit configured
+anywhere (`Profiles.limited()` false, no tenant limits) not even a lookup. Tokens are
+reserved at most (the budget's input estimate plus the output cap) and the difference to
+what the call used is refunded with this worker's next acquire of the same key (no extra
+statement; lost if the worker stops: more conservative only).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import structlog
 
 from app import metrics
 from app.providers.base import ModelRequest, ProviderError
 from app.providers.profiles import Profiles, RateLimits
 from app.store.flow import Demand, FlowLimits, Grant, Learned
 from app.store.records import RunRecord
+from app.store.slots import FlowSlots, Slot
 from app.worker.budget import cap_param, input_estimate
+
+log = structlog.get_logger("agentrun.worker")
 
 TenantLimitsOf = Callable[[str], Awaitable[Mapping[str, Any]]]
 
@@ -35,10 +43,13 @@ _LIMIT_HEADERS = (
 
 @dataclass(frozen=True, slots=True)
 class Reserved:
-    """A call's reservation: the keys it drew tokens on and how many."""
+    """A call's reservation: the keys it drew tokens on and how many, and the keys whose
+    concurrency slots it holds (as `holder`) until `release`."""
 
     keys: tuple[str, ...]
     tokens: float
+    slot_keys: tuple[str, ...] = ()
+    holder: str = ""
 
 
 def _number(headers: Mapping[str, str], name: str) -> float | None:
@@ -56,11 +67,13 @@ class Flow:
     def __init__(
         self,
         limits: FlowLimits,
+        slots: FlowSlots,
         profiles: Profiles | None = None,
         tenant_limits: TenantLimitsOf | None = None,
         default_cap: int = 4096,
     ) -> None:
         self.limits = limits
+        self.slots = slots
         self.profiles = profiles or Profiles({})
         self.tenant_limits = tenant_limits
         self.default_cap = default_cap
@@ -78,9 +91,15 @@ class Flow:
         if self.tenant_limits is not None:
             doc = await self.tenant_limits(record.tenant_id)
             rpm, tpm = doc.get("requests_per_minute"), doc.get("tokens_per_minute")
-            if rpm is not None or tpm is not None:
-                out[f"tenant:{record.tenant_id}"] = RateLimits(rpm, tpm)
-        return {k: v for k, v in out.items() if v.requests_per_minute or v.tokens_per_minute}
+            most = doc.get("max_concurrent")
+            if rpm is not None or tpm is not None or most is not None:
+                out[f"tenant:{record.tenant_id}"] = RateLimits(rpm, tpm, most)
+        return {k: v for k, v in out.items() if not v.empty()}
+
+    def timeout_of(self, provider: str) -> float | None:
+        """The profile's call timeout (a slot is held at most that long, or a lease)."""
+        profile = self.profiles.get(provider)
+        return None if profile is None else profile.timeout_seconds
 
     def most_tokens(self, request: ModelRequest, provider: str) -> int:
         """What the call may use at most: the input estimate and the output cap."""
@@ -89,17 +108,52 @@ class Flow:
         return input_estimate(request, provider) + cap
 
     async def acquire(
-        self, rates: Mapping[str, RateLimits], tokens: int, now: datetime
+        self,
+        rates: Mapping[str, RateLimits],
+        tokens: int,
+        now: datetime,
+        run_id: str = "",
+        slot_seconds: float = 0.0,
+        slack: float = 0.0,
+        rated: bool = True,
     ) -> tuple[Grant, Reserved]:
-        """Reserve the call on every key (one statement); when it may go."""
+        """Reserve the call on every key (one statement; with a `max_concurrent` on any,
+        one transaction that also takes a slot on each, held for at most `slot_seconds`
+        when the call may go within `slack`); when it may go. `rated` False: the rate
+        reservation is already held (a throttled run's), only the slots are taken. A
+        grant whose `limit` is `max_concurrent` is a refusal: a key had no free slot."""
         demands = []
         for key, r in rates.items():
+            if not rated or not (r.requests_per_minute or r.tokens_per_minute):
+                continue
             refund = self._refunds.pop(key, 0.0) if r.tokens_per_minute else 0.0
             net = tokens - refund if r.tokens_per_minute else 0.0
             demands.append(Demand(key, r.requests_per_minute, r.tokens_per_minute, net))
-        grant = await self.limits.acquire(demands, now.timestamp())
-        drawn = tuple(k for k, r in rates.items() if r.tokens_per_minute)
-        return grant, Reserved(drawn, float(tokens))
+        drawn = tuple(d.key for d in demands if d.tokens_per_minute)
+        slots = [Slot(k, r.max_concurrent) for k, r in rates.items() if r.max_concurrent]
+        if not slots:
+            grant = (
+                await self.limits.acquire(demands, now.timestamp())
+                if demands
+                else Grant(now.timestamp())
+            )
+            return grant, Reserved(drawn, float(tokens))
+        holder = f"{run_id}:{uuid.uuid4().hex[:16]}"
+        at = now.timestamp()
+        taken = await self.slots.take(slots, holder, run_id, at, at + slot_seconds, demands, slack)
+        if not taken.held:
+            return taken.grant, Reserved(drawn, float(tokens))
+        return taken.grant, Reserved(drawn, float(tokens), tuple(s.key for s in slots), holder)
+
+    async def release(self, reserved: Reserved | None, now: datetime) -> None:
+        """Free the call's slots (right after it ends): the oldest run waiting for one is
+        due at once. A failure here only leaves the slot to its expiry."""
+        if reserved is None or not reserved.slot_keys:
+            return
+        try:
+            await self.slots.release(reserved.slot_keys, reserved.holder, now)
+        except Exception:  # (the slot expires by itself)
+            log.warning("slot release failed", keys=reserved.slot_keys, exc_info=True)
 
     def used(self, reserved: Reserved, total_tokens: int | None) -> None:
         """The call used `total_tokens` of what it reserved: the rest goes back with the

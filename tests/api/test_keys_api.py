@@ -106,6 +106,7 @@ async def test_tenants_over_http(client: httpx.AsyncClient) -> None:
         "daily_cost_usd": None,
         "requests_per_minute": None,
         "tokens_per_minute": None,
+        "max_concurrent": None,
     }
     patched = await client.patch(
         f"/v1/tenants/{tenant}", json={"limits": {"daily_cost_usd": 2.5, "daily_tokens": None}}
@@ -117,6 +118,7 @@ async def test_tenants_over_http(client: httpx.AsyncClient) -> None:
         "daily_cost_usd": 2.5,
         "requests_per_minute": None,
         "tokens_per_minute": None,
+        "max_concurrent": None,
     }
     key = (
         await client.post(

@@ -18,8 +18,10 @@ from app.service.tokens import new_key
 from app.settings import Settings
 from app.store.flow import Demand
 from app.store.runs import RunStore
+from app.store.slots import Slot
 from app.worker.budget import Budgets
 from app.worker.driver import RunDriver
+from app.worker.lease import LeaseLost
 from app.worker.providers import make_provider
 from tests.helpers import run_body
 from tests.mocks.replies import Reply
@@ -157,3 +159,116 @@ async def test_a_429_slows_every_worker_on_the_key(
     assert abs((b.go_at - a.go_at) - 1.0) < 0.01  # 60 a minute, as the provider said
     (bucket,) = [x for x in await store.flow.buckets(now.timestamp()) if x.key == key]
     assert bucket.provider_429s == 1
+
+
+# --- max_concurrent: concurrency slots (app.store.slots) ---------------------------------
+
+
+async def test_a_full_key_throttles_the_run_and_a_release_wakes_it(
+    store: RunStore, settings: Settings
+) -> None:
+    model = f"m-{uuid.uuid4().hex[:8]}"
+    key = f"model:scripted/{model}"
+    profiles = limited("scripted", model, max_concurrent=1)
+    service = RunService(store, settings)
+    at = datetime.now(UTC).timestamp()
+    assert (await store.slots.take([Slot(key, 1)], "elsewhere", "x", at, at + 30)).held
+    view, _ = await service.create_run(run_body(model=model_doc(model)))
+    now = datetime.now(UTC)
+    d = await driver(store, settings, profiles)
+    assert await claim_and_drive(d, store, now) == RunStatus.QUEUED
+    waiting = (await service.get_run(view.record.id)).record
+    assert waiting.waiting_reason == {
+        "type": "rate_limit",
+        "limit": "max_concurrent",
+        "key": key,
+        "frees_at": None,
+    }
+    fallback = (waiting.available_at - now).total_seconds()
+    assert abs(fallback - settings.lease_seconds) < 1  # (should the release's wake-up be lost)
+    assert waiting.model_attempts == 0 and waiting.flow_reserved_at is None
+    # The other call ends: its release makes the run due at once, and it runs.
+    released = datetime.now(UTC)
+    assert await store.slots.release([key], "elsewhere", released) == view.record.id
+    assert await claim_and_drive(d, store, datetime.now(UTC)) == RunStatus.REQUIRES_ACTION
+    assert await store.slots.in_flight(key, datetime.now(UTC).timestamp()) == 0
+
+
+async def test_a_slot_is_released_when_the_call_fails(
+    store: RunStore, settings: Settings, mock: MockProviderServer
+) -> None:
+    settings = wire_settings(settings, mock)
+    model = f"m-{uuid.uuid4().hex[:8]}"
+    profiles = limited("openai", model, wire="openai_chat", max_concurrent=2)
+    mock.script(Reply.fault(500, "boom"))
+    service = RunService(store, settings)
+    body = RunCreate.model_validate(
+        {"prompt": "hi", "model": {"provider": "openai", "name": model}}
+    )
+    await service.create_run(body)
+    d = await driver(store, settings, profiles)
+    assert await claim_and_drive(d, store, datetime.now(UTC)) == RunStatus.QUEUED  # (backoff)
+    key = f"model:openai/{model}"
+    assert await store.slots.in_flight(key, datetime.now(UTC).timestamp()) == 0
+
+
+async def test_no_slot_statement_for_a_run_without_max_concurrent(
+    store: RunStore, settings: Settings, monkeypatch: Any
+) -> None:
+    async def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a slot statement for a run without max_concurrent")
+
+    monkeypatch.setattr(store.slots, "take", refuse)
+    monkeypatch.setattr(store.slots, "release", refuse)
+    model = f"m-{uuid.uuid4().hex[:8]}"
+    service = RunService(store, settings)
+    await service.create_run(run_body(model=model_doc(model)))
+    d = await driver(store, settings, limited("scripted", model, requests_per_minute=600))
+    assert await claim_and_drive(d, store, datetime.now(UTC)) == RunStatus.REQUIRES_ACTION
+
+
+async def test_a_tenants_max_concurrent_limits_its_runs(
+    store: RunStore, settings: Settings
+) -> None:
+    tenant_doc = {"max_concurrent": 1}
+
+    async def tenant_limits(tenant: str) -> dict[str, Any]:
+        return tenant_doc
+
+    budgets = Budgets(PriceBook.for_settings(settings), 4096, tenant_limits=tenant_limits)
+    service = RunService(store, settings)
+    view, _ = await service.create_run(run_body())
+    at = datetime.now(UTC).timestamp()
+    key = "tenant:default"
+    assert (await store.slots.take([Slot(key, 1)], "elsewhere", "x", at, at + 30)).held
+    d = await driver(store, settings, budgets=budgets)
+    try:
+        assert await claim_and_drive(d, store, datetime.now(UTC)) == RunStatus.QUEUED
+    finally:
+        await store.slots.release([key], "elsewhere", datetime.now(UTC))
+    reason = (await service.get_run(view.record.id)).record.waiting_reason
+    assert reason is not None and (reason["limit"], reason["key"]) == ("max_concurrent", key)
+    assert await claim_and_drive(d, store, datetime.now(UTC)) == RunStatus.REQUIRES_ACTION
+
+
+class _Lost:
+    """A provider whose call ends by the lease being lost mid-flight."""
+
+    name = "scripted"
+
+    async def complete(self, request: Any) -> Any:
+        raise LeaseLost()
+
+
+async def test_a_slot_is_released_when_the_lease_is_lost_mid_call(
+    store: RunStore, settings: Settings
+) -> None:
+    model = f"m-{uuid.uuid4().hex[:8]}"
+    profiles = limited("scripted", model, max_concurrent=1)
+    service = RunService(store, settings)
+    await service.create_run(run_body(model=model_doc(model)))
+    key = await store.secret("callback_key", new_key)
+    d = RunDriver(store, settings, "w", lambda s: _Lost(), key, profiles=profiles)  # type: ignore[arg-type,return-value]
+    assert await claim_and_drive(d, store, datetime.now(UTC)) is None
+    at = datetime.now(UTC).timestamp()
+    assert await store.slots.in_flight(f"model:scripted/{model}", at) == 0

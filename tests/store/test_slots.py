@@ -1,0 +1,180 @@
+"""Concurrency slots (app.store.slots) on both databases: never more than `max_concurrent`
+held under concurrent takers (on PostgreSQL also from many processes), a leaked slot frees
+at its expiry, a full key reserves no rate, a release makes the oldest waiting run due."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from app.core.lifecycle import RunStatus
+from app.service.runs import RunService
+from app.settings import Settings
+from app.store import changes
+from app.store.flow import Demand
+from app.store.runs import RunStore
+from app.store.slots import Slot
+from app.store.waiting import RateLimit
+from tests.helpers import run_body
+
+T0 = 1_800_000_000.0
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def fresh(name: str) -> str:
+    """A key of its own (the databases are shared between tests)."""
+    return f"{name}-{uuid.uuid4().hex[:8]}"
+
+
+async def test_concurrent_takers_never_hold_more_than_max_concurrent(store: RunStore) -> None:
+    key = fresh("profile:p")
+    slots = [Slot(key, 3)]
+
+    async def one(i: int) -> bool:
+        taken = await store.slots.take(slots, f"h{i}", f"run-{i}", T0, T0 + 30)
+        return taken.held
+
+    held = await asyncio.gather(*(one(i) for i in range(40)))
+    assert sum(held) == 3
+    assert await store.slots.in_flight(key, T0) == 3
+    first = next(i for i, h in enumerate(held) if h)
+    await store.slots.release([key], f"h{first}", datetime.fromtimestamp(T0, UTC))
+    again = await asyncio.gather(*(one(100 + i) for i in range(40)))
+    assert sum(again) == 1
+    assert await store.slots.in_flight(key, T0) == 3
+
+
+async def test_every_key_must_have_a_free_slot(store: RunStore) -> None:
+    profile, model = fresh("profile:p"), fresh("model:p/m")
+    assert (await store.slots.take([Slot(model, 1)], "a", "r1", T0, T0 + 30)).held
+    taken = await store.slots.take([Slot(profile, 5), Slot(model, 1)], "b", "r2", T0, T0 + 30)
+    assert not taken.held
+    assert (taken.full, taken.grant.key, taken.grant.limit) == (model, model, "max_concurrent")
+    assert await store.slots.in_flight(profile, T0) == 0  # (nothing taken on the free key)
+
+
+async def test_a_leaked_slot_frees_at_its_expiry(store: RunStore) -> None:
+    key = fresh("model:p/m")
+    assert (await store.slots.take([Slot(key, 1)], "dead", "r1", T0, T0 + 30)).held
+    assert not (await store.slots.take([Slot(key, 1)], "b", "r2", T0 + 29, T0 + 59)).held
+    assert (await store.slots.take([Slot(key, 1)], "b", "r2", T0 + 30, T0 + 60)).held
+
+
+async def test_a_full_key_reserves_no_rate_and_a_deferred_call_holds_no_slot(
+    store: RunStore,
+) -> None:
+    key = fresh("profile:p")
+    rate = [Demand(key, 1, None)]  # one a minute
+    assert (await store.slots.take([Slot(key, 1)], "a", "r1", T0, T0 + 30, rate)).held
+    refused = await store.slots.take([Slot(key, 1)], "b", "r2", T0, T0 + 30, rate)
+    assert refused.grant.limit == "max_concurrent"
+    await store.slots.release([key], "a", datetime.fromtimestamp(T0, UTC))
+    # The refusal drew nothing: this call is the second of the minute, deferred a minute
+    # (and holds no slot while it waits for its turn).
+    deferred = await store.slots.take([Slot(key, 1)], "c", "r3", T0, T0 + 30, rate, slack=1.0)
+    assert not deferred.held and deferred.grant.limit == "requests_per_minute"
+    assert abs(deferred.grant.go_at - (T0 + 60)) < 1e-6
+    assert await store.slots.in_flight(key, T0) == 0
+
+
+async def test_a_release_makes_the_oldest_waiting_run_due(
+    store: RunStore, settings: Settings
+) -> None:
+    key = fresh("profile:p")
+    service = RunService(store, settings)
+    ids = []
+    for _ in range(2):
+        view, _ = await service.create_run(run_body())
+        now = datetime.now(UTC)
+        record = await store.claim("w", now, now + timedelta(seconds=30))
+        assert record is not None and record.id == view.record.id
+        later = now + timedelta(seconds=30)
+        reason = RateLimit("max_concurrent", key, None)
+        done, _ = await store.apply(
+            record.id, changes.throttle(record.version, reason, later, None, (), None), now
+        )
+        assert done is not None and done.status == RunStatus.QUEUED
+        ids.append(record.id)
+    at = now.timestamp()
+    assert (await store.slots.take([Slot(key, 1)], "a", "other", at, at + 30)).held
+    for i, run_id in enumerate(ids):
+        taken = await store.slots.take([Slot(key, 1)], f"w{i}", run_id, at + i, at + 30)
+        assert not taken.held
+    assert await store.slots.release([key], "a", now) == ids[0]
+    assert (await store.get(ids[0])).available_at <= now  # type: ignore[union-attr]
+    assert (await store.get(ids[1])).available_at > now  # type: ignore[union-attr]
+    assert await store.slots.release([key], "nobody", now) == ids[1]
+    assert await store.slots.release([key], "nobody", now) is None
+
+
+async def test_a_refusal_forgets_the_waiters_that_ended(
+    store: RunStore, settings: Settings
+) -> None:
+    key = fresh("profile:p")
+    at = datetime.now(UTC).timestamp()
+    assert (await store.slots.take([Slot(key, 1)], "a", "x", at, at + 30)).held
+    assert not (await store.slots.take([Slot(key, 1)], "b", "no-such-run", at, at + 30)).held
+    assert await store.slots.waiters(key) == ["no-such-run"]
+    assert not (await store.slots.take([Slot(key, 1)], "c", "another", at, at + 30)).held
+    assert await store.slots.waiters(key) == ["another"]  # (no queued run of that id)
+
+
+TAKER = """
+import asyncio, os, sys
+from app.store.backend.engines import create_engine
+from app.store.runs import RunStore
+from app.store.slots import Slot
+
+async def main() -> None:
+    store = RunStore(create_engine(sys.argv[1]))
+    key = sys.argv[2]
+    await store.slots.in_flight(key, 0.0)  # connected: the takes below are all that is left
+    print("ready", flush=True)
+    sys.stdin.readline()
+
+    async def one(i: int) -> bool:
+        got = await store.slots.take([Slot(key, 3)], f"{os.getpid()}-{i}", "r", 1e9, 2e9)
+        return got.held
+
+    print(sum(await asyncio.gather(*(one(i) for i in range(10)))), flush=True)
+    await store.aclose()
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_takers_in_many_processes_never_hold_more_than_max_concurrent(
+    store: RunStore, database_url: str
+) -> None:
+    """Real processes, each with its own pool, 10 takers each, told to go at once."""
+    key = fresh("profile:p")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", TAKER, database_url, key],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        for _ in range(4)
+    ]
+    try:
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        counts = [int(p.communicate(timeout=30)[0].strip()) for p in procs]
+    finally:
+        for p in procs:
+            p.kill() if p.poll() is None else None
+    assert sum(counts) == 3, counts
+    assert await store.slots.in_flight(key, 1e9) == 3

@@ -143,6 +143,9 @@ class MemoryBackend:
     def insert(self, table: sa.Table) -> Any:
         return sqlite.insert(table)
 
+    def for_update(self, stmt: Any) -> Any:
+        return stmt
+
     def skip_locked(self, stmt: Any, *of: sa.Table) -> Any:
         return stmt
 

@@ -125,8 +125,8 @@ class FlowSlots:
         self._lock = _lock(backend)
         self._hold = _hold()
         self._wake = _wake()
-        self._lock_for_release = (
-            sa.select(f.c.key).where(f.c.key.in_(_keys())).order_by(f.c.key).with_for_update()
+        self._lock_for_release = backend.for_update(
+            sa.select(f.c.key).where(f.c.key.in_(_keys())).order_by(f.c.key)
         )
         self._free = s.delete().where(
             s.c.key.in_(_keys()),

@@ -205,7 +205,9 @@ def read_rows(url: str, statements: list[tuple[str, Any]]) -> dict[str, int]:
     on after a few scrapes): the rows it read from each table; fails on a sequential scan
     of a table that grows with the runs kept."""
     read: dict[str, int] = {}
-    with psycopg.connect(url, autocommit=True) as c:
+    # (prepare_threshold None: psycopg's own prepared statements would not survive the
+    # DEALLOCATE ALL below)
+    with psycopg.connect(url, autocommit=True, prepare_threshold=None) as c:
         c.execute("SET plan_cache_mode = force_generic_plan")
         settings = None  # a report's `by_index`: settings for its transaction's statement
         for statement, parameters in statements:
@@ -243,7 +245,9 @@ def read_rows(url: str, statements: list[tuple[str, Any]]) -> dict[str, int]:
 
 async def test_a_scrape_reads_what_is_in_flight_by_index(seeded: str) -> None:
     statements = await scrape_statements(seeded, with_counts=False)
-    assert len(statements) == 4  # suspended waits, queue depth, open deliveries, tool queues
+    # suspended waits, queue depth, open deliveries, tool queues, the shared limits' keys
+    # (`flow_limits`: a row per configured key) and the runs they deferred
+    assert len(statements) == 6
     read = read_rows(seeded, statements)
     # 20 suspended + 10 queued runs, 12 open deliveries, 20 open tool calls: not 20,000 kept
     assert read["runs"] <= 30 and read["webhook_outbox"] <= 12 and read["tool_calls"] <= 20, read

@@ -130,6 +130,11 @@ class Backend(Protocol):
         """An INSERT of `table` that takes `on_conflict_do_nothing/update`."""
         ...
 
+    def for_update(self, stmt: Any) -> Any:
+        """`stmt` row-locking what it reads until the transaction ends (SQLite serializes
+        writers: unchanged)."""
+        ...
+
     def skip_locked(self, stmt: Any, *of: sa.Table) -> Any:
         """`stmt` row-locking what it picks, skipping rows locked by others (SQLite
         serializes writers: unchanged)."""

@@ -122,6 +122,9 @@ class PostgresBackend:
     def insert(self, table: sa.Table) -> Any:
         return postgresql.insert(table)
 
+    def for_update(self, stmt: Any) -> Any:
+        return stmt.with_for_update()
+
     def skip_locked(self, stmt: Any, *of: sa.Table) -> Any:
         return stmt.with_for_update(skip_locked=True, of=list(of) or None)
 

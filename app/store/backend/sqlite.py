@@ -79,6 +79,9 @@ class SqliteBackend:
     def insert(self, table: sa.Table) -> Any:
         return sqlite.insert(table)
 
+    def for_update(self, stmt: Any) -> Any:
+        return stmt  # (writers are serialized: the transaction holds the database)
+
     def skip_locked(self, stmt: Any, *of: sa.Table) -> Any:
         return stmt  # (writers are serialized: nothing to skip)
 

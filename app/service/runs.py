@@ -305,11 +305,12 @@ class RunService:
         inherited = "model" not in body.model_fields_set  # (checked before an interrupt)
         if inherited and (problem := inherited_model_problem(previous.config.get("model"))):
             raise InvalidRequest(problem)  # (its profile left the configuration, say)
-        head = await conversations.latest(self.store, previous, tenant, idempotency_key)
+        head, replay = await conversations.latest(self.store, previous, tenant, idempotency_key)
         if head.status in TERMINAL:  # (its successors ended: the run named is the one)
             head = previous
-        if head.status in TERMINAL:  # (a run before the latest: a branch, as ever)
-            return conversations.continuation(previous, previous_id), None
+        if head.status in TERMINAL:  # (a run before the latest: a branch, as ever; a
+            # replay of an enqueue or interrupt whose run ended: the run it made answers)
+            return conversations.continuation(previous, previous_id, ended=replay), None
         if head.id != previous.id:
             raise ConversationBusy(
                 f"run {previous_id} is not the latest of its conversation, and the latest, "

@@ -149,3 +149,30 @@ async def test_an_enqueueing_create_replays_by_its_idempotency_key(
     assert [e["data"]["run_id"] for e in events if e["type"] == "run.continued"] == [
         first.json()["id"]
     ]
+
+
+async def test_an_interrupting_create_replays_by_its_idempotency_key(
+    client: httpx.AsyncClient, store: RunStore
+) -> None:
+    # The first request cancelled the active run: its replay answers with the run it made
+    # (200), not a 409 for a cancelled run that "cannot be continued".
+    active = await suspend(client, store)
+    doc = {"prompt": "and then?", "previous_run_id": active["id"], "if_busy": "interrupt"}
+    headers = {"Idempotency-Key": "busy-2"}
+    first = await client.post("/v1/runs", json=doc, headers=headers)
+    replay = await client.post("/v1/runs", json=doc, headers=headers)
+    assert first.status_code == 201 and replay.status_code == 200, replay.text
+    assert replay.json()["id"] == first.json()["id"]
+
+
+async def test_an_enqueueing_create_replays_after_the_active_run_was_cancelled(
+    client: httpx.AsyncClient, store: RunStore
+) -> None:
+    active = await suspend(client, store)
+    doc = {"prompt": "and then?", "previous_run_id": active["id"], "if_busy": "enqueue"}
+    headers = {"Idempotency-Key": "busy-3"}
+    first = await client.post("/v1/runs", json=doc, headers=headers)
+    assert (await client.post(f"/v1/runs/{active['id']}/cancel")).status_code == 200
+    replay = await client.post("/v1/runs", json=doc, headers=headers)
+    assert first.status_code == 201 and replay.status_code == 200, replay.text
+    assert replay.json()["id"] == first.json()["id"]

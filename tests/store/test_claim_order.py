@@ -161,3 +161,25 @@ async def test_a_runs_place_is_counted_on_the_claim_index(
     conninfo = make_url(database_url).set(drivername="postgresql").render_as_string(False)
     plan = await generic_plan(conninfo, backend.compile(queue_ahead()), values)
     assert "ix_runs_claim" in plan and "Seq Scan on runs" not in plan, plan
+
+
+async def test_a_run_not_due_does_not_hold_the_head_of_the_turns(
+    store: RunStore, settings: Settings
+) -> None:
+    # A run that waits (its conversation, a backoff, a shared limit) keeps its low rank;
+    # the turns' head is the lowest rank that may go, else a newcomer's burst is ranked
+    # below every run of a backlog that advanced meanwhile and all of it goes first.
+    service = RunService(store, settings)
+    waits = await create(service, "old")
+    now, until = lease()
+    async with store.backend.transaction() as conn:
+        await conn.execute(
+            runs.update().where(runs.c.id == waits).values(available_at=now + timedelta(days=1))
+        )
+    b = [await create(service, "b") for _ in range(4)]
+    now, until = lease()
+    for _ in range(2):
+        assert await store.claim("w", now, until) is not None
+    c = [await create(service, "c") for _ in range(3)]
+    ranks = [(await store.get(i, with_log=False)).fair_rank for i in [*b[2:], *c]]  # type: ignore[union-attr]
+    assert ranks == [4, 5, 5, 6, 7]  # (the head: b's 4, the lowest that may go)

@@ -183,3 +183,18 @@ async def test_a_run_not_due_does_not_hold_the_head_of_the_turns(
     c = [await create(service, "c") for _ in range(3)]
     ranks = [(await store.get(i, with_log=False)).fair_rank for i in [*b[2:], *c]]  # type: ignore[union-attr]
     assert ranks == [4, 5, 5, 6, 7]  # (the head: b's 4, the lowest that may go)
+
+
+async def test_with_no_run_due_a_newcomer_joins_at_the_lowest_queued(
+    store: RunStore, settings: Settings
+) -> None:
+    # (Not behind the whole backlog of a key whose runs all wait a moment: a backoff.)
+    service = RunService(store, settings)
+    a = [await create(service, "a") for _ in range(4)]
+    now, _ = lease()
+    async with store.backend.transaction() as conn:
+        await conn.execute(
+            runs.update().where(runs.c.id.in_(a)).values(available_at=now + timedelta(minutes=1))
+        )
+    b = await create(service, "b")
+    assert (await store.get(b, with_log=False)).fair_rank == 2  # type: ignore[union-attr]

@@ -284,6 +284,8 @@ class RunService:
             noted = await self._note_continued(
                 before, record, actor, replayed=not created, waits=waits_for is not None
             )
+            if waits_for is not None and created and noted is not None:
+                noted = await self._first_waiter_only(before, record, actor, tenant)
             # The run waited for ended before the note: the ending write did not see it.
             if noted is not None and await conversations.start_waiting(
                 self.store, noted, self.clock()
@@ -351,6 +353,53 @@ class RunService:
         event = NewEvent(E.RUN_CONTINUED, data, actor)
         change = changes.awaited(event, record.id) if waits else changes.annotate(event)
         return await self._apply(before.previous_id, change)
+
+    async def _first_waiter_only(
+        self,
+        before: conversations.Continuation,
+        record: RunRecord,
+        actor: str | None,
+        tenant: str,
+    ) -> RunRecord | None:
+        """An enqueue that read the conversation before another's note (two at once): the
+        first noted keeps the active run's waiter slot (`awaited_by`, which this note
+        took), this run is cancelled and the create is a 409 naming the first, as it is
+        when the requests come one after the other. Only notes before this one count, so
+        of two creates at once one wins. The active run as noted, when this run stays."""
+        rival = None
+        after, mine = 0, False
+        while not mine and (events := await self.store.events(before.previous_id, after=after)):
+            for e in events:
+                if e.type != E.RUN_CONTINUED:
+                    continue
+                named = e.data.get("run_id")
+                if named == record.id:
+                    mine = True
+                    break
+                if isinstance(named, str):
+                    rival = named
+            after = events[-1].seq
+        first = None if rival is None else await self.store.get(rival, tenant=tenant)
+        if (
+            first is None
+            or first.status != RunStatus.QUEUED
+            or first.waiting != Conversation(before.previous_id)
+        ):
+            return await self.store.get(before.previous_id)
+        data = {"run_id": first.id, conversations.CONVERSATION_KEY: before.conversation_id}
+        event = NewEvent(E.RUN_CONTINUED, data, actor)
+        noted = await self._apply(before.previous_id, changes.awaited(event, first.id))
+        with contextlib.suppress(RunStateConflict):
+            await self.cancel(record.id, actor=actor, tenant=tenant)
+        if noted is not None:  # (it ended meanwhile: the first starts now)
+            await conversations.start_waiting(self.store, noted, self.clock())
+        raise ConversationBusy(
+            f"run {before.previous_id} is not the latest of its conversation: run "
+            f"{first.id} waits for it (if_busy: enqueue); continue that one",
+            first.status.value,
+            latest_run_id=first.id,
+            active_run_id=first.id,
+        )
 
     async def _continued_noted(self, previous_id: str, run_id: str) -> bool:
         after = 0

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import pytest
 
+from app.service import conversations
 from app.store.runs import RunStore
 from tests.api.test_conversations_api import all_messages, completed
 from tests.api.test_runs_api import answers, assert_problem, suspend
@@ -176,3 +179,41 @@ async def test_an_enqueueing_create_replays_after_the_active_run_was_cancelled(
     replay = await client.post("/v1/runs", json=doc, headers=headers)
     assert first.status_code == 201 and replay.status_code == 200, replay.text
     assert replay.json()["id"] == first.json()["id"]
+
+
+async def test_two_enqueues_at_once_leave_no_run_waiting_forever(
+    client: httpx.AsyncClient, store: RunStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The second create read the conversation before the first noted its run (as two
+    # requests at once do): its note must not take the active run's only waiter slot
+    # (awaited_by) from the first, whose run would then never start.
+    active = await suspend(client, store)
+    first = await continuing(client, active["id"], if_busy="enqueue")
+
+    async def before_the_first_note(
+        store: RunStore, record: Any, tenant: Any, key: Any = None
+    ) -> tuple[Any, bool]:
+        return record, False
+
+    monkeypatch.setattr(conversations, "latest", before_the_first_note)
+    second = await client.post(
+        "/v1/runs", json={"prompt": "x", "previous_run_id": active["id"], "if_busy": "enqueue"}
+    )
+    monkeypatch.undo()
+    assert assert_problem(second, 409, "run-state-conflict")["latest_run_id"] == first["id"]
+    assert (await client.post(f"/v1/runs/{active['id']}/cancel")).status_code == 200
+    started = (await client.get(f"/v1/runs/{first['id']}")).json()
+    assert started["waiting_reason"] == {"type": "queued"}, started
+
+
+async def test_two_enqueues_sent_together_make_one_waiting_run(
+    client: httpx.AsyncClient, store: RunStore
+) -> None:
+    active = await suspend(client, store)
+    doc = {"prompt": "x", "previous_run_id": active["id"], "if_busy": "enqueue"}
+    answers_ = await asyncio.gather(*(client.post("/v1/runs", json=doc) for _ in range(2)))
+    assert sorted(r.status_code for r in answers_) == [201, 409], [r.text for r in answers_]
+    (made,) = [r.json() for r in answers_ if r.status_code == 201]
+    assert (await client.post(f"/v1/runs/{active['id']}/cancel")).status_code == 200
+    started = (await client.get(f"/v1/runs/{made['id']}")).json()
+    assert started["waiting_reason"] == {"type": "queued"}, started

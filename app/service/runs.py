@@ -330,8 +330,14 @@ class RunService:
             )
         if body.if_busy == "enqueue":
             return conversations.waiting(head), head
+        awaited = head.waiting.run_id if isinstance(head.waiting, Conversation) else None
         with contextlib.suppress(RunStateConflict):  # (it ended meanwhile: continue it)
             await self.cancel(head.id, actor=actor, tenant=tenant)
+        if awaited is not None:  # (it never ran: this run waits in its place)
+            target = await self.store.get(awaited, with_log=True, tenant=tenant)
+            if target is not None and target.status not in TERMINAL:
+                return conversations.waiting(target), target
+            return conversations.continuation(target, awaited, ended=True), None
         ended = await self.store.get(head.id, with_log=True, tenant=tenant)
         return conversations.continuation(ended, head.id, ended=True), None
 

@@ -217,3 +217,21 @@ async def test_two_enqueues_sent_together_make_one_waiting_run(
     assert (await client.post(f"/v1/runs/{active['id']}/cancel")).status_code == 200
     started = (await client.get(f"/v1/runs/{made['id']}")).json()
     assert started["waiting_reason"] == {"type": "queued"}, started
+
+
+async def test_interrupting_a_waiting_run_keeps_the_conversation_and_one_active_run(
+    client: httpx.AsyncClient, store: RunStore
+) -> None:
+    # The latest run waits for the active one: interrupting it cancels it (it never
+    # ran), and the new run takes its place behind the active run, not beside it with
+    # only the waiting run's own messages.
+    active = await suspend(client, store)
+    before = await texts(client, active["id"])
+    waiting = await continuing(client, active["id"], if_busy="enqueue")
+    run = await continuing(client, waiting["id"], if_busy="interrupt")
+    assert (await client.get(f"/v1/runs/{waiting['id']}")).json()["status"] == "cancelled"
+    assert run["waiting_reason"] == {"type": "conversation", "run_id": active["id"]}, run
+    assert (await client.post(f"/v1/runs/{active['id']}/cancel")).status_code == 200
+    started = (await client.get(f"/v1/runs/{run['id']}")).json()
+    assert started["waiting_reason"] == {"type": "queued"}, started
+    assert (await texts(client, run["id"]))[: len(before)] == before

@@ -220,8 +220,9 @@ class RunService:
         run = conversations.initial_run(body.prompt, history, max_turns, agent)
         gates.check_approvals(agent)
         request = gates.without_unset_approvals(without_unset_queues(body.model_dump(mode="json")))
-        if request.get("if_busy") == "reject":  # (the default: hashed as before it existed)
-            request.pop("if_busy")
+        for added, default in (("if_busy", "reject"), ("priority", 0)):
+            if request.get(added) == default:  # (a default: hashed as before it existed)
+                request.pop(added)
         if before is not None:  # what the body left out is inherited: part of the request
             request["fields_set"] = sorted(body.model_fields_set)
         now = self.clock()

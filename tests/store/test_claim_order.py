@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy.engine import make_url
 
-from app.service.runs import RunService
+from app.service import convert, gates
+from app.service.runs import RunService, without_unset_queues
 from app.settings import Settings
 from app.store.backend.pg_statements import Shape
 from app.store.backend.postgres import PostgresBackend
@@ -198,3 +199,19 @@ async def test_with_no_run_due_a_newcomer_joins_at_the_lowest_queued(
         )
     b = await create(service, "b")
     assert (await store.get(b, with_log=False)).fair_rank == 2  # type: ignore[union-attr]
+
+
+async def test_the_default_priority_is_hashed_as_before_it_existed(
+    store: RunStore, settings: Settings
+) -> None:
+    # An Idempotency-Key's request hash stored before `priority` existed must match the
+    # same body replayed after the upgrade (not a 422 idempotency-key-reused).
+    service = RunService(store, settings)
+    body = run_body()
+    view, _ = await service.create_run(body, idempotency_key="k-prio")
+    request = gates.without_unset_approvals(without_unset_queues(body.model_dump(mode="json")))
+    for added in ("priority", "if_busy"):
+        request.pop(added)
+    assert view.record.request_hash == convert.canonical_hash(request)
+    urgent = await service.create_run(run_body(priority=5), idempotency_key="k-prio-5")
+    assert urgent[0].record.request_hash != view.record.request_hash

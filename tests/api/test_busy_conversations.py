@@ -11,6 +11,9 @@ import httpx
 import pytest
 
 from app.service import conversations
+from app.service.errors import ConversationBusy
+from app.service.operator import retry_run
+from app.service.runs import RunService
 from app.store.runs import RunStore
 from tests.api.test_conversations_api import all_messages, completed
 from tests.api.test_runs_api import answers, assert_problem, suspend
@@ -235,3 +238,21 @@ async def test_interrupting_a_waiting_run_keeps_the_conversation_and_one_active_
     started = (await client.get(f"/v1/runs/{run['id']}")).json()
     assert started["waiting_reason"] == {"type": "queued"}, started
     assert (await texts(client, run["id"]))[: len(before)] == before
+
+
+async def test_an_ended_run_a_waiting_run_went_on_from_is_not_retried_beside_it(
+    client: httpx.AsyncClient, store: RunStore
+) -> None:
+    # The active run expires, its waiting run starts from it; an operator's retry of the
+    # expired run would make two active runs of one conversation: 409 naming the latest.
+    active = await suspend(client, store, expires_in=60)
+    waiting = await continuing(client, active["id"], if_busy="enqueue")
+    later = datetime.now(UTC) + timedelta(minutes=5)
+    (expired,) = await store.expire_suspended(later)
+    record = await store.get(expired)
+    assert record is not None
+    assert await conversations.start_waiting(store, record, later) == waiting["id"]
+    service = RunService(store, client.app.state.settings)  # type: ignore[attr-defined]
+    with pytest.raises(ConversationBusy) as refused:
+        await retry_run(service, active["id"], "operator")
+    assert refused.value.extra["latest_run_id"] == waiting["id"]

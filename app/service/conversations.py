@@ -70,23 +70,23 @@ def waiting(record: RunRecord) -> Continuation:
 
 async def latest(
     store: RunStore, record: RunRecord, tenant: str | None, idempotency_key: str | None = None
-) -> RunRecord:
+) -> tuple[RunRecord, bool]:
     """The latest run of `record`'s conversation from it on (`tenant`'s): follow the
     runs that continue it (a successor deleted by retention ends the chain; so does the
     run this create's `idempotency_key` already made: a replay continues as the first
-    request did)."""
+    request did); and whether the chain ended at that run (a replay)."""
     seen = {record.id}
     while (after := await store.conversations.successor(record.id)) is not None:
         if after in seen:
             break
         following = await store.get(after, tenant=tenant)
-        if following is None or (
-            idempotency_key is not None and following.idempotency_key == idempotency_key
-        ):
+        if following is None:
             break
+        if idempotency_key is not None and following.idempotency_key == idempotency_key:
+            return record, True
         seen.add(after)
         record = following
-    return record
+    return record, False
 
 
 def retry_budget(policy: InvalidToolCallPolicy, max_turns: int) -> int:

@@ -220,8 +220,9 @@ class RunService:
         run = conversations.initial_run(body.prompt, history, max_turns, agent)
         gates.check_approvals(agent)
         request = gates.without_unset_approvals(without_unset_queues(body.model_dump(mode="json")))
-        if request.get("if_busy") == "reject":  # (the default: hashed as before it existed)
-            request.pop("if_busy")
+        for added, default in (("if_busy", "reject"), ("priority", 0)):
+            if request.get(added) == default:  # (a default: hashed as before it existed)
+                request.pop(added)
         if before is not None:  # what the body left out is inherited: part of the request
             request["fields_set"] = sorted(body.model_fields_set)
         now = self.clock()
@@ -284,6 +285,8 @@ class RunService:
             noted = await self._note_continued(
                 before, record, actor, replayed=not created, waits=waits_for is not None
             )
+            if waits_for is not None and created and noted is not None:
+                noted = await self._first_waiter_only(before, record, actor, tenant)
             # The run waited for ended before the note: the ending write did not see it.
             if noted is not None and await conversations.start_waiting(
                 self.store, noted, self.clock()
@@ -305,11 +308,12 @@ class RunService:
         inherited = "model" not in body.model_fields_set  # (checked before an interrupt)
         if inherited and (problem := inherited_model_problem(previous.config.get("model"))):
             raise InvalidRequest(problem)  # (its profile left the configuration, say)
-        head = await conversations.latest(self.store, previous, tenant, idempotency_key)
+        head, replay = await conversations.latest(self.store, previous, tenant, idempotency_key)
         if head.status in TERMINAL:  # (its successors ended: the run named is the one)
             head = previous
-        if head.status in TERMINAL:  # (a run before the latest: a branch, as ever)
-            return conversations.continuation(previous, previous_id), None
+        if head.status in TERMINAL:  # (a run before the latest: a branch, as ever; a
+            # replay of an enqueue or interrupt whose run ended: the run it made answers)
+            return conversations.continuation(previous, previous_id, ended=replay), None
         if head.id != previous.id:
             raise ConversationBusy(
                 f"run {previous_id} is not the latest of its conversation, and the latest, "
@@ -327,8 +331,14 @@ class RunService:
             )
         if body.if_busy == "enqueue":
             return conversations.waiting(head), head
+        awaited = head.waiting.run_id if isinstance(head.waiting, Conversation) else None
         with contextlib.suppress(RunStateConflict):  # (it ended meanwhile: continue it)
             await self.cancel(head.id, actor=actor, tenant=tenant)
+        if awaited is not None:  # (it never ran: this run waits in its place)
+            target = await self.store.get(awaited, with_log=True, tenant=tenant)
+            if target is not None and target.status not in TERMINAL:
+                return conversations.waiting(target), target
+            return conversations.continuation(target, awaited, ended=True), None
         ended = await self.store.get(head.id, with_log=True, tenant=tenant)
         return conversations.continuation(ended, head.id, ended=True), None
 
@@ -350,6 +360,53 @@ class RunService:
         event = NewEvent(E.RUN_CONTINUED, data, actor)
         change = changes.awaited(event, record.id) if waits else changes.annotate(event)
         return await self._apply(before.previous_id, change)
+
+    async def _first_waiter_only(
+        self,
+        before: conversations.Continuation,
+        record: RunRecord,
+        actor: str | None,
+        tenant: str,
+    ) -> RunRecord | None:
+        """An enqueue that read the conversation before another's note (two at once): the
+        first noted keeps the active run's waiter slot (`awaited_by`, which this note
+        took), this run is cancelled and the create is a 409 naming the first, as it is
+        when the requests come one after the other. Only notes before this one count, so
+        of two creates at once one wins. The active run as noted, when this run stays."""
+        rival = None
+        after, mine = 0, False
+        while not mine and (events := await self.store.events(before.previous_id, after=after)):
+            for e in events:
+                if e.type != E.RUN_CONTINUED:
+                    continue
+                named = e.data.get("run_id")
+                if named == record.id:
+                    mine = True
+                    break
+                if isinstance(named, str):
+                    rival = named
+            after = events[-1].seq
+        first = None if rival is None else await self.store.get(rival, tenant=tenant)
+        if (
+            first is None
+            or first.status != RunStatus.QUEUED
+            or first.waiting != Conversation(before.previous_id)
+        ):
+            return await self.store.get(before.previous_id)
+        data = {"run_id": first.id, conversations.CONVERSATION_KEY: before.conversation_id}
+        event = NewEvent(E.RUN_CONTINUED, data, actor)
+        noted = await self._apply(before.previous_id, changes.awaited(event, first.id))
+        with contextlib.suppress(RunStateConflict):
+            await self.cancel(record.id, actor=actor, tenant=tenant)
+        if noted is not None:  # (it ended meanwhile: the first starts now)
+            await conversations.start_waiting(self.store, noted, self.clock())
+        raise ConversationBusy(
+            f"run {before.previous_id} is not the latest of its conversation: run "
+            f"{first.id} waits for it (if_busy: enqueue); continue that one",
+            first.status.value,
+            latest_run_id=first.id,
+            active_run_id=first.id,
+        )
 
     async def _continued_noted(self, previous_id: str, run_id: str) -> bool:
         after = 0

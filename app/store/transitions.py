@@ -62,20 +62,29 @@ def due_runs(prefix: str = "") -> sa.Select[Any]:
 
 
 def fair_rank(
-    insert: Any, priority: sa.ColumnElement[Any], fair_key: sa.ColumnElement[Any], greatest: Any
+    insert: Any,
+    priority: sa.ColumnElement[Any],
+    fair_key: sa.ColumnElement[Any],
+    now: sa.ColumnElement[Any],
+    greatest: Any,
 ) -> Any:
     """The upsert that ranks a run at enqueue (start-time fair queuing), returning its
-    `rank`: one more than the later of its key's last rank and the head (the lowest
-    queued rank of its priority; with none queued, the highest rank given at that
-    priority, so ranks never start again). A key with a backlog ranks after it; a key
-    with none joins at the head, so keys take turns. `insert`: the dialect's insert of
-    `fair_ranks`; `greatest`: its two-argument maximum. The row lock of the upsert makes
-    concurrent creates of one key wait for each other's rank (PostgreSQL), not share it."""
-    queued = sa.select(sa.func.min(runs.c.fair_rank)).where(
+    `rank`: one more than the later of its key's last rank and the head (the lowest rank
+    of its priority's runs due at `now`: a run that waits keeps its low rank and would
+    hold the head back while backlogs advance; with none due, the lowest queued; with
+    none queued, the highest rank given at that priority, so ranks never start again). A
+    key with a backlog ranks after it; a key with none joins at the head, so keys take
+    turns. `insert`: the dialect's insert of `fair_ranks`; `greatest`: its two-argument
+    maximum. The row lock of the upsert makes concurrent creates of one key wait for
+    each other's rank (PostgreSQL), not share it."""
+    lowest = sa.select(sa.func.min(runs.c.fair_rank)).where(
         is_queued(), runs.c.priority == priority
     )
+    due = lowest.where(runs.c.available_at <= now)
     given = sa.select(sa.func.max(fair_ranks.c.rank)).where(fair_ranks.c.priority == priority)
-    head = sa.func.coalesce(queued.scalar_subquery(), given.scalar_subquery(), 0)
+    head = sa.func.coalesce(
+        due.scalar_subquery(), lowest.scalar_subquery(), given.scalar_subquery(), 0
+    )
     stmt = insert.values(fair_key=fair_key, priority=priority, rank=head + 1)
     return stmt.on_conflict_do_update(
         index_elements=["fair_key", "priority"],

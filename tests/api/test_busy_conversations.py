@@ -3,11 +3,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import pytest
 
+from app.service import conversations
+from app.service.errors import ConversationBusy
+from app.service.operator import retry_run
+from app.service.runs import RunService
 from app.store.runs import RunStore
 from tests.api.test_conversations_api import all_messages, completed
 from tests.api.test_runs_api import answers, assert_problem, suspend
@@ -149,3 +155,104 @@ async def test_an_enqueueing_create_replays_by_its_idempotency_key(
     assert [e["data"]["run_id"] for e in events if e["type"] == "run.continued"] == [
         first.json()["id"]
     ]
+
+
+async def test_an_interrupting_create_replays_by_its_idempotency_key(
+    client: httpx.AsyncClient, store: RunStore
+) -> None:
+    # The first request cancelled the active run: its replay answers with the run it made
+    # (200), not a 409 for a cancelled run that "cannot be continued".
+    active = await suspend(client, store)
+    doc = {"prompt": "and then?", "previous_run_id": active["id"], "if_busy": "interrupt"}
+    headers = {"Idempotency-Key": "busy-2"}
+    first = await client.post("/v1/runs", json=doc, headers=headers)
+    replay = await client.post("/v1/runs", json=doc, headers=headers)
+    assert first.status_code == 201 and replay.status_code == 200, replay.text
+    assert replay.json()["id"] == first.json()["id"]
+
+
+async def test_an_enqueueing_create_replays_after_the_active_run_was_cancelled(
+    client: httpx.AsyncClient, store: RunStore
+) -> None:
+    active = await suspend(client, store)
+    doc = {"prompt": "and then?", "previous_run_id": active["id"], "if_busy": "enqueue"}
+    headers = {"Idempotency-Key": "busy-3"}
+    first = await client.post("/v1/runs", json=doc, headers=headers)
+    assert (await client.post(f"/v1/runs/{active['id']}/cancel")).status_code == 200
+    replay = await client.post("/v1/runs", json=doc, headers=headers)
+    assert first.status_code == 201 and replay.status_code == 200, replay.text
+    assert replay.json()["id"] == first.json()["id"]
+
+
+async def test_two_enqueues_at_once_leave_no_run_waiting_forever(
+    client: httpx.AsyncClient, store: RunStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The second create read the conversation before the first noted its run (as two
+    # requests at once do): its note must not take the active run's only waiter slot
+    # (awaited_by) from the first, whose run would then never start.
+    active = await suspend(client, store)
+    first = await continuing(client, active["id"], if_busy="enqueue")
+
+    async def before_the_first_note(
+        store: RunStore, record: Any, tenant: Any, key: Any = None
+    ) -> tuple[Any, bool]:
+        return record, False
+
+    monkeypatch.setattr(conversations, "latest", before_the_first_note)
+    second = await client.post(
+        "/v1/runs", json={"prompt": "x", "previous_run_id": active["id"], "if_busy": "enqueue"}
+    )
+    monkeypatch.undo()
+    assert assert_problem(second, 409, "run-state-conflict")["latest_run_id"] == first["id"]
+    assert (await client.post(f"/v1/runs/{active['id']}/cancel")).status_code == 200
+    started = (await client.get(f"/v1/runs/{first['id']}")).json()
+    assert started["waiting_reason"] == {"type": "queued"}, started
+
+
+async def test_two_enqueues_sent_together_make_one_waiting_run(
+    client: httpx.AsyncClient, store: RunStore
+) -> None:
+    active = await suspend(client, store)
+    doc = {"prompt": "x", "previous_run_id": active["id"], "if_busy": "enqueue"}
+    answers_ = await asyncio.gather(*(client.post("/v1/runs", json=doc) for _ in range(2)))
+    assert sorted(r.status_code for r in answers_) == [201, 409], [r.text for r in answers_]
+    (made,) = [r.json() for r in answers_ if r.status_code == 201]
+    assert (await client.post(f"/v1/runs/{active['id']}/cancel")).status_code == 200
+    started = (await client.get(f"/v1/runs/{made['id']}")).json()
+    assert started["waiting_reason"] == {"type": "queued"}, started
+
+
+async def test_interrupting_a_waiting_run_keeps_the_conversation_and_one_active_run(
+    client: httpx.AsyncClient, store: RunStore
+) -> None:
+    # The latest run waits for the active one: interrupting it cancels it (it never
+    # ran), and the new run takes its place behind the active run, not beside it with
+    # only the waiting run's own messages.
+    active = await suspend(client, store)
+    before = await texts(client, active["id"])
+    waiting = await continuing(client, active["id"], if_busy="enqueue")
+    run = await continuing(client, waiting["id"], if_busy="interrupt")
+    assert (await client.get(f"/v1/runs/{waiting['id']}")).json()["status"] == "cancelled"
+    assert run["waiting_reason"] == {"type": "conversation", "run_id": active["id"]}, run
+    assert (await client.post(f"/v1/runs/{active['id']}/cancel")).status_code == 200
+    started = (await client.get(f"/v1/runs/{run['id']}")).json()
+    assert started["waiting_reason"] == {"type": "queued"}, started
+    assert (await texts(client, run["id"]))[: len(before)] == before
+
+
+async def test_an_ended_run_a_waiting_run_went_on_from_is_not_retried_beside_it(
+    client: httpx.AsyncClient, store: RunStore
+) -> None:
+    # The active run expires, its waiting run starts from it; an operator's retry of the
+    # expired run would make two active runs of one conversation: 409 naming the latest.
+    active = await suspend(client, store, expires_in=60)
+    waiting = await continuing(client, active["id"], if_busy="enqueue")
+    later = datetime.now(UTC) + timedelta(minutes=5)
+    (expired,) = await store.expire_suspended(later)
+    record = await store.get(expired)
+    assert record is not None
+    assert await conversations.start_waiting(store, record, later) == waiting["id"]
+    service = RunService(store, client.app.state.settings)  # type: ignore[attr-defined]
+    with pytest.raises(ConversationBusy) as refused:
+        await retry_run(service, active["id"], "operator")
+    assert refused.value.extra["latest_run_id"] == waiting["id"]

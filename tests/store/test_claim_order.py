@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy.engine import make_url
 
-from app.service.runs import RunService
+from app.service import convert, gates
+from app.service.runs import RunService, without_unset_queues
 from app.settings import Settings
 from app.store.backend.pg_statements import Shape
 from app.store.backend.postgres import PostgresBackend
@@ -161,3 +162,56 @@ async def test_a_runs_place_is_counted_on_the_claim_index(
     conninfo = make_url(database_url).set(drivername="postgresql").render_as_string(False)
     plan = await generic_plan(conninfo, backend.compile(queue_ahead()), values)
     assert "ix_runs_claim" in plan and "Seq Scan on runs" not in plan, plan
+
+
+async def test_a_run_not_due_does_not_hold_the_head_of_the_turns(
+    store: RunStore, settings: Settings
+) -> None:
+    # A run that waits (its conversation, a backoff, a shared limit) keeps its low rank;
+    # the turns' head is the lowest rank that may go, else a newcomer's burst is ranked
+    # below every run of a backlog that advanced meanwhile and all of it goes first.
+    service = RunService(store, settings)
+    waits = await create(service, "old")
+    now, until = lease()
+    async with store.backend.transaction() as conn:
+        await conn.execute(
+            runs.update().where(runs.c.id == waits).values(available_at=now + timedelta(days=1))
+        )
+    b = [await create(service, "b") for _ in range(4)]
+    now, until = lease()
+    for _ in range(2):
+        assert await store.claim("w", now, until) is not None
+    c = [await create(service, "c") for _ in range(3)]
+    ranks = [(await store.get(i, with_log=False)).fair_rank for i in [*b[2:], *c]]  # type: ignore[union-attr]
+    assert ranks == [4, 5, 5, 6, 7]  # (the head: b's 4, the lowest that may go)
+
+
+async def test_with_no_run_due_a_newcomer_joins_at_the_lowest_queued(
+    store: RunStore, settings: Settings
+) -> None:
+    # (Not behind the whole backlog of a key whose runs all wait a moment: a backoff.)
+    service = RunService(store, settings)
+    a = [await create(service, "a") for _ in range(4)]
+    now, _ = lease()
+    async with store.backend.transaction() as conn:
+        await conn.execute(
+            runs.update().where(runs.c.id.in_(a)).values(available_at=now + timedelta(minutes=1))
+        )
+    b = await create(service, "b")
+    assert (await store.get(b, with_log=False)).fair_rank == 2  # type: ignore[union-attr]
+
+
+async def test_the_default_priority_is_hashed_as_before_it_existed(
+    store: RunStore, settings: Settings
+) -> None:
+    # An Idempotency-Key's request hash stored before `priority` existed must match the
+    # same body replayed after the upgrade (not a 422 idempotency-key-reused).
+    service = RunService(store, settings)
+    body = run_body()
+    view, _ = await service.create_run(body, idempotency_key="k-prio")
+    request = gates.without_unset_approvals(without_unset_queues(body.model_dump(mode="json")))
+    for added in ("priority", "if_busy"):
+        request.pop(added)
+    assert view.record.request_hash == convert.canonical_hash(request)
+    urgent = await service.create_run(run_body(priority=5), idempotency_key="k-prio-5")
+    assert urgent[0].record.request_hash != view.record.request_hash

@@ -410,6 +410,7 @@ class PgStatements:
                 postgresql.insert(fair_ranks),
                 values["priority"],
                 values["fair_key"],
+                values["created_at"],
                 sa.func.greatest,
             ).cte("ranked")
             values["fair_rank"] = sa.select(ranked.c.rank).scalar_subquery()

@@ -140,6 +140,7 @@ class SqliteBackend:
             sqlite.insert(fair_ranks),
             sa.literal(values["priority"], runs.c.priority.type),
             sa.literal(values["fair_key"], runs.c.fair_key.type),
+            sa.literal(values["created_at"], runs.c.available_at.type),
             sa.func.max,  # (SQLite's two-argument max is the greatest)
         )
         async with self.engine.begin() as conn:

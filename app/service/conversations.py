@@ -140,6 +140,20 @@ async def start_waiting(store: RunStore, ended: RunRecord, now: datetime) -> str
     return waiter.id if started else None
 
 
+async def start_orphans(store: RunStore, now: datetime) -> list[str]:
+    """Start the parked runs whose awaited run has ended without starting them (its
+    ender stopped between its ending write and `start_waiting`): the sweep behind the
+    ending write's wake-up. The ids of the runs started."""
+    started = []
+    for _waiter, awaited in await store.conversations.parked(now + NEVER / 2):
+        ended = await store.get(awaited)
+        if ended is not None:
+            run_id = await start_waiting(store, ended, now)
+            if run_id is not None:
+                started.append(run_id)
+    return started
+
+
 def conversation_of(record: RunRecord) -> str:
     """The id of the first run of `record`'s conversation (its own id if it continues none)."""
     value = record.config.get(CONVERSATION_KEY)

@@ -70,6 +70,25 @@ class ConversationRows:
         value = row["data"].get("run_id")
         return value if isinstance(value, str) else None
 
+    async def parked(self, beyond: datetime, limit: int = 100) -> list[tuple[str, str]]:
+        """Queued runs parked for their conversation (due after `beyond`: an enqueue parks
+        its run a century ahead) with the run each waits for: (waiting run, awaited run).
+        Read from the queued runs' index; the sweep that starts the ones whose awaited run
+        ended without starting them (a worker killed between its ending write and the
+        start) reads these."""
+        reason = runs.c.waiting_reason
+        stmt = (
+            sa.select(runs.c.id, reason["run_id"].as_string().label("awaited"))
+            .where(
+                runs.c.status == sa.literal_column(f"'{RunStatus.QUEUED.value}'"),
+                runs.c.available_at > sa.bindparam("p_beyond", type_=Timestamp),
+                reason["type"].as_string() == "conversation",
+            )
+            .limit(limit)
+        )
+        rows = await self.backend.fetch(stmt, {"p_beyond": beyond})
+        return [(str(r["id"]), str(r["awaited"])) for r in rows if r["awaited"] is not None]
+
     async def restart(self, run_id: str, version: int, snapshot: Snapshot, now: datetime) -> bool:
         """Replace the state and log of a run that waited for its conversation (it was
         created with only its own messages) and make it due now; False when it no longer

@@ -43,6 +43,10 @@ from app.worker.webhooks import WebhookSender, new_secret
 
 log = structlog.get_logger("agentrun.worker")
 
+#: How often the reaper looks for runs parked for a conversation whose awaited run ended
+#: without starting them (a worker killed between its ending write and the start).
+ORPHAN_SWEEP_SECONDS = 30.0
+
 
 def default_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -76,6 +80,7 @@ class Worker:
         # Runs whose drive a database outage broke: released once the database answers.
         self._give_back: dict[str, int] = {}
         self._webhooks_due = asyncio.Event()
+        self._orphans_due = 0.0  # (monotonic) the next sweep of orphaned waiting runs
         self.stops = Stops()  # the model calls in flight, told when their run is taken
         self.driver: RunDriver | None = None
         # (The timeout sweep of approvals: decisions, as a person's, go through the service.)
@@ -243,6 +248,14 @@ class Worker:
                     await self._start_waiting(expired, now)
             except Exception:
                 log.exception("reaper failed")
+            if time.monotonic() >= self._orphans_due:  # (every ORPHAN_SWEEP_SECONDS)
+                self._orphans_due = time.monotonic() + ORPHAN_SWEEP_SECONDS
+                try:
+                    orphans = await conversations.start_orphans(self.store, self.clock())
+                    if orphans:
+                        log.info("started runs waiting for an ended run", runs=orphans)
+                except Exception:
+                    log.exception("waiting-run sweep failed")
             try:  # (beside expiry: approvals past their run's approval_timeout)
                 timed_out = await self.approvals.time_out()
                 if timed_out:

@@ -4,13 +4,16 @@ that run ends, with a running worker: the ending write wakes it, nothing polls f
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.service import conversations
 from app.service.runs import RunService
 from app.service.schemas import RunCreate
 from app.settings import Settings
+from app.store import changes
 from app.store.runs import RunStore
 from app.store.waiting import Conversation
 from tests.conftest import make_settings
@@ -68,3 +71,26 @@ async def test_an_expired_run_starts_its_waiting_run(store: RunStore, settings: 
             service, second.record.id, RunStatus.REQUIRES_ACTION, RunStatus.COMPLETED, timeout=10
         )
     assert started.record.turn == 1
+
+
+async def test_a_run_whose_ender_stopped_before_starting_it_is_started_by_the_sweep(
+    store: RunStore, settings: Settings
+) -> None:
+    """The ending write returns `awaited_by`, and the ender starts the waiting run right
+    after it; an ender killed in between leaves it parked. The reaper's sweep starts it."""
+    service = RunService(store, settings)
+    first, _ = await service.create_run(run_body())
+    await drive_once(store, settings)  # suspended, for tool results nobody sends
+    body = RunCreate(prompt="and then?", previous_run_id=first.record.id, if_busy="enqueue")
+    second, _ = await service.create_run(body)
+    # The ending write alone, as a killed ender would have left it: nothing started.
+    now = datetime.now(UTC)
+    ended, _ = await store.apply(first.record.id, changes.cancel("test"), now)
+    assert ended is not None and ended.awaited_by == second.record.id
+    assert (await service.get_run(second.record.id)).record.waiting == Conversation(first.record.id)
+    async with running_worker(store, settings):  # (its reaper sweeps at once)
+        started = await wait_status(
+            service, second.record.id, RunStatus.REQUIRES_ACTION, RunStatus.COMPLETED, timeout=10
+        )
+    assert started.record.turn == 1
+    assert await conversations.start_orphans(store, datetime.now(UTC)) == []  # (done once)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -194,3 +197,31 @@ async def cancel_inside(
     assert finished == [], "the call finished before it was let go on"
     go_on.set()
     return await wait_for(lambda: asyncio.sleep(0, finished), lambda got: len(got) == 1)
+
+
+def counts_at_once(script: str, args: list[str], processes: int) -> list[int]:
+    """Start `processes` Python processes running `script` with `args`, each with its own
+    pool; once every one printed `ready`, tell all of them `go` together, and return the
+    count each printed (concurrency tests across real processes)."""
+    root = Path(__file__).resolve().parents[1]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=root,
+        )
+        for _ in range(processes)
+    ]
+    try:
+        for p in procs:
+            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        return [int(p.communicate(timeout=30)[0].strip()) for p in procs]
+    finally:
+        for p in procs:
+            p.kill() if p.poll() is None else None

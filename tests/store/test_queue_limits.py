@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -17,9 +14,7 @@ from app.service.runs import RunService
 from app.settings import Settings
 from app.store.backend.engines import create_engine
 from app.store.runs import RunStore
-from tests.helpers import suspended_run
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers import counts_at_once, suspended_run
 
 
 def later(seconds: float) -> datetime:
@@ -110,27 +105,7 @@ async def test_leases_from_many_processes_never_overshoot(
 ) -> None:
     """Real processes, each with its own pool, told to lease at the same moment."""
     await offered(store, settings, 8)  # 16 calls
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", LEASER, database_url],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-        )
-        for _ in range(5)
-    ]
-    try:
-        for p in procs:
-            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-        for p in procs:
-            assert p.stdin is not None
-            p.stdin.write("go\n")
-            p.stdin.flush()
-        counts = [int(p.communicate(timeout=30)[0].strip()) for p in procs]
-    finally:
-        for p in procs:
-            p.kill() if p.poll() is None else None
+    counts = counts_at_once(LEASER, [database_url], 5)
     assert sum(counts) == 5, counts
 
 

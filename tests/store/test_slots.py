@@ -5,11 +5,8 @@ at its expiry, a full key reserves no rate, a release makes the oldest waiting r
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 import uuid
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
@@ -21,10 +18,9 @@ from app.store.flow import Demand
 from app.store.runs import RunStore
 from app.store.slots import Slot
 from app.store.waiting import RateLimit
-from tests.helpers import run_body
+from tests.helpers import counts_at_once, run_body
 
 T0 = 1_800_000_000.0
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def fresh(name: str) -> str:
@@ -155,26 +151,6 @@ async def test_takers_in_many_processes_never_hold_more_than_max_concurrent(
 ) -> None:
     """Real processes, each with its own pool, 10 takers each, told to go at once."""
     key = fresh("profile:p")
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", TAKER, database_url, key],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-        )
-        for _ in range(4)
-    ]
-    try:
-        for p in procs:
-            assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-        for p in procs:
-            assert p.stdin is not None
-            p.stdin.write("go\n")
-            p.stdin.flush()
-        counts = [int(p.communicate(timeout=30)[0].strip()) for p in procs]
-    finally:
-        for p in procs:
-            p.kill() if p.poll() is None else None
+    counts = counts_at_once(TAKER, [database_url, key], 4)
     assert sum(counts) == 3, counts
     assert await store.slots.in_flight(key, 1e9) == 3

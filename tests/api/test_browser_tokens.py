@@ -195,7 +195,9 @@ async def test_expired_altered_and_foreign_tokens_are_a_401_problem(
     token = (await mint(client, run_id))["token"]
     expired, _ = (await signer(client, offset=-3600)).mint("default", run_id, 60)
     payload, _, signature = token.partition(".")
-    altered = f"{payload}.{signature[:-2]}{'AB' if signature[-2:] != 'AB' else 'CD'}"
+    # The first character of the signature: every one of its bits counts (the last
+    # character's low bits are base64 padding, so changing it can leave the bytes alone).
+    altered = f"{payload}.{'B' if signature[0] == 'A' else 'A'}{signature[1:]}"
     foreign_key, _ = BrowserTokens("not-this-services-key").mint("default", run_id, 600)
     # The payload of another run, under the signature of this one: not valid either.
     forged = (await signer(client)).mint("default", "run_other", 600)[0].partition(".")[0]

@@ -123,7 +123,8 @@ TOOL_CALLS_LEASED = (
 )
 FLOW_USED = (
     "agentrun_flow_used",
-    "A shared limit key's reservations of the last minute (requests or tokens)",
+    "A shared limit key's use: reservations of the last minute (requests, tokens) or "
+    "calls in flight (max_concurrent)",
 )
 FLOW_WAITING = (
     "agentrun_flow_waiting_runs",

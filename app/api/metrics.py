@@ -46,6 +46,8 @@ async def database_gauges(reads: RunReads, now: datetime) -> list[Metric]:
     for b in limited:
         used.add_metric([b.key, "requests_per_minute"], b.requests_used)
         used.add_metric([b.key, "tokens_per_minute"], b.tokens_used)
+        if b.calls_in_flight is not None:
+            used.add_metric([b.key, "max_concurrent"], b.calls_in_flight)
     throttled = GaugeMetricFamily(*m.FLOW_WAITING, labels=["key"])
     for key, n in sorted(waiting.items()):
         throttled.add_metric([key], n)

@@ -10,6 +10,13 @@ call may go, so a deferred run holds its own turn and never acquires again for t
 reserved at most (the input estimate plus the output cap) and corrected later: the
 difference rides along as a negative cost in the next acquire of the same key.
 
+A worker drawing often on a key asks for a batch: as many calls as it drew on the key in
+the last second (`Demand.batch`). The statement grants the batch only while the bucket is
+at most half used after it (`HALF_SECONDS`), else the one call; `granted` says which, and
+the worker hands the rest out to its own calls for a second without a statement. Near a
+limit every call is one reservation, as without batches; far from it a busy worker pays
+one statement per batch instead of one per call.
+
 A provider's 429 (`feed_429`) pushes the keys' buckets empty until its hint has passed
 (`tat = now + hint + 54 s`: no burst after it either) and slows their rate: to the limit the
 provider's headers name when lower, else the rate in force × 0.8; the slower rate fades
@@ -28,7 +35,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from app.store.backend.base import Backend, Row
-from app.store.schema import flow_limits
+from app.store.schema import flow_limits, flow_slots
 
 f = flow_limits
 
@@ -38,6 +45,8 @@ WINDOW_SECONDS = 60.0
 #: than they reserved), and the provider's own bucket counts from their arrival; the 10 %
 #: absorbs that skew, so a limit set to the quota sees no 429 after the burst.
 BURST_SECONDS = 0.9 * WINDOW_SECONDS
+#: A batch is granted only while the bucket stays at most this full after it.
+HALF_SECONDS = BURST_SECONDS / 2
 #: How long a rate a 429 taught takes to fade back to the configured one.
 SLOW_SECONDS = 300.0
 #: Each 429 without a limit header slows the rate in force by this factor.
@@ -47,21 +56,35 @@ SLOWDOWN = 0.8
 @dataclass(frozen=True, slots=True)
 class Demand:
     """What a model call asks of one key: its configured rates (None: that kind is not
-    limited) and the net tokens it reserves (its maximum, less earlier refunds)."""
+    limited), the net tokens it reserves (its maximum, less earlier refunds), and the
+    calls it asks for (`batch`: itself and `batch - 1` more of `per_call` tokens each)."""
 
     key: str
     requests_per_minute: int | None
     tokens_per_minute: int | None
     tokens: float = 0.0
+    batch: int = 1
+    per_call: float = 0.0
+
+    def first_row(self) -> tuple[int, float]:
+        """The calls and tokens a new (empty) bucket grants: the batch when it fits in
+        half the bucket, else the one call."""
+        ri, ti = _interval(self.requests_per_minute), _interval(self.tokens_per_minute)
+        tokens = self.tokens + (self.batch - 1) * self.per_call
+        if self.batch > 1 and max(self.batch * ri, tokens * ti) <= HALF_SECONDS:
+            return self.batch, tokens
+        return 1, self.tokens
 
 
 @dataclass(frozen=True, slots=True)
 class Grant:
-    """When the call may go (Unix seconds) and which limit decided it (None: at once)."""
+    """When the call may go (Unix seconds) and which limit decided it (None: at once);
+    `granted`: the calls reserved on each key (more than one: a batch)."""
 
     go_at: float
     key: str | None = None
     limit: str | None = None
+    granted: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +104,7 @@ class Bucket:
     requests_used: float  # requests of the last minute's worth (0..rpm)
     tokens_used: float
     provider_429s: int
+    calls_in_flight: int | None = None  # (a key with a `max_concurrent`: its live slots)
 
 
 def _interval(per_minute: float | None) -> float:
@@ -113,6 +137,7 @@ _ROW = (
     "request_interval",
     "token_interval",
     "tokens_reserved",
+    "granted",
 )
 
 
@@ -139,18 +164,32 @@ class FlowLimits:
             ]
             ins = self.backend.insert(f).values(rows)
             x = ins.excluded
+            per_call = sa.bindparam("p_per_call", type_=sa.Float())
             requests = _in_force(x.request_interval, f.c.slow_request_interval, now)
             tokens = _in_force(x.token_interval, f.c.slow_token_interval, now)
+            r_from = _max(f.c.requests_tat, now)
+            t_from = _max(f.c.tokens_tat, now)
+            # (the proposed row carries the batch asked: granted while it fits in half)
+            fits = sa.and_(
+                r_from + x.granted * requests <= now + HALF_SECONDS,
+                t_from + x.tokens_reserved * tokens <= now + HALF_SECONDS,
+            )
+            granted = sa.case((fits, x.granted), else_=1)
+            reserved = sa.case(  # (the batch's tokens, less those of calls not granted)
+                (x.token_interval > 0, x.tokens_reserved - (x.granted - granted) * per_call),
+                else_=0.0,
+            )
             stmt = ins.on_conflict_do_update(
                 index_elements=[f.c.key],
                 set_={
-                    "requests_tat": _max(f.c.requests_tat, now) + requests,
-                    "tokens_tat": _max(f.c.tokens_tat, now) + x.tokens_reserved * tokens,
+                    "requests_tat": r_from + granted * requests,
+                    "tokens_tat": t_from + reserved * tokens,
                     "request_interval": x.request_interval,
                     "token_interval": x.token_interval,
-                    "tokens_reserved": x.tokens_reserved,
+                    "tokens_reserved": reserved,
+                    "granted": granted,
                 },
-            ).returning(f.c.key, f.c.requests_tat, f.c.tokens_tat)
+            ).returning(f.c.key, f.c.requests_tat, f.c.tokens_tat, f.c.granted)
             self._acquire[n] = stmt
         return stmt
 
@@ -164,11 +203,13 @@ class FlowLimits:
     ) -> tuple[Any, dict[str, Any]]:
         """The reservation's statement and parameters (`app.store.slots` runs it in the
         transaction that takes the slots)."""
-        params: dict[str, Any] = {"p_now": now}
+        per_call = max((d.per_call for d in demands), default=0.0)
+        params: dict[str, Any] = {"p_now": now, "p_per_call": per_call}
         for i, d in enumerate(sorted(demands, key=lambda d: d.key)):
             ri, ti = _interval(d.requests_per_minute), _interval(d.tokens_per_minute)
-            tokens = d.tokens if ti else 0.0
-            values = (d.key, now + ri, now + tokens * ti, ri, ti, tokens)
+            n, tokens = d.first_row()
+            tokens = tokens if ti else 0.0
+            values = (d.key, now + n * ri, now + tokens * ti, ri, ti, tokens, n)
             params.update({f"p_{c}_{i}": v for c, v in zip(_ROW, values, strict=True)})
         return self._acquire_statement(len(demands)), params
 
@@ -176,7 +217,9 @@ class FlowLimits:
         """When the call may go, from the rows the reservation returned."""
         by_key = {d.key: d for d in demands}
         grant = Grant(now)
+        granted = []
         for row in result:
+            granted.append((str(row["key"]), int(row["granted"])))
             d = by_key[row["key"]]
             for tat, limit, interval in (
                 (row["requests_tat"], "requests_per_minute", _interval(d.requests_per_minute)),
@@ -186,7 +229,7 @@ class FlowLimits:
                 go = float(tat) - max(BURST_SECONDS, interval)
                 if go > grant.go_at:
                     grant = Grant(go, str(row["key"]), limit)
-        return grant
+        return Grant(grant.go_at, grant.key, grant.limit, tuple(granted))
 
     def _feed_statement(self) -> Any:
         if self._feed is None:
@@ -246,7 +289,14 @@ class FlowLimits:
         return {key: round(WINDOW_SECONDS / interval, 1) for key, interval in rows}
 
     async def buckets(self, now: float) -> list[Bucket]:
-        """Every key's use of its last minute (for /metrics)."""
+        """Every key's use of its last minute, and its calls in flight (for /metrics: a row
+        per key, and a count of its live slots by the slots' key)."""
+        s = flow_slots
+        live = (
+            sa.select(sa.func.count())
+            .where(s.c.key == f.c.key, s.c.expires_at > sa.bindparam("p_now", type_=sa.Float()))
+            .scalar_subquery()
+        )
         stmt = sa.select(
             f.c.key,
             f.c.requests_tat,
@@ -254,12 +304,13 @@ class FlowLimits:
             f.c.request_interval,
             f.c.token_interval,
             f.c.provider_429s,
+            sa.case((f.c.max_concurrent.is_not(None), live), else_=None),
         )
         async with self.backend.reader() as conn:
-            rows = (await conn.execute(stmt)).all()
+            rows = (await conn.execute(stmt, {"p_now": now})).all()
         out = []
-        for key, rt, tt, ri, ti, n in rows:
+        for key, rt, tt, ri, ti, n, held in rows:
             used_r = max(0.0, rt - now) / ri if ri else 0.0
             used_t = max(0.0, tt - now) / ti if ti else 0.0
-            out.append(Bucket(key, used_r, used_t, int(n)))
+            out.append(Bucket(key, used_r, used_t, int(n), None if held is None else int(held)))
         return out

@@ -578,6 +578,8 @@ flow_limits = sa.Table(
     sa.Column("provider_429s", sa.BigInteger, nullable=False),
     # (`max_concurrent`: the key's calls in flight at once, app.store.slots; null: none)
     sa.Column("max_concurrent", sa.Integer),
+    # (`granted`: the calls the last acquire reserved, a worker's batch: app.store.flow)
+    sa.Column("granted", sa.Integer, nullable=False, server_default=sa.text("1")),
 )
 
 # Concurrency slots (app.store.slots): one row per model call in flight on a key with a

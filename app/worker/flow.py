@@ -10,11 +10,18 @@ anywhere (`Profiles.limited()` false, no tenant limits) not even a lookup. Token
 reserved at most (the budget's input estimate plus the output cap) and the difference to
 what the call used is refunded with this worker's next acquire of the same key (no extra
 statement; lost if the worker stops: more conservative only).
+
+A worker that draws on a key often asks for a batch of calls (as many as it drew on the
+key in the last second, at most `MAX_BATCH`); what the store grants beyond the call itself
+is handed to this worker's next calls on the key for `PERMIT_SECONDS`, with no statement.
+Calls of a batch left unused when it lapses are spent (the bucket counted them: more
+conservative only); its unused tokens go back with the next acquire.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,6 +41,12 @@ log = structlog.get_logger("agentrun.worker")
 
 TenantLimitsOf = Callable[[str], Awaitable[Mapping[str, Any]]]
 
+#: A batch's calls are this worker's for so long (then spent: the provider counts calls as
+#: they arrive, so calls sent later than reserved must not be many).
+PERMIT_SECONDS = 1.0
+#: At most so many calls in one batch.
+MAX_BATCH = 16
+
 #: Headers naming a provider's own limits per minute (requests, tokens).
 _LIMIT_HEADERS = (
     ("x-ratelimit-limit-requests", "x-ratelimit-limit-tokens"),
@@ -50,6 +63,15 @@ class Reserved:
     tokens: float
     slot_keys: tuple[str, ...] = ()
     holder: str = ""
+
+
+@dataclass(slots=True)
+class _Permits:
+    """What is left of a batch on one key: calls, tokens, and until when (Unix seconds)."""
+
+    calls: int
+    tokens: float
+    until: float
 
 
 def _number(headers: Mapping[str, str], name: str) -> float | None:
@@ -78,6 +100,8 @@ class Flow:
         self.tenant_limits = tenant_limits
         self.default_cap = default_cap
         self._refunds: dict[str, float] = {}  # tokens to give back, by key
+        self._permits: dict[str, _Permits] = {}  # the rest of a batch, by key
+        self._drawn: dict[str, deque[float]] = {}  # this worker's recent draws, by key
 
     async def rates(self, record: RunRecord) -> dict[str, RateLimits]:
         """The run's limit keys that limit anything, with their limits."""
@@ -122,28 +146,66 @@ class Flow:
         when the call may go within `slack`); when it may go. `rated` False: the rate
         reservation is already held (a throttled run's), only the slots are taken. A
         grant whose `limit` is `max_concurrent` is a refusal: a key had no free slot."""
+        at = now.timestamp()
         demands = []
+        drawn = []
         for key, r in rates.items():
             if not rated or not (r.requests_per_minute or r.tokens_per_minute):
                 continue
+            if r.tokens_per_minute:
+                drawn.append(key)
+            batch = self._draw(key, at)
+            if self._from_batch(key, bool(r.tokens_per_minute), tokens, at):
+                continue
             refund = self._refunds.pop(key, 0.0) if r.tokens_per_minute else 0.0
             net = tokens - refund if r.tokens_per_minute else 0.0
-            demands.append(Demand(key, r.requests_per_minute, r.tokens_per_minute, net))
-        drawn = tuple(d.key for d in demands if d.tokens_per_minute)
-        slots = [Slot(k, r.max_concurrent) for k, r in rates.items() if r.max_concurrent]
-        if not slots:
-            grant = (
-                await self.limits.acquire(demands, now.timestamp())
-                if demands
-                else Grant(now.timestamp())
+            demands.append(
+                Demand(key, r.requests_per_minute, r.tokens_per_minute, net, batch, tokens)
             )
-            return grant, Reserved(drawn, float(tokens))
+        slots = [Slot(k, r.max_concurrent) for k, r in rates.items() if r.max_concurrent]
+        reserved = Reserved(tuple(drawn), float(tokens))
+        if not slots:
+            grant = await self.limits.acquire(demands, at) if demands else Grant(at)
+            self._keep(grant, tokens, at)
+            return grant, reserved
         holder = f"{run_id}:{uuid.uuid4().hex[:16]}"
-        at = now.timestamp()
         taken = await self.slots.take(slots, holder, run_id, at, at + slot_seconds, demands, slack)
+        self._keep(taken.grant, tokens, at)
         if not taken.held:
-            return taken.grant, Reserved(drawn, float(tokens))
-        return taken.grant, Reserved(drawn, float(tokens), tuple(s.key for s in slots), holder)
+            return taken.grant, reserved
+        return taken.grant, Reserved(
+            reserved.keys, float(tokens), tuple(s.key for s in slots), holder
+        )
+
+    def _draw(self, key: str, at: float) -> int:
+        """Count a draw on `key`: the calls to ask for (this worker's draws of a second)."""
+        recent = self._drawn.get(key)
+        if recent is None:
+            recent = self._drawn[key] = deque(maxlen=MAX_BATCH)
+        recent.append(at)
+        while recent[0] < at - PERMIT_SECONDS:
+            recent.popleft()
+        return len(recent)
+
+    def _from_batch(self, key: str, counts_tokens: bool, tokens: int, at: float) -> bool:
+        """Take the call from this worker's batch on `key`, if one is left and current."""
+        left = self._permits.get(key)
+        if left is None:
+            return False
+        if left.until <= at or left.calls < 1 or (counts_tokens and left.tokens < tokens):
+            del self._permits[key]  # (spent: its calls are lost, its tokens go back)
+            if counts_tokens and left.tokens > 0:
+                self._refunds[key] = self._refunds.get(key, 0.0) + left.tokens
+            return False
+        left.calls -= 1
+        left.tokens -= tokens if counts_tokens else 0
+        return True
+
+    def _keep(self, grant: Grant, tokens: int, at: float) -> None:
+        """Keep what a grant reserved beyond the call itself, for this worker's next calls."""
+        for key, n in grant.granted:
+            if n > 1:
+                self._permits[key] = _Permits(n - 1, (n - 1) * tokens, at + PERMIT_SECONDS)
 
     async def release(self, reserved: Reserved | None, now: datetime) -> None:
         """Free the call's slots (right after it ends): the oldest run waiting for one is

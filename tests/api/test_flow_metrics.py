@@ -15,6 +15,7 @@ from app.service.reads import RunReads
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.runs import RunStore
+from app.store.slots import Slot
 from tests.helpers import run_body
 from tests.worker.test_flow import claim_and_drive, driver, limited, model_doc
 
@@ -50,3 +51,21 @@ async def test_a_throttled_run_and_its_keys_use_are_on_metrics(
     # Three reservations of a 2-a-minute key: all three are within the last minute's worth.
     assert 2.5 < used[(("key", key), ("limit", "requests_per_minute"))] <= 3
     assert used[(("key", key), ("limit", "tokens_per_minute"))] == 0
+
+
+async def test_the_calls_in_flight_on_a_max_concurrent_key_are_on_metrics(
+    store: RunStore,
+) -> None:
+    key = f"model:scripted/m-{uuid.uuid4().hex[:8]}"
+    idle = f"tenant:t-{uuid.uuid4().hex[:8]}"
+    at = datetime.now(UTC).timestamp()
+    for holder in ("a", "b"):
+        assert (await store.slots.take([Slot(key, 3)], holder, holder, at, at + 30)).held
+    assert (await store.slots.take([Slot(idle, 1)], "c", "c", at, at + 30)).held
+    await store.slots.release([idle], "c", datetime.now(UTC))
+    # (a slot whose worker died counts no more once it expired)
+    assert (await store.slots.take([Slot(key, 3)], "gone", "gone", at - 60, at - 1)).held
+
+    used = samples(await metrics.render(RunReads(store)), "agentrun_flow_used")
+    assert used[(("key", key), ("limit", "max_concurrent"))] == 2
+    assert used[(("key", idle), ("limit", "max_concurrent"))] == 0

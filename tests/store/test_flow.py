@@ -119,3 +119,31 @@ async def test_a_learned_interval_below_a_second_is_kept_whole(store: RunStore) 
     await store.flow.feed_429([Learned(key, requests_per_minute=120)], T0, hint=0.0)
     await store.flow.feed_429([Learned(key, requests_per_minute=120)], T0 + 2, hint=0.0)
     assert (await store.flow.slow_rates())[key] == 120.0
+
+
+async def test_a_batch_is_granted_while_the_bucket_stays_half_empty_after_it(
+    store: RunStore,
+) -> None:
+    key = fresh("profile:p")  # 60 a minute: one a second; half the bucket is 27 calls
+    batch = [Demand(key, 60, 600, tokens=10, batch=8, per_call=10)]
+    first = await store.flow.acquire(batch, T0)  # a new bucket: the batch fits
+    assert first.granted == ((key, 8),) and first.go_at == T0
+    # Three more batches reach 32 > 27 calls: the fourth is refused, the call alone goes.
+    granted = [(await store.flow.acquire(batch, T0)).granted for _ in range(3)]
+    assert granted == [((key, 8),), ((key, 8),), ((key, 1),)]
+    # 8 + 8 + 8 + 1 calls reserved and only their tokens (the refused batch's are not).
+    assert (await store.flow.acquire([Demand(key, 60, 600, tokens=10)], T0)).go_at == T0
+    bucket = next(b for b in await store.flow.buckets(T0) if b.key == key)
+    assert bucket.requests_used == pytest.approx(26)
+    assert bucket.tokens_used == pytest.approx(26 * 10)
+
+
+async def test_a_batch_is_one_call_when_its_tokens_would_fill_half_the_bucket(
+    store: RunStore,
+) -> None:
+    key = fresh("profile:p")  # 1,000 tokens a minute: half the bucket is 450 tokens
+    d = [Demand(key, 6000, 1000, tokens=100, batch=8, per_call=100)]
+    assert (await store.flow.acquire(d, T0)).granted == ((key, 1),)  # 800 > 450
+    small = [Demand(key, 6000, 1000, tokens=40, batch=8, per_call=40)]
+    assert (await store.flow.acquire(small, T0)).granted == ((key, 8),)  # 100 + 320 <= 450
+    assert (await store.flow.acquire(small, T0)).granted == ((key, 1),)  # 420 + 320 > 450

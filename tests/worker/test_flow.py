@@ -9,6 +9,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from app.core.lifecycle import RunStatus
 from app.providers.profiles import Profile, Profiles, RateLimits
 from app.service.prices import PriceBook
@@ -16,11 +18,12 @@ from app.service.runs import RunService
 from app.service.schemas import RunCreate
 from app.service.tokens import new_key
 from app.settings import Settings
-from app.store.flow import Demand
+from app.store.flow import Demand, FlowLimits, Grant
 from app.store.runs import RunStore
 from app.store.slots import Slot
 from app.worker.budget import Budgets
 from app.worker.driver import RunDriver
+from app.worker.flow import PERMIT_SECONDS, Flow
 from app.worker.lease import LeaseLost
 from app.worker.providers import make_provider
 from tests.helpers import run_body
@@ -272,3 +275,65 @@ async def test_a_slot_is_released_when_the_lease_is_lost_mid_call(
     assert await claim_and_drive(d, store, datetime.now(UTC)) is None
     at = datetime.now(UTC).timestamp()
     assert await store.slots.in_flight(f"model:scripted/{model}", at) == 0
+
+
+class CountedLimits:
+    """The store's buckets, counting the acquire statements a worker sends."""
+
+    def __init__(self, limits: FlowLimits) -> None:
+        self.limits = limits
+        self.statements = 0
+
+    async def acquire(self, demands: Any, now: float) -> Grant:
+        self.statements += 1
+        return await self.limits.acquire(demands, now)
+
+
+def counted(store: RunStore) -> tuple[Flow, CountedLimits]:
+    spy = CountedLimits(store.flow)
+    return Flow(spy, store.slots), spy  # type: ignore[arg-type]
+
+
+async def test_a_busy_worker_draws_its_calls_in_batches(store: RunStore) -> None:
+    key = f"profile:p-{uuid.uuid4().hex[:8]}"
+    rates = {key: RateLimits(requests_per_minute=6000, tokens_per_minute=600_000)}
+    flow, spy = counted(store)
+    now = datetime.fromtimestamp(1_800_000_000, UTC)
+    for i in range(40):  # 40 calls in a few milliseconds
+        grant, reserved = await flow.acquire(rates, 100, now + timedelta(milliseconds=i))
+        assert grant.go_at <= (now + timedelta(milliseconds=i)).timestamp()
+        assert reserved.keys == (key,)
+    # Each batch asks for the calls of the last second: 1, 2, 4, 8, 16, 16 (at most).
+    assert spy.statements == 6
+    bucket = next(b for b in await store.flow.buckets(now.timestamp()) if b.key == key)
+    assert bucket.requests_used == pytest.approx(47, abs=0.1)  # 40 used, 7 still held
+    assert bucket.tokens_used == pytest.approx(4700, abs=10)
+
+
+async def test_a_batch_lapses_after_a_second_and_its_tokens_go_back(store: RunStore) -> None:
+    key = f"profile:p-{uuid.uuid4().hex[:8]}"
+    rates = {key: RateLimits(requests_per_minute=60, tokens_per_minute=600)}
+    flow, spy = counted(store)
+    now = datetime.fromtimestamp(1_800_000_000, UTC)
+    for _ in range(2):  # the second asks for 2: one is left over
+        await flow.acquire(rates, 10, now)
+    assert spy.statements == 2
+    later = now + timedelta(seconds=PERMIT_SECONDS + 0.5)
+    await flow.acquire(rates, 10, later)  # the left-over call has lapsed: a statement
+    assert spy.statements == 3
+    bucket = next(b for b in await store.flow.buckets(now.timestamp()) if b.key == key)
+    # 1 + 2 + 1 calls reserved; the lapsed call's 10 tokens came back with the third.
+    assert bucket.requests_used == pytest.approx(4)
+    assert bucket.tokens_used == pytest.approx(30)
+
+
+async def test_near_its_limit_every_call_is_its_own_reservation(store: RunStore) -> None:
+    key = f"profile:p-{uuid.uuid4().hex[:8]}"
+    rates = {key: RateLimits(requests_per_minute=60)}  # half the bucket: 27 calls
+    flow, spy = counted(store)
+    now = datetime.fromtimestamp(1_800_000_000, UTC)
+    goes = [(await flow.acquire(rates, 100, now))[0].go_at for _ in range(60)]
+    bucket = next(b for b in await store.flow.buckets(now.timestamp()) if b.key == key)
+    assert bucket.requests_used == pytest.approx(60)  # no call held back unused
+    assert goes[:54] == [now.timestamp()] * 54 and goes[54] > now.timestamp()
+    assert spy.statements > 60 - 27  # past half the bucket: one statement a call

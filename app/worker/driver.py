@@ -9,7 +9,6 @@ else (cancel, the reaper) won; the driver then drops what it held.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import random
 import time
@@ -19,7 +18,7 @@ from typing import Any
 
 import structlog
 
-from app import metrics, tracing
+from app import tracing
 from app.core import (
     AgentRun,
     AgentRunError,
@@ -46,27 +45,23 @@ from app.core.lifecycle import Transition as T
 from app.core.serde import message_to_dict, tool_result_to_dict
 from app.providers.backoff import BackoffPolicy, Delay
 from app.providers.base import ModelRequest, Provider, ProviderError, ProviderTurn, ToolSpec
-from app.providers.profiles import Profiles, RateLimits
+from app.providers.profiles import Profiles
 from app.service import conversations, convert, gates
 from app.service.tokens import callback_token, token_hash
 from app.settings import Settings
 from app.store import changes
-from app.store.changes import Backoff, Budget, Change, RateLimit, Resolution
+from app.store.changes import Backoff, Budget, Change, Resolution
 from app.store.config import RunConfig
 from app.store.records import NewEvent, NewToolCall, RunRecord
 from app.store.runs import RunStore
 from app.timestamps import iso
 from app.worker import streaming
 from app.worker.budget import Budgets, billed_usage, budgets_for, priced_call
-from app.worker.flow import Flow, Reserved
+from app.worker.flow import Deferred, Flow
 from app.worker.lease import Claim, Lease, LeaseLost
 from app.worker.stops import Stops
 
 log = structlog.get_logger("agentrun.worker")
-
-#: A call whose reserved turn is this close waits for it under its lease (a throttle and a
-#: claim cost more than the wait); a later turn throttles the run back to the queue.
-_SLACK = timedelta(seconds=1)
 
 ProviderFactory = Callable[[Mapping[str, Any]], Provider]
 
@@ -123,6 +118,8 @@ class RunDriver:
             profiles,
             self.budgets.tenant_limits,
             settings.default_max_output_tokens,
+            lease_seconds=settings.lease_seconds,
+            provider_timeout=settings.provider_timeout,
         )
 
     async def drive(self, record: RunRecord) -> RunStatus | None:
@@ -219,9 +216,20 @@ class RunDriver:
         rates = await self.flow.rates(claim.record)
         reserved = None
         if rates:  # (no statement at all when no limit applies to the run)
-            gate = await self._flow_gate(claim, run, request, rates)
-            if not isinstance(gate, Reserved):
-                return gate
+            now = self.clock()
+            gate = await self.flow.gate(claim.record, claim.honoured, request, rates, now)
+            if isinstance(gate, Deferred):  # back to the queue until the limit frees
+                run.withdraw_model_call()  # (stored as it was before the call was asked for)
+                change = changes.throttle(
+                    claim.version,
+                    gate.reason,
+                    gate.due,
+                    gate.held,
+                    claim.events,
+                    self._usage(claim),
+                )
+                return await self._write(claim, change, now)
+            claim.honoured = claim.honoured or gate.honoured
             reserved = gate
         try:
             provider = self.providers(spec)
@@ -292,60 +300,6 @@ class RunDriver:
             except AgentRunError as err:
                 return await self._fail(claim, run, err)
         return None
-
-    async def _flow_gate(
-        self, claim: Claim, run: AgentRun, request: ModelRequest, rates: dict[str, RateLimits]
-    ) -> Reserved | RunStatus | None:
-        """Draw the call on the run's shared limits: its reservation when it may go now,
-        else the run throttled back to the queue until its reserved turn (the outcome)."""
-        now = self.clock()
-        held = claim.record.flow_reserved_at
-        provider = claim.record.run_config.model.provider
-        tokens = self.flow.most_tokens(request, provider)
-        fresh = timedelta(seconds=self.settings.lease_seconds)
-        # A slot outlives neither the lease nor the call's timeout (a dead worker's frees).
-        timeout = self.flow.timeout_of(provider) or self.settings.provider_timeout
-        slot_seconds = max(float(self.settings.lease_seconds), timeout)
-        honour = held is not None and not claim.honoured and now - fresh <= held <= now + _SLACK
-        grant, reserved = await self.flow.acquire(
-            rates,
-            tokens,
-            now,
-            claim.record.id,
-            slot_seconds,
-            _SLACK.total_seconds() if not honour else float("inf"),
-            rated=not honour,
-        )
-        if grant.limit == "max_concurrent":  # (no slot free: woken by a release)
-            assert grant.key is not None
-            run.withdraw_model_call()
-            metrics.flow_wait(grant.key, grant.limit)
-            change = changes.throttle(
-                claim.version,
-                RateLimit(grant.limit, grant.key, None),
-                now + fresh,  # (the fallback, should the release's wake-up be lost)
-                held if honour else None,
-                claim.events,
-                self._usage(claim),
-            )
-            return await self._write(claim, change, now)
-        if honour:
-            assert held is not None
-            claim.honoured = True  # (reserved when it was throttled: not drawn twice)
-            await asyncio.sleep(max(0.0, (held - now).total_seconds()))
-            return reserved
-        go_at = datetime.fromtimestamp(grant.go_at, UTC)
-        if go_at <= now + _SLACK:
-            await asyncio.sleep(max(0.0, (go_at - now).total_seconds()))
-            return reserved
-        run.withdraw_model_call()  # (stored as it was before the call was asked for)
-        assert grant.key is not None and grant.limit is not None
-        reason = RateLimit(grant.limit, grant.key, go_at)
-        metrics.flow_wait(grant.key, grant.limit)
-        change = changes.throttle(
-            claim.version, reason, go_at, go_at, claim.events, self._usage(claim)
-        )
-        return await self._write(claim, change, now)
 
     async def _provider_failed(self, claim: Claim, err: ProviderError) -> RunStatus | None:
         attempt = claim.record.model_attempts + 1

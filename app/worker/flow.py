@@ -20,11 +20,13 @@ conservative only); its unused tokens go back with the next acquire.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
@@ -32,6 +34,7 @@ import structlog
 from app import metrics
 from app.providers.base import ModelRequest, ProviderError
 from app.providers.profiles import Profiles, RateLimits
+from app.store.changes import RateLimit
 from app.store.flow import Demand, FlowLimits, Grant, Learned
 from app.store.records import RunRecord
 from app.store.slots import FlowSlots, Slot
@@ -46,6 +49,9 @@ TenantLimitsOf = Callable[[str], Awaitable[Mapping[str, Any]]]
 PERMIT_SECONDS = 1.0
 #: At most so many calls in one batch.
 MAX_BATCH = 16
+#: A call whose reserved turn is this close waits for it under its lease (a throttle and a
+#: claim cost more than the wait); a later turn throttles the run back to the queue.
+SLACK = timedelta(seconds=1)
 
 #: Headers naming a provider's own limits per minute (requests, tokens).
 _LIMIT_HEADERS = (
@@ -63,6 +69,17 @@ class Reserved:
     tokens: float
     slot_keys: tuple[str, ...] = ()
     holder: str = ""
+    honoured: bool = False  # (the run's reservation, kept when it was throttled, was used)
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """The call may not go now: the run goes back to the queue with `reason`, due at
+    `due`, holding the turn `held` (None: it holds none, e.g. a full `max_concurrent`)."""
+
+    reason: RateLimit
+    due: datetime
+    held: datetime | None
 
 
 @dataclass(slots=True)
@@ -93,12 +110,17 @@ class Flow:
         profiles: Profiles | None = None,
         tenant_limits: TenantLimitsOf | None = None,
         default_cap: int = 4096,
+        *,
+        lease_seconds: float = 30.0,
+        provider_timeout: float = 120.0,
     ) -> None:
         self.limits = limits
         self.slots = slots
         self.profiles = profiles or Profiles({})
         self.tenant_limits = tenant_limits
         self.default_cap = default_cap
+        self.lease_seconds = lease_seconds
+        self.provider_timeout = provider_timeout
         self._refunds: dict[str, float] = {}  # tokens to give back, by key
         self._permits: dict[str, _Permits] = {}  # the rest of a batch, by key
         self._drawn: dict[str, deque[float]] = {}  # this worker's recent draws, by key
@@ -119,6 +141,51 @@ class Flow:
             if rpm is not None or tpm is not None or most is not None:
                 out[f"tenant:{record.tenant_id}"] = RateLimits(rpm, tpm, most)
         return {k: v for k, v in out.items() if not v.empty()}
+
+    async def gate(
+        self,
+        record: RunRecord,
+        honoured: bool,
+        request: ModelRequest,
+        rates: Mapping[str, RateLimits],
+        now: datetime,
+    ) -> Reserved | Deferred:
+        """Draw the call on the run's shared limits: its reservation once it may go (a
+        turn within `SLACK` is waited for here), else where the run waits. `honoured`:
+        the run's kept reservation was already used by an earlier call of this claim."""
+        held = record.flow_reserved_at
+        provider = record.run_config.model.provider
+        fresh = timedelta(seconds=self.lease_seconds)
+        # A slot outlives neither the lease nor the call's timeout (a dead worker's frees).
+        timeout = self.timeout_of(provider) or self.provider_timeout
+        slot_seconds = max(self.lease_seconds, timeout)
+        honour = held is not None and not honoured and now - fresh <= held <= now + SLACK
+        grant, reserved = await self.acquire(
+            rates,
+            self.most_tokens(request, provider),
+            now,
+            record.id,
+            slot_seconds,
+            SLACK.total_seconds() if not honour else float("inf"),
+            rated=not honour,
+        )
+        if grant.limit == "max_concurrent":  # (no slot free: woken by a release)
+            assert grant.key is not None
+            metrics.flow_wait(grant.key, grant.limit)
+            # (due after a lease at the latest, should the release's wake-up be lost)
+            reason = RateLimit(grant.limit, grant.key, None)
+            return Deferred(reason, now + fresh, held if honour else None)
+        if honour:
+            assert held is not None
+            await asyncio.sleep(max(0.0, (held - now).total_seconds()))
+            return dataclasses.replace(reserved, honoured=True)  # (not drawn twice)
+        go_at = datetime.fromtimestamp(grant.go_at, UTC)
+        if go_at <= now + SLACK:
+            await asyncio.sleep(max(0.0, (go_at - now).total_seconds()))
+            return reserved
+        assert grant.key is not None and grant.limit is not None
+        metrics.flow_wait(grant.key, grant.limit)
+        return Deferred(RateLimit(grant.limit, grant.key, go_at), go_at, go_at)
 
     def timeout_of(self, provider: str) -> float | None:
         """The profile's call timeout (a slot is held at most that long, or a lease)."""

@@ -118,6 +118,34 @@ def _wake() -> Any:
     return sa.update(runs).where(runs.c.id == oldest).values(available_at=at).returning(runs.c.id)
 
 
+#: A waiter's run in one of these may still wait for a slot.
+_WAITING = (RunStatus.QUEUED.value, RunStatus.RUNNING.value)
+
+
+def _due_if_free() -> Any:
+    """Run `p_run`, still queued and not yet due, due at `p_at` when key `p_key` has a free
+    slot (run once the key is locked: it sees every release committed before)."""
+    at = sa.bindparam("p_at", type_=runs.c.available_at.type)
+    key = sa.bindparam("p_key", type_=sa.String())
+    live = (
+        sa.select(sa.func.count())
+        .where(s.c.key == key, s.c.expires_at > sa.bindparam("p_now", type_=sa.Float()))
+        .scalar_subquery()
+    )
+    most = sa.select(f.c.max_concurrent).where(f.c.key == key).scalar_subquery()
+    return (
+        sa.update(runs)
+        .where(
+            runs.c.id == sa.bindparam("p_run", type_=sa.String()),
+            runs.c.status == RunStatus.QUEUED.value,
+            runs.c.available_at > at,
+            live < most,
+        )
+        .values(available_at=at)
+        .returning(runs.c.id)
+    )
+
+
 class FlowSlots:
     def __init__(self, backend: Backend, limits: FlowLimits) -> None:
         self.backend = backend
@@ -135,6 +163,7 @@ class FlowSlots:
                 s.c.expires_at <= sa.bindparam("p_now", type_=sa.Float()),
             ),
         )
+        self._due_if_free = _due_if_free()
         self._unwait = w.delete().where(w.c.run_id == sa.bindparam("p_run", type_=sa.String()))
 
     async def take(
@@ -191,8 +220,9 @@ class FlowSlots:
             ),
             keys[0],
         )
-        queued = sa.select(runs.c.id).where(runs.c.status == RunStatus.QUEUED.value)
-        await conn.execute(w.delete().where(w.c.key.in_(keys), w.c.run_id.not_in(queued)))
+        # (a running waiter is kept: refused a moment ago, its throttle not yet written)
+        live = sa.select(runs.c.id).where(runs.c.status.in_(_WAITING))
+        await conn.execute(w.delete().where(w.c.key.in_(keys), w.c.run_id.not_in(live)))
         waiter = self.backend.insert(w).values(key=full, run_id=run_id, since=now)
         await conn.execute(waiter.on_conflict_do_nothing())
         return Taken(Grant(now, full, "max_concurrent"), False, full)
@@ -213,6 +243,21 @@ class FlowSlots:
             return None
         self.backend.wake([(NOTIFY_CHANNEL, "")])
         return str(woken)
+
+    async def recheck(self, run_id: str, key: str, now: datetime) -> bool:
+        """After `run_id` was throttled for a full `key`: due now if a slot freed between
+        its refusal and its throttle (a release then saw it running and woke no one).
+        Under the key's lock, so a release is either seen here or sees the run waiting."""
+        params = {"p_keys": [key], "p_key": key, "p_run": run_id, "p_at": now}
+        async with self.backend.transaction() as conn:
+            await conn.execute(self._lock_for_release, params)
+            woken = (
+                await conn.execute(self._due_if_free, params | {"p_now": now.timestamp()})
+            ).first()
+        if woken is None:
+            return False
+        self.backend.wake([(NOTIFY_CHANNEL, "")])
+        return True
 
     async def waiters(self, key: str) -> list[str]:
         """The runs waiting for a slot of `key`, oldest first (tests)."""

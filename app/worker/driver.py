@@ -228,7 +228,10 @@ class RunDriver:
                     claim.events,
                     self._usage(claim),
                 )
-                return await self._write(claim, change, now)
+                status = await self._write(claim, change, now)
+                if status is RunStatus.QUEUED and gate.reason.limit == "max_concurrent":
+                    await self.flow.recheck(claim.record.id, gate.reason.key, self.clock())
+                return status
             claim.honoured = claim.honoured or gate.honoured
             reserved = gate
         try:

@@ -49,6 +49,8 @@ TenantLimitsOf = Callable[[str], Awaitable[Mapping[str, Any]]]
 PERMIT_SECONDS = 1.0
 #: At most so many calls in one batch.
 MAX_BATCH = 16
+#: A failed slot release is retried after this long, then twice as long (up to 5 s).
+RELEASE_RETRY_SECONDS = 0.25
 #: A call whose reserved turn is this close waits for it under its lease (a throttle and a
 #: claim cost more than the wait); a later turn throttles the run back to the queue.
 SLACK = timedelta(seconds=1)
@@ -69,6 +71,7 @@ class Reserved:
     tokens: float
     slot_keys: tuple[str, ...] = ()
     holder: str = ""
+    slots_until: float = 0.0  # (when the slots expire by themselves, Unix seconds)
     honoured: bool = False  # (the run's reservation, kept when it was throttled, was used)
 
 
@@ -124,6 +127,7 @@ class Flow:
         self._refunds: dict[str, float] = {}  # tokens to give back, by key
         self._permits: dict[str, _Permits] = {}  # the rest of a batch, by key
         self._drawn: dict[str, deque[float]] = {}  # this worker's recent draws, by key
+        self._releasing: set[asyncio.Task[None]] = set()  # releases retried after a failure
 
     async def rates(self, record: RunRecord) -> dict[str, RateLimits]:
         """The run's limit keys that limit anything, with their limits."""
@@ -240,9 +244,8 @@ class Flow:
         self._keep(taken.grant, tokens, at)
         if not taken.held:
             return taken.grant, reserved
-        return taken.grant, Reserved(
-            reserved.keys, float(tokens), tuple(s.key for s in slots), holder
-        )
+        keys = tuple(s.key for s in slots)
+        return taken.grant, Reserved(reserved.keys, float(tokens), keys, holder, at + slot_seconds)
 
     def _draw(self, key: str, at: float) -> int:
         """Count a draw on `key`: the calls to ask for (this worker's draws of a second)."""
@@ -274,15 +277,43 @@ class Flow:
             if n > 1:
                 self._permits[key] = _Permits(n - 1, (n - 1) * tokens, at + PERMIT_SECONDS)
 
+    async def recheck(self, run_id: str, key: str, now: datetime) -> None:
+        """A run just throttled for a full `key`: due at once if a slot freed meanwhile (a
+        failure leaves it to its fallback: due after a lease)."""
+        try:
+            await self.slots.recheck(run_id, key, now)
+        except Exception:
+            log.warning("slot recheck failed", key=key, exc_info=True)
+
     async def release(self, reserved: Reserved | None, now: datetime) -> None:
         """Free the call's slots (right after it ends): the oldest run waiting for one is
-        due at once. A failure here only leaves the slot to its expiry."""
+        due at once. A release that fails (the database went away) is retried in the
+        background until it succeeds or the slots expired by themselves, so an outage does
+        not leave a key's slots held for their whole lifetime."""
         if reserved is None or not reserved.slot_keys:
             return
         try:
             await self.slots.release(reserved.slot_keys, reserved.holder, now)
-        except Exception:  # (the slot expires by itself)
-            log.warning("slot release failed", keys=reserved.slot_keys, exc_info=True)
+        except Exception:
+            log.warning("slot release failed; retrying", keys=reserved.slot_keys, exc_info=True)
+            task = asyncio.get_running_loop().create_task(self._release_later(reserved))
+            self._releasing.add(task)
+            task.add_done_callback(self._releasing.discard)
+
+    async def _release_later(self, reserved: Reserved) -> None:
+        delay = RELEASE_RETRY_SECONDS
+        while True:
+            await asyncio.sleep(delay)
+            now = datetime.now(UTC)
+            if now.timestamp() >= reserved.slots_until:
+                return  # (expired by themselves: nothing left to free)
+            try:
+                await self.slots.release(reserved.slot_keys, reserved.holder, now)
+            except Exception:
+                delay = min(delay * 2, 5.0)
+                continue
+            log.info("slot released after a retry", keys=reserved.slot_keys)
+            return
 
     def used(self, reserved: Reserved, total_tokens: int | None) -> None:
         """The call used `total_tokens` of what it reserved: the rest goes back with the

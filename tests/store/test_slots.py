@@ -121,6 +121,79 @@ async def test_a_refusal_forgets_the_waiters_that_ended(
     assert await store.slots.waiters(key) == ["another"]  # (no queued run of that id)
 
 
+async def claimed(store: RunStore, service: RunService) -> str:
+    """A new run, claimed (running): a worker's, about to take slots."""
+    view, _ = await service.create_run(run_body())
+    now = datetime.now(UTC)
+    record = await store.claim("w", now, now + timedelta(seconds=30))
+    assert record is not None and record.id == view.record.id
+    return record.id
+
+
+async def throttle(store: RunStore, run_id: str, key: str, until: datetime) -> None:
+    record = await store.get(run_id)
+    assert record is not None
+    reason = RateLimit("max_concurrent", key, None)
+    change = changes.throttle(record.version, reason, until, None, (), None)
+    done, _ = await store.apply(run_id, change, datetime.now(UTC))
+    assert done is not None and done.status == RunStatus.QUEUED
+
+
+async def test_a_waiter_refused_a_moment_ago_is_kept_by_the_next_refusal(
+    store: RunStore, settings: Settings
+) -> None:
+    """A run refused by one worker is still running until its throttle is written; a
+    refusal of another run in between must not forget it (it would then wait for its
+    fallback, not a release)."""
+    key = fresh("profile:p")
+    service = RunService(store, settings)
+    first, second = await claimed(store, service), await claimed(store, service)
+    at = datetime.now(UTC).timestamp()
+    assert (await store.slots.take([Slot(key, 1)], "a", "other", at, at + 30)).held
+    assert not (await store.slots.take([Slot(key, 1)], "b", first, at, at + 30)).held
+    assert not (await store.slots.take([Slot(key, 1)], "c", second, at + 1, at + 30)).held
+    assert await store.slots.waiters(key) == [first, second]
+    later = datetime.now(UTC) + timedelta(seconds=30)
+    for run_id in (first, second):
+        await throttle(store, run_id, key, later)
+    assert await store.slots.release([key], "a", datetime.now(UTC)) == first
+
+
+async def refused(store: RunStore, settings: Settings) -> tuple[str, str]:
+    """A key whose one slot `a` holds, and a running run it refused: (key, run id)."""
+    key = fresh("profile:p")
+    run_id = await claimed(store, RunService(store, settings))
+    at = datetime.now(UTC).timestamp()
+    assert (await store.slots.take([Slot(key, 1)], "a", "other", at, at + 30)).held
+    assert not (await store.slots.take([Slot(key, 1)], "b", run_id, at, at + 30)).held
+    return key, run_id
+
+
+async def test_a_slot_freed_before_the_throttle_was_written_makes_the_run_due(
+    store: RunStore, settings: Settings
+) -> None:
+    key, run_id = await refused(store, settings)
+    # The slot is released while the refused run is still running: it wakes no one...
+    assert await store.slots.release([key], "a", datetime.now(UTC)) is None
+    await throttle(store, run_id, key, datetime.now(UTC) + timedelta(seconds=30))
+    # ...so the recheck after the throttle finds the free slot and makes the run due now.
+    now = datetime.now(UTC)
+    assert await store.slots.recheck(run_id, key, now)
+    assert (await store.get(run_id)).available_at <= now  # type: ignore[union-attr]
+    assert not await store.slots.recheck(run_id, key, now)  # (already due: no change)
+
+
+async def test_a_recheck_leaves_a_run_whose_key_is_still_full_waiting(
+    store: RunStore, settings: Settings
+) -> None:
+    key, run_id = await refused(store, settings)
+    later = datetime.now(UTC) + timedelta(seconds=30)
+    await throttle(store, run_id, key, later)
+    assert not await store.slots.recheck(run_id, key, datetime.now(UTC))
+    assert (await store.get(run_id)).available_at == later  # type: ignore[union-attr]
+    assert await store.slots.release([key], "a", datetime.now(UTC)) == run_id
+
+
 TAKER = """
 import asyncio, os, sys
 from app.store.backend.engines import create_engine

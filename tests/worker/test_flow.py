@@ -5,6 +5,7 @@ limit applies."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -337,3 +338,34 @@ async def test_near_its_limit_every_call_is_its_own_reservation(store: RunStore)
     assert bucket.requests_used == pytest.approx(60)  # no call held back unused
     assert goes[:54] == [now.timestamp()] * 54 and goes[54] > now.timestamp()
     assert spy.statements > 60 - 27  # past half the bucket: one statement a call
+
+
+async def test_a_slot_release_that_failed_is_retried_until_it_succeeds(
+    store: RunStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database went away as the call ended: the slot is freed once it is back, not
+    held for its whole lifetime."""
+    key = f"profile:p-{uuid.uuid4().hex[:8]}"
+    flow = Flow(store.flow, store.slots)
+    monkeypatch.setattr("app.worker.flow.RELEASE_RETRY_SECONDS", 0.01)
+    now = datetime.now(UTC)
+    grant, reserved = await flow.acquire({key: RateLimits(max_concurrent=1)}, 10, now, "r", 30)
+    assert reserved.slot_keys == (key,) and grant.limit is None
+    release = store.slots.release
+    failures = 3
+
+    async def flaky(*args: Any) -> str | None:
+        nonlocal failures
+        if failures:
+            failures -= 1
+            raise ConnectionError("the database went away")
+        return await release(*args)
+
+    monkeypatch.setattr(store.slots, "release", flaky)
+    await flow.release(reserved, now)  # (fails: retried in the background)
+    assert await store.slots.in_flight(key, now.timestamp()) == 1
+    for _ in range(200):
+        if not await store.slots.in_flight(key, now.timestamp()):
+            break
+        await asyncio.sleep(0.01)
+    assert failures == 0 and await store.slots.in_flight(key, now.timestamp()) == 0

@@ -1,28 +1,35 @@
-"""Conversations: a run that continues a finished one, and a run's conversation in pages.
+"""Conversations: a run that continues a finished one (or, by `if_busy`, a busy one), and
+a run's conversation in pages.
 
 A conversation is a chain of runs: each continuing run copies the whole conversation of
 the run it continues into its own history (so it stands alone: the earlier run may be
 deleted by retention later), records `previous_run_id` and `conversation_id` (the first
 run's id) in its configuration, and the earlier run gets a `run.continued` event naming
-it (so the dashboard links both ways without another table).
+it (so the dashboard links both ways without another table). While the conversation's
+latest run is active a create refuses (`reject`), waits for it (`enqueue`) or cancels it
+(`interrupt`): `BusyConversations`, which `RunService` composes.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from app.core import AgentRun, Message, stored
+from app.core.events import EventType as E
 from app.core.lifecycle import TERMINAL, RunStatus
 from app.core.serde import message_to_dict
 from app.service import convert
-from app.service.errors import InvalidRequest, RunNotFound, RunStateConflict
-from app.service.schemas import INHERITED, InvalidToolCallPolicy, RunCreate
-from app.store.records import RunRecord
+from app.service.errors import ConversationBusy, InvalidRequest, RunNotFound, RunStateConflict
+from app.service.schemas import INHERITED, InvalidToolCallPolicy, RunCreate, inherited_model_problem
+from app.store import changes
+from app.store.changes import Change
+from app.store.records import NewEvent, RunRecord
 from app.store.runs import RunStore
 from app.store.waiting import Conversation
 
@@ -175,6 +182,155 @@ def agent_settings(body: RunCreate, before: Continuation | None) -> dict[str, An
         name: request[name] if name in body.model_fields_set else before.config.get(name)
         for name in INHERITED
     }
+
+
+# --- a continuing create, by `if_busy` ---------------------------------------------------------
+
+
+class Cancel(Protocol):
+    """`RunService.cancel`: a run cancelled as a client's cancel would (its waiter
+    started, its span recorded); `RunStateConflict` when it has ended already."""
+
+    async def __call__(self, run_id: str, *, actor: str | None, tenant: str | None) -> object: ...
+
+
+class BusyConversations:
+    """What a create with `previous_run_id` continues, and the `run.continued` note on
+    the earlier run; with `if_busy` when the conversation's latest run is active
+    (`reject`: 409; `enqueue`: the new run waits for it; `interrupt`: it is cancelled)."""
+
+    def __init__(self, store: RunStore, clock: Callable[[], datetime], cancel: Cancel) -> None:
+        self.store = store
+        self.clock = clock
+        self.cancel = cancel
+
+    async def continued(
+        self, body: RunCreate, idempotency_key: str | None, actor: str | None, tenant: str
+    ) -> tuple[Continuation, RunRecord | None]:
+        """What a continuing run continues, by `if_busy` when the conversation's latest
+        run is active; and the run it waits for (`enqueue`). An earlier run of an idle
+        conversation may be continued (a branch); of a busy one, not (409 naming the
+        latest: the strategies apply to the run that is active)."""
+        previous_id = body.previous_run_id or ""
+        previous = await self.store.get(previous_id, with_log=True, tenant=tenant)
+        if previous is None:
+            raise RunNotFound(f"no run with id {previous_id} (previous_run_id)")
+        inherited = "model" not in body.model_fields_set  # (checked before an interrupt)
+        if inherited and (problem := inherited_model_problem(previous.config.get("model"))):
+            raise InvalidRequest(problem)  # (its profile left the configuration, say)
+        head, replay = await latest(self.store, previous, tenant, idempotency_key)
+        if head.status in TERMINAL:  # (its successors ended: the run named is the one)
+            head = previous
+        if head.status in TERMINAL:  # (a run before the latest: a branch, as ever; a
+            # replay of an enqueue or interrupt whose run ended: the run it made answers)
+            return continuation(previous, previous_id, ended=replay), None
+        if head.id != previous.id:
+            raise ConversationBusy(
+                f"run {previous_id} is not the latest of its conversation, and the latest, "
+                f"{head.id}, is {head.status.value}: continue that one",
+                previous.status.value,
+                latest_run_id=head.id,
+                active_run_id=head.id,
+            )
+        if body.if_busy == "reject":
+            raise ConversationBusy(
+                f"the conversation is busy: run {head.id} is {head.status.value} "
+                "(if_busy: enqueue or interrupt)",
+                head.status.value,
+                active_run_id=head.id,
+            )
+        if body.if_busy == "enqueue":
+            return waiting(head), head
+        awaited = head.waiting.run_id if isinstance(head.waiting, Conversation) else None
+        with contextlib.suppress(RunStateConflict):  # (it ended meanwhile: continue it)
+            await self.cancel(head.id, actor=actor, tenant=tenant)
+        if awaited is not None:  # (it never ran: this run waits in its place)
+            target = await self.store.get(awaited, with_log=True, tenant=tenant)
+            if target is not None and target.status not in TERMINAL:
+                return waiting(target), target
+            return continuation(target, awaited, ended=True), None
+        ended = await self.store.get(head.id, with_log=True, tenant=tenant)
+        return continuation(ended, head.id, ended=True), None
+
+    async def note_continued(
+        self,
+        before: Continuation,
+        record: RunRecord,
+        actor: str | None,
+        *,
+        replayed: bool,
+        waits: bool = False,
+    ) -> RunRecord | None:
+        """`run.continued` on the earlier run, naming the new one (`waits`: which waits
+        for it to end, `awaited_by`); the earlier run as noted. Written after the new
+        run's commit: a create that died in between is noted by its idempotent replay."""
+        if replayed and await self._continued_noted(before.previous_id, record.id):
+            return await self.store.get(before.previous_id) if waits else None
+        data = {"run_id": record.id, CONVERSATION_KEY: before.conversation_id}
+        event = NewEvent(E.RUN_CONTINUED, data, actor)
+        change = changes.awaited(event, record.id) if waits else changes.annotate(event)
+        return await self._apply(before.previous_id, change)
+
+    async def first_waiter_only(
+        self,
+        before: Continuation,
+        record: RunRecord,
+        actor: str | None,
+        tenant: str,
+    ) -> RunRecord | None:
+        """An enqueue that read the conversation before another's note (two at once): the
+        first noted keeps the active run's waiter slot (`awaited_by`, which this note
+        took), this run is cancelled and the create is a 409 naming the first, as it is
+        when the requests come one after the other. Only notes before this one count, so
+        of two creates at once one wins. The active run as noted, when this run stays."""
+        rival = None
+        after, mine = 0, False
+        while not mine and (events := await self.store.events(before.previous_id, after=after)):
+            for e in events:
+                if e.type != E.RUN_CONTINUED:
+                    continue
+                named = e.data.get("run_id")
+                if named == record.id:
+                    mine = True
+                    break
+                if isinstance(named, str):
+                    rival = named
+            after = events[-1].seq
+        first = None if rival is None else await self.store.get(rival, tenant=tenant)
+        if (
+            first is None
+            or first.status != RunStatus.QUEUED
+            or first.waiting != Conversation(before.previous_id)
+        ):
+            return await self.store.get(before.previous_id)
+        data = {"run_id": first.id, CONVERSATION_KEY: before.conversation_id}
+        event = NewEvent(E.RUN_CONTINUED, data, actor)
+        noted = await self._apply(before.previous_id, changes.awaited(event, first.id))
+        with contextlib.suppress(RunStateConflict):
+            await self.cancel(record.id, actor=actor, tenant=tenant)
+        if noted is not None:  # (it ended meanwhile: the first starts now)
+            await start_waiting(self.store, noted, self.clock())
+        raise ConversationBusy(
+            f"run {before.previous_id} is not the latest of its conversation: run "
+            f"{first.id} waits for it (if_busy: enqueue); continue that one",
+            first.status.value,
+            latest_run_id=first.id,
+            active_run_id=first.id,
+        )
+
+    async def _continued_noted(self, previous_id: str, run_id: str) -> bool:
+        after = 0
+        while True:
+            events = await self.store.events(previous_id, after=after)
+            if not events:
+                return False
+            if any(e.type == E.RUN_CONTINUED and e.data.get("run_id") == run_id for e in events):
+                return True
+            after = events[-1].seq
+
+    async def _apply(self, run_id: str, change: Change) -> RunRecord | None:
+        updated, _ = await self.store.apply(run_id, change, self.clock())
+        return updated
 
 
 # --- a run's conversation, page by page -------------------------------------------------------

@@ -11,7 +11,6 @@ run does with what arrives; the store decides who wins a race.
 from __future__ import annotations
 
 import base64
-import contextlib
 import dataclasses
 import re
 import secrets
@@ -24,7 +23,7 @@ from typing import Any
 from app import tracing
 from app.core import AgentRun, stored
 from app.core.events import EventType as E
-from app.core.lifecycle import INITIAL, TERMINAL, RunStatus
+from app.core.lifecycle import INITIAL, RunStatus
 from app.core.serde import SCHEMA_VERSION
 from app.service import conversations, convert, gates
 from app.service.access import DEFAULT_TENANT
@@ -35,16 +34,7 @@ from app.service.destinations import (
     check_destination,
     system_resolver,
 )
-from app.service.errors import (
-    CallbackTokenInvalid,
-    ConversationBusy,
-    IdempotencyKeyReused,
-    InvalidRequest,
-    RunNotFound,
-    RunStateConflict,
-    ToolCallNotPending,
-    ToolResultConflict,
-)
+from app.service.errors import IdempotencyKeyReused, InvalidRequest, RunNotFound, RunStateConflict
 from app.service.fairness import fair_key, queue_spot
 from app.service.limits import RunLimitsService
 from app.service.resolutions import resolution_change
@@ -54,23 +44,13 @@ from app.service.schemas import (
     ResolutionIn,
     RunCreate,
     ToolResultsIn,
-    inherited_model_problem,
 )
-from app.service.submissions import (
-    SUBMIT_ATTEMPTS,
-    ResultConflictError,
-    StatusConflict,
-    SubmitOutcome,
-    SubmittedResult,
-    UnknownCallError,
-    accepted,
-    decide,
-)
-from app.service.tokens import callback_token, new_key, token_hash
+from app.service.submissions import SubmitOutcome
+from app.service.tokens import callback_token, new_key
+from app.service.tool_results import ToolResults
 from app.settings import Settings
 from app.store import changes
 from app.store.changes import Change, Resolution
-from app.store.errors import NotFoundError
 from app.store.records import NewEvent, RunRecord, ToolCallRecord
 from app.store.runs import RunStore
 from app.store.waiting import Conversation
@@ -158,6 +138,8 @@ class RunService:
         self.clock = clock
         self._callback_key: str | None = None
         self.limits = RunLimitsService.of(store, settings, clock)
+        self.busy = conversations.BusyConversations(store, clock, self.cancel)
+        self.results = ToolResults(store, clock)
 
     async def callback_key(self) -> str:
         if self._callback_key is None:
@@ -194,7 +176,7 @@ class RunService:
     ) -> tuple[RunView, bool]:
         before, waits_for = None, None
         if body.previous_run_id is not None:  # (another tenant's run: not found)
-            before, waits_for = await self._continued(body, idempotency_key, actor, tenant)
+            before, waits_for = await self.busy.continued(body, idempotency_key, actor, tenant)
         elif body.model is None:
             raise InvalidRequest("model is required unless previous_run_id names a run to continue")
         agent = conversations.agent_settings(body, before)
@@ -286,61 +268,13 @@ class RunService:
                 before, record, actor, replayed=not created, waits=waits_for is not None
             )
             if waits_for is not None and created and noted is not None:
-                noted = await self._first_waiter_only(before, record, actor, tenant)
+                noted = await self.busy.first_waiter_only(before, record, actor, tenant)
             # The run waited for ended before the note: the ending write did not see it.
             if noted is not None and await conversations.start_waiting(
                 self.store, noted, self.clock()
             ):
                 record = await self.store.get(record.id) or record
         return await self.view(record), created
-
-    async def _continued(
-        self, body: RunCreate, idempotency_key: str | None, actor: str | None, tenant: str
-    ) -> tuple[conversations.Continuation, RunRecord | None]:
-        """What a continuing run continues, by `if_busy` when the conversation's latest
-        run is active; and the run it waits for (`enqueue`). An earlier run of an idle
-        conversation may be continued (a branch); of a busy one, not (409 naming the
-        latest: the strategies apply to the run that is active)."""
-        previous_id = body.previous_run_id or ""
-        previous = await self.store.get(previous_id, with_log=True, tenant=tenant)
-        if previous is None:
-            raise RunNotFound(f"no run with id {previous_id} (previous_run_id)")
-        inherited = "model" not in body.model_fields_set  # (checked before an interrupt)
-        if inherited and (problem := inherited_model_problem(previous.config.get("model"))):
-            raise InvalidRequest(problem)  # (its profile left the configuration, say)
-        head, replay = await conversations.latest(self.store, previous, tenant, idempotency_key)
-        if head.status in TERMINAL:  # (its successors ended: the run named is the one)
-            head = previous
-        if head.status in TERMINAL:  # (a run before the latest: a branch, as ever; a
-            # replay of an enqueue or interrupt whose run ended: the run it made answers)
-            return conversations.continuation(previous, previous_id, ended=replay), None
-        if head.id != previous.id:
-            raise ConversationBusy(
-                f"run {previous_id} is not the latest of its conversation, and the latest, "
-                f"{head.id}, is {head.status.value}: continue that one",
-                previous.status.value,
-                latest_run_id=head.id,
-                active_run_id=head.id,
-            )
-        if body.if_busy == "reject":
-            raise ConversationBusy(
-                f"the conversation is busy: run {head.id} is {head.status.value} "
-                "(if_busy: enqueue or interrupt)",
-                head.status.value,
-                active_run_id=head.id,
-            )
-        if body.if_busy == "enqueue":
-            return conversations.waiting(head), head
-        awaited = head.waiting.run_id if isinstance(head.waiting, Conversation) else None
-        with contextlib.suppress(RunStateConflict):  # (it ended meanwhile: continue it)
-            await self.cancel(head.id, actor=actor, tenant=tenant)
-        if awaited is not None:  # (it never ran: this run waits in its place)
-            target = await self.store.get(awaited, with_log=True, tenant=tenant)
-            if target is not None and target.status not in TERMINAL:
-                return conversations.waiting(target), target
-            return conversations.continuation(target, awaited, ended=True), None
-        ended = await self.store.get(head.id, with_log=True, tenant=tenant)
-        return conversations.continuation(ended, head.id, ended=True), None
 
     async def _note_continued(
         self,
@@ -351,72 +285,9 @@ class RunService:
         replayed: bool,
         waits: bool = False,
     ) -> RunRecord | None:
-        """`run.continued` on the earlier run, naming the new one (`waits`: which waits
-        for it to end, `awaited_by`); the earlier run as noted. Written after the new
-        run's commit: a create that died in between is noted by its idempotent replay."""
-        if replayed and await self._continued_noted(before.previous_id, record.id):
-            return await self.store.get(before.previous_id) if waits else None
-        data = {"run_id": record.id, conversations.CONVERSATION_KEY: before.conversation_id}
-        event = NewEvent(E.RUN_CONTINUED, data, actor)
-        change = changes.awaited(event, record.id) if waits else changes.annotate(event)
-        return await self._apply(before.previous_id, change)
-
-    async def _first_waiter_only(
-        self,
-        before: conversations.Continuation,
-        record: RunRecord,
-        actor: str | None,
-        tenant: str,
-    ) -> RunRecord | None:
-        """An enqueue that read the conversation before another's note (two at once): the
-        first noted keeps the active run's waiter slot (`awaited_by`, which this note
-        took), this run is cancelled and the create is a 409 naming the first, as it is
-        when the requests come one after the other. Only notes before this one count, so
-        of two creates at once one wins. The active run as noted, when this run stays."""
-        rival = None
-        after, mine = 0, False
-        while not mine and (events := await self.store.events(before.previous_id, after=after)):
-            for e in events:
-                if e.type != E.RUN_CONTINUED:
-                    continue
-                named = e.data.get("run_id")
-                if named == record.id:
-                    mine = True
-                    break
-                if isinstance(named, str):
-                    rival = named
-            after = events[-1].seq
-        first = None if rival is None else await self.store.get(rival, tenant=tenant)
-        if (
-            first is None
-            or first.status != RunStatus.QUEUED
-            or first.waiting != Conversation(before.previous_id)
-        ):
-            return await self.store.get(before.previous_id)
-        data = {"run_id": first.id, conversations.CONVERSATION_KEY: before.conversation_id}
-        event = NewEvent(E.RUN_CONTINUED, data, actor)
-        noted = await self._apply(before.previous_id, changes.awaited(event, first.id))
-        with contextlib.suppress(RunStateConflict):
-            await self.cancel(record.id, actor=actor, tenant=tenant)
-        if noted is not None:  # (it ended meanwhile: the first starts now)
-            await conversations.start_waiting(self.store, noted, self.clock())
-        raise ConversationBusy(
-            f"run {before.previous_id} is not the latest of its conversation: run "
-            f"{first.id} waits for it (if_busy: enqueue); continue that one",
-            first.status.value,
-            latest_run_id=first.id,
-            active_run_id=first.id,
-        )
-
-    async def _continued_noted(self, previous_id: str, run_id: str) -> bool:
-        after = 0
-        while True:
-            events = await self.store.events(previous_id, after=after)
-            if not events:
-                return False
-            if any(e.type == E.RUN_CONTINUED and e.data.get("run_id") == run_id for e in events):
-                return True
-            after = events[-1].seq
+        """The note after the new run's commit (`BusyConversations.note_continued`): the
+        step a crash may skip, which the create's idempotent replay then takes."""
+        return await self.busy.note_continued(before, record, actor, replayed=replayed, waits=waits)
 
     async def _check_webhook(self, url: str) -> None:
         """Refuse a destination no delivery could reach (SSRF guard, unresolvable host);
@@ -518,75 +389,10 @@ class RunService:
         tenant: str | None = None,
     ) -> SubmitOutcome:
         """Results for a run by id (`tenant`'s) or by its callback token (whoever holds
-        it: the token names one run and one suspension)."""
-        submitted = [
-            SubmittedResult(
-                r.tool_call_id,
-                {"output": r.output, "is_error": r.is_error},
-                convert.canonical_hash({"output": r.output, "is_error": r.is_error}),
-                actor,
-            )
-            for r in body.results
-        ]
-        started = tracing.start_time()
-        try:
-            outcome = await self._submit(run_id, token, submitted, tenant)
-        except NotFoundError:
-            if token is not None:
-                raise CallbackTokenInvalid("this callback token is unknown or expired") from None
-            raise RunNotFound(f"no run with id {run_id}") from None
-        except StatusConflict as exc:
-            if token is not None and exc.record.status != RunStatus.REQUIRES_ACTION:
-                raise CallbackTokenInvalid("this callback token is unknown or expired") from None
-            raise RunStateConflict(
-                f"run {exc.record.id} is {exc.record.status.value}, not waiting for tool results",
-                exc.record.status.value,
-            ) from None
-        except UnknownCallError as exc:
-            raise ToolCallNotPending(
-                f"tool call {exc.call_id!r} is not pending on this run", tool_call_id=exc.call_id
-            ) from None
-        except ResultConflictError as exc:
-            raise ToolResultConflict(
-                f"tool call {exc.call_id!r} already has a different result",
-                tool_call_id=exc.call_id,
-            ) from None
-        tracing.record_span(
-            "agentrun.run.submit_tool_results",
-            outcome.record.config,
-            started,
-            lambda: {
-                **tracing.run_attributes(outcome.record, actor),
-                "agentrun.tool_results.submitted": len(submitted),
-                "agentrun.tool_results.accepted": len(outcome.accepted),
-                "agentrun.run.resumed": outcome.resumed,
-                "agentrun.callback": token is not None,
-            },
+        it: the token names one run and one suspension); `app.service.tool_results`."""
+        return await self.results.submit(
+            body, run_id=run_id, token=token, actor=actor, tenant=tenant
         )
-        return outcome
-
-    async def _submit(
-        self,
-        run_id: str | None,
-        token: str | None,
-        submitted: list[SubmittedResult],
-        tenant: str | None = None,
-    ) -> SubmitOutcome:
-        """Read, decide (`app.service.submissions`), write with a compare-and-set on the
-        version read; a concurrent submission moved it: read and decide again."""
-        hashed = token_hash(token) if token is not None else None
-        for _ in range(SUBMIT_ATTEMPTS):
-            pending = await self.store.pending(run_id=run_id, token_hash=hashed, tenant=tenant)
-            now = self.clock()
-            change = decide(pending.record, pending.calls, submitted, now)
-            if change is None:
-                return SubmitOutcome(pending.record, [], False)
-            updated, _ = await self.store.apply(
-                pending.record.id, change, now, known=pending.record
-            )
-            if updated is not None:
-                return SubmitOutcome(updated, accepted(change), change.status == RunStatus.QUEUED)
-        raise StatusConflict(pending.record)
 
     # --- resolution ---------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 """Who wins a tool-result submission, and what it writes: pure rules over the run as read.
 
 A submission reads the suspended run and its pending calls, decides here, and writes one
-compare-and-set change on the version it read (`RunService.submit_tool_results`); a
+compare-and-set change on the version it read (`app.service.tool_results`); a
 concurrent submission moves the version, so the loser reads again and decides again. A
 refused request (unknown id, a different result for an answered call, a run no longer
 waiting) raises before anything is written.

@@ -340,6 +340,7 @@ class Flow:
         learned = []
         for key, r in rates.items():
             if key.startswith(("profile:", "model:")):
+                self._permits.pop(key, None)  # (this worker's batch goes no further)
                 # (a named limit lower than the configured one is the rate; else a step down)
                 lr = rpm if rpm and r.requests_per_minute and rpm < r.requests_per_minute else None
                 lt = tpm if tpm and r.tokens_per_minute and tpm < r.tokens_per_minute else None

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.providers.base import ProviderError
 from app.providers.profiles import Profile, Profiles, RateLimits
 from app.service.prices import PriceBook
 from app.service.runs import RunService
@@ -289,6 +290,9 @@ class CountedLimits:
         self.statements += 1
         return await self.limits.acquire(demands, now)
 
+    async def feed_429(self, learned: Any, now: float, hint: float) -> None:
+        await self.limits.feed_429(learned, now, hint)
+
 
 def counted(store: RunStore) -> tuple[Flow, CountedLimits]:
     spy = CountedLimits(store.flow)
@@ -369,3 +373,17 @@ async def test_a_slot_release_that_failed_is_retried_until_it_succeeds(
             break
         await asyncio.sleep(0.01)
     assert failures == 0 and await store.slots.in_flight(key, now.timestamp()) == 0
+
+
+async def test_a_429_ends_this_workers_batch_on_the_key(store: RunStore) -> None:
+    key = f"profile:p-{uuid.uuid4().hex[:8]}"
+    rates = {key: RateLimits(requests_per_minute=6000)}
+    flow, spy = counted(store)
+    now = datetime.fromtimestamp(1_800_000_000, UTC)
+    for _ in range(2):  # the second asks for 2: one is left over
+        await flow.acquire(rates, 10, now)
+    err = ProviderError("Rate limit reached", status=429, retry_after=5.0)
+    await flow.provider_429(rates, err, now)
+    # The left-over call is not sent past the 429: the next call asks the bucket, and waits.
+    grant, _ = await flow.acquire(rates, 10, now)
+    assert spy.statements == 3 and grant.go_at >= now.timestamp() + 5

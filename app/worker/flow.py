@@ -92,6 +92,7 @@ class _Permits:
     calls: int
     tokens: float
     until: float
+    limits: tuple[int | None, int | None] = (None, None)  # (the rates it was granted at)
 
 
 def _number(headers: Mapping[str, str], name: str) -> float | None:
@@ -226,7 +227,7 @@ class Flow:
             if r.tokens_per_minute:
                 drawn.append(key)
             batch = self._draw(key, at)
-            if self._from_batch(key, bool(r.tokens_per_minute), tokens, at):
+            if self._from_batch(key, r, tokens, at):
                 continue
             refund = self._refunds.pop(key, 0.0) if r.tokens_per_minute else 0.0
             net = tokens - refund if r.tokens_per_minute else 0.0
@@ -237,11 +238,11 @@ class Flow:
         reserved = Reserved(tuple(drawn), float(tokens))
         if not slots:
             grant = await self.limits.acquire(demands, at) if demands else Grant(at)
-            self._keep(grant, tokens, at)
+            self._keep(grant, rates, tokens, at)
             return grant, reserved
         holder = f"{run_id}:{uuid.uuid4().hex[:16]}"
         taken = await self.slots.take(slots, holder, run_id, at, at + slot_seconds, demands, slack)
-        self._keep(taken.grant, tokens, at)
+        self._keep(taken.grant, rates, tokens, at)
         if not taken.held:
             return taken.grant, reserved
         keys = tuple(s.key for s in slots)
@@ -257,25 +258,36 @@ class Flow:
             recent.popleft()
         return len(recent)
 
-    def _from_batch(self, key: str, counts_tokens: bool, tokens: int, at: float) -> bool:
-        """Take the call from this worker's batch on `key`, if one is left and current."""
+    def _from_batch(self, key: str, r: RateLimits, tokens: int, at: float) -> bool:
+        """Take the call from this worker's batch on `key`, if one is left and current
+        (granted at the key's rates in force: a changed limit spends it)."""
         left = self._permits.get(key)
         if left is None:
             return False
-        if left.until <= at or left.calls < 1 or (counts_tokens and left.tokens < tokens):
+        counts_tokens = bool(r.tokens_per_minute)
+        if (
+            left.until <= at
+            or left.calls < 1
+            or left.limits != (r.requests_per_minute, r.tokens_per_minute)
+            or (counts_tokens and left.tokens < tokens)
+        ):
             del self._permits[key]  # (spent: its calls are lost, its tokens go back)
-            if counts_tokens and left.tokens > 0:
+            if left.tokens > 0:  # (only a batch granted with a token limit holds any)
                 self._refunds[key] = self._refunds.get(key, 0.0) + left.tokens
             return False
         left.calls -= 1
         left.tokens -= tokens if counts_tokens else 0
         return True
 
-    def _keep(self, grant: Grant, tokens: int, at: float) -> None:
-        """Keep what a grant reserved beyond the call itself, for this worker's next calls."""
+    def _keep(self, grant: Grant, rates: Mapping[str, RateLimits], tokens: int, at: float) -> None:
+        """Keep what a grant reserved beyond the call itself, for this worker's next calls
+        (tokens only on a key that counted them)."""
         for key, n in grant.granted:
             if n > 1:
-                self._permits[key] = _Permits(n - 1, (n - 1) * tokens, at + PERMIT_SECONDS)
+                r = rates[key]
+                held = (n - 1) * tokens if r.tokens_per_minute else 0.0
+                limits = (r.requests_per_minute, r.tokens_per_minute)
+                self._permits[key] = _Permits(n - 1, held, at + PERMIT_SECONDS, limits)
 
     async def recheck(self, run_id: str, key: str, now: datetime) -> None:
         """A run just throttled for a full `key`: due at once if a slot freed meanwhile (a

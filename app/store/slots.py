@@ -189,6 +189,8 @@ class FlowSlots:
             params = {"p_keys": keys, "p_holder": holder, "p_expires": expires_at, "p_now": now}
             if not (await conn.execute(self._hold, params)).first():
                 return await self._refused(conn, slots, run_id, now)
+            # (it waits for no slot now, even when a rate defers it: a release wakes another)
+            await conn.execute(self._unwait, {"p_run": run_id})
             grant = Grant(now)
             if demands:
                 stmt, values = self.limits.acquire_statement(demands, now)
@@ -199,7 +201,6 @@ class FlowSlots:
                 gone = s.delete().where(s.c.key.in_(keys), s.c.holder == holder)
                 await conn.execute(gone)
                 return Taken(grant, False)
-            await conn.execute(self._unwait, {"p_run": run_id})
         return Taken(grant, True)
 
     async def _refused(self, conn: Any, slots: Sequence[Slot], run_id: str, now: float) -> Taken:

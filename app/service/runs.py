@@ -138,8 +138,10 @@ class RunService:
         self.clock = clock
         self._callback_key: str | None = None
         self.limits = RunLimitsService.of(store, settings, clock)
-        self.busy = conversations.BusyConversations(store, clock, self.cancel)
-        self.results = ToolResults(store, clock)
+        # (the service's clock as read at each call: a test may set `service.clock`)
+        now = lambda: self.clock()  # noqa: E731
+        self.busy = conversations.BusyConversations(store, now, self.cancel)
+        self.results = ToolResults(store, now)
 
     async def callback_key(self) -> str:
         if self._callback_key is None:

@@ -7,6 +7,7 @@ import itertools
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import httpx
 import pytest
@@ -264,13 +265,16 @@ async def test_an_executor_driven_only_by_webhooks_completes_100_runs(
             for c in data["tool_calls"]
         ]
         # the executor posts to the callback URL it was given, from its own thread
-        asyncio.run_coroutine_threadsafe(
+        posted = asyncio.run_coroutine_threadsafe(
             service.submit_tool_results(
                 ToolResultsIn.model_validate({"results": results}),
                 token=str(data["callback_url"]).split("/v1/callbacks/")[1].split("/")[0],
             ),
             loop,
         )
+        submits.append(posted)
+
+    submits: list[Any] = []
 
     receiver.on_event = on_event
     ids = [
@@ -278,11 +282,19 @@ async def test_an_executor_driven_only_by_webhooks_completes_100_runs(
         for _ in range(100)
     ]
     async with running_worker(store, hook_settings, concurrency=8):
-        await wait_for(
-            lambda: asyncio.sleep(0, len(receiver.of_type("run.completed"))),
-            lambda n: n == 100,
-            timeout=120,
-        )
+        try:
+            await wait_for(
+                lambda: asyncio.sleep(0, len(receiver.of_type("run.completed"))),
+                lambda n: n == 100,
+                timeout=120,
+            )
+        except TimeoutError:  # (say what was missing: a submit that failed, or an event)
+            failed = [repr(f.exception()) for f in submits if f.done() and f.exception()]
+            raise AssertionError(
+                f"{len(receiver.of_type('run.completed'))} of 100 completed; "
+                f"{len(answered)} asked for action, {len(submits)} submitted, "
+                f"{sum(not f.done() for f in submits)} pending, failed: {failed[:5]}"
+            ) from None
     assert answered == set(ids)
     completed = {r.payload["data"]["run_id"] for r in receiver.of_type("run.completed")}
     assert completed == set(ids)

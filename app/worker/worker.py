@@ -46,6 +46,8 @@ log = structlog.get_logger("agentrun.worker")
 #: How often the reaper looks for runs parked for a conversation whose awaited run ended
 #: without starting them (a worker killed between its ending write and the start).
 ORPHAN_SWEEP_SECONDS = 30.0
+#: How long a stopping worker waits for its background loops to end once cancelled.
+BACKGROUND_STOP_SECONDS = 5.0
 
 
 def default_worker_id() -> str:
@@ -138,7 +140,14 @@ class Worker:
         await self._release_held()
         for task in background:
             task.cancel()
-        await asyncio.gather(*background, return_exceptions=True)
+        # (bounded: a LISTEN connection's cancel has been seen to hang for over 30 s in
+        # psycopg's notifies(); a stopping worker does not wait for it)
+        done, stuck = await asyncio.wait(background, timeout=BACKGROUND_STOP_SECONDS)
+        for task in done:
+            if not task.cancelled():
+                task.exception()  # (retrieved: an ended loop already logged its failure)
+        if stuck:
+            log.warning("background tasks did not stop in time", tasks=len(stuck))
         await self.sender.aclose()
         log.info("worker stopped", worker=self.worker_id)
 

@@ -66,3 +66,30 @@ async def test_a_lost_wake_up_costs_a_poll_not_the_run(
             await wait_status(service, view.record.id, RunStatus.REQUIRES_ACTION, timeout=10)
         finally:
             await client.aclose()
+
+
+async def test_a_background_loop_that_will_not_end_does_not_hold_the_stop(
+    store: RunStore, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancelled background loop that hangs (psycopg's notifies() once did, on a LISTEN
+    connection gone bad) is left behind after `BACKGROUND_STOP_SECONDS`."""
+    monkeypatch.setattr("app.worker.worker.BACKGROUND_STOP_SECONDS", 0.2)
+    release, started = asyncio.Event(), asyncio.Event()
+
+    async def stubborn(self: Worker) -> None:
+        started.set()
+        while not release.is_set():
+            try:
+                await release.wait()
+            except asyncio.CancelledError:
+                continue  # (ignores its cancel, as the hung cancel did)
+
+    monkeypatch.setattr(Worker, "_fold", stubborn)
+    worker = Worker(store, settings)
+    task = asyncio.create_task(worker.run(grace=0.1))
+    await asyncio.wait_for(started.wait(), 5)
+    worker.stop()
+    try:
+        await asyncio.wait_for(task, 5)  # (it would wait for the loop for ever)
+    finally:
+        release.set()

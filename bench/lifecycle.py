@@ -270,7 +270,7 @@ async def record_statements(service: RunService) -> dict[str, Statement]:
     writes = [(c, v) for _, sql, c, v in text if sql.startswith("WITH changed AS (UPDATE")]
     claims = [(c, v) for kind, sql, c, v in text if kind == "many" and "SKIP LOCKED" in sql]
     moves = [w for w in writes if "SKIP LOCKED" not in w[0].sql]
-    (create,) = [(c, v) for _, sql, c, v in text if sql.startswith("WITH changed AS (INSERT")]
+    (create,) = [(c, v) for _, sql, c, v in text if "INSERT INTO runs " in sql]
     (read,) = [(c, v) for _, sql, c, v in text if "jsonb_agg" in sql]
     suspend, submit, complete = moves
     return {

@@ -51,11 +51,12 @@ KEY = "bench-key"
 SUSPENDED, QUEUED = 5_000, 1_000
 
 
-def seed_sql(kept: int, day: int, now: datetime, *, rollups: bool = True) -> str:
+def seed_sql(kept: int, day: int, now: datetime) -> str:
     """Runs numbered 1..kept (finished, the last 29 days), then `day` finished runs of
     31 days ago, then suspended and queued ones (created in the last day). Every row a
     run owns, as the service writes them (constraints hold: unique keys, one creation
-    time in `runs` and `run_configs`). `rollups`: the schema has revision 0011's columns."""
+    time in `runs` and `run_configs`; each finished run noted for the fold, as the write
+    that ends a run notes it)."""
     total = kept + day + SUSPENDED + QUEUED
     n = f"timestamptz '{now.isoformat()}'"
     created = (
@@ -69,14 +70,16 @@ def seed_sql(kept: int, day: int, now: datetime, *, rollups: bool = True) -> str
         f" ELSE 'completed' END) WHEN g <= {kept + day + SUSPENDED} THEN 'requires_action'"
         " ELSE 'queued' END"
     )
-    extra_cols, extra_vals = (", counted_as", ", NULL") if rollups else ("", "")
     return f"""
     INSERT INTO runs (id, status, state, schema_version, version, available_at, max_turns,
-                      created_at, updated_at, last_event_seq, usage{extra_cols})
+                      created_at, updated_at, last_event_seq, usage)
     SELECT 'run_' || lpad(g::text, 21, '0'), {status},
            '{{"v": 2, "status": "done", "turn": 2}}', 2, 6, c, 10, c, c + interval '30 s',
-           4, '{{"input_tokens": 300, "output_tokens": 60}}'{extra_vals}
+           4, '{{"input_tokens": 300, "output_tokens": 60}}'
     FROM generate_series(1, {total}) g, LATERAL (SELECT {created} AS c) t;
+    INSERT INTO unfolded_runs (run_id, tenant_id, status, ended_at, counts)
+    SELECT id, tenant_id, status, updated_at, true FROM runs
+    WHERE status IN ('completed', 'failed');
     INSERT INTO run_configs (run_id, config, metadata, created_at)
     SELECT id, '{{"model": {{"provider": "scripted", "name": "demo"}},
                   "tools": [{{"name": "add"}}]}}', '{{"team": "a"}}', created_at FROM runs;

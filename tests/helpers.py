@@ -160,6 +160,7 @@ RUN_TABLES = (*(t.name for t in RUN_ROWS), "runs")
 #: keys (a key left by one test would end open mode for the next).
 CLEAN_TABLES = (
     *RUN_TABLES,
+    "unfolded_runs",
     "usage_hourly",
     "run_counts",
     "run_endings",

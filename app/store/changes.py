@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from app.core.events import LEDGER_EVENTS
 from app.core.events import EventType as E
-from app.core.lifecycle import STAYS, RunStatus, Transition, sources, target
+from app.core.lifecycle import STAYS, TERMINAL, RunStatus, Transition, sources, target
 from app.core.serde import SCHEMA_VERSION
 from app.core.stored import Snapshot
 from app.store.records import NewEvent, NewToolCall
@@ -92,6 +93,24 @@ class Change:
     @property
     def moves_token(self) -> bool:
         return self.transition not in KEEPS_TOKEN
+
+    @property
+    def ends(self) -> bool:
+        """It finishes the run: the same write hands the run to the fold
+        (`unfolded_runs`, app.store.fold)."""
+        return self.transition not in STAYS and self.status in TERMINAL
+
+    @property
+    def reopens(self) -> bool:
+        """It takes a finished run back (an operator's retry): the run leaves the rollups
+        in the same transaction (app.store.fold.reopen)."""
+        return self.transition not in STAYS and bool(self.sources & TERMINAL) and not self.ends
+
+    @property
+    def bills(self) -> bool:
+        """It keeps any status and writes ledger rows: on a run that has ended, its calls
+        wait for the fold too (a row of `unfolded_runs` that does not count the run)."""
+        return self.transition in STAYS and any(e.type in LEDGER_EVENTS for e in self.events)
 
     def columns(self) -> dict[str, Any]:
         """Every column this change sets (not the store's own bookkeeping: version,

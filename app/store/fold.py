@@ -1,21 +1,25 @@
 """The fold: finished runs move into the rollups, so reports read a few rows per hour or
 status instead of every run kept (`usage_hourly`, `run_counts`, `run_endings`).
 
-A run is folded once it has finished, in one transaction: its ledger rows not yet folded
-are added to `usage_hourly` (per tenant, UTC hour of the call, provider, model and the
-run's status) and marked `folded`; it is counted in `run_counts` under its tenant and
-status (`counted_as`) and in `run_endings` under the minute it ended. A run an operator
-retried after its fold (`counted_as` no longer its status) leaves its count in the next
-fold; the calls it had
-made stay in the rollups under the status it had then. Readers add what is not folded yet
-(`ix_model_calls_unfolded`, `ix_runs_unfolded`, `ix_runs_recount`), in the same snapshot,
-so every report is exact whatever the fold's lag. Workers fold in their periodic sweep;
-retention folds what it deletes in its own transaction (`app.store.retention`).
+The change that ends a run writes its row of `unfolded_runs` in the same statement
+(app.store.backend); a ledger write on a run that had ended writes one for the calls. A
+fold takes a batch of those rows in one transaction: the runs' ledger rows are added to
+`usage_hourly` (per tenant, UTC hour of the call, provider, model and the run's status),
+the runs are counted in `run_counts` and in `run_endings` under the minute they ended, and
+the rows are deleted. Nothing of the run is rewritten: whether a call is in the rollups
+follows from its run (active or in `unfolded_runs`: not yet; else: it is), so readers add
+the calls of those runs and the rows of `unfolded_runs` to the rollups, in the same
+snapshot, and every report is exact whatever the fold's lag.
 
-Each batch locks the runs it picks with SKIP LOCKED on PostgreSQL (two workers never fold a
+An operator's retry takes a finished run back (`reopen`, in the retry's transaction): it
+leaves `run_counts`, what it had not folded yet is folded, and its calls are marked
+`folded` so that its next fold skips them (they stay under the status they had).
+Retention folds what it deletes in its own transaction (`app.store.retention`).
+
+Each batch locks the rows it takes with SKIP LOCKED on PostgreSQL (two workers never fold a
 run twice) and touches rollup rows in one order (`usage_hourly`, `run_counts`,
 `run_endings`, each by key), so concurrent folds and sweeps wait on each other briefly and
-never deadlock. The hot transitions write none of these rows.
+never deadlock. The hot transitions write none of the rollups.
 """
 
 from __future__ import annotations
@@ -27,20 +31,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.lifecycle import TERMINAL
-from app.store.schema import (
-    LEDGER_UNFOLDED,
-    RECOUNT,
-    UNFOLDED,
-    model_calls,
-    run_counts,
-    run_endings,
-    runs,
-    usage_hourly,
-)
+from app.store.backend.base import Forms
+from app.store.backend.forms import forms_for
+from app.store.schema import model_calls, run_counts, run_endings, runs, unfolded_runs, usage_hourly
 
 TOKENS = (
     "input_tokens",
@@ -101,43 +97,17 @@ def _utc(value: datetime) -> datetime:
     return value.astimezone(UTC) if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
-async def by_index(conn: AsyncConnection) -> None:
-    """PostgreSQL: for the rest of this transaction, read by index and without parallel
-    workers, as the lifecycle's statements do (`app.store.backend.direct.SESSION_SETTINGS`). The
-    statements across runs read a few index entries, but the planner cannot estimate the
-    predicate of ix_runs_recount (`counted_as <> status`: two columns) and took it for
-    most of the table: it scanned `runs` whole, or launched workers for a few rows. (No
-    JIT: a scan of a tiny table, which has no index worth reading, costs the disabled
-    sequential scan's penalty, which took a plan past `jit_above_cost`: 0.9 s to compile
-    a read of a few rows.)"""
-    if conn.dialect.name == "postgresql":
-        await conn.exec_driver_sql(
-            "SELECT set_config('enable_seqscan', 'off', true),"
-            " set_config('max_parallel_workers_per_gather', '0', true),"
-            " set_config('jit', 'off', true)"
-        )
-
-
-def _picked(postgres: bool, where: Any, batch: int) -> Any:
-    stmt = (
-        sa.select(runs.c.id, runs.c.status, runs.c.counted_as, runs.c.updated_at, runs.c.tenant_id)
-        .where(where)
-        .limit(batch)
-    )
-    return stmt.with_for_update(skip_locked=True) if postgres else stmt
-
-
 async def fold_batch(engine: AsyncEngine, batch: int = FOLD_BATCH) -> int:
-    """Fold up to `batch` runs (recounts first); how many it folded."""
-    postgres = engine.dialect.name == "postgresql"
+    """Fold up to `batch` runs; how many it folded."""
+    forms = forms_for(engine)
     async with engine.begin() as conn:
-        await by_index(conn)
-        found = list((await conn.execute(_picked(postgres, RECOUNT, batch))).all())
-        if len(found) < batch:
-            more = await conn.execute(_picked(postgres, UNFOLDED, batch - len(found)))
-            found += list(more.all())
+        await forms.by_index(conn)
+        picked = forms.skip_locked(sa.select(unfolded_runs).limit(batch))
+        found = list((await conn.execute(picked)).all())
         if found:
-            await fold_runs(conn, found, postgres)
+            await fold_rows(conn, forms, found)
+            ids = [row.run_id for row in found]
+            await conn.execute(unfolded_runs.delete().where(unfolded_runs.c.run_id.in_(ids)))
     return len(found)
 
 
@@ -151,37 +121,29 @@ async def fold(engine: AsyncEngine, batch: int = FOLD_BATCH) -> int:
             return total
 
 
-async def fold_runs(
+async def fold_rows(
     conn: AsyncConnection,
+    forms: Forms,
     found: Sequence[Any],
-    postgres: bool,
     *,
-    deleting: Iterable[Any] = (),
+    uncount: Iterable[tuple[str, str]] = (),
+    endings: bool = True,
 ) -> None:
-    """Fold the runs `found` (rows of id, status, counted_as, updated_at, tenant_id,
-    locked by the caller). `deleting`: finished runs (same rows, none in `found`) that
-    retention deletes in this transaction: they leave the counts, their unfolded calls are
-    folded (their rows go next)."""
-    gone = list(deleting)
+    """Fold the rows `found` of `unfolded_runs` (taken by the caller, who deletes them):
+    their runs' calls not marked `folded` go into `usage_hourly` under the row's status;
+    a row that `counts` adds its run to `run_counts` and (with `endings`) `run_endings`.
+    `uncount`: (tenant, status) of runs leaving `run_counts` (deleted, reopened)."""
     deltas = Deltas()
-    # run id -> (tenant, status), of runs whose calls fold now
-    ended: dict[str, tuple[str, str]] = {}
+    status_of: dict[str, tuple[str, str]] = {}
     for row in found:
-        tenant = row.tenant_id
-        if row.counted_as is not None:
-            deltas.counts[(tenant, row.counted_as)] -= 1
-        if row.status in ENDED_VALUES:
-            deltas.counts[(tenant, row.status)] += 1
-            deltas.endings[(tenant, minute_of(row.updated_at), row.status)] += 1
-            ended[row.id] = (tenant, row.status)
-    for row in gone:  # (never also in `found`)
-        tenant = row.tenant_id
-        if row.counted_as is not None:
-            deltas.counts[(tenant, row.counted_as)] -= 1
-        if row.counted_as != row.status:
-            deltas.endings[(tenant, minute_of(row.updated_at), row.status)] += 1
-        ended[row.id] = (tenant, row.status)
-    if ended:
+        status_of[row.run_id] = (row.tenant_id, row.status)
+        if row.counts:
+            deltas.counts[(row.tenant_id, row.status)] += 1
+            if endings:
+                deltas.endings[(row.tenant_id, minute_of(row.ended_at), row.status)] += 1
+    for key in uncount:
+        deltas.counts[key] -= 1
+    if status_of:
         calls = await conn.execute(
             sa.select(
                 model_calls.c.run_id,
@@ -191,41 +153,55 @@ async def fold_runs(
                 model_calls.c.outcome,
                 model_calls.c.cost_usd,
                 *[model_calls.c[c] for c in TOKENS],
-            ).where(model_calls.c.run_id.in_(list(ended)), LEDGER_UNFOLDED)
+            ).where(model_calls.c.run_id.in_(list(status_of)), model_calls.c.folded.is_(False))
         )
         for call in calls:
-            tenant, status = ended[call.run_id]
-            key = (tenant, hour_of(call.created_at), call.provider, call.model, status)
-            deltas.usage.setdefault(key, Sums()).add_call(call)
-    await _apply(conn, deltas, postgres)
-    kept = [row.id for row in found]
-    folding = [i for i in kept if i in ended]
-    if folding:
-        await conn.execute(
-            model_calls.update()
-            .where(model_calls.c.run_id.in_(folding), LEDGER_UNFOLDED)
-            .values(folded=True)
-        )
-        await conn.execute(
-            runs.update().where(runs.c.id.in_(folding)).values(counted_as=runs.c.status)
-        )
-    recounted = [i for i in kept if i not in ended]
-    if recounted:  # retried after their fold: counted by their status index now
-        await conn.execute(runs.update().where(runs.c.id.in_(recounted)).values(counted_as=None))
+            tenant, status = status_of[call.run_id]
+            hour = (tenant, hour_of(call.created_at), call.provider, call.model, status)
+            deltas.usage.setdefault(hour, Sums()).add_call(call)
+    await _apply(conn, forms, deltas)
 
 
-def _insert(postgres: bool, table: sa.Table) -> Any:
-    return (postgresql.insert if postgres else sqlite.insert)(table)
+async def taken(conn: AsyncConnection, run_ids: Sequence[str]) -> list[Any]:
+    """Delete these runs' rows of `unfolded_runs` and return them (on PostgreSQL after a
+    fold that holds one has committed: it is gone then)."""
+    deleted = (
+        unfolded_runs.delete()
+        .where(unfolded_runs.c.run_id.in_(list(run_ids)))
+        .returning(*unfolded_runs.c)
+    )
+    return list((await conn.execute(deleted)).all())
 
 
-async def _apply(conn: AsyncConnection, deltas: Deltas, postgres: bool) -> None:
+async def reopen(conn: AsyncConnection, run_id: str) -> None:
+    """In the transaction of an operator's retry, before its compare-and-set: the run,
+    if it has finished, leaves the rollups' counts, its calls not folded yet are folded
+    (under the status it had) and every call of it is marked `folded`, so its next fold
+    takes only the calls it makes from now on. The run's row stays locked until the
+    transaction ends."""
+    forms = forms_for(conn)
+    await forms.by_index(conn)
+    locked = forms.for_update(sa.select(runs.c.status, runs.c.tenant_id).where(runs.c.id == run_id))
+    run = (await conn.execute(locked)).first()
+    if run is None or run.status not in ENDED_VALUES:
+        return  # (the compare-and-set refuses it)
+    found = await taken(conn, [run_id])
+    await fold_rows(conn, forms, found, uncount=[(run.tenant_id, run.status)], endings=False)
+    await conn.execute(
+        model_calls.update()
+        .where(model_calls.c.run_id == run_id, model_calls.c.folded.is_(False))
+        .values(folded=True)
+    )
+
+
+async def _apply(conn: AsyncConnection, forms: Forms, deltas: Deltas) -> None:
     """One multi-row upsert per rollup table, its rows in key order."""
     usage = [
         {"tenant_id": t, "hour": h, "provider": p, "model": m, "run_status": s, **sums.__dict__}
         for (t, h, p, m, s), sums in sorted(deltas.usage.items())
     ]
     if usage:
-        stmt = _insert(postgres, usage_hourly).values(usage)
+        stmt = forms.insert(usage_hourly).values(usage)
         old, new = usage_hourly.c, stmt.excluded
         cost = sa.case(
             (sa.and_(old.cost_usd.is_(None), new.cost_usd.is_(None)), sa.null()),
@@ -241,7 +217,7 @@ async def _apply(conn: AsyncConnection, deltas: Deltas, postgres: bool) -> None:
         {"tenant_id": t, "status": s, "runs": n} for (t, s), n in sorted(deltas.counts.items()) if n
     ]
     if counts:
-        stmt = _insert(postgres, run_counts).values(counts)
+        stmt = forms.insert(run_counts).values(counts)
         await conn.execute(
             stmt.on_conflict_do_update(
                 index_elements=["tenant_id", "status"],
@@ -253,7 +229,7 @@ async def _apply(conn: AsyncConnection, deltas: Deltas, postgres: bool) -> None:
         for (t, m, s), n in sorted(deltas.endings.items())
     ]
     if endings:
-        stmt = _insert(postgres, run_endings).values(endings)
+        stmt = forms.insert(run_endings).values(endings)
         await conn.execute(
             stmt.on_conflict_do_update(
                 index_elements=["tenant_id", "minute", "status"],

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.lifecycle import OutboxStatus, RunStatus
+from app.store.backend.forms import forms_for
 from app.store.records import utc
 from app.store.schema import runs, webhook_outbox
 
@@ -39,10 +40,7 @@ def _literal(value: str) -> sa.ColumnElement[Any]:
 
 
 def _seconds_since(engine: AsyncEngine, now: datetime, column: Any) -> sa.ColumnElement[Any]:
-    at = sa.bindparam("now", now, type_=column.type)
-    if engine.dialect.name == "postgresql":
-        return sa.extract("epoch", at - column)
-    return (sa.func.julianday(at) - sa.func.julianday(column)) * 86400.0
+    return forms_for(engine).seconds_since(sa.bindparam("now", now, type_=column.type), column)
 
 
 def statements(engine: AsyncEngine, now: datetime, edges: Sequence[float]) -> list[Any]:

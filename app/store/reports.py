@@ -20,18 +20,16 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.lifecycle import RunStatus
-from app.store.fold import by_index, minute_of
+from app.store.backend.forms import forms_for
+from app.store.fold import minute_of
 from app.store.records import RunRecord, utc
 from app.store.schema import (
     CREATED,
-    IS_ENDED,
     IS_WAITING,
     QUEUED,
-    RECOUNT,
     RUN_CREATED,
     RUNNING,
     SUSPENDED,
-    UNFOLDED,
     created_beyond,
     model_calls,
     newest_first,
@@ -41,6 +39,7 @@ from app.store.schema import (
     run_endings,
     runs,
     select_runs,
+    unfolded_runs,
 )
 
 #: Statuses listed oldest first (they are waiting for something); the rest newest first.
@@ -60,9 +59,9 @@ AGE_BUCKETS: tuple[tuple[float, str], ...] = (
 
 @contextlib.asynccontextmanager
 async def reading(engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
-    """A connection for a report's reads (by index: `by_index`)."""
+    """A connection for a report's reads (by index: `Forms.by_index`)."""
     async with engine.connect() as conn:
-        await by_index(conn)
+        await forms_for(conn).by_index(conn)
         yield conn
 
 
@@ -253,16 +252,16 @@ async def suspended_ages(
 def counts_query(tenant: str | None = None) -> Any:
     """Rows (status, n) whose sums per status are the runs stored in it: waiting and
     running runs by their indexes, finished ones from `run_counts` plus those not folded
-    yet, less runs counted under a status they have left (an operator's retry). Of one
-    tenant's runs, or (None) of every tenant's."""
+    yet (`unfolded_runs`). Of one tenant's runs, or (None) of every tenant's."""
     n, mine = sa.func.count(), _of(tenant)
+    pending = unfolded_runs.c
     return sa.union_all(
         sa.select(runs.c.status, n).where(IS_WAITING, *mine).group_by(runs.c.status),
         sa.select(sa.literal(RunStatus.RUNNING.value), n).select_from(runs).where(RUNNING, *mine),
         sa.select(run_counts.c.status, run_counts.c.runs).where(*_of(tenant, run_counts)),
-        sa.select(runs.c.status, n).where(UNFOLDED, *mine).group_by(runs.c.status),
-        sa.select(runs.c.counted_as, -n).where(RECOUNT, *mine).group_by(runs.c.counted_as),
-        sa.select(runs.c.status, n).where(RECOUNT, IS_ENDED, *mine).group_by(runs.c.status),
+        sa.select(pending.status, n)
+        .where(pending.counts, *_of(tenant, unfolded_runs))
+        .group_by(pending.status),
     )
 
 
@@ -326,18 +325,15 @@ class Activity:
 
 def activity_query(since: datetime, tenant: str | None = None) -> Any:
     """Rows (status, when, runs) of the runs that ended at or after `since` (a whole
-    minute): folded runs per minute (`run_endings`), the rest one by one (their indexes);
-    of one tenant's runs, or (None) of every tenant's."""
-    one, mine = sa.literal(1), _of(tenant)
+    minute): folded runs per minute (`run_endings`), the rest one by one
+    (`unfolded_runs`); of one tenant's runs, or (None) of every tenant's."""
+    pending = unfolded_runs.c
     return sa.union_all(
         sa.select(run_endings.c.status, run_endings.c.minute, run_endings.c.runs).where(
             run_endings.c.minute >= since, *_of(tenant, run_endings)
         ),
-        sa.select(runs.c.status, runs.c.updated_at, one).where(
-            UNFOLDED, runs.c.updated_at >= since, *mine
-        ),
-        sa.select(runs.c.status, runs.c.updated_at, one).where(
-            RECOUNT, IS_ENDED, runs.c.updated_at >= since, *mine
+        sa.select(pending.status, pending.ended_at, sa.literal(1)).where(
+            pending.counts, pending.ended_at >= since, *_of(tenant, unfolded_runs)
         ),
     )
 
@@ -346,7 +342,7 @@ async def activity(
     engine: AsyncEngine, now: datetime, minutes: int = 60, tenant: str | None = None
 ) -> Activity:
     """The last `minutes` whole minutes (the current one so far included): a finished
-    run ended when it last changed (`updated_at`), as it was when folded."""
+    run ended when the change that finished it was written."""
     since = minute_of(now) - timedelta(minutes=minutes - 1)
     ended: dict[str, int] = {}
     per_minute = [0] * minutes

@@ -3,8 +3,9 @@
 A run is purged when it has finished (completed, failed, cancelled, expired) and both its
 creation and its last change lie before the cutoff. Its tool calls, events, messages,
 usage-ledger rows and webhook deliveries (with their attempts) go with it. Its usage does
-not disappear: it is in the rollups (`app.store.fold`), and a run not folded yet is folded
-in the same transaction; the run leaves `run_counts` there too.
+not disappear: it is in the rollups (`app.store.fold`), and a run not folded yet (its row
+of `unfolded_runs` taken in the same transaction) is folded there; the run leaves
+`run_counts` there too.
 
 Each batch is one short transaction over at most `batch` runs, found through the index of
 finished runs by tenant, status and creation (`ix_runs_ended`, tenant by tenant) and
@@ -24,17 +25,19 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.lifecycle import TERMINAL
-from app.store.fold import by_index, fold_runs
+from app.store.backend.base import Forms
+from app.store.backend.forms import forms_for
+from app.store.fold import fold_rows, taken
 from app.store.schema import DEFAULT_TENANT, RUN_CREATED, RUN_ROWS, oldest_first, runs, tenants
 
 ENDED_VALUES = sorted(s.value for s in TERMINAL)
 
 
-def due_query(tenant: str, status: str, cutoff: datetime, limit: int, postgres: bool) -> Any:
+def due_query(tenant: str, status: str, cutoff: datetime, limit: int, forms: Forms) -> Any:
     """A tenant's runs of a finished status due for deletion, oldest first, by
     ix_runs_ended (whose first column is the tenant)."""
     due = (
-        sa.select(runs.c.id, runs.c.status, runs.c.counted_as, runs.c.updated_at, runs.c.tenant_id)
+        sa.select(runs.c.id, runs.c.status, runs.c.tenant_id)
         .where(
             runs.c.tenant_id == tenant,
             runs.c.status == sa.literal_column(f"'{status}'"),
@@ -44,24 +47,31 @@ def due_query(tenant: str, status: str, cutoff: datetime, limit: int, postgres: 
         .order_by(*oldest_first(RUN_CREATED))
         .limit(limit)
     )
-    return due.with_for_update(skip_locked=True) if postgres else due
+    return forms.skip_locked(due)
 
 
 async def purge_batch(engine: AsyncEngine, cutoff: datetime, batch: int = 200) -> int:
     """Delete up to `batch` finished runs older than `cutoff`; how many were deleted."""
-    postgres = engine.dialect.name == "postgresql"
+    forms = forms_for(engine)
     async with engine.begin() as conn:
-        await by_index(conn)
+        await forms.by_index(conn)
         found: list[Any] = []
         for tenant, status in await _walk(conn):
-            due = due_query(tenant, status, cutoff, batch - len(found), postgres)
+            due = due_query(tenant, status, cutoff, batch - len(found), forms)
             found += (await conn.execute(due)).all()
             if len(found) == batch:
                 break
         if not found:
             return 0
-        await fold_runs(conn, [], postgres, deleting=found)
         ids = [row.id for row in found]
+        # (A run not folded yet counts once folded and leaves the counts at once: it
+        # is folded without a count; a folded one leaves them.)
+        await fold_rows(
+            conn,
+            forms,
+            await taken(conn, ids),
+            uncount=[(row.tenant_id, row.status) for row in found],
+        )
         for table in RUN_ROWS:
             await conn.execute(table.delete().where(table.c.run_id.in_(ids)))
         await conn.execute(runs.delete().where(runs.c.id.in_(ids)))

@@ -63,9 +63,6 @@ runs = sa.Table(
     sa.Column("last_event_seq", sa.Integer, nullable=False, server_default="0"),
     sa.Column("created_at", Timestamp, nullable=False),
     sa.Column("updated_at", Timestamp, nullable=False),
-    # The status `run_counts` counts this run under (null: counted by no row there), set
-    # by the fold (app.store.fold) once the run has finished; see ix_runs_unfolded.
-    sa.Column("counted_as", sa.String(20)),
     # When it last suspended (its latest `run.requires_action` event's time): the
     # dashboard's and /metrics' suspended ages read it beside the status index.
     sa.Column("suspended_at", Timestamp),
@@ -151,19 +148,6 @@ sa.Index(
     postgresql_where=IS_ENDED,
     sqlite_where=IS_ENDED,
 )
-# The fold's work (app.store.fold), bounded by its lag: finished runs it has not counted
-# yet, and runs counted under a status they have left (an operator's retry).
-UNFOLDED = sa.text(f"{ENDED_SQL} AND counted_as IS NULL")
-RECOUNT = sa.text("counted_as IS NOT NULL AND counted_as <> status")
-sa.Index(
-    "ix_runs_unfolded",
-    runs.c.status,
-    runs.c.updated_at,
-    postgresql_where=UNFOLDED,
-    sqlite_where=UNFOLDED,
-)
-sa.Index("ix_runs_recount", runs.c.counted_as, postgresql_where=RECOUNT, sqlite_where=RECOUNT)
-
 HAS_KEY = runs.c.idempotency_key.is_not(None)
 HAS_TOKEN = runs.c.callback_token_hash.is_not(None)
 sa.Index(
@@ -432,20 +416,15 @@ model_calls = sa.Table(
     sa.Column("latency_ms", sa.Float),
     sa.Column("error", sa.Text),
     sa.Column("created_at", Timestamp, nullable=False),
-    # In `usage_hourly` (app.store.fold): set in the transaction that adds the row there.
+    # Already in `usage_hourly` although its run is active or unfolded again: set when an
+    # operator retries a folded run (app.store.fold.reopen), so the run's next fold skips
+    # it. A call's row is otherwise never updated: whether it is in the rollups follows
+    # from its run (active or in `unfolded_runs`: not yet; else: folded).
     sa.Column("folded", sa.Boolean, nullable=False, server_default=sa.false()),
     tenant_column(),  # (its run's)
 )
 sa.Index("ix_model_calls_created", model_calls.c.created_at)
 sa.Index("ix_model_calls_run", model_calls.c.run_id)
-# Calls not yet in the rollups: of runs that have not finished, or not been folded yet.
-LEDGER_UNFOLDED = sa.text("NOT folded")
-sa.Index(
-    "ix_model_calls_unfolded",
-    model_calls.c.created_at,
-    postgresql_where=LEDGER_UNFOLDED,
-    sqlite_where=LEDGER_UNFOLDED,
-)
 
 # The rollups the fold (app.store.fold) keeps, so reports read a few rows per hour or
 # status whatever is kept. Never deleted by retention.
@@ -471,7 +450,23 @@ usage_hourly = sa.Table(
     sa.PrimaryKeyConstraint("tenant_id", "hour", "provider", "model", "run_status"),
 )
 
-# Stored runs per finished status, of the runs whose `counted_as` is that status.
+# Finished runs whose usage and count the fold (app.store.fold) has not taken into the
+# rollups yet, one narrow row each: written by the change that ends the run (`counts`: it
+# ended at `ended_at`, its count and its calls fold), or by a ledger write on a run that
+# had ended (`counts` false: only the calls fold); the fold deletes the row. So a run's
+# own row is never rewritten to mark it folded, and the readers add these few rows to the
+# rollups in the same snapshot.
+unfolded_runs = sa.Table(
+    "unfolded_runs",
+    metadata,
+    sa.Column("run_id", sa.String(40), primary_key=True),
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("ended_at", Timestamp),
+    sa.Column("counts", sa.Boolean, nullable=False),
+)
+
+# Stored finished runs per status, of the runs folded (the rest are in `unfolded_runs`).
 run_counts = sa.Table(
     "run_counts",
     metadata,

@@ -8,6 +8,7 @@ shared by both, is built here.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -19,9 +20,10 @@ from app import metrics
 from app.core.lifecycle import RunStatus
 from app.core.stored import Snapshot
 from app.store import changes, waiting
-from app.store.backend.base import Backend, ChangeWrite, NewRun, Wake
+from app.store.backend.base import Backend, Changed, ChangeWrite, NewRun, Wake
 from app.store.changes import Change
 from app.store.errors import NotFoundError
+from app.store.fold import reopen
 from app.store.records import NewEvent, RunRecord
 from app.store.schema import DEFAULT_TENANT, fair_ranks, runs
 
@@ -158,6 +160,10 @@ def _exhaust(reason: Any) -> Change | None:
 # --- the repository ------------------------------------------------------------------------
 
 
+class _Refused(Exception):
+    """(Rolls back a transaction whose compare-and-set was refused.)"""
+
+
 class Transitions:
     """Creates runs and applies changes to them (workers, the service, the sweeps)."""
 
@@ -188,15 +194,31 @@ class Transitions:
 
         `tenant`: on behalf of that tenant: a run of another is refused as a missing one
         (one more predicate of the same compare-and-set)."""
-        done = await self.backend.change(
-            ChangeWrite(run_id, change, now, known=known, claim_for=claim_for, tenant=tenant)
-        )
+        write = ChangeWrite(run_id, change, now, known=known, claim_for=claim_for, tenant=tenant)
+        if change.reopens:
+            done = await self._reopen(write)
+        else:
+            done = await self.backend.change(write)
         self.backend.wake(done.wakes)
         if done.claimed is not None:
             metrics.claimed([done.claimed.available_at], now)
         if done.record is not None:
             metrics.transition(change.transition.value, done.record.status.value)
         return done.record, done.claimed
+
+    async def _reopen(self, write: ChangeWrite) -> Changed:
+        """A change that takes a finished run back (an operator's retry), in one
+        transaction with the run's leaving the rollups (`app.store.fold.reopen`); a
+        refused compare-and-set rolls that back."""
+        try:
+            async with self.backend.transaction() as conn:
+                await reopen(conn, write.run_id)
+                done = await self.backend.change(dataclasses.replace(write, conn=conn))
+                if done.record is None:
+                    raise _Refused
+        except _Refused:
+            return Changed(None)
+        return done
 
     async def create(
         self, values: dict[str, Any], events: Sequence[NewEvent], snapshot: Snapshot, now: datetime

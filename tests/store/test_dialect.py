@@ -17,13 +17,9 @@ DIALECT = re.compile(
     r"sqlalchemy\.dialects|with_for_update|pg_notify|import (asyncpg|aiosqlite|psycopg)"
 )
 
-#: Modules of issue 22's rewrite (reports, usage, retention) move onto the backend when
-#: both branches are merged; the tables declare each dialect's variants of a column; the
-#: outage classifier knows every driver's exceptions (it branches on none).
+#: The tables declare each dialect's variants of a column; the outage classifier knows
+#: every driver's exceptions (it branches on none).
 NOT_YET = {
-    "retention.py",
-    "fold.py",
-    "gauges.py",
     "schema.py",
     "errors.py",
 }

@@ -104,6 +104,10 @@ SEED = [
         "'r' || g, 'completed', '{}', 2, 5, now() - g * interval '1 min', 10,"
         " now() - g * interval '1 min', now() - g * interval '1 min'",
     ),
+    (  # (finished by the service, each would have its row for the fold)
+        "unfolded_runs (run_id, tenant_id, status, ended_at, counts)",
+        "'r' || g, 'default', 'completed', now() - g * interval '1 min', true",
+    ),
     (
         "run_configs (run_id, config, metadata, created_at)",
         "'r' || g, '{}', '{}', now() - g * interval '1 min'",

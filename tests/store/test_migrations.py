@@ -17,7 +17,8 @@ from sqlalchemy import create_engine as create_engine_sync
 
 from alembic import command
 from app.core import AgentRun
-from app.core.lifecycle import RunStatus
+from app.core.events import EventType
+from app.core.lifecycle import RunStatus, Transition
 from app.core.types import USAGE_FIELDS
 from app.service.access import DEFAULT_TENANT
 from app.service.errors import RunNotFound
@@ -26,9 +27,10 @@ from app.service.schemas import ToolResultsIn
 from app.store import reports
 from app.store.backend.engines import create_engine as create_async_engine
 from app.store.backend.engines import sync_url
+from app.store.changes import Change
 from app.store.fold import fold
 from app.store.migrate import alembic_config, upgrade_to_head
-from app.store.records import RUN_USAGE_KEYS
+from app.store.records import RUN_USAGE_KEYS, NewEvent
 from app.store.runs import RunStore
 from app.store.schema import metadata
 from tests.conftest import fresh_database, make_settings
@@ -316,3 +318,80 @@ async def test_runs_stored_before_0013_land_in_the_default_tenant_and_complete(
         assert await store.count_by_status(DEFAULT_TENANT) == {"completed": 4}
     finally:
         await store.aclose()
+
+
+# --- 0021: the fold's work in a narrow table --------------------------------------------------
+
+
+async def test_0021_keeps_every_count_and_call_of_runs_folded_or_not_and_back(
+    own_database: str,
+) -> None:
+    """Runs folded, not folded, retried after their fold (waiting, or finished again),
+    billed after their fold, and suspended: the counts and usage read the same after a
+    downgrade to 0020 and the upgrade back, before and after the fold, and the suspended
+    run completes."""
+    settings = make_settings(own_database)
+    store = RunStore(create_async_engine(own_database))
+    service = RunService(store, settings)
+
+    async def move(run_id: str, *moves: Transition) -> None:
+        for t in moves:
+            events = (NewEvent(EventType.MODEL_CALLED, CALL),) if t == Transition.BILL else ()
+            changed, _ = await store.apply(run_id, Change(t, events=events), datetime.now(UTC))
+            assert changed is not None, t
+
+    completed = []
+    for _ in range(3):
+        view, _ = await service.create_run(run_body(model=TEXT_ONLY))
+        assert await drive_once(store, settings) == RunStatus.COMPLETED
+        completed.append(view.record.id)
+    assert await fold(store.engine) == 3
+    await move(completed[0], Transition.BILL)  # billed after its fold
+    suspended = await suspended_run(service)
+    retried = []
+    for _ in range(2):
+        view, _ = await service.create_run(run_body())
+        await move(view.record.id, Transition.CLAIM, Transition.BILL, Transition.FAIL)
+        retried.append(view.record.id)
+    assert await fold(store.engine) == 3
+    view, _ = await service.create_run(run_body(model=TEXT_ONLY))
+    assert await drive_once(store, settings) == RunStatus.COMPLETED  # not folded
+    await move(retried[0], Transition.RETRY)  # waits in the queue again
+    await move(retried[1], Transition.RETRY, Transition.CLAIM, Transition.BILL)
+    await move(retried[1], Transition.COMPLETE)
+    counts = {"completed": 5, "queued": 1, "requires_action": 1}
+    usage = await store.usage_totals(*DAY)
+    assert await store.count_by_status() == counts
+    await store.aclose()
+
+    command.downgrade(alembic_config(own_database), "0020")
+    engine = create_engine_sync(sync_url(own_database))
+    with engine.connect() as conn:
+        folded = dict(conn.execute(sa.text("SELECT id, counted_as FROM runs")).all())
+    engine.dispose()
+    assert folded[completed[1]] == "completed" and folded[view.record.id] is None
+    upgrade_to_head(own_database)
+
+    store = RunStore(create_async_engine(own_database))
+    service = RunService(store, settings)
+    try:
+        for _ in range(2):
+            assert await store.usage_totals(*DAY) == usage
+            assert await store.count_by_status() == counts
+            await fold(store.engine)
+        current = await service.get_run(suspended.record.id)
+        await service.submit_tool_results(results_for(current), run_id=suspended.record.id)
+        assert await drive_once(store, settings) == RunStatus.COMPLETED
+        await fold(store.engine)
+        assert await store.count_by_status() == {"completed": 6, "queued": 1}
+    finally:
+        await store.aclose()
+
+
+CALL = {
+    "turn": 1,
+    "provider": "scripted",
+    "model": "demo",
+    "usage": {"input_tokens": 3, "output_tokens": 4, "total_tokens": 7},
+    "cost_usd": 0.25,
+}

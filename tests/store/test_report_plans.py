@@ -20,16 +20,15 @@ from app.core.lifecycle import RunStatus
 from app.store import lookups, reports
 from app.store.backend.direct import compile_statement
 from app.store.backend.engines import create_engine
-from app.store.fold import _picked
+from app.store.backend.forms import POSTGRES
 from app.store.reports import RunFilter
 from app.store.retention import ENDED_VALUES, due_query
 from app.store.runs import RunStore
 from app.store.schema import (
-    RECOUNT,
     RUN_ROWS,
-    UNFOLDED,
     model_calls,
     runs,
+    unfolded_runs,
     webhook_outbox,
 )
 from app.store.usage import usage_query
@@ -44,7 +43,7 @@ ALL = DONE + FAILED + SUSPENDED + QUEUED
 
 SEED = f"""
 INSERT INTO runs (id, status, state, schema_version, version, available_at, max_turns,
-                  created_at, updated_at, counted_as)
+                  created_at, updated_at)
 SELECT 'r' || lpad(g::text, 6, '0'),
        CASE WHEN g <= {DONE} THEN 'completed'
             WHEN g <= {DONE + FAILED} THEN 'failed'
@@ -54,10 +53,12 @@ SELECT 'r' || lpad(g::text, 6, '0'),
        timestamptz '{NOW.isoformat()}' - (g % 720) * interval '1 hour',
        5,
        timestamptz '{NOW.isoformat()}' - ({ALL} - g) * interval '60 s',
-       timestamptz '{NOW.isoformat()}' - ({ALL} - g) * interval '60 s' + interval '20 s',
-       CASE WHEN g <= {DONE - UNFOLDED_N} THEN 'completed'
-            WHEN g > {DONE} AND g <= {DONE + FAILED} THEN 'failed' END
+       timestamptz '{NOW.isoformat()}' - ({ALL} - g) * interval '60 s' + interval '20 s'
 FROM generate_series(1, {ALL}) g;
+INSERT INTO unfolded_runs (run_id, tenant_id, status, ended_at, counts)
+SELECT id, tenant_id, status, updated_at, true FROM runs
+WHERE id > 'r' || lpad({DONE - UNFOLDED_N}::text, 6, '0')
+  AND id <= 'r' || lpad({DONE}::text, 6, '0');
 INSERT INTO run_configs (run_id, config, metadata, created_at)
 SELECT id, '{{"model": {{"provider": "scripted", "name": "demo"}}}}',
        jsonb_build_object('team', CASE WHEN random() < 0.6 THEN 'a' ELSE 'b' END), created_at
@@ -67,9 +68,8 @@ SELECT id, s, CASE s WHEN 3 THEN 'run.requires_action' ELSE 'run.note' END, '{{}
        created_at + s * interval '1 s'
 FROM runs, generate_series(1, 4) s;
 INSERT INTO model_calls (run_id, turn, provider, model, outcome, input_tokens, output_tokens,
-                         total_tokens, cost_usd, created_at, folded)
-SELECT id, t, 'scripted', 'demo', 'ok', 100, 20, 120, 0.001, created_at + t * interval '2 s',
-       counted_as IS NOT NULL
+                         total_tokens, cost_usd, created_at)
+SELECT id, t, 'scripted', 'demo', 'ok', 100, 20, 120, 0.001, created_at + t * interval '2 s'
 FROM runs, generate_series(1, 2) t WHERE status <> 'queued';
 INSERT INTO webhook_outbox (run_id, event_seq, event_type, webhook_id, url, payload, status,
                             attempts, next_attempt_at, created_at)
@@ -118,9 +118,14 @@ def literal(stmt: Any) -> str:
     return str(stmt.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
 
 
-async def explain(url: str, sql: str, *, analyze: bool = False) -> dict[str, Any]:
+async def explain(
+    url: str, sql: str, *, analyze: bool = False, by_index: bool = False
+) -> dict[str, Any]:
+    """The plan of `sql`; `by_index`: in a report's session (`Forms.by_index`)."""
     async with await psycopg.AsyncConnection.connect(url) as conn:
         await conn.execute("SET max_parallel_workers_per_gather = 0")  # (as `serial`)
+        if by_index:
+            await conn.execute("SET enable_seqscan = off")
         options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
         row = await (await conn.execute(f"EXPLAIN ({options}) {sql}")).fetchone()
         await conn.rollback()  # (an analyzed DELETE or UPDATE leaves nothing)
@@ -196,24 +201,36 @@ async def test_counts_depth_suspended_activity_and_usage_read_indexes_and_rollup
         reports.depth_query(NOW),
         *[reports.suspended_query(t) for t in (None, "default")],
         *[reports.activity_query(NOW - timedelta(minutes=59), t) for t in (None, "default")],
+    ):
+        assert_flat(await explain(seeded, literal(stmt)), sort_rows=2 * (SUSPENDED + UNFOLDED_N))
+    # The usage report reads the calls of the runs not folded by their runs' index
+    # (`ix_model_calls_run`), in the session the service reads it in: on this seed
+    # (2 calls a run, 6,300 runs not folded) the planner would rather scan the ledger,
+    # which the service forbids; with more kept the probes win by estimate too.
+    for stmt in (
         *[usage_query(*month, t) for t in (None, "default")],
         *[usage_query(NOW - timedelta(days=1), NOW, t) for t in (None, "default")],
     ):
-        assert_flat(await explain(seeded, literal(stmt)), sort_rows=2 * (SUSPENDED + UNFOLDED_N))
+        plan = await explain(seeded, literal(stmt), by_index=True)
+        # (the sort of the groups: at most the calls of the runs not folded, which the
+        # planner counts for the queued runs too: a resumed run has some)
+        assert_flat(plan, sort_rows=2 * (SUSPENDED + QUEUED + UNFOLDED_N))
 
 
 async def test_the_fold_and_the_retention_sweep_read_by_index(seeded: str) -> None:
     ids = [f"r{g:06d}" for g in range(1, 201)]
     picked = runs.c.id.in_(ids)
     statements = [
-        _picked(True, RECOUNT, 500),
-        _picked(True, UNFOLDED, 500),
+        POSTGRES.skip_locked(sa.select(unfolded_runs).limit(500)),
         sa.select(model_calls).where(
             model_calls.c.run_id.in_(ids), model_calls.c.folded.is_(False)
         ),
-        model_calls.update().where(model_calls.c.run_id.in_(ids)).values(folded=True),
-        runs.update().where(picked).values(counted_as=runs.c.status),
-        *[due_query("default", s, NOW - timedelta(days=25), 200, True) for s in ENDED_VALUES],
+        unfolded_runs.delete().where(unfolded_runs.c.run_id.in_(ids)),
+        # (an operator's retry of a folded run: its calls marked)
+        model_calls.update()
+        .where(model_calls.c.run_id == ids[0], model_calls.c.folded.is_(False))
+        .values(folded=True),
+        *[due_query("default", s, NOW - timedelta(days=25), 200, POSTGRES) for s in ENDED_VALUES],
         *[t.delete().where(t.c.run_id.in_(ids)) for t in RUN_ROWS],
         runs.delete().where(picked),
     ]

@@ -15,21 +15,32 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.core.lifecycle import TERMINAL, RunStatus
+from app.core.events import EventType
+from app.core.lifecycle import STAYS, TABLE, TERMINAL, RunStatus, Transition
 from app.store.backend.engines import create_engine
+from app.store.changes import Change
 from app.store.fold import fold, fold_batch
-from app.store.records import utc
+from app.store.records import NewEvent, utc
 from app.store.reports import activity, count_by_status
 from app.store.retention import purge
 from app.store.runs import RunStore
-from app.store.schema import model_calls, run_configs, runs
+from app.store.schema import run_configs, runs
 from app.store.usage import usage_totals
 
 MONTH = datetime(2026, 10, 1, tzinfo=UTC)
 DAYS = 30
 TOKENS = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens")
 MODELS = [("scripted", "a"), ("scripted", "b"), ("openai", "gpt")]
-TABLES = ("runs", "run_configs", "model_calls", "usage_hourly", "run_counts", "run_endings")
+TABLES = (
+    "runs",
+    "run_configs",
+    "run_events",
+    "model_calls",
+    "unfolded_runs",
+    "usage_hourly",
+    "run_counts",
+    "run_endings",
+)
 
 
 @dataclass
@@ -101,45 +112,38 @@ async def _apply(store: RunStore, world: World, step: tuple[Any, ...], n: int) -
             )
         world.status[run_id], world.updated[run_id] = "queued", at
         return
-    live = sorted(r for r, s in world.status.items() if RunStatus(s) not in TERMINAL)
-    if kind == "call" and live:
+    stored = sorted(world.status)
+    if kind == "call" and stored:  # (on any run: a lost lease's calls are billed late)
         _, pick, minutes, model, failed, tokens, cost = step
-        run_id = live[pick % len(live)]
+        run_id = stored[pick % len(stored)]
         at = world.updated[run_id] + timedelta(minutes=minutes, microseconds=n)
         provider, name = MODELS[model]
         values = dict(zip(TOKENS, tokens, strict=True))
-        async with engine.begin() as conn:
-            await conn.execute(
-                model_calls.insert().values(
-                    run_id=run_id,
-                    turn=1,
-                    provider=provider,
-                    model=name,
-                    outcome="error" if failed else "ok",
-                    total_tokens=sum(tokens),
-                    cost_usd=None if cost is None else cost / 1000,
-                    created_at=at,
-                    **values,
-                )
-            )
-            await conn.execute(runs.update().where(runs.c.id == run_id).values(updated_at=at))
+        data = {"turn": 1, "provider": provider, "model": name}
+        data |= {"usage": {**values, "total_tokens": sum(tokens)}}
+        data |= {"cost_usd": None if cost is None else cost / 1000}
+        called = NewEvent(EventType.MODEL_FAILED if failed else EventType.MODEL_CALLED, data)
+        changed, _ = await store.apply(run_id, Change(Transition.BILL, events=(called,)), at)
+        assert changed is not None
         world.updated[run_id] = at
         world.calls.append(Call(at, provider, name, failed, values, cost, run_id))
     elif kind == "status":
         _, pick, status = step
-        candidates = sorted(world.status) if status == "queued" else live
-        if not candidates:
+        # A run the lifecycle lets into `status`, by that transition (the store's own
+        # writes: an ending hands the run to the fold, a retry takes it back).
+        moves = {
+            run_id: t
+            for run_id in stored
+            for (source, t), target in sorted(TABLE.items())
+            if source == world.status[run_id] and target == status and t not in STAYS
+        }
+        if not moves:
             return
-        run_id = candidates[pick % len(candidates)]
-        old = world.status[run_id]
-        if status == "queued" and old in TERMINAL and old not in ("failed", "expired"):
-            return  # only an operator's retry leaves a finished status
-        world.retried |= old in TERMINAL
+        run_id = sorted(moves)[pick % len(moves)]
+        world.retried |= RunStatus(world.status[run_id]) in TERMINAL
         at = world.updated[run_id] + timedelta(seconds=1)
-        async with engine.begin() as conn:
-            await conn.execute(
-                runs.update().where(runs.c.id == run_id).values(status=status, updated_at=at)
-            )
+        changed, _ = await store.apply(run_id, Change(moves[run_id]), at)
+        assert changed is not None and changed.status == status
         world.status[run_id], world.updated[run_id] = status, at
     elif kind == "fold":
         await fold_batch(engine, step[1])
@@ -237,7 +241,9 @@ async def test_the_fold_moves_finished_runs_into_the_rollups_once(store: RunStor
             ("new", 5),
             ("call", 0, 1, 0, False, (10, 20, 0, 0), 1500),
             ("call", 1, 1, 1, True, (1, 0, 0, 0), None),
+            ("status", 0, "running"),
             ("status", 0, "completed"),
+            ("status", 0, "running"),
             ("status", 0, "failed"),
         ]
     ):
@@ -263,19 +269,61 @@ async def test_a_retried_run_leaves_the_count_of_the_status_it_left(store: RunSt
     world = World()
     for n, step in enumerate([("new", 0), ("call", 0, 1, 0, False, (5, 5, 0, 0), 10)]):
         await _apply(store, world, step, n)
-    await _apply(store, world, ("status", 0, "failed"), 2)
+    await _apply(store, world, ("status", 0, "running"), 2)
+    await _apply(store, world, ("status", 0, "failed"), 3)
     await fold(store.engine)
-    await _apply(store, world, ("status", 0, "queued"), 3)  # an operator's retry
+    await _apply(store, world, ("status", 0, "queued"), 4)  # an operator's retry
     assert await count_by_status(store.engine) == {"queued": 1}
     await fold(store.engine)
     assert await count_by_status(store.engine) == {"queued": 1}
-    await _apply(store, world, ("status", 0, "completed"), 4)
+    await _apply(store, world, ("status", 0, "running"), 5)
+    await _apply(store, world, ("status", 0, "completed"), 6)
     assert await count_by_status(store.engine) == {"completed": 1}
     await fold(store.engine)
     assert await count_by_status(store.engine) == {"completed": 1}
     totals = await usage_totals_of(store, MONTH, MONTH + timedelta(days=DAYS))
     assert totals["calls"] == 1 and totals["input_tokens"] == 5
     assert set(totals["by_status"]) == {"failed"}  # the status its calls were folded with
+
+
+async def test_calls_billed_after_a_run_was_folded_are_reported_and_folded(
+    store: RunStore,
+) -> None:
+    """A lost lease's calls reach the ledger after the run ended and was folded: they are
+    in every report at once and fold without counting the run again."""
+    world = World()
+    steps = [("new", 0), ("status", 0, "running"), ("status", 0, "completed")]
+    for n, step in enumerate(steps):
+        await _apply(store, world, step, n)
+    assert await fold(store.engine) == 1
+    await _apply(store, world, ("call", 0, 1, 0, False, (7, 3, 0, 0), 20), 3)
+    month = (MONTH, MONTH + timedelta(days=DAYS))
+    for folds in (1, 0):
+        totals = await usage_totals_of(store, *month)
+        assert totals["calls"] == 1 and totals["input_tokens"] == 7
+        assert set(totals["by_status"]) == {"completed"}
+        assert await count_by_status(store.engine) == {"completed": 1}
+        assert await fold(store.engine) == folds
+
+
+async def test_calls_before_a_retry_keep_the_status_the_run_left_whenever_it_folds(
+    store: RunStore,
+) -> None:
+    """A run retried before its fold: its earlier calls count under the status it left,
+    as they would had it been folded first, and it is counted once, as it ends."""
+    world = World()
+    steps = [("new", 0), ("call", 0, 1, 0, False, (5, 5, 0, 0), 10)]
+    steps += [("status", 0, s) for s in ("running", "failed", "queued", "running")]
+    steps += [("call", 0, 1, 1, False, (2, 1, 0, 0), None), ("status", 0, "completed")]
+    for n, step in enumerate(steps):
+        await _apply(store, world, step, n)
+    month = (MONTH, MONTH + timedelta(days=DAYS))
+    for _ in range(2):
+        totals = await usage_totals_of(store, *month)
+        assert totals["by_status"]["failed"]["input_tokens"] == 5
+        assert totals["by_status"]["completed"]["input_tokens"] == 2
+        assert await count_by_status(store.engine) == {"completed": 1}
+        await fold(store.engine)
 
 
 async def usage_totals_of(store: RunStore, start: datetime, end: datetime) -> dict[str, Any]:

@@ -88,7 +88,37 @@ class Lease:
     max_in_flight: int | None = None
 
 
-class Backend(Protocol):
+class Forms(Protocol):
+    """A dialect's forms of statements and session settings, for the repositories that
+    run their own SQLAlchemy statements on a connection (the fold, retention, reports,
+    gauges): `app.store.backend.forms.forms_for` gives an engine's or connection's."""
+
+    def insert(self, table: sa.Table) -> Any:
+        """An INSERT of `table` that takes `on_conflict_do_nothing/update`."""
+        ...
+
+    def for_update(self, stmt: Any) -> Any:
+        """`stmt` row-locking what it reads until the transaction ends (SQLite serializes
+        writers: unchanged)."""
+        ...
+
+    def skip_locked(self, stmt: Any, *of: sa.Table) -> Any:
+        """`stmt` row-locking what it picks, skipping rows locked by others (SQLite
+        serializes writers: unchanged)."""
+        ...
+
+    async def by_index(self, conn: AsyncConnection) -> None:
+        """For the rest of `conn`'s transaction, read by index (the statements across
+        runs read a few index entries; a planner that misjudges a partial index's
+        predicate must not scan a table whole instead)."""
+        ...
+
+    def seconds_since(self, at: Any, column: Any) -> sa.ColumnElement[Any]:
+        """Seconds from the timestamp `column` to the timestamp expression `at`."""
+        ...
+
+
+class Backend(Forms, Protocol):
     engine: AsyncEngine  # (reports, usage and retention run their own SQLAlchemy queries)
     #: Whether writes wake listeners (LISTEN/NOTIFY); without it they poll.
     notifies: bool
@@ -124,21 +154,7 @@ class Backend(Protocol):
 
     async def aclose(self) -> None: ...
 
-    # --- statement forms -------------------------------------------------------------
-
-    def insert(self, table: sa.Table) -> Any:
-        """An INSERT of `table` that takes `on_conflict_do_nothing/update`."""
-        ...
-
-    def for_update(self, stmt: Any) -> Any:
-        """`stmt` row-locking what it reads until the transaction ends (SQLite serializes
-        writers: unchanged)."""
-        ...
-
-    def skip_locked(self, stmt: Any, *of: sa.Table) -> Any:
-        """`stmt` row-locking what it picks, skipping rows locked by others (SQLite
-        serializes writers: unchanged)."""
-        ...
+    # --- statement forms: `Forms` (insert, for_update, skip_locked, by_index, ...) ----
 
     # --- writes and reads whose form differs ----------------------------------------
 

@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from app.core.lifecycle import OutboxStatus, RunStatus
+from app.core.lifecycle import TERMINAL, OutboxStatus, RunStatus
 from app.store.backend.base import EVENTS_CHANNEL
 from app.store.lookups import of_tenant, run_by
 from app.store.rows import LEDGER_COLUMNS, OUTBOX_COLUMNS, TOOL_CALL_COLUMNS, EventPlan
@@ -36,9 +36,12 @@ from app.store.schema import (
     runs,
     select_runs,
     tool_calls,
+    unfolded_runs,
     webhook_outbox,
 )
 from app.store.transitions import claim_keys, due_runs, fair_rank, update_run
+
+ENDED_VALUES = sorted(s.value for s in TERMINAL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +62,8 @@ class Shape:
     # and they never change).
     reads_config: bool = True
     scoped: bool = False  # the run must be tenant `p_tenant`'s too
+    ends: bool = False  # finishes the run: hands it to the fold (`unfolded_runs`)
+    bills: bool = False  # ledger rows whatever the status: an ended run's calls to fold
 
 
 def notify_each(channel: str, changed: Any, *, watched_only: bool = False) -> Any:
@@ -155,6 +160,8 @@ class PgStatements:
         )
         if shape.closes_calls:
             stmt = stmt.add_cte(self._unqueue(changed).cte("unqueued"))
+        if shape.ends or shape.bills:
+            stmt = stmt.add_cte(self._unfolded(changed, shape.ends).cte("unfolded"))
         if shape.chain is not None:
             claimed = update_run(
                 claim_keys(),
@@ -257,6 +264,29 @@ class PgStatements:
                 == sa.literal_column("''"),
             )
             .values(queue=None)
+        )
+
+    def _unfolded(self, changed: Any, ends: bool) -> Any:
+        """The run's row of `unfolded_runs` (app.store.fold): `ends`, the run finished
+        now (it counts); else a ledger write on a run that may have ended: a row for its
+        calls if it has (ON CONFLICT DO UPDATE, not DO NOTHING: it waits for a fold that
+        holds the row, so the fold cannot miss this write's calls)."""
+        now = sa.bindparam("p_now", type_=sa.DateTime(timezone=True))
+        columns = ["run_id", "tenant_id", "status", "ended_at", "counts"]
+        if ends:
+            row = sa.select(changed.c.id, changed.c.tenant_id, changed.c.status, now, sa.true())
+            return postgresql.insert(unfolded_runs).from_select(columns, row)
+        ended: list[Any] = [sa.literal_column(f"'{s}'") for s in ENDED_VALUES]
+        row = sa.select(
+            changed.c.id,
+            changed.c.tenant_id,
+            changed.c.status,
+            sa.null(),
+            sa.false(),
+        ).where(changed.c.status.in_(ended))
+        insert = postgresql.insert(unfolded_runs).from_select(columns, row)
+        return insert.on_conflict_do_update(
+            index_elements=["run_id"], set_={"status": insert.excluded.status}
         )
 
     def _answer(self, changed: Any, i: int) -> Any:

@@ -13,7 +13,6 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.events import LEDGER_EVENTS
@@ -31,6 +30,7 @@ from app.store.backend.base import (
     Wake,
 )
 from app.store.backend.direct import Compiled, DirectPool, compile_statement
+from app.store.backend.forms import POSTGRES
 from app.store.backend.pg_lease import lease_statement
 from app.store.backend.pg_statements import PgStatements, Shape
 from app.store.changes import Change
@@ -120,13 +120,19 @@ class PostgresBackend:
     # --- statement forms -------------------------------------------------------------
 
     def insert(self, table: sa.Table) -> Any:
-        return postgresql.insert(table)
+        return POSTGRES.insert(table)
 
     def for_update(self, stmt: Any) -> Any:
-        return stmt.with_for_update()
+        return POSTGRES.for_update(stmt)
 
     def skip_locked(self, stmt: Any, *of: sa.Table) -> Any:
-        return stmt.with_for_update(skip_locked=True, of=list(of) or None)
+        return POSTGRES.skip_locked(stmt, *of)
+
+    async def by_index(self, conn: AsyncConnection) -> None:
+        await POSTGRES.by_index(conn)
+
+    def seconds_since(self, at: Any, column: Any) -> sa.ColumnElement[Any]:
+        return POSTGRES.seconds_since(at, column)
 
     # --- writes and reads ------------------------------------------------------------
 
@@ -151,6 +157,8 @@ class PostgresBackend:
             closes_calls=change.closes_calls,
             reads_config=known is None,
             scoped=write.tenant is not None,
+            ends=change.ends,
+            bills=change.bills,
         )
         params = change_params(change, now)
         params.update(self._event_params(change.events, now))

@@ -15,10 +15,11 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.core.lifecycle import OutboxStatus
+from app.core.lifecycle import TERMINAL, OutboxStatus
 from app.core.stored import Batch
 from app.store import changes
 from app.store.backend.base import Changed, ChangeWrite, Lease, NewRun, Row, Wake
+from app.store.backend.forms import SQLITE
 from app.store.changes import Answer, Change
 from app.store.lookups import calls_of_round, key_params, log_batches, run_by
 from app.store.queues import expired_event, in_flight_statement, leasable_calls, leased_event
@@ -32,6 +33,7 @@ from app.store.schema import (
     run_messages,
     runs,
     tool_calls,
+    unfolded_runs,
     webhook_outbox,
 )
 from app.store.transitions import change_params, claim_keys, due_runs, fair_rank, update_run
@@ -77,13 +79,19 @@ class SqliteBackend:
     # --- statement forms -------------------------------------------------------------
 
     def insert(self, table: sa.Table) -> Any:
-        return sqlite.insert(table)
+        return SQLITE.insert(table)
 
     def for_update(self, stmt: Any) -> Any:
-        return stmt  # (writers are serialized: the transaction holds the database)
+        return SQLITE.for_update(stmt)
 
     def skip_locked(self, stmt: Any, *of: sa.Table) -> Any:
-        return stmt  # (writers are serialized: nothing to skip)
+        return SQLITE.skip_locked(stmt, *of)
+
+    async def by_index(self, conn: AsyncConnection) -> None:
+        await SQLITE.by_index(conn)
+
+    def seconds_since(self, at: Any, column: Any) -> sa.ColumnElement[Any]:
+        return SQLITE.seconds_since(at, column)
 
     # --- writes and reads ------------------------------------------------------------
 
@@ -118,6 +126,15 @@ class SqliteBackend:
         record = await self._configured(conn, row)
         await self._write_events(conn, record, change.events, now, outbox=True)
         await _write_rows(conn, record, change, now)
+        if change.ends or (change.bills and record.status in TERMINAL):
+            unfolded = sqlite.insert(unfolded_runs).values(
+                run_id=record.id,
+                tenant_id=record.tenant_id,
+                status=record.status.value,
+                ended_at=now if change.ends else None,
+                counts=change.ends,
+            )
+            await conn.execute(unfolded.on_conflict_do_nothing())
         return Changed(record)
 
     async def _configured(

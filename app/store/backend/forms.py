@@ -1,0 +1,72 @@
+"""Each dialect's statement forms and session settings (`Forms`, app.store.backend.base):
+what the repositories that run their own SQLAlchemy statements (the fold, retention,
+reports, gauges) need of the database they are on. Imports nothing of the store, so any
+repository may use it; the backends hold theirs too."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from app.store.backend.base import Forms
+
+
+class PostgresForms:
+    def insert(self, table: sa.Table) -> Any:
+        return postgresql.insert(table)
+
+    def for_update(self, stmt: Any) -> Any:
+        return stmt.with_for_update()
+
+    def skip_locked(self, stmt: Any, *of: sa.Table) -> Any:
+        return stmt.with_for_update(skip_locked=True, of=list(of) or None)
+
+    async def by_index(self, conn: AsyncConnection) -> None:
+        """Read by index and without parallel workers, as the lifecycle's statements do
+        (`app.store.backend.direct.SESSION_SETTINGS`), for the rest of the transaction.
+        The planner cannot estimate some partial indexes' predicates and took a read of a
+        few entries for most of a table: it scanned `runs` whole, or launched workers for
+        a few rows. (No JIT: a scan of a tiny table, which has no index worth reading,
+        costs the disabled sequential scan's penalty, which took a plan past
+        `jit_above_cost`: 0.9 s to compile a read of a few rows.)"""
+        await conn.exec_driver_sql(
+            "SELECT set_config('enable_seqscan', 'off', true),"
+            " set_config('max_parallel_workers_per_gather', '0', true),"
+            " set_config('jit', 'off', true)"
+        )
+
+    def seconds_since(self, at: Any, column: Any) -> sa.ColumnElement[Any]:
+        return sa.extract("epoch", at - column)
+
+
+class SqliteForms:
+    def insert(self, table: sa.Table) -> Any:
+        return sqlite.insert(table)
+
+    def for_update(self, stmt: Any) -> Any:
+        return stmt  # (writers are serialized: the transaction holds the database)
+
+    def skip_locked(self, stmt: Any, *of: sa.Table) -> Any:
+        return stmt  # (writers are serialized: nothing to skip)
+
+    async def by_index(self, conn: AsyncConnection) -> None:
+        """(SQLite's planner reads the partial indexes as they are.)"""
+
+    def seconds_since(self, at: Any, column: Any) -> sa.ColumnElement[Any]:
+        return (sa.func.julianday(at) - sa.func.julianday(column)) * 86400.0
+
+
+POSTGRES, SQLITE = PostgresForms(), SqliteForms()
+
+
+def forms_for(bind: AsyncEngine | AsyncConnection) -> Forms:
+    """The forms of `bind`'s dialect."""
+    name = bind.dialect.name
+    if name == "postgresql":
+        return POSTGRES
+    if name == "sqlite":
+        return SQLITE
+    raise ValueError(f"unsupported database {name!r}")

@@ -7,9 +7,8 @@ Create Date: 2026-12-03 08:00:00
 Finished runs the fold has not taken into the rollups are rows of `unfolded_runs`, written
 by the change that ends a run (and by a ledger write on a run that had ended), deleted by
 the fold. The fold no longer rewrites the run's row (`runs.counted_as`, a column of two
-partial indexes' predicates, so never a HOT update) nor its ledger rows
-(`model_calls.folded`, now set only for the calls of a folded run an operator retries).
-`ix_runs_unfolded`, `ix_runs_recount` and `ix_model_calls_unfolded` go.
+partial indexes' predicates, so never a HOT update); `ix_runs_unfolded` and
+`ix_runs_recount` go. (Ledger rows are still marked `folded` as they fold.)
 
 Stored runs move over as the fold would find them: finished and not folded (a row that
 counts), retried since their fold (their count leaves `run_counts`; finished again, a row
@@ -30,7 +29,6 @@ depends_on: str | Sequence[str] | None = None
 ENDED_SQL = "status IN ('cancelled', 'completed', 'expired', 'failed')"
 UNFOLDED = sa.text(f"{ENDED_SQL} AND counted_as IS NULL")
 RECOUNT = sa.text("counted_as IS NOT NULL AND counted_as <> status")
-LEDGER_UNFOLDED = sa.text("NOT folded")
 COLUMNS = "run_id, tenant_id, status, ended_at, counts"
 
 
@@ -67,7 +65,6 @@ def upgrade() -> None:
         " FROM runs WHERE counted_as = status AND id IN"
         " (SELECT run_id FROM model_calls WHERE NOT folded)"
     )
-    op.drop_index("ix_model_calls_unfolded", table_name="model_calls")
     op.drop_index("ix_runs_recount", table_name="runs")
     op.drop_index("ix_runs_unfolded", table_name="runs")
     with op.batch_alter_table("runs") as batch:
@@ -76,16 +73,11 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     """`counted_as` again: the status of every finished run counted in `run_counts` (not
-    one whose row counts); `folded` on every call in the rollups."""
+    one whose row counts)."""
     op.add_column("runs", sa.Column("counted_as", sa.String(length=20), nullable=True))
     op.execute(
         f"UPDATE runs SET counted_as = status WHERE {ENDED_SQL} AND id NOT IN"
         " (SELECT run_id FROM unfolded_runs WHERE counts)"
-    )
-    op.execute(
-        "UPDATE model_calls SET folded = true WHERE NOT folded AND run_id IN"
-        " (SELECT id FROM runs WHERE counted_as IS NOT NULL) AND run_id NOT IN"
-        " (SELECT run_id FROM unfolded_runs)"
     )
     op.create_index(
         "ix_runs_unfolded",
@@ -96,12 +88,5 @@ def downgrade() -> None:
     )
     op.create_index(
         "ix_runs_recount", "runs", ["counted_as"], postgresql_where=RECOUNT, sqlite_where=RECOUNT
-    )
-    op.create_index(
-        "ix_model_calls_unfolded",
-        "model_calls",
-        ["created_at"],
-        postgresql_where=LEDGER_UNFOLDED,
-        sqlite_where=LEDGER_UNFOLDED,
     )
     op.drop_table("unfolded_runs")

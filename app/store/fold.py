@@ -6,14 +6,15 @@ The change that ends a run writes its row of `unfolded_runs` in the same stateme
 fold takes a batch of those rows in one transaction: the runs' ledger rows are added to
 `usage_hourly` (per tenant, UTC hour of the call, provider, model and the run's status),
 the runs are counted in `run_counts` and in `run_endings` under the minute they ended, and
-the rows are deleted. Nothing of the run is rewritten: whether a call is in the rollups
-follows from its run (active or in `unfolded_runs`: not yet; else: it is), so readers add
-the calls of those runs and the rows of `unfolded_runs` to the rollups, in the same
-snapshot, and every report is exact whatever the fold's lag.
+the rows are deleted, and the calls folded are marked `folded`. The run's own row is
+never rewritten (it was, when the fold marked it: a new version of the whole row and an
+entry in each of its indexes). Readers add the calls not folded
+(`ix_model_calls_unfolded`) and the rows of `unfolded_runs` that count to the rollups, in
+the same snapshot, so every report is exact whatever the fold's lag.
 
 An operator's retry takes a finished run back (`reopen`, in the retry's transaction): it
-leaves `run_counts`, what it had not folded yet is folded, and its calls are marked
-`folded` so that its next fold skips them (they stay under the status they had).
+leaves `run_counts` and what it had not folded yet is folded, so its earlier calls stay
+under the status it left.
 Retention folds what it deletes in its own transaction (`app.store.retention`).
 
 Each batch locks the rows it takes with SKIP LOCKED on PostgreSQL (two workers never fold a
@@ -130,9 +131,10 @@ async def fold_rows(
     endings: bool = True,
 ) -> None:
     """Fold the rows `found` of `unfolded_runs` (taken by the caller, who deletes them):
-    their runs' calls not marked `folded` go into `usage_hourly` under the row's status;
-    a row that `counts` adds its run to `run_counts` and (with `endings`) `run_endings`.
-    `uncount`: (tenant, status) of runs leaving `run_counts` (deleted, reopened)."""
+    their runs' calls not `folded` go into `usage_hourly` under the row's status and are
+    marked (by id: exactly the calls summed); a row that `counts` adds its run to
+    `run_counts` and (with `endings`) `run_endings`. `uncount`: (tenant, status) of runs
+    leaving `run_counts` (deleted, reopened)."""
     deltas = Deltas()
     status_of: dict[str, tuple[str, str]] = {}
     for row in found:
@@ -143,9 +145,11 @@ async def fold_rows(
                 deltas.endings[(row.tenant_id, minute_of(row.ended_at), row.status)] += 1
     for key in uncount:
         deltas.counts[key] -= 1
+    summed: list[int] = []
     if status_of:
         calls = await conn.execute(
             sa.select(
+                model_calls.c.id,
                 model_calls.c.run_id,
                 model_calls.c.created_at,
                 model_calls.c.provider,
@@ -159,7 +163,12 @@ async def fold_rows(
             tenant, status = status_of[call.run_id]
             hour = (tenant, hour_of(call.created_at), call.provider, call.model, status)
             deltas.usage.setdefault(hour, Sums()).add_call(call)
+            summed.append(call.id)
     await _apply(conn, forms, deltas)
+    if summed:
+        await conn.execute(
+            model_calls.update().where(model_calls.c.id.in_(summed)).values(folded=True)
+        )
 
 
 async def taken(conn: AsyncConnection, run_ids: Sequence[str]) -> list[Any]:
@@ -175,10 +184,9 @@ async def taken(conn: AsyncConnection, run_ids: Sequence[str]) -> list[Any]:
 
 async def reopen(conn: AsyncConnection, run_id: str) -> None:
     """In the transaction of an operator's retry, before its compare-and-set: the run,
-    if it has finished, leaves the rollups' counts, its calls not folded yet are folded
-    (under the status it had) and every call of it is marked `folded`, so its next fold
-    takes only the calls it makes from now on. The run's row stays locked until the
-    transaction ends."""
+    if it has finished, leaves the rollups' counts and its calls not folded yet are
+    folded (under the status it had), so its next fold takes only the calls it makes
+    from now on. The run's row stays locked until the transaction ends."""
     forms = forms_for(conn)
     await forms.by_index(conn)
     locked = forms.for_update(sa.select(runs.c.status, runs.c.tenant_id).where(runs.c.id == run_id))
@@ -187,11 +195,6 @@ async def reopen(conn: AsyncConnection, run_id: str) -> None:
         return  # (the compare-and-set refuses it)
     found = await taken(conn, [run_id])
     await fold_rows(conn, forms, found, uncount=[(run.tenant_id, run.status)], endings=False)
-    await conn.execute(
-        model_calls.update()
-        .where(model_calls.c.run_id == run_id, model_calls.c.folded.is_(False))
-        .values(folded=True)
-    )
 
 
 async def _apply(conn: AsyncConnection, forms: Forms, deltas: Deltas) -> None:

@@ -274,7 +274,8 @@ class Lookups:
     ) -> dict[str, Any]:
         """Sums of the usage ledger in [start, end): overall, by run status, by model (of
         `tenant`'s runs; None: of every tenant's)."""
-        async with self.backend.reader() as conn:
+        # (In a transaction, not autocommit: the report's session settings hold for it.)
+        async with self.backend.engine.connect() as conn:
             return await usage_totals(conn, start, end, tenant)
 
     async def secret(self, name: str, make: Callable[[], str]) -> str:

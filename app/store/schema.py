@@ -416,15 +416,21 @@ model_calls = sa.Table(
     sa.Column("latency_ms", sa.Float),
     sa.Column("error", sa.Text),
     sa.Column("created_at", Timestamp, nullable=False),
-    # Already in `usage_hourly` although its run is active or unfolded again: set when an
-    # operator retries a folded run (app.store.fold.reopen), so the run's next fold skips
-    # it. A call's row is otherwise never updated: whether it is in the rollups follows
-    # from its run (active or in `unfolded_runs`: not yet; else: folded).
+    # In `usage_hourly` (app.store.fold): set in the transaction that adds the row there.
     sa.Column("folded", sa.Boolean, nullable=False, server_default=sa.false()),
     tenant_column(),  # (its run's)
 )
 sa.Index("ix_model_calls_created", model_calls.c.created_at)
 sa.Index("ix_model_calls_run", model_calls.c.run_id)
+# Calls not yet in the rollups: of runs that have not finished, or not been folded yet
+# (a few per run waiting, whatever is kept: what the usage report adds to the rollups).
+LEDGER_UNFOLDED = sa.text("NOT folded")
+sa.Index(
+    "ix_model_calls_unfolded",
+    model_calls.c.created_at,
+    postgresql_where=LEDGER_UNFOLDED,
+    sqlite_where=LEDGER_UNFOLDED,
+)
 
 # The rollups the fold (app.store.fold) keeps, so reports read a few rows per hour or
 # status whatever is kept. Never deleted by retention.
@@ -455,7 +461,7 @@ usage_hourly = sa.Table(
 # ended at `ended_at`, its count and its calls fold), or by a ledger write on a run that
 # had ended (`counts` false: only the calls fold); the fold deletes the row. So a run's
 # own row is never rewritten to mark it folded, and the readers add these few rows to the
-# rollups in the same snapshot.
+# counts in the same snapshot.
 unfolded_runs = sa.Table(
     "unfolded_runs",
     metadata,

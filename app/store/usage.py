@@ -1,8 +1,7 @@
 """The usage ledger's totals for /v1/usage, read from the rollups (app.store.fold).
 
 A range [start, end) is read as its whole UTC hours and its edges: the whole hours from
-`usage_hourly` plus the ledger rows not folded yet (the calls of active runs and of the
-runs in `unfolded_runs`, by `ix_model_calls_run`, less those marked `folded`), the partial
+`usage_hourly` plus the ledger rows not folded yet (`ix_model_calls_unfolded`), the partial
 hours at either edge from the ledger itself (`ix_model_calls_created`). So a report reads
 a few rows per hour, model and status, the calls of runs not folded yet and at most two
 hours of calls, whatever is kept; and it is exact to the token: each call is in exactly
@@ -20,14 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.store.backend.forms import forms_for
 from app.store.fold import COUNTERS, TOKENS, Sums, hour_of
-from app.store.schema import (
-    IS_WAITING,
-    RUNNING,
-    model_calls,
-    runs,
-    unfolded_runs,
-    usage_hourly,
-)
+from app.store.schema import IS_WAITING, LEDGER_UNFOLDED, model_calls, runs, usage_hourly
 
 
 def _ceil_hour(moment: datetime) -> datetime | None:
@@ -68,36 +60,6 @@ def _ledger(where: list[Any], tenant: str | None = None) -> sa.Select[Any]:
     )
 
 
-def _unfolded(first: datetime, last: datetime, tenant: str | None = None) -> sa.Select[Any]:
-    """Sums of the ledger rows in [first, last) not in the rollups, by provider, model
-    and the status of their run: the calls of runs that have not finished (the indexes
-    of waiting and of running runs) or not been folded (`unfolded_runs`), less those
-    marked `folded` (a retried run's, folded before its retry)."""
-    pending = unfolded_runs.c
-    mine = [] if tenant is None else [runs.c.tenant_id == tenant]
-    owners = sa.union_all(
-        sa.select(runs.c.id, runs.c.status).where(IS_WAITING, *mine),
-        sa.select(runs.c.id, runs.c.status).where(RUNNING, *mine),
-        sa.select(pending.run_id, pending.status).where(
-            *([] if tenant is None else [pending.tenant_id == tenant])
-        ),
-    ).subquery("owners")
-    return (
-        sa.select(
-            model_calls.c.provider,
-            model_calls.c.model,
-            owners.c.status,
-            sa.func.count().label("calls"),
-            sa.func.count().filter(model_calls.c.outcome == "error").label("failed_calls"),
-            *[sa.func.coalesce(sa.func.sum(model_calls.c[c]), 0).label(c) for c in TOKENS],
-            sa.func.sum(model_calls.c.cost_usd).label("cost_usd"),
-        )
-        .select_from(owners.join(model_calls, model_calls.c.run_id == owners.c.id))
-        .where(model_calls.c.folded.is_(False), *_between(first, last))
-        .group_by(model_calls.c.provider, model_calls.c.model, owners.c.status)
-    )
-
-
 def _between(a: datetime, b: datetime) -> list[Any]:
     return [model_calls.c.created_at >= a, model_calls.c.created_at < b]
 
@@ -121,7 +83,7 @@ def usage_query(start: datetime, end: datetime, tenant: str | None = None) -> An
                 *([] if tenant is None else [usage_hourly.c.tenant_id == tenant]),
             )
         )
-        parts.append(_unfolded(first, last, tenant))
+        parts.append(_ledger([LEDGER_UNFOLDED, *_between(first, last)], tenant))
         edges = [(start, first), (last, end)]
     else:
         edges = [(start, end)]

@@ -10,13 +10,13 @@ of kept runs, beside the same processes on a database without them.
    every row of every table of a run, with a new run id wherever the id appears (also
    inside JSON and the log), its timestamps shifted so creations spread over 30 days,
    unique columns kept unique (callback token hashes, webhook ids), webhook attempts
-   pointed at their copied delivery, not folded yet. The "backlog" one gets the active
-   backlog only: 5,000 suspended and 1,000 queued copies; the "kept" one the same backlog
-   (the same ids and times) and N completed copies (`--runs`, 200,000). Queued copies
-   become due in 30 days, so the workers do not drain them while the requests are
-   measured; copies are at most 30 days minus 2 hours old, so the retention sweep deletes
-   none (kept databases measured later: retention is lengthened by their age, and the
-   usage windows end at the newest copy's creation).
+   pointed at their copied delivery, not folded yet (in `unfolded_runs`). The "backlog"
+   one gets the active backlog only: 5,000 suspended and 1,000 queued copies; the "kept"
+   one the same backlog (the same ids and times) and N completed copies (`--runs`,
+   200,000). Queued copies become due in 30 days, so the workers do not drain them while
+   the requests are measured; copies are at most 30 days minus 2 hours old, so the
+   retention sweep deletes none (kept databases measured later: retention is lengthened
+   by their age, and the usage windows end at the newest copy's creation).
 3. Each database is upgraded to the Alembic head and folded to completion
    (`app.store.fold`), then vacuumed and analysed, so kept databases measured after a
    schema change measure the same thing. A sample of copies is read through the API and
@@ -61,6 +61,7 @@ from app.service.tokens import callback_token, token_hash  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
 from app.store.fold import fold  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
+from app.store.schema import ENDED_SQL  # noqa: E402
 from bench.lifecycle import (  # noqa: E402
     AGENTRUN,
     drop_database,
@@ -213,9 +214,7 @@ def copy_expression(table: str, column: str, kind: str) -> str:
     """What a copy's `column` holds: the template's, with the copy's run id and times."""
     if column == RUN_TABLES.get(table):
         return "p.new_id"
-    if table == "runs" and column == "counted_as":  # not folded yet: `settle` folds it
-        return "NULL"
-    if table == "model_calls" and column == "folded":
+    if table == "model_calls" and column == "folded":  # not in the rollups: `settle` folds
         return "false"
     if table == "runs" and column == "callback_token_hash":
         return "CASE WHEN t.callback_token_hash IS NULL THEN NULL ELSE md5(p.new_id) END"
@@ -266,6 +265,7 @@ def copy_runs(url: str, templates: dict[str, list[str]], completed: int) -> None
             )
             n += count
         tables = {t: columns(conn, t) for t in [*RUN_TABLES, "webhook_attempts"]}
+        unfolded = bool(columns(conn, "unfolded_runs"))  # (revision 0021 on)
         for lo in range(0, n, CHUNK):
             where = f"p.n >= {lo} AND p.n < {lo + CHUNK}"
             for table, key in RUN_TABLES.items():
@@ -290,6 +290,13 @@ def copy_runs(url: str, templates: dict[str, list[str]], completed: int) -> None
                 " ON o.webhook_id = replace(tw.webhook_id, p.template, p.new_id)"
                 f" WHERE {where}"
             )
+            if unfolded:  # a finished copy waits for the fold, as the ending write notes it
+                conn.execute(
+                    "INSERT INTO unfolded_runs (run_id, tenant_id, status, ended_at, counts)"
+                    " SELECT p.new_id, t.tenant_id, t.status, t.updated_at + p.shift, true"
+                    f" FROM bench_plan p JOIN runs t ON t.id = p.template WHERE {where}"
+                    f" AND t.{ENDED_SQL}"
+                )
             print(f"  copied {min(lo + CHUNK, n):,} of {n:,} runs", flush=True)
         conn.execute("DROP TABLE bench_plan")
         callback_tokens(conn)
@@ -298,7 +305,7 @@ def copy_runs(url: str, templates: dict[str, list[str]], completed: int) -> None
 def settle(url: str) -> str:
     """Upgrade to the Alembic head, fold every finished run (`app.store.fold`), vacuum and
     analyse: what the database needs before it is measured, made or kept. (Analysed first:
-    on the copies' stale statistics the fold's ledger update read every unfolded row.)"""
+    on the copies' stale statistics revision 0020's fold read every unfolded call a batch.)"""
     started = time.perf_counter()
     upgrade_to_head(url)
     with psycopg.connect(url, autocommit=True) as conn:

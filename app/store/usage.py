@@ -70,18 +70,22 @@ def usage_query(start: datetime, end: datetime, tenant: str | None = None) -> An
     first, last = _ceil_hour(start), hour_of(end)
     parts: list[sa.Select[Any]] = []
     if first is not None and first < last:
+        # (Summed here: a month is a few thousand rows in, one per model and status out.)
+        hourly = usage_hourly.c
         parts.append(
             sa.select(
-                usage_hourly.c.provider,
-                usage_hourly.c.model,
-                usage_hourly.c.run_status,
-                *[usage_hourly.c[c] for c in COUNTERS],
-                usage_hourly.c.cost_usd,
-            ).where(
-                usage_hourly.c.hour >= first,
-                usage_hourly.c.hour < last,
-                *([] if tenant is None else [usage_hourly.c.tenant_id == tenant]),
+                hourly.provider,
+                hourly.model,
+                hourly.run_status,
+                *[sa.func.sum(hourly[c]).label(c) for c in COUNTERS],
+                sa.func.sum(hourly.cost_usd).label("cost_usd"),
             )
+            .where(
+                hourly.hour >= first,
+                hourly.hour < last,
+                *([] if tenant is None else [hourly.tenant_id == tenant]),
+            )
+            .group_by(hourly.provider, hourly.model, hourly.run_status)
         )
         parts.append(_ledger([LEDGER_UNFOLDED, *_between(first, last)], tenant))
         edges = [(start, first), (last, end)]

@@ -71,6 +71,7 @@ class _TenantReads:
 
 class MemoryBackend:
     notifies = False
+    folds = False  # (no rollups here: a retry is its compare-and-set alone)
     engine = None
 
     def __init__(self) -> None:

@@ -30,6 +30,7 @@ ENDED_SQL = "status IN ('cancelled', 'completed', 'expired', 'failed')"
 UNFOLDED = sa.text(f"{ENDED_SQL} AND counted_as IS NULL")
 RECOUNT = sa.text("counted_as IS NOT NULL AND counted_as <> status")
 COLUMNS = "run_id, tenant_id, status, ended_at, counts"
+QUEUED = sa.text("status = 'queued'")
 
 
 def upgrade() -> None:
@@ -69,6 +70,17 @@ def upgrade() -> None:
     op.drop_index("ix_runs_unfolded", table_name="runs")
     with op.batch_alter_table("runs") as batch:
         batch.drop_column("counted_as")
+    # (SQLite's batch copies the table and makes its indexes again, `priority DESC` of
+    # the claim's index as plain `priority`: made again as revision 0017 made it.)
+    op.drop_index("ix_runs_claim", table_name="runs")
+    op.create_index(
+        "ix_runs_claim",
+        "runs",
+        [sa.text("priority DESC"), "fair_rank", "available_at", "id"],
+        unique=False,
+        postgresql_where=QUEUED,
+        sqlite_where=QUEUED,
+    )
 
 
 def downgrade() -> None:

@@ -195,7 +195,7 @@ class Transitions:
         `tenant`: on behalf of that tenant: a run of another is refused as a missing one
         (one more predicate of the same compare-and-set)."""
         write = ChangeWrite(run_id, change, now, known=known, claim_for=claim_for, tenant=tenant)
-        if change.reopens:
+        if change.reopens and self.backend.folds:
             done = await self._reopen(write)
         else:
             done = await self.backend.change(write)

@@ -9,6 +9,7 @@ from app.core.lifecycle import RunStatus
 from app.service.errors import ToolResultConflict
 from app.service.runs import RunService
 from app.service.schemas import ToolResultsIn
+from app.store import changes
 from app.store.runs import RunStore
 from tests.conftest import make_settings
 from tests.helpers import suspended_run
@@ -38,3 +39,17 @@ async def test_a_partial_answer_a_resend_and_a_conflict() -> None:
     last = await service.submit_tool_results(results((second.call_id, "7")), run_id=view.record.id)
     assert last.accepted == [second.call_id] and last.resumed
     assert (await service.get_run(view.record.id)).record.status is RunStatus.QUEUED
+
+
+async def test_an_operators_retry_needs_no_sql() -> None:
+    """A backend without the fold's rollups applies a retry as its compare-and-set alone
+    (the SQL backends take the run out of the rollups in the same transaction)."""
+    store = RunStore(None, backend=MemoryBackend())  # type: ignore[arg-type]
+    service = RunService(store, make_settings("sqlite:///in-memory.db"))
+    view = await suspended_run(service)
+    now = service.clock()
+    expired, _ = await store.apply(view.record.id, changes.expire(), now)
+    assert expired is not None and expired.status is RunStatus.EXPIRED
+    retry = changes.retry(expired.version, expired.status, expired.error, "user:op", now)
+    retried, _ = await store.apply(view.record.id, retry, now)
+    assert retried is not None and retried.status is RunStatus.QUEUED

@@ -120,6 +120,9 @@ class Forms(Protocol):
 
 class Backend(Forms, Protocol):
     engine: AsyncEngine  # (reports, usage and retention run their own SQLAlchemy queries)
+    #: Whether it keeps the fold's rollups (app.store.fold): an operator's retry then
+    #: takes the run out of them in the retry's transaction.
+    folds: bool
     #: Whether writes wake listeners (LISTEN/NOTIFY); without it they poll.
     notifies: bool
 

@@ -46,6 +46,7 @@ from app.timestamps import iso
 
 class PostgresBackend:
     notifies = True
+    folds = True
 
     def __init__(self, engine: AsyncEngine, webhook_url: str | None = None) -> None:
         self.engine = engine

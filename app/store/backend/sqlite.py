@@ -43,6 +43,7 @@ tc = tool_calls
 
 class SqliteBackend:
     notifies = False
+    folds = True
 
     def __init__(self, engine: AsyncEngine, webhook_url: str | None = None) -> None:
         self.engine = engine

@@ -5,17 +5,17 @@ The change that ends a run writes its row of `unfolded_runs` in the same stateme
 (app.store.backend); a ledger write on a run that had ended writes one for the calls. A
 fold takes a batch of those rows in one transaction: the runs' ledger rows are added to
 `usage_hourly` (per tenant, UTC hour of the call, provider, model and the run's status),
-the runs are counted in `run_counts` and in `run_endings` under the minute they ended, and
-the rows are deleted, and the calls folded are marked `folded`. The run's own row is
-never rewritten (it was, when the fold marked it: a new version of the whole row and an
-entry in each of its indexes). Readers add the calls not folded
-(`ix_model_calls_unfolded`) and the rows of `unfolded_runs` that count to the rollups, in
-the same snapshot, so every report is exact whatever the fold's lag.
+the runs are counted in `run_counts` and in `run_endings` under the minute they ended, the
+calls summed are marked `folded` and the rows are deleted. The run's own row is never
+rewritten (it was, when the fold marked it: a new version of the whole row and an entry in
+each of its indexes). Readers add the calls not folded (`ix_model_calls_unfolded`) and the
+rows of `unfolded_runs` that count to the rollups, in the same snapshot, so every report
+is exact whatever the fold's lag.
 
 An operator's retry takes a finished run back (`reopen`, in the retry's transaction): it
 leaves `run_counts` and what it had not folded yet is folded, so its earlier calls stay
-under the status it left.
-Retention folds what it deletes in its own transaction (`app.store.retention`).
+under the status it left. Retention folds what it deletes in its own transaction
+(`app.store.retention`).
 
 Each batch locks the rows it takes with SKIP LOCKED on PostgreSQL (two workers never fold a
 run twice) and touches rollup rows in one order (`usage_hourly`, `run_counts`,

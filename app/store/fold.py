@@ -34,10 +34,17 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.core.lifecycle import TERMINAL
 from app.store.backend.base import Forms
 from app.store.backend.forms import forms_for
-from app.store.schema import model_calls, run_counts, run_endings, runs, unfolded_runs, usage_hourly
+from app.store.schema import (
+    ENDED_VALUES,
+    model_calls,
+    run_counts,
+    run_endings,
+    runs,
+    unfolded_runs,
+    usage_hourly,
+)
 
 TOKENS = (
     "input_tokens",
@@ -47,7 +54,6 @@ TOKENS = (
     "total_tokens",
 )
 COUNTERS = ("calls", "failed_calls", *TOKENS)
-ENDED_VALUES = frozenset(s.value for s in TERMINAL)
 #: Runs per fold transaction.
 FOLD_BATCH = 500
 #: How long `run_endings` keeps a minute (the dashboard shows the last hour).
@@ -188,7 +194,6 @@ async def reopen(conn: AsyncConnection, run_id: str) -> None:
     folded (under the status it had), so its next fold takes only the calls it makes
     from now on. The run's row stays locked until the transaction ends."""
     forms = forms_for(conn)
-    await forms.by_index(conn)
     locked = forms.for_update(sa.select(runs.c.status, runs.c.tenant_id).where(runs.c.id == run_id))
     run = (await conn.execute(locked)).first()
     if run is None or run.status not in ENDED_VALUES:

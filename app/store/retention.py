@@ -24,13 +24,18 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from app.core.lifecycle import TERMINAL
 from app.store.backend.base import Forms
 from app.store.backend.forms import forms_for
 from app.store.fold import fold_rows, taken
-from app.store.schema import DEFAULT_TENANT, RUN_CREATED, RUN_ROWS, oldest_first, runs, tenants
-
-ENDED_VALUES = sorted(s.value for s in TERMINAL)
+from app.store.schema import (
+    DEFAULT_TENANT,
+    ENDED_VALUES,
+    RUN_CREATED,
+    RUN_ROWS,
+    oldest_first,
+    runs,
+    tenants,
+)
 
 
 def due_query(tenant: str, status: str, cutoff: datetime, limit: int, forms: Forms) -> Any:

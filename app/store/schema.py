@@ -126,9 +126,9 @@ sa.Index("ix_runs_expiry", runs.c.expires_at, postgresql_where=SUSPENDED, sqlite
 # (the finishing transition and the fold add one each). Running runs, which a worker's
 # lease bounds, are listed from ix_runs_lease.
 WAITING_SQL = f"status IN ('{RunStatus.QUEUED.value}', '{RunStatus.REQUIRES_ACTION.value}')"
-ENDED_SQL = "status IN ({})".format(
-    ", ".join(f"'{s.value}'" for s in sorted(TERMINAL, key=lambda s: s.value))
-)
+#: The finished statuses' values, in order (the literals of ENDED_SQL).
+ENDED_VALUES = tuple(sorted(s.value for s in TERMINAL))
+ENDED_SQL = "status IN ({})".format(", ".join(f"'{v}'" for v in ENDED_VALUES))
 IS_WAITING, IS_ENDED = sa.text(WAITING_SQL), sa.text(ENDED_SQL)
 sa.Index(
     "ix_runs_waiting",

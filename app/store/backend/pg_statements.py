@@ -20,11 +20,12 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from app.core.lifecycle import TERMINAL, OutboxStatus, RunStatus
+from app.core.lifecycle import OutboxStatus, RunStatus
 from app.store.backend.base import EVENTS_CHANNEL
 from app.store.lookups import of_tenant, run_by
 from app.store.rows import LEDGER_COLUMNS, OUTBOX_COLUMNS, TOOL_CALL_COLUMNS, EventPlan
 from app.store.schema import (
+    ENDED_VALUES,
     config_of,
     fair_ranks,
     metadata_of,
@@ -40,8 +41,6 @@ from app.store.schema import (
     webhook_outbox,
 )
 from app.store.transitions import claim_keys, due_runs, fair_rank, update_run
-
-ENDED_VALUES = sorted(s.value for s in TERMINAL)
 
 
 @dataclass(frozen=True, slots=True)

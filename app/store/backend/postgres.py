@@ -30,7 +30,7 @@ from app.store.backend.base import (
     Wake,
 )
 from app.store.backend.direct import Compiled, DirectPool, compile_statement
-from app.store.backend.forms import POSTGRES
+from app.store.backend.forms import PostgresForms
 from app.store.backend.pg_lease import lease_statement
 from app.store.backend.pg_statements import PgStatements, Shape
 from app.store.changes import Change
@@ -44,7 +44,9 @@ from app.store.wakeups import Wakeups
 from app.timestamps import iso
 
 
-class PostgresBackend:
+class PostgresBackend(PostgresForms):
+    """(Its statement forms are its dialect's: `PostgresForms`.)"""
+
     notifies = True
     folds = True
 
@@ -117,23 +119,6 @@ class PostgresBackend:
         await self.wakeups.flush()
         await self.direct.aclose()
         await self.engine.dispose()
-
-    # --- statement forms -------------------------------------------------------------
-
-    def insert(self, table: sa.Table) -> Any:
-        return POSTGRES.insert(table)
-
-    def for_update(self, stmt: Any) -> Any:
-        return POSTGRES.for_update(stmt)
-
-    def skip_locked(self, stmt: Any, *of: sa.Table) -> Any:
-        return POSTGRES.skip_locked(stmt, *of)
-
-    async def by_index(self, conn: AsyncConnection) -> None:
-        await POSTGRES.by_index(conn)
-
-    def seconds_since(self, at: Any, column: Any) -> sa.ColumnElement[Any]:
-        return POSTGRES.seconds_since(at, column)
 
     # --- writes and reads ------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from app.core.lifecycle import TERMINAL, OutboxStatus
 from app.core.stored import Batch
 from app.store import changes
 from app.store.backend.base import Changed, ChangeWrite, Lease, NewRun, Row, Wake
-from app.store.backend.forms import SQLITE
+from app.store.backend.forms import SqliteForms
 from app.store.changes import Answer, Change
 from app.store.lookups import calls_of_round, key_params, log_batches, run_by
 from app.store.queues import expired_event, in_flight_statement, leasable_calls, leased_event
@@ -41,7 +41,9 @@ from app.store.transitions import change_params, claim_keys, due_runs, fair_rank
 tc = tool_calls
 
 
-class SqliteBackend:
+class SqliteBackend(SqliteForms):
+    """(Its statement forms are its dialect's: `SqliteForms`.)"""
+
     notifies = False
     folds = True
 
@@ -76,23 +78,6 @@ class SqliteBackend:
 
     async def aclose(self) -> None:
         await self.engine.dispose()
-
-    # --- statement forms -------------------------------------------------------------
-
-    def insert(self, table: sa.Table) -> Any:
-        return SQLITE.insert(table)
-
-    def for_update(self, stmt: Any) -> Any:
-        return SQLITE.for_update(stmt)
-
-    def skip_locked(self, stmt: Any, *of: sa.Table) -> Any:
-        return SQLITE.skip_locked(stmt, *of)
-
-    async def by_index(self, conn: AsyncConnection) -> None:
-        await SQLITE.by_index(conn)
-
-    def seconds_since(self, at: Any, column: Any) -> sa.ColumnElement[Any]:
-        return SQLITE.seconds_since(at, column)
 
     # --- writes and reads ------------------------------------------------------------
 

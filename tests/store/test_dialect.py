@@ -20,7 +20,7 @@ DIALECT = re.compile(
 #: The tables declare each dialect's variants of a column; the outage classifier knows
 #: every driver's exceptions (it branches on none).
 NOT_YET = {
-    "schema.py",
+    "schema/base.py",
     "errors.py",
 }
 

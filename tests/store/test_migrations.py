@@ -47,7 +47,7 @@ def test_models_and_migrations_do_not_drift(database_url: str) -> None:
         context = MigrationContext.configure(conn, opts={"compare_type": True})
         diff = compare_metadata(context, metadata)
     engine.dispose()
-    assert diff == [], f"schema drift between app/store/schema.py and alembic/: {diff}"
+    assert diff == [], f"schema drift between app/store/schema/ and alembic/: {diff}"
 
 
 def test_sqlite_indexes_made_by_the_migrations_are_the_models(tmp_path: Path) -> None:

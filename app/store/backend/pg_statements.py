@@ -7,13 +7,12 @@ the change) is built once and reused. A change is one statement: the compare-and
 UPDATE (`app.store.transitions.update_run`) as a CTE, its events, usage-ledger rows,
 outbox rows, pending calls, answers and the run's log batch as data-modifying CTEs beside
 it, and a live-stream NOTIFY for watched runs; so a transition costs one round trip and
-one commit. The reads that fold a run's log or its pending calls into its row are here
-too. Pure: `tests/store/test_plans.py` compiles and EXPLAINs them.
+one commit. The reads that fold a run's log or its pending calls into its row are in
+`app.store.backend.pg_reads`. Pure: `tests/store/test_plans.py` compiles and EXPLAINs them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +21,7 @@ from sqlalchemy.dialects import postgresql
 
 from app.core.lifecycle import OutboxStatus, RunStatus
 from app.store.backend.base import EVENTS_CHANNEL
-from app.store.lookups import of_tenant, run_by
+from app.store.backend.pg_reads import StatementCache, log_of
 from app.store.rows import LEDGER_COLUMNS, OUTBOX_COLUMNS, TOOL_CALL_COLUMNS, EventPlan
 from app.store.schema import (
     ENDED_VALUES,
@@ -35,7 +34,6 @@ from app.store.schema import (
     run_messages,
     run_watchers,
     runs,
-    select_runs,
     tool_calls,
     unfolded_runs,
     webhook_outbox,
@@ -100,19 +98,6 @@ def record_of(changed: Any) -> Any:
     )
 
 
-def log_of(run_id: Any) -> Any:
-    """A run's log as one JSON array text (its batches in order), or NULL."""
-    agg = sa.func.string_agg(
-        run_messages.c.body,
-        postgresql.aggregate_order_by(sa.literal_column("','"), run_messages.c.seq),
-    )
-    return (
-        sa.select(sa.func.concat(sa.literal_column("'['"), agg, sa.literal_column("']'")))
-        .where(run_messages.c.run_id == run_id)
-        .scalar_subquery()
-    )
-
-
 def claimed_runs(prefix: str = "") -> sa.ColumnElement[bool]:
     """A claim's pick, joined as a derived table (not `IN`): it runs once, locking what it
     picks, so a concurrent claim's row lock cannot make the re-check skip the rows this
@@ -121,18 +106,12 @@ def claimed_runs(prefix: str = "") -> sa.ColumnElement[bool]:
     return runs.c.id == picked.c.id
 
 
-class PgStatements:
+class PgStatements(StatementCache):
     """The statement of each shape, built on first use."""
 
     def __init__(self, webhook_url: str | None) -> None:
+        super().__init__()
         self.webhook_url = webhook_url
-        self._cache: dict[Hashable, Any] = {}
-
-    def _cached(self, key: Hashable, build: Callable[[], Any]) -> Any:
-        stmt = self._cache.get(key)
-        if stmt is None:
-            stmt = self._cache[key] = build()
-        return stmt
 
     # --- changes ------------------------------------------------------------------------
 
@@ -463,83 +442,3 @@ class PgStatements:
             return stmt.add_cte(configured.cte("configured"))
 
         return self._cached(("insert", keys, plan, idempotent), build)
-
-    # --- reads --------------------------------------------------------------------------
-
-    def by(self, column: str, scoped: bool = False) -> Any:
-        """A run by a unique column (`p_key`; `scoped`: of tenant `p_tenant`), with its log."""
-        return self._cached(
-            ("by", column, scoped),
-            lambda: run_by(column, scoped).add_columns(log_of(runs.c.id).label("log")),
-        )
-
-    def submission_read(self, column: str, scoped: bool = False) -> Any:
-        """A run (of tenant `p_tenant` when `scoped`) and the calls of its pending round,
-        in one query."""
-
-        def build() -> Any:
-            pairs: list[Any] = []
-            for c in tool_calls.columns:
-                pairs += [sa.literal_column(f"'{c.name}'"), c]
-            call = sa.func.jsonb_build_object(*pairs)
-            calls = (
-                sa.select(
-                    sa.func.coalesce(
-                        sa.func.jsonb_agg(
-                            postgresql.aggregate_order_by(call, tool_calls.c.position)
-                        ),
-                        sa.literal_column("'[]'::jsonb"),
-                    )
-                )
-                .where(
-                    tool_calls.c.run_id == runs.c.id,
-                    tool_calls.c.round == runs.c.waiting_reason["round"].as_integer(),
-                )
-                .scalar_subquery()
-            )
-            stmt = (
-                select_runs()
-                .add_columns(calls.label("calls"))
-                .where(runs.c[column] == sa.bindparam("p_key"))
-            )
-            return stmt.where(of_tenant()) if scoped else stmt
-
-        return self._cached(("submission", column, scoped), build)
-
-    def calls_of_rounds(self) -> Any:
-        """The calls of many runs' rounds (`p_ids`, `p_rounds` zipped)."""
-
-        def build() -> Any:
-            wanted = sa.select(
-                sa.func.unnest(sa.bindparam("p_ids", type_=postgresql.ARRAY(sa.String()))),
-                sa.func.unnest(sa.bindparam("p_rounds", type_=postgresql.ARRAY(sa.Integer()))),
-            )
-            return (
-                tool_calls.select()
-                .where(sa.tuple_(tool_calls.c.run_id, tool_calls.c.round).in_(wanted))
-                .order_by(tool_calls.c.run_id, tool_calls.c.position)
-            )
-
-        return self._cached(("calls_of_rounds",), build)
-
-    def watch(self) -> Any:
-        """Upsert watches of `p_ids` by `p_watcher` for `p_ttl` seconds (database clock)."""
-
-        def build() -> Any:
-            expires = sa.func.now() + sa.func.make_interval(
-                0, 0, 0, 0, 0, 0, sa.bindparam("p_ttl", type_=sa.Float())
-            )
-            insert = postgresql.insert(run_watchers).from_select(
-                ["run_id", "watcher", "expires_at"],
-                sa.select(
-                    sa.func.unnest(sa.bindparam("p_ids", type_=postgresql.ARRAY(sa.String()))),
-                    sa.bindparam("p_watcher", type_=sa.String()),
-                    expires,
-                ),
-            )
-            return insert.on_conflict_do_update(
-                index_elements=["run_id", "watcher"],
-                set_={"expires_at": insert.excluded.expires_at},
-            )
-
-        return self._cached(("watch",), build)

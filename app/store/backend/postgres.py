@@ -32,6 +32,7 @@ from app.store.backend.base import (
 from app.store.backend.direct import Compiled, DirectPool, compile_statement
 from app.store.backend.forms import PostgresForms
 from app.store.backend.pg_lease import lease_statement
+from app.store.backend.pg_reads import PgReads
 from app.store.backend.pg_statements import PgStatements, Shape
 from app.store.changes import Change
 from app.store.lookups import key_params, run_by
@@ -54,6 +55,7 @@ class PostgresBackend(PostgresForms):
         self.engine = engine
         self.webhook_url = webhook_url  # the deployment's global endpoint, if any
         self.sql = PgStatements(webhook_url)
+        self.reads = PgReads()
         # One-statement operations run in autocommit: the statement is the transaction,
         # which saves the BEGIN and COMMIT round trips.
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
@@ -100,7 +102,7 @@ class PostgresBackend(PostgresForms):
             self.wakeups.poke(channel, payload)
 
     async def _send_wakeup(self, channel: str, payload: str) -> None:
-        stmt = self.sql._cached(
+        stmt = self.reads._cached(
             ("wakeup",),
             lambda: sa.select(
                 sa.func.pg_notify(
@@ -197,7 +199,7 @@ class PostgresBackend(PostgresForms):
         self, key: str, value: str, *, with_log: bool, tenant: str | None = None
     ) -> RunRecord | None:
         scoped = tenant is not None
-        stmt = self.sql.by(key, scoped) if with_log else run_by(key, scoped)
+        stmt = self.reads.by(key, scoped) if with_log else run_by(key, scoped)
         row = await self.fetch_one(stmt, key_params(value, tenant))
         if row is None:
             return None
@@ -206,7 +208,7 @@ class PostgresBackend(PostgresForms):
     async def pending(
         self, key: str, value: str, *, tenant: str | None = None
     ) -> tuple[RunRecord, list[ToolCallRecord]] | None:
-        stmt = self.sql.submission_read(key, tenant is not None)
+        stmt = self.reads.submission_read(key, tenant is not None)
         row = await self.fetch_one(stmt, key_params(value, tenant))
         if row is None:
             return None
@@ -214,7 +216,7 @@ class PostgresBackend(PostgresForms):
 
     async def calls_of_rounds(self, rounds: Mapping[str, int]) -> list[ToolCallRecord]:
         params = {"p_ids": list(rounds), "p_rounds": list(rounds.values())}
-        rows = await self.fetch(self.sql.calls_of_rounds(), params)
+        rows = await self.fetch(self.reads.calls_of_rounds(), params)
         return [ToolCallRecord.from_row(r) for r in rows]
 
     async def lease_calls(self, lease: Lease) -> list[ToolCallRecord]:
@@ -251,7 +253,7 @@ class PostgresBackend(PostgresForms):
             await conn.execute(
                 run_watchers.delete().where(run_watchers.c.expires_at < sa.func.now())
             )
-            await conn.execute(self.sql.watch(), params)
+            await conn.execute(self.reads.watch(), params)
 
     # --- parameters ------------------------------------------------------------------
 

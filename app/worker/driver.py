@@ -40,22 +40,20 @@ from app.core import (
 )
 from app.core.events import LEDGER_EVENTS
 from app.core.events import EventType as E
-from app.core.lifecycle import ApprovalStatus, RunStatus
+from app.core.lifecycle import RunStatus
 from app.core.lifecycle import Transition as T
-from app.core.serde import message_to_dict, tool_result_to_dict
+from app.core.serde import message_to_dict
 from app.providers.backoff import BackoffPolicy, Delay
 from app.providers.base import ModelRequest, Provider, ProviderError, ProviderTurn, ToolSpec
 from app.providers.profiles import Profiles
-from app.service import conversations, convert, gates
+from app.service import conversations, convert
 from app.service.tokens import callback_token, token_hash
 from app.settings import Settings
 from app.store import changes
 from app.store.changes import Backoff, Budget, Change, Resolution
-from app.store.config import RunConfig
-from app.store.records import NewEvent, NewToolCall, RunRecord
+from app.store.records import NewEvent, RunRecord
 from app.store.runs import RunStore
-from app.timestamps import iso
-from app.worker import streaming
+from app.worker import streaming, tool_rounds
 from app.worker.budget import Budgets, billed_usage, budgets_for, priced_call
 from app.worker.flow import Deferred, Flow
 from app.worker.lease import Claim, Lease, LeaseLost
@@ -339,32 +337,14 @@ class RunDriver:
     ) -> RunStatus | None:
         round = run.turn()
         config = claim.record.run_config
-        queues = config.queue_of
-        rows = [
-            NewToolCall(
-                position=i,
-                call_id=p.tool_call.id,
-                name=p.tool_call.name,
-                arguments=p.tool_call.arguments,
-                preresolved_result=None
-                if p.preresolved_result is None
-                else tool_result_to_dict(p.preresolved_result),
-                queue=queues(p.tool_call.name) if p.preresolved_result is None else None,
-            )
-            for i, p in enumerate(step.calls)
-        ]
-        approval_required = self._gate(config, rows, round) if config.gates else None
+        rows = tool_rounds.rows(step, config)
+        approval_required = (
+            tool_rounds.gate(config, rows, round, self.clock) if config.gates else None
+        )
         token = callback_token(self.callback_key, claim.record.id, round)
-        requires_action = {
-            "round": round,
-            "tool_calls": [
-                {"id": r.call_id, "name": r.name, "arguments": r.arguments}
-                | ({"queue": r.queue} if r.queue is not None else {})
-                for r in rows
-                if r.preresolved_result is None and r.approval is None
-            ],
-            "callback_url": self.settings.callback_url(token),
-        }
+        requires_action = tool_rounds.requires_action(
+            rows, round, self.settings.callback_url(token)
+        )
         now = self.clock()  # (the suspension's time, as its event's)
         change = changes.suspend_for_tools(
             claim.version,
@@ -380,41 +360,6 @@ class RunDriver:
             approval_required,
         )
         return await self._write(claim, change, now)
-
-    def _gate(
-        self, config: RunConfig, rows: list[NewToolCall], round: int
-    ) -> dict[str, Any] | None:
-        """Mark the calls the run's approval policies gate (in place: no queue until
-        approved, a deadline when the run has an `approval_timeout`); the data of the
-        `run.approval_required` event, or None when no call is gated."""
-        timeout = config.approval_timeout
-        due = None if timeout is None else self.clock() + timedelta(seconds=timeout)
-        approvals = []
-        for i, r in enumerate(rows):
-            if r.preresolved_result is None and self._gated(config, r, round):
-                rows[i] = dataclasses.replace(
-                    r, queue=None, approval=ApprovalStatus.PENDING.value, approval_due_at=due
-                )
-                approvals.append(gates.approval_doc(r.call_id, r.name, r.arguments, i))
-        if not approvals:
-            return None
-        return {"round": round, "approvals": approvals, "due_at": iso(due) if due else None}
-
-    @staticmethod
-    def _gated(config: RunConfig, row: NewToolCall, round: int) -> bool:
-        """Whether the run's policy gates `row`; a policy that cannot be evaluated (a rule
-        stored before rules were checked at create) gates it, never crashes the drive."""
-        try:
-            return gates.gated(config.approval_of(row.name), row.arguments)
-        except Exception as exc:  # (any failure of a rule: the call waits)
-            log.warning(
-                "approval.rule_failed",
-                tool=row.name,
-                tool_call_id=row.call_id,
-                round=round,
-                error=f"{type(exc).__name__}: {exc}",
-            )
-            return True
 
     async def _suspend_resolution(
         self, claim: Claim, run: AgentRun, ctx: InvalidToolCallContext

@@ -2,11 +2,13 @@
 models and exceptions, and tool executors built from one `ToolRegistry`."""
 
 from agentrun_client._approvals import Answer, Approve, OnApproval, Reject
-from agentrun_client._async import AsyncClient, AsyncQueues, AsyncRuns, AsyncRunWaiter
+from agentrun_client._async import AsyncClient, AsyncQueues
 from agentrun_client._async_approvals import AsyncApprovals
+from agentrun_client._async_runs import AsyncRuns, AsyncRunWaiter
 from agentrun_client._base import RetryPolicy, RunOptions
-from agentrun_client._sync import Client, Queues, Runs, RunWaiter
+from agentrun_client._sync import Client, Queues
 from agentrun_client._sync_approvals import Approvals
+from agentrun_client._sync_runs import Runs, RunWaiter
 from agentrun_client._sync_shims import QueueExecutor
 from agentrun_client.errors import (
     AgentrunError,

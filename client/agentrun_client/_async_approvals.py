@@ -5,7 +5,7 @@ one, then regenerate."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 import httpx
@@ -19,7 +19,9 @@ from agentrun_client.models import Approval, ApprovalPage, Run
 class AsyncRequester(Protocol):
     """The client, as far as its resources use it (its `request`)."""
 
-    async def request(self, call: Call, *, deadline: float | None = None) -> httpx.Response: ...
+    async def request(
+        self, call: Call | Callable[[], Call], *, deadline: float | None = None
+    ) -> httpx.Response: ...
 
 
 class AsyncApprovals:

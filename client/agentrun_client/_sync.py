@@ -1,7 +1,7 @@
 # Generated from _async.py by client/scripts/generate_sync.py (unasync): do not edit;
 # edit _async.py and run `make sync-client`.
-"""The client, written once: `AsyncClient` and its resources (`AsyncRuns`, `AsyncRunWaiter`,
-`AsyncQueues`). `_sync.py` (`Client`, `Runs`, `RunWaiter`, `Queues`) is generated from this
+"""The client, written once: `AsyncClient` and `AsyncQueues` (its runs in `_async_runs.py`,
+its approvals in `_async_approvals.py`). `_sync.py` (`Client`, `Queues`) is generated from this
 file by unasync (`make sync-client`, client/scripts/generate_sync.py; a test fails when it is
 stale): edit this file, then regenerate. What unasync cannot turn into its sync form
 (sleeping, executing tools, serving a queue) goes through `_async_shims.py` and its sync
@@ -14,13 +14,9 @@ import dataclasses
 import time
 from collections.abc import (
     Callable,
-    Collection,
-    Generator,
     Iterable,
-    Iterator,
     Mapping,
 )
-from datetime import timedelta
 from types import TracebackType
 from typing import Any, Unpack
 
@@ -28,45 +24,33 @@ import httpx
 
 from agentrun_client import _approvals, _base
 from agentrun_client._approvals import OnApproval
-from agentrun_client._base import Call, DeadlineReached, RetryPolicy, RunOptions, Tools
+from agentrun_client._base import Call, DeadlineReached, RetryPolicy, RunOptions
 from agentrun_client._sync_approvals import Approvals
+from agentrun_client._sync_runs import Runs
 from agentrun_client._sync_shims import QueueExecutor, SyncToolRunner, sleep
 from agentrun_client.errors import (
     APIConnectionError,
-    APIError,
     APITimeoutError,
     Conflict,
-    InvalidInput,
     ValidationError,
-    WaitTimeout,
     error_for,
     retry_after_of,
 )
 from agentrun_client.models import (
     SUSPENDED_OR_FINISHED,
-    TERMINAL_EVENTS,
     ApprovalCall,
     ApproveToolCalls,
-    BrowserToken,
-    ConversationMessage,
-    Event,
-    EventList,
     LeasedCall,
     LeaseExtended,
     LeaseList,
-    MessagePage,
     Run,
-    RunPage,
     RunStatus,
     SubmitOutcome,
     SubmitToolResults,
-    ToolResult,
     Usage,
 )
 from agentrun_client.queue import heartbeat_call, lease_call, result_call
 from agentrun_client.tools import ToolRegistry
-
-Statuses = Collection[RunStatus | str] | RunStatus | str | None
 
 
 class Client:
@@ -277,297 +261,6 @@ class Client:
         body = _approvals.decisions_body(decisions)
         self._send_quietly(Call("POST", _base.run_path(run_id, "/approvals"), json=body))
         return True
-
-
-class Runs:
-    """`/v1/runs`: create, get, list, cancel, submit_tool_outputs, resolve, events, wait."""
-
-    def __init__(self, client: Client) -> None:
-        self._client = client
-        self._wait_route = True  # until the server shows it has no `/wait` (RunWaiter)
-
-    def _json(self, call: Call) -> Any:
-        response = self._client.request(call)
-        return response.json()
-
-    def create(
-        self,
-        *,
-        prompt: str,
-        model: Mapping[str, Any] | None = None,
-        tools: Tools | None = None,
-        idempotency_key: str | None = None,
-        **options: Unpack[RunOptions],
-    ) -> Run:
-        """Create a run; retried safely (with `idempotency_key`, or one made here).
-        `previous_run_id=` continues a completed run (then `model` may be left out)."""
-        call = _base.create_call(prompt, model, tools, idempotency_key, options)
-        return Run.model_validate(self._json(call))
-
-    def get(self, run_id: str) -> Run:
-        return Run.model_validate(self._json(Call("GET", _base.run_path(run_id), safe=True)))
-
-    def list_page(
-        self, *, status: RunStatus | str | None = None, limit: int = 20, cursor: str | None = None
-    ) -> RunPage:
-        """One page, newest first; `next_cursor` fetches the next."""
-        params: dict[str, Any] = {"limit": limit}
-        if status is not None:
-            params["status"] = str(_base.status_of(status))
-        if cursor is not None:
-            params["cursor"] = cursor
-        return RunPage.model_validate(self._json(Call("GET", "/v1/runs", params, safe=True)))
-
-    def list(self, *, status: RunStatus | str | None = None, page_size: int = 100) -> Iterator[Run]:
-        """Every run (of `status`), newest first, fetching pages as the iteration goes."""
-        cursor: str | None = None
-        while True:
-            page = self.list_page(status=status, limit=page_size, cursor=cursor)
-            yield from page.data
-            if page.next_cursor is None:
-                return
-            cursor = page.next_cursor
-
-    def messages_page(
-        self, run_id: str, *, limit: int = 50, cursor: str | None = None
-    ) -> MessagePage:
-        """One page of the run's conversation, oldest first; `next_cursor` fetches the next."""
-        path = _base.run_path(run_id, "/messages")
-        call = Call("GET", path, _base.page_params(limit, cursor), safe=True)
-        return MessagePage.model_validate(self._json(call))
-
-    def messages(self, run_id: str, *, page_size: int = 100) -> Iterator[ConversationMessage]:
-        """The run's whole conversation, oldest first (`message` of each can be sent back
-        as `history`), fetching pages as the iteration goes."""
-        cursor: str | None = None
-        while True:
-            page = self.messages_page(run_id, limit=page_size, cursor=cursor)
-            yield from page.data
-            if page.next_cursor is None:
-                return
-            cursor = page.next_cursor
-
-    def cancel(self, run_id: str) -> Run:
-        """Cancel a run that has not ended (`Conflict` with `current_status` otherwise)."""
-        return Run.model_validate(self._json(Call("POST", _base.run_path(run_id, "/cancel"))))
-
-    def raise_limits(
-        self, run_id: str, limits: Mapping[str, float | None] | None = None, **named: float | None
-    ) -> Run:
-        """Change a run's limits (`max_total_tokens`, `max_cost_usd`, `max_model_calls`,
-        `max_duration_seconds`; those named are set, None removes one, the others are
-        kept): a run suspended on its budget (`RaiseLimits`) is queued again. Needs
-        `runs:operate` (an admin's or operator's key)."""
-        body = {**(limits or {}), **named}
-        call = Call("POST", _base.run_path(run_id, "/limits"), json=body, safe=True)
-        return Run.model_validate(self._json(call))
-
-    def browser_token(self, run_id: str, *, ttl: float | timedelta = 900) -> BrowserToken:
-        """A signed token (valid `ttl`: seconds or a timedelta, at most a day) with which a
-        browser reads this run's events, wait and messages, and nothing else; mint it in
-        your backend and hand `.token` to the page (`?access_token=` for an EventSource)."""
-        seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else float(ttl)
-        if not 1 <= seconds <= 24 * 3600:
-            raise InvalidInput(f"ttl must be 1 s to 24 h, not {seconds} s")
-        body = {"ttl_seconds": round(seconds)}
-        call = Call("POST", _base.run_path(run_id, "/browser-tokens"), json=body, safe=True)
-        return BrowserToken.model_validate(self._json(call))
-
-    def submit_tool_outputs(
-        self, run_id: str, results: Iterable[ToolResult | Mapping[str, Any]]
-    ) -> SubmitOutcome:
-        """Answer some or all pending tool calls (an identical re-send is a no-op, so this
-        is retried safely)."""
-        call = Call(
-            "POST",
-            _base.run_path(run_id, "/tool-results"),
-            json=_base.results_body(results),
-            safe=True,
-        )
-        return SubmitOutcome.model_validate(self._json(call))
-
-    def submit_via_callback(
-        self, callback_url: str, results: Iterable[ToolResult | Mapping[str, Any]]
-    ) -> SubmitOutcome:
-        """Answer through a run's `callback_url` (needs no API key; none is sent), retried
-        like `submit_tool_outputs`."""
-        body = _base.results_body(results)
-        call = Call("POST", callback_url, json=body, safe=True, anonymous=True)
-        return SubmitOutcome.model_validate(self._json(call))
-
-    def resolve(self, run_id: str, action: str, **fields: Any) -> Run:
-        """Answer a parked invalid tool call: `action` is fail|retry|repair|skip|stop, with
-        `feedback`, `tool_name` or `reason` as the action takes."""
-        body = {"action": action, **{k: v for k, v in fields.items() if v is not None}}
-        call = Call("POST", _base.run_path(run_id, "/resolution"), json=body)
-        return Run.model_validate(self._json(call))
-
-    def list_events(self, run_id: str, *, after: int = 0) -> builtins.list[Event]:
-        """The event log as it is now (no waiting)."""
-        call = Call("GET", _base.run_path(run_id, "/events"), {"after": after}, safe=True)
-        return EventList.model_validate(self._json(call)).data
-
-    def events(self, run_id: str, *, after: int = 0) -> Iterator[Event]:
-        """The run's events after `after`, live until the run ends; a dropped connection
-        is resumed with `Last-Event-ID` (no gap, no duplicate)."""
-        return self._follow(run_id, after, None)
-
-    def wait(
-        self,
-        run_id: str,
-        statuses: Statuses = None,
-        *,
-        timeout: float | None = None,
-    ) -> Run:
-        """The run once its status is one of `statuses` (default: suspended or ended) or it
-        has ended; `WaitTimeout` after `timeout` seconds."""
-        with self.waiter(run_id, timeout=timeout) as waiter:
-            return waiter.until(statuses)
-
-    def waiter(
-        self, run_id: str, *, timeout: float | None = None, deadline: float | None = None
-    ) -> RunWaiter:
-        """Successive waits on one run within `timeout` seconds (or until the
-        `time.monotonic()` `deadline`); use it as a context manager (`async with` for the
-        `AsyncClient`)."""
-        if deadline is None and timeout is not None:
-            deadline = time.monotonic() + timeout
-        return RunWaiter(self, run_id, deadline)
-
-    def _follow(self, run_id: str, after: int, deadline: float | None) -> Generator[Event, None]:
-        path = _base.run_path(run_id, "/events")
-        retry = self._client.retry
-        attempt, started = 0, time.monotonic()
-        while True:
-            headers = {"Accept": "text/event-stream"}
-            if after:
-                headers["Last-Event-ID"] = str(after)
-            read = _base.STREAM_READ_TIMEOUT
-            if deadline is not None:
-                read = max(0.001, min(read, deadline - time.monotonic()))
-            timeout = _base.with_read_timeout(self._client.timeout, read)
-            delay: float | None = None
-            got = False
-            try:
-                with self._client.http.stream("GET", path, headers=headers, timeout=timeout) as r:
-                    if r.status_code != 200:
-                        r.read()
-                        if _base.retryable_status(r.status_code, True):
-                            wait = retry_after_of(r)
-                            delay = retry.delay(attempt, time.monotonic() - started, wait)
-                        if delay is None:
-                            raise error_for(r)
-                    else:
-                        decoder = _base.SSEDecoder()
-                        for line in r.iter_lines():
-                            event = decoder.feed(line)
-                            if deadline is not None and time.monotonic() >= deadline:
-                                raise DeadlineReached
-                            if event is None or event.seq <= after:
-                                continue
-                            got, after = True, event.seq
-                            attempt, started = 0, time.monotonic()
-                            yield event
-                            if event.type in TERMINAL_EVENTS:
-                                return
-            except httpx.TransportError as exc:
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise DeadlineReached from None
-                delay = retry.delay(attempt, time.monotonic() - started)
-                if delay is None:
-                    raise APIConnectionError(f"GET {path} (stream): {exc!r}") from exc
-            if delay is None and not got:  # the server ended the stream, having sent nothing
-                run = self.get(run_id)
-                if run.is_terminal:
-                    return  # nothing more will come
-                # (a live run's stream is followed, whatever the budget says)
-                delay = retry.delay(attempt, time.monotonic() - started) or retry.max_delay
-            if delay:
-                if deadline is not None:
-                    delay = min(delay, max(0.0, deadline - time.monotonic()))
-                sleep(delay)
-            attempt += 0 if got else 1
-
-
-class RunWaiter:
-    """Waits for one run's statuses, one wait after another.
-
-    Each wait is the API's long poll, `GET /v1/runs/{id}/wait`, asked again whenever the
-    server's hold (at most 60 s) ends first; nothing polls. Against a server without that
-    route (an older one) it follows the run's live event stream instead, on one connection
-    for all the waits: it reads the run, and again after each event that can lead to a
-    status waited for."""
-
-    def __init__(self, runs: Runs, run_id: str, deadline: float | None) -> None:
-        self._runs = runs
-        self.run_id = run_id
-        self.deadline = deadline
-        self.run: Run | None = None  # as last read
-        self._events: Generator[Event, None] | None = None
-
-    def until(self, statuses: Statuses = None) -> Run:
-        """The run once its status is one of `statuses` (`RunStatus` members or their names,
-        a collection or one; default: suspended or ended) or it has ended (`WaitTimeout` at
-        the deadline)."""
-        wanted = _base.statuses_of(statuses)
-        if self._runs._wait_route:
-            try:
-                return self._long_poll(wanted)
-            except APIError as exc:
-                if not _base.no_wait_route(exc):
-                    raise
-                self._runs._wait_route = False
-        return self._follow(wanted)
-
-    def _long_poll(self, statuses: frozenset[RunStatus]) -> Run:
-        client = self._runs._client
-
-        def call() -> Call:  # made for each attempt: a retry asks only for the time left
-            left = None if self.deadline is None else self.deadline - time.monotonic()
-            seconds = _base.MAX_WAIT_SECONDS if left is None else left
-            return _base.wait_call(self.run_id, statuses, seconds, client.timeout)
-
-        while True:
-            try:
-                response = client.request(call, deadline=self.deadline)
-            except DeadlineReached as exc:  # the API was away (or busy) until the deadline
-                seen = f"still {self.run.status}" if self.run else "not read"
-                raise WaitTimeout(f"run {self.run_id} is {seen}; {exc}", self.run) from None
-            run = self.run = Run.model_validate(response.json())
-            if run.status in statuses or run.is_terminal:
-                return run
-            if self.deadline is not None and time.monotonic() >= self.deadline:
-                raise WaitTimeout(f"run {self.run_id} is still {run.status}", run)
-
-    def _follow(self, statuses: frozenset[RunStatus]) -> Run:
-        run = self.run = self._runs.get(self.run_id)
-        if run.status in statuses or run.is_terminal:
-            return run
-        if self._events is None:
-            self._events = self._runs._follow(self.run_id, 0, self.deadline)
-        wake = _base.wake_events(statuses) | TERMINAL_EVENTS
-        try:
-            for event in self._events:
-                if event.type in wake:
-                    run = self.run = self._runs.get(self.run_id)
-                    if run.status in statuses or run.is_terminal:
-                        return run
-        except DeadlineReached:
-            raise WaitTimeout(f"run {self.run_id} is still {run.status}", run) from None
-        self.run = self._runs.get(self.run_id)  # the stream ended: so has the run
-        return self.run
-
-    def close(self) -> None:
-        if self._events is not None:
-            self._events.close()
-
-    def __enter__(self) -> RunWaiter:
-        return self
-
-    def __exit__(
-        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
 
 class Queues:

@@ -7,7 +7,7 @@ one, then regenerate."""
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 import httpx
@@ -21,7 +21,9 @@ from agentrun_client.models import Approval, ApprovalPage, Run
 class Requester(Protocol):
     """The client, as far as its resources use it (its `request`)."""
 
-    def request(self, call: Call, *, deadline: float | None = None) -> httpx.Response: ...
+    def request(
+        self, call: Call | Callable[[], Call], *, deadline: float | None = None
+    ) -> httpx.Response: ...
 
 
 class Approvals:

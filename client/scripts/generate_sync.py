@@ -1,5 +1,5 @@
 """Generate the sync client, `agentrun_client/_sync.py`, from the async one, `_async.py`
-(and each other module of `MODULES`, `_async_approvals.py` → `_sync_approvals.py`), with
+(and each other module of `MODULES`, e.g. `_async_runs.py` → `_sync_runs.py`), with
 unasync (as httpcore does): `async`/`await` dropped, async names mapped to their sync
 twins (`REPLACEMENTS`), then ruff's import sorting and formatting, under a header that says
 so. What cannot be generated that way goes through `_async_shims.py` / `_sync_shims.py`.
@@ -29,8 +29,10 @@ ROOT = Path(__file__).resolve().parents[2]
 REPLACEMENTS = {
     "_async_shims": "_sync_shims",
     "_async_approvals": "_sync_approvals",
+    "_async_runs": "_sync_runs",
     "AsyncApprovals": "Approvals",
     "AsyncRequester": "Requester",
+    "AsyncRunsClient": "RunsClient",
     "AsyncClient": "Client",  # ours and httpx's
     "AsyncBaseTransport": "BaseTransport",
     "AsyncRuns": "Runs",
@@ -43,7 +45,11 @@ REPLACEMENTS = {
 }
 
 #: Each async source and the sync module generated from it.
-MODULES = {"_async.py": "_sync.py", "_async_approvals.py": "_sync_approvals.py"}
+MODULES = {
+    "_async.py": "_sync.py",
+    "_async_approvals.py": "_sync_approvals.py",
+    "_async_runs.py": "_sync_runs.py",
+}
 
 
 def header(source: str) -> str:

@@ -24,7 +24,8 @@ from app.core import (
 )
 from app.core.content import ReasoningBlock
 from app.providers.base import ProviderError
-from app.providers.openai_responses import decode_response, encode_request
+from app.providers.openai_responses import encode_request
+from app.providers.openai_responses_decode import decode_response
 from tests.providers.helpers import ADD, WEATHER, request
 
 USAGE = {

@@ -37,7 +37,11 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 
 from app.store.migrate import upgrade_to_head  # noqa: E402
-from bench.lifecycle import drop_database, fresh_database, server_argument  # noqa: E402
+from bench.common import (  # noqa: E402
+    drop_database,
+    fresh_database,
+    server_argument,
+)
 from tests.e2e.processes import api_ready, spawn, stop, wait_until  # noqa: E402
 from tests.mocks.holding import HoldingProvider, holding_provider  # noqa: E402
 from tests.mocks.uvicorn_thread import free_port  # noqa: E402

@@ -163,7 +163,9 @@ async def acquire_cpu(server: str, n: int) -> dict[str, float]:
     import sqlalchemy as sa
 
     from app.store.flow import Demand
-    from bench.lifecycle import process_cpu
+    from bench.common import (
+        process_cpu,
+    )
 
     url = fresh_database(server)
     try:

@@ -34,7 +34,7 @@ from app.settings import Settings  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
-from bench.lifecycle import (  # noqa: E402
+from bench.common import (  # noqa: E402
     AGENTRUN,
     SEEDED,
     completed_since,
@@ -43,9 +43,11 @@ from bench.lifecycle import (  # noqa: E402
     pct,
     seed,
     server_argument,
-    service_run,
     summary,
     wait_ready,
+)
+from bench.lifecycle import (  # noqa: E402
+    service_run,
 )
 from tests.helpers import run_body  # noqa: E402
 from tests.mocks.uvicorn_thread import free_port  # noqa: E402

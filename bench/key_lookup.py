@@ -34,7 +34,7 @@ from app.settings import Settings  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
-from bench.lifecycle import (  # noqa: E402
+from bench.common import (  # noqa: E402
     AGENTRUN,
     drop_database,
     fresh_database,

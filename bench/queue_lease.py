@@ -33,7 +33,11 @@ from app.service.schemas import LeasedResultIn, LeaseIn  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
-from bench.lifecycle import drop_database, fresh_database, server_argument  # noqa: E402
+from bench.common import (  # noqa: E402
+    drop_database,
+    fresh_database,
+    server_argument,
+)
 from tests.conftest import make_settings  # noqa: E402
 from tests.helpers import drive_once, suspended_run  # noqa: E402
 

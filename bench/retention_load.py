@@ -37,7 +37,7 @@ from app.store.backend.engines import create_engine  # noqa: E402
 from app.store.fold import fold  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.retention import purge_batch  # noqa: E402
-from bench.lifecycle import (  # noqa: E402
+from bench.common import (  # noqa: E402
     AGENTRUN,
     drop_database,
     fresh_database,

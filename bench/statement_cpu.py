@@ -38,7 +38,11 @@ from app.store.backend.direct import SESSION_SETTINGS, Compiled, DirectPool  # n
 from app.store.backend.engines import JSON_OPTIONS, create_engine  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
-from bench.lifecycle import drop_database, fresh_database, server_argument  # noqa: E402
+from bench.common import (  # noqa: E402
+    drop_database,
+    fresh_database,
+    server_argument,
+)
 from tests.conftest import make_settings  # noqa: E402
 from tests.helpers import run_body  # noqa: E402
 

@@ -34,16 +34,18 @@ from app.store.backend.direct import SESSION_SETTINGS, Compiled  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
-from bench.lifecycle import (  # noqa: E402
+from bench.common import (  # noqa: E402
     SEEDED,
-    Statement,
     drop_database,
     fresh_database,
-    own_statements,
     process_cpu,
-    record_statements,
     seed,
     server_argument,
+)
+from bench.reference_sql import (  # noqa: E402
+    Statement,
+    own_statements,
+    record_statements,
 )
 
 EVENTS = re.compile(

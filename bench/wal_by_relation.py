@@ -30,7 +30,11 @@ from app.settings import Settings  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
-from bench.lifecycle import drop_database, fresh_database, server_argument  # noqa: E402
+from bench.common import (  # noqa: E402
+    drop_database,
+    fresh_database,
+    server_argument,
+)
 from tests.helpers import drive_once, results_for, run_body  # noqa: E402
 
 BLOCK = re.compile(r"rel \d+/\d+/(\d+)")

@@ -27,8 +27,9 @@ lint: install
 	$(BIN)/mypy --strict client/agentrun_client
 	$(BIN)/lint-imports
 
+# One pytest process per core (pytest-xdist): each makes its own databases.
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist worksteal
 
 # The sync client, generated from the async one (tests/client/test_generated.py checks it).
 sync-client: install

@@ -1,9 +1,12 @@
-"""Runs in each interesting state, made through the service (and one worker step)."""
+"""Runs in each interesting state, made through the service (and one worker step), and
+the action route's form posts."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+import httpx
 
 from app.core.lifecycle import RunStatus
 from app.service.runs import RunService, RunView
@@ -65,3 +68,18 @@ async def completed_run(service: RunService) -> RunView:
         done = await service.get_run(view.record.id)
     assert done.record.status == RunStatus.COMPLETED, done.record
     return done
+
+
+def csrf(client: httpx.AsyncClient) -> str:
+    token: str = client.csrf  # type: ignore[attr-defined]
+    return token
+
+
+async def act(
+    client: httpx.AsyncClient, run_id: str, verb: str, confirmed: bool = True, **fields: Any
+) -> httpx.Response:
+    """POST the action `verb` (its form fields as keywords) with the session's token."""
+    data = {"csrf_token": csrf(client), **{k: str(v) for k, v in fields.items()}}
+    if confirmed:
+        data["confirmed"] = "yes"
+    return await client.post(f"/admin/runs/{run_id}/{verb}", data=data)

@@ -6,6 +6,9 @@ creates and submissions queued on that lock four at a time. Listeners here only 
 know that something is due (a worker then claims whatever is), so each process keeps at
 most one NOTIFY per channel in flight, and pokes made meanwhile are folded into the next.
 A wake-up lost to a crash between commit and NOTIFY costs a listener's poll interval.
+(A write that makes a run due while no other write of its process is in flight has no
+lock queue to fear: the PostgreSQL backend then puts the workers' NOTIFY in its own
+statement, a round trip sooner, and pokes nothing here.)
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Idle slots do not claim for themselves: the dispatcher claims for all of them with one
 statement when woken (PostgreSQL LISTEN/NOTIFY: a process that commits a queued run sends a
-NOTIFY after the commit, coalesced, and idle workers also look every second; SQLite: the
+NOTIFY with it when that write is its only one in flight, else after the commit, coalesced;
+idle workers also look every second; SQLite: the
 poll interval), so a burst of notifications costs one claim, not one per notification per
 slot. A busy slot claims its next run with its current run's last write.
 SIGTERM stops claiming, lets held runs finish for a grace period, then releases what is

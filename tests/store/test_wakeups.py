@@ -12,7 +12,7 @@ from app.service.runs import RunService
 from app.settings import Settings
 from app.store.runs import NOTIFY_CHANNEL, RunStore
 from app.store.wakeups import Wakeups
-from tests.helpers import run_body
+from tests.helpers import drive_once, results_for, run_body
 
 
 async def test_pokes_during_a_send_fold_into_one_more_send() -> None:
@@ -63,3 +63,24 @@ async def test_a_burst_of_creates_wakes_the_workers_with_fewer_notifies(
         received = [n.channel async for n in listener.notifies(timeout=0.5)]
     assert received and set(received) == {NOTIFY_CHANNEL}
     assert len(received) < 50
+
+
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_a_lone_write_that_makes_a_run_due_wakes_the_workers_at_its_own_commit(
+    store: RunStore, settings: Settings, database_url: str
+) -> None:
+    """No other write of the process in flight: the NOTIFY is in the statement (its payload
+    the run's id), so the listener hears it with the commit and nothing follows."""
+    conninfo = make_url(database_url).set(drivername="postgresql").render_as_string(False)
+    service = RunService(store, settings)
+    async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as listener:
+        await listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        view, _ = await service.create_run(run_body())
+        await drive_once(store, settings)
+        suspended = await service.get_run(view.record.id)
+        outcome = await service.submit_tool_results(results_for(suspended), run_id=view.record.id)
+        assert outcome.resumed
+        await store.flush_wakeups()  # (any wake-up sent after the commit: none is)
+        heard = [(n.channel, n.payload) async for n in listener.notifies(timeout=0.5)]
+    # The create's and the resume's, each with its run: no empty post-commit wake-up.
+    assert heard == [(NOTIFY_CHANNEL, view.record.id), (NOTIFY_CHANNEL, view.record.id)]

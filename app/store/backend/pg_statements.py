@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from app.core.lifecycle import OutboxStatus, RunStatus
-from app.store.backend.base import EVENTS_CHANNEL
+from app.store.backend.base import EVENTS_CHANNEL, NOTIFY_CHANNEL
 from app.store.backend.pg_reads import StatementCache, log_of
 from app.store.rows import LEDGER_COLUMNS, OUTBOX_COLUMNS, TOOL_CALL_COLUMNS, EventPlan
 from app.store.schema import (
@@ -61,6 +61,9 @@ class Shape:
     scoped: bool = False  # the run must be tenant `p_tenant`'s too
     ends: bool = False  # finishes the run: hands it to the fold (`unfolded_runs`)
     bills: bool = False  # ledger rows whatever the status: an ended run's calls to fold
+    # Wakes the workers at its own commit (NOTIFY in the statement), not after it: when
+    # no other write of the process is in flight (`PostgresBackend`), so no lock queue.
+    wakes: bool = False
 
 
 def notify_each(channel: str, changed: Any, *, watched_only: bool = False) -> Any:
@@ -76,6 +79,12 @@ def notify_each(channel: str, changed: Any, *, watched_only: bool = False) -> An
             )
         )
     return notify.correlate(None).scalar_subquery()
+
+
+def woken(stmt: Any, changed: Any) -> Any:
+    """`stmt` waking the workers at its commit (a NOTIFY for each run in `changed`, on the
+    channel they listen on; none when the compare-and-set refused)."""
+    return stmt.add_columns(notify_each(NOTIFY_CHANNEL, changed).label("woke"))
 
 
 def typed(name: str, t: Any) -> Any:
@@ -140,6 +149,8 @@ class PgStatements(StatementCache):
             stmt = stmt.add_cte(self._unqueue(changed).cte("unqueued"))
         if shape.ends or shape.bills:
             stmt = stmt.add_cte(self._unfolded(changed, shape.ends).cte("unfolded"))
+        if shape.wakes:
+            stmt = woken(stmt, changed)
         if shape.chain is not None:
             claimed = update_run(
                 claim_keys(),
@@ -409,8 +420,11 @@ class PgStatements(StatementCache):
 
     # --- inserts and reads ----------------------------------------------------------------
 
-    def insert(self, keys: tuple[str, ...], plan: EventPlan, idempotent: bool) -> Any:
-        """A new run with its configuration, events and first log batch."""
+    def insert(
+        self, keys: tuple[str, ...], plan: EventPlan, idempotent: bool, wakes: bool = False
+    ) -> Any:
+        """A new run with its configuration, events and first log batch (`wakes`: and
+        the workers' NOTIFY, as `Shape.wakes`)."""
 
         def build() -> Any:
             values: dict[str, Any] = {k: sa.bindparam(f"v_{k}", type_=runs.c[k].type) for k in keys}
@@ -439,6 +453,7 @@ class PgStatements(StatementCache):
             # record's columns come from the parameters.)
             head = sa.select(changed, config.label("config"), meta.label("metadata"))
             stmt = self.with_rows(changed, plan, batch=True, head=head)
-            return stmt.add_cte(configured.cte("configured"))
+            stmt = stmt.add_cte(configured.cte("configured"))
+            return woken(stmt, changed) if wakes else stmt
 
-        return self._cached(("insert", keys, plan, idempotent), build)
+        return self._cached(("insert", keys, plan, idempotent, wakes), build)

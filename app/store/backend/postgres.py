@@ -2,7 +2,9 @@
 statement of data-modifying CTEs (`app.store.backend.pg_statements`, `pg_lease`), run
 with the lifecycle's other hot statements as their own autocommit statements on asyncpg
 directly (`app.store.backend.direct`): CPU is what limits throughput here. Wake-ups
-(NOTIFY) go out after the commit, coalesced (`app.store.wakeups`)."""
+(NOTIFY) go out after the commit, coalesced (`app.store.wakeups`), except the workers' for
+a write that is the only one of its process in flight: it notifies in its own statement,
+one round trip sooner (no other notifying commit of the process to queue behind)."""
 
 from __future__ import annotations
 
@@ -62,6 +64,7 @@ class PostgresBackend(PostgresForms):
         self.direct = DirectPool(engine)
         self._compiled: dict[int, tuple[Any, Compiled]] = {}
         self.wakeups = Wakeups(self._send_wakeup)
+        self._writing = 0  # changes of this process in flight (`Shape.wakes`)
 
     # --- running statements ----------------------------------------------------------
 
@@ -96,6 +99,19 @@ class PostgresBackend(PostgresForms):
         if conn is None:
             return await self.fetch_one(stmt, params)
         return (await conn.execute(stmt, params)).mappings().first()
+
+    def _alone(self) -> bool:
+        """Whether no other write of this process is in flight: a write that makes a run
+        due then wakes the workers in its own statement (`Shape.wakes`)."""
+        return self._writing == 0
+
+    async def _write(self, conn: Any, stmt: Any, params: Mapping[str, Any]) -> Row | None:
+        """`_fetch_one`, counted as a write in flight."""
+        self._writing += 1
+        try:
+            return await self._fetch_one(conn, stmt, params)
+        finally:
+            self._writing -= 1
 
     def wake(self, wakes: Iterable[Wake]) -> None:
         for channel, payload in wakes:
@@ -147,6 +163,7 @@ class PostgresBackend(PostgresForms):
             scoped=write.tenant is not None,
             ends=change.ends,
             bills=change.bills,
+            wakes=change.notify and self._alone(),
         )
         params = change_params(change, now)
         params.update(self._event_params(change.events, now))
@@ -158,14 +175,17 @@ class PostgresBackend(PostgresForms):
             params.update(change_params(chain, now, "n_"))
             params.update(self._event_params(chain.events, now, "n_"))
             params["n_p_limit"] = 1
-        row = await self._fetch_one(write.conn, self.sql.change(shape), params)
+        row = await self._write(write.conn, self.sql.change(shape), params)
         if row is None:
             return Changed(None)
         queues = sorted({c.queue for c in change.tool_calls if c.queue is not None})
         if queues and row["id"] is not None:  # (the bell of the run's tenant's queue)
             queues = [bell_of(row["tenant_id"], q) for q in queues]
         done = Changed(
-            None, wakes=_wakes(row, notify=change.notify, queues=queues, stops=change.stops)
+            None,
+            wakes=_wakes(
+                row, notify=change.notify and not shape.wakes, queues=queues, stops=change.stops
+            ),
         )
         if row["id"] is not None:
             done.record = RunRecord.from_row(row, known=known)
@@ -176,17 +196,18 @@ class PostgresBackend(PostgresForms):
     async def create(self, run: NewRun) -> Changed:
         keys = tuple(sorted(run.values))
         idempotent = run.values.get("idempotency_key") is not None
-        stmt = self.sql.insert(keys, EventPlan.of(run.events), idempotent)
+        woken = self._alone()
+        stmt = self.sql.insert(keys, EventPlan.of(run.events), idempotent, woken)
         params: dict[str, Any] = {f"v_{k}": run.values[k] for k in keys}
         params.update({"c_config": run.config, "c_metadata": run.metadata})
         params.update(self._event_params(run.events, run.now))
         batch = run.snapshot.batch
         if batch is not None:
             params.update({"b_seq": batch.seq, "b_body": batch.body})
-        row = await self.fetch_one(stmt, params)
+        row = await self._write(None, stmt, params)
         if row is None:
             return Changed(None)
-        return Changed(RunRecord.from_row(row), wakes=_wakes(row, notify=True))
+        return Changed(RunRecord.from_row(row), wakes=_wakes(row, notify=not woken))
 
     async def claim(self, change: Change, now: datetime, limit: int) -> list[RunRecord]:
         stmt = self.sql.claim(EventPlan.of(change.events))

@@ -145,11 +145,11 @@ async def test_notifications_only_for_what_changed(service: RunService, database
         received = []
         async for note in listener.notifies(timeout=0.5):
             received.append((note.channel, note.payload))
-    # The workers' wake-up goes out after the commit (so it may come later), no payload.
+    # The workers' wake-up: a lone create sends it in its own statement (the run's id).
     assert sorted(received) == [
         (EVENTS_CHANNEL, only),  # run.claimed (created before it was watched)
         (EVENTS_CHANNEL, only),  # run.completed
-        (NOTIFY_CHANNEL, ""),  # queued: wake the workers
+        (NOTIFY_CHANNEL, only),  # queued: wake the workers
     ]
 
 

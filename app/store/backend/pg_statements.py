@@ -62,7 +62,8 @@ class Shape:
     ends: bool = False  # finishes the run: hands it to the fold (`unfolded_runs`)
     bills: bool = False  # ledger rows whatever the status: an ended run's calls to fold
     # Wakes the workers at its own commit (NOTIFY in the statement), not after it: when
-    # no other write of the process is in flight (`PostgresBackend`), so no lock queue.
+    # no other write of the process is in flight (`PostgresBackend`), so the notify lock
+    # has next to no queue (other processes' notifying commits may still hold it).
     wakes: bool = False
 
 

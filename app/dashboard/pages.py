@@ -192,7 +192,10 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
     view = await service_of(request).get_run(run_id, with_log=True, tenant=tenant)
     r = view.record
     events = await reads.events(run_id, limit=TIMELINE_EVENTS)
-    messages, state_error = present.conversation(r)
+    try:
+        messages, state_error = present.conversation(r, await reads.run_of(r)), None
+    except Exception as exc:  # a state this version cannot read is shown, not fatal
+        messages, state_error = [], f"{type(exc).__name__}: {exc}"
     deliveries = await reads.deliveries(run_id)
     ledger = await reads.ledger(run_id)
     since = await reads.suspended_since([r])

@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from app.core import (
+    AgentRun,
     AssistantMessage,
     Image,
     Json,
@@ -20,7 +21,6 @@ from app.core import (
     Text,
     ToolCall,
     ToolResult,
-    stored,
 )
 from app.core.events import EventType
 from app.core.jsonvalue import thaw
@@ -191,13 +191,8 @@ def pending_of(calls: list[ToolCallRecord], at: datetime) -> list[Pending]:
 # --- the conversation ------------------------------------------------------------------
 
 
-def conversation(record: RunRecord) -> tuple[list[dict[str, Any]], str | None]:
-    """The run's messages (history first) as dicts, or an error when the stored state
-    cannot be decoded. `record` is read with its log (`app.core.stored`)."""
-    try:
-        run = stored.load(record.state, record.log).run
-    except Exception as exc:  # a state this version cannot read is shown, not fatal
-        return [], f"{type(exc).__name__}: {exc}"
+def conversation(record: RunRecord, run: AgentRun) -> list[dict[str, Any]]:
+    """The run's messages (history first) as dicts."""
     new = run.messages()
     history = run.full_history()[: len(run.full_history()) - len(new)]
     out: list[dict[str, Any]] = []
@@ -206,7 +201,7 @@ def conversation(record: RunRecord) -> tuple[list[dict[str, Any]], str | None]:
         out.append({"role": "preamble", "from_history": False, "items": [_text(preamble)]})
     out.extend(_message(m, True) for m in history)
     out.extend(_message(m, False) for m in new)
-    return out, None
+    return out
 
 
 def _text(text: str) -> dict[str, Any]:

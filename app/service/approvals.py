@@ -28,7 +28,6 @@ from datetime import datetime
 from typing import Any
 
 from app import tracing
-from app.core import stored
 from app.core.events import EventType as E
 from app.core.lifecycle import TERMINAL, ApprovalStatus, RunStatus
 from app.service import convert, gates
@@ -44,8 +43,6 @@ from app.service.runs import RunService, RunView
 from app.service.schemas import DecisionIn, DecisionsIn
 from app.service.submissions import (
     SUBMIT_ATTEMPTS,
-    SubmittedResult,
-    feed_results,
     open_call_ids,
     still_waiting,
 )
@@ -179,7 +176,7 @@ def decide(
     if not chosen:
         return None
     writes, events, released = [], [], []
-    answered: dict[int, SubmittedResult] = {}
+    rejected: set[int] = set()
     for position, (call, d) in chosen.items():
         if d.action == "approve":
             queue = config.queue_of(call.name)
@@ -202,30 +199,20 @@ def decide(
                     round, position, APPROVAL_REJECTED, d.actor, None, None, result, digest
                 )
             )
-            answered[position] = SubmittedResult(call.call_id, result, digest, d.actor)
+            rejected.add(position)
             data = {"tool_call_id": call.call_id, "round": round, "name": call.name}
             events.append(
                 NewEvent(E.TOOL_CALL_REJECTED, data | {"message": result["output"]}, d.actor)
             )
     awaiting = [c.call_id for c in calls if c.awaits_approval and c.position not in chosen]
-    open_ids = open_call_ids(calls, answered, chosen)
+    open_ids = open_call_ids(calls, rejected, chosen)
     if released:
         data = {"round": round, "tool_calls": released, "callback_url": callback_url}
         events.append(NewEvent(E.RUN_REQUIRES_ACTION, data, decisions[0].actor))
     if open_ids or awaiting:
         waiting = still_waiting(round, open_ids, awaiting)
         return changes.decide(record.version, waiting, events), writes
-    loaded = stored.load(record.state, control_only=True)
-    feed_results(loaded.run, calls, answered)
-    change = changes.resume(
-        record.version,
-        stored.snapshot(loaded),
-        loaded.run.turn(),
-        now,
-        events,
-        actor=decisions[0].actor,
-        round=round,
-    )
+    change = changes.resume(record.version, now, events, actor=decisions[0].actor, round=round)
     return change, writes
 
 

@@ -24,7 +24,7 @@ from app.core import AgentRun, Message, stored
 from app.core.events import EventType as E
 from app.core.lifecycle import TERMINAL, RunStatus
 from app.core.serde import message_to_dict
-from app.service import convert
+from app.service import convert, recorded
 from app.service.errors import ConversationBusy, InvalidRequest, RunNotFound, RunStateConflict
 from app.service.schemas import INHERITED, InvalidToolCallPolicy, RunCreate, inherited_model_problem
 from app.store import changes
@@ -51,8 +51,8 @@ class Continuation:
     config: Mapping[str, Any]
 
 
-def continuation(
-    record: RunRecord | None, previous_id: str, *, ended: bool = False
+async def continuation(
+    store: RunStore, record: RunRecord | None, previous_id: str, *, ended: bool = False
 ) -> Continuation:
     """The continuation of `record` (read with its log); 404 when there is none, 409 with
     its status unless it completed (`ended`: unless it is active, for a run interrupted:
@@ -65,7 +65,7 @@ def continuation(
             f"run {previous_id} is {record.status.value}: only a completed run can be continued",
             record.status.value,
         )
-    run = stored.load(record.state, record.log).run
+    run = await recorded.loaded_run(store, record)  # (answers recorded before it ended)
     return Continuation(record.id, conversation_of(record), run.full_history(), dict(record.config))
 
 
@@ -141,7 +141,7 @@ async def start_waiting(store: RunStore, ended: RunRecord, now: datetime) -> str
     own = stored.load(waiter.state, waiter.log).run
     new = own.messages()
     mine = own.full_history()[: len(own.full_history()) - len(new)]
-    history = [*stored.load(before.state, before.log).run.full_history(), *mine]
+    history = [*(await recorded.loaded_run(store, before)).full_history(), *mine]
     run = initial_run(new[0], history, waiter.max_turns, waiter.config)
     started = await store.conversations.restart(waiter.id, waiter.version, stored.initial(run), now)
     return waiter.id if started else None
@@ -223,7 +223,7 @@ class BusyConversations:
             head = previous
         if head.status in TERMINAL:  # (a run before the latest: a branch, as ever; a
             # replay of an enqueue or interrupt whose run ended: the run it made answers)
-            return continuation(previous, previous_id, ended=replay), None
+            return await continuation(self.store, previous, previous_id, ended=replay), None
         if head.id != previous.id:
             raise ConversationBusy(
                 f"run {previous_id} is not the latest of its conversation, and the latest, "
@@ -248,9 +248,9 @@ class BusyConversations:
             target = await self.store.get(awaited, with_log=True, tenant=tenant)
             if target is not None and target.status not in TERMINAL:
                 return waiting(target), target
-            return continuation(target, awaited, ended=True), None
+            return await continuation(self.store, target, awaited, ended=True), None
         ended = await self.store.get(head.id, with_log=True, tenant=tenant)
-        return continuation(ended, head.id, ended=True), None
+        return await continuation(self.store, ended, head.id, ended=True), None
 
     async def note_continued(
         self,
@@ -358,11 +358,10 @@ def decode_cursor(cursor: str) -> int:
     return int(digits)
 
 
-def page(record: RunRecord, limit: int, cursor: str | None) -> tuple[list[Entry], str | None]:
-    """Up to `limit` messages of the run's conversation (read with its log), oldest first,
-    from `cursor`; and the cursor of the next page (None at the end)."""
+def page(run: AgentRun, limit: int, cursor: str | None) -> tuple[list[Entry], str | None]:
+    """Up to `limit` messages of the run's conversation, oldest first, from `cursor`;
+    and the cursor of the next page (None at the end)."""
     start = decode_cursor(cursor) if cursor else 0
-    run = stored.load(record.state, record.log).run
     messages = run.full_history()
     given = len(messages) - len(run.messages())
     end = min(start + limit, len(messages))

@@ -16,7 +16,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from app.core import AgentRun
 from app.core.lifecycle import RunStatus
+from app.service import recorded
 from app.service.tokens import new_key
 from app.service.types import (
     Activity,
@@ -107,6 +109,11 @@ class RunReads:
         query for all of them."""
         rounds = {r.id: n for r in records if (n := r.waiting_round) is not None}
         return await self.store.pending_calls(rounds)
+
+    async def run_of(self, record: RunRecord) -> AgentRun:
+        """The state machine of `record` (read with its log), its round's recorded answers
+        applied (`app.service.recorded`): the conversation as the API shows it."""
+        return await recorded.loaded_run(self.store, record)
 
     async def suspended_since(self, records: Iterable[RunRecord]) -> dict[str, datetime]:
         """When each suspended run among `records` last suspended."""

@@ -73,4 +73,6 @@ def resolution_change(
         return changes.ask_again(record.version, snapshot, run.turn(), again, events)
     if not isinstance(outcome, Continue | TurnRetried):
         raise TypeError(f"unexpected resolution outcome {outcome!r}")
-    return changes.resume(record.version, snapshot, run.turn(), now, events, actor=actor)
+    return changes.resume(
+        record.version, now, events, actor=actor, snapshot=snapshot, turn=run.turn()
+    )

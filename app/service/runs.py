@@ -25,7 +25,7 @@ from app.core import AgentRun, stored
 from app.core.events import EventType as E
 from app.core.lifecycle import INITIAL, RunStatus
 from app.core.serde import SCHEMA_VERSION
-from app.service import conversations, convert, gates
+from app.service import conversations, convert, gates, recorded
 from app.service.access import DEFAULT_TENANT
 from app.service.destinations import (
     DestinationRefused,
@@ -320,11 +320,12 @@ class RunService:
         return view
 
     async def load_run(self, run_id: str, *, tenant: str | None = None) -> AgentRun:
-        """A run's state machine as stored, with its whole conversation."""
+        """A run's state machine as stored, with its whole conversation and its round's
+        recorded answers applied (`app.service.recorded`)."""
         record = await self.store.get(run_id, with_log=True, tenant=tenant)
         if record is None:
             raise RunNotFound(f"no run with id {run_id}")
-        return stored.load(record.state, record.log).run
+        return await recorded.loaded_run(self.store, record)
 
     async def messages(
         self, run_id: str, *, limit: int, cursor: str | None, tenant: str | None = None
@@ -335,7 +336,7 @@ class RunService:
         record = await self.store.get(run_id, with_log=True, tenant=tenant)
         if record is None:
             raise RunNotFound(f"no run with id {run_id}")
-        return conversations.page(record, limit, cursor)
+        return conversations.page(await recorded.loaded_run(self.store, record), limit, cursor)
 
     async def list_runs(
         self,

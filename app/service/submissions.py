@@ -14,10 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.core import AgentRun, stored
 from app.core.events import EventType as E
-from app.core.serde import tool_result_from
-from app.service import convert
 from app.store import changes
 from app.store.changes import Answer, Approval, Change, ToolResults
 from app.store.records import NewEvent, RunRecord, ToolCallRecord
@@ -73,8 +70,8 @@ def decide(
 
     Results go to the first unanswered call with their id (ids may repeat within a
     round); one identical to a stored answer is a retry, not a conflict. When the last
-    open call is answered the run resumes: its results are fed to its state, loaded
-    without its log (the log only grows, by the results' message)."""
+    open call is answered the run resumes without its state being read: the worker that
+    claims it applies the recorded answers (`app.service.recorded`)."""
     round = record.waiting_round
     if round is None:
         raise StatusConflict(record)
@@ -111,19 +108,8 @@ def decide(
         return changes.answer(
             record.version, answers, still_waiting(round, remaining, awaiting), events
         )
-    loaded = stored.load(record.state, control_only=True)
-    feed_results(loaded.run, calls, answered)
     actor = next(iter(answered.values())).actor
-    return changes.resume(
-        record.version,
-        stored.snapshot(loaded),
-        loaded.run.turn(),
-        now,
-        events,
-        answers,
-        actor=actor,
-        round=round,
-    )
+    return changes.resume(record.version, now, events, answers, actor=actor, round=round)
 
 
 def open_call_ids(
@@ -155,20 +141,3 @@ def still_waiting(
 def accepted(change: Change) -> list[str]:
     """The call ids a submission's change answers."""
     return [str(e.data["tool_call_id"]) for e in change.events if "tool_call_id" in e.data]
-
-
-def feed_results(
-    run: AgentRun, calls: list[ToolCallRecord], answered: dict[int, SubmittedResult]
-) -> None:
-    """Every pending call's result, in the run's order: the run's own (preresolved),
-    a stored answer, or one of this submission."""
-    results = []
-    for p, row in zip(run.pending_tool_calls(), calls, strict=True):
-        if p.preresolved_result is not None:
-            results.append(p.preresolved_result)
-        elif row.preresolved:
-            results.append(tool_result_from(row.result))
-        else:
-            result = answered[row.position].result if row.position in answered else row.result
-            results.append(convert.submitted_result(p, result, row.executed_arguments))
-    run.tool_results(results)

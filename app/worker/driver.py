@@ -46,7 +46,7 @@ from app.core.serde import message_to_dict
 from app.providers.backoff import BackoffPolicy, Delay
 from app.providers.base import ModelRequest, Provider, ProviderError, ProviderTurn, ToolSpec
 from app.providers.profiles import Profiles
-from app.service import conversations, convert
+from app.service import conversations, convert, recorded
 from app.service.tokens import callback_token, token_hash
 from app.settings import Settings
 from app.store import changes
@@ -159,6 +159,9 @@ class RunDriver:
             text = full.log if full is not None else None
         claim.loaded = stored.load(record.state, text)
         run = claim.loaded.run
+        if run.pending_tool_calls():  # its round's answers are recorded in their rows
+            rounds = await self.store.pending_calls({record.id: run.turn()})
+            recorded.apply(run, rounds[record.id])
         try:
             while True:
                 try:

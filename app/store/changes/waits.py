@@ -42,21 +42,24 @@ def answer(
 
 def resume(
     version: int,
-    snapshot: Snapshot,
-    turn: int,
     now: datetime,
     events: Sequence[NewEvent],
     answers: Sequence[Answer] = (),
     *,
     actor: str | None = None,
     round: int | None = None,
+    snapshot: Snapshot | None = None,
+    turn: int | None = None,
 ) -> Change:
-    """The last pending result arrived (or a resolution lets the run go on): queued,
-    due now, its results in its state."""
+    """The last pending result arrived (or a resolution lets the run go on): queued, due
+    now. A round's answers are written to their rows and the state is left as it is (the
+    worker that claims the run applies them: `app.service.recorded`); a resolution, which
+    the state machine decides, writes its `snapshot` and `turn`."""
     data = {} if round is None else {"round": round}
+    values = {"available_at": now, "callback_token_hash": None} | waiting_column(Queued())
     return Change(
         T.RESUME,
-        {"turn": turn, "available_at": now, "callback_token_hash": None} | waiting_column(Queued()),
+        values if turn is None else {"turn": turn} | values,
         (*events, NewEvent(E.RUN_RESUMED, data, actor)),
         version,
         snapshot,

@@ -1,0 +1,142 @@
+"""A round's answers as input, on both back ends: recorded in their rows where they
+arrive (the run's state is not read), applied by the worker that claims the run, and
+shown applied wherever the conversation is read before that."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+
+import pytest
+import sqlalchemy as sa
+
+from app.core import ToolResult, UserMessage, stored
+from app.core.lifecycle import RunStatus
+from app.service import convert, recorded
+from app.service.runs import RunService
+from app.service.schemas import RunCreate
+from app.settings import Settings
+from app.store import changes
+from app.store.changes import Answer
+from app.store.runs import RunStore
+from app.store.schema import runs
+from tests.helpers import drive_once, results_for, suspended_run
+
+
+@pytest.fixture
+def service(store: RunStore, settings: Settings) -> RunService:
+    return RunService(store, settings.model_copy(update={"webhook_allow_private": True}))
+
+
+def result_messages(history: tuple[object, ...]) -> list[list[tuple[str, str]]]:
+    """Each tool-results message of `history`: its (call id, text) pairs, in order."""
+    out = []
+    for m in history:
+        if isinstance(m, UserMessage) and all(isinstance(c, ToolResult) for c in m.content):
+            out.append([(c.call_id, c.content[0].text) for c in m.content])  # type: ignore[union-attr]
+    return out
+
+
+async def test_a_resuming_submission_does_not_read_the_state(service: RunService) -> None:
+    view = await suspended_run(service)
+    async with service.store.engine.begin() as conn:  # a state no version could decode
+        await conn.execute(sa.update(runs).where(runs.c.id == view.record.id).values(state="{"))
+    out = await service.submit_tool_results(results_for(view), run_id=view.record.id)
+    assert out.resumed and out.record.status == RunStatus.QUEUED
+    assert out.accepted == [c.call_id for c in view.pending]
+    stored_now = await service.store.get(view.record.id)
+    assert stored_now is not None and stored_now.state == "{"
+
+
+async def test_the_worker_applies_the_recorded_answers(service: RunService) -> None:
+    view = await suspended_run(service)
+    first, second = view.pending
+    before = await service.store.get(view.record.id, with_log=True)
+    assert before is not None
+    out = await service.submit_tool_results(results_for(view), run_id=view.record.id)
+    assert out.resumed
+    queued = await service.store.get(view.record.id, with_log=True)
+    assert queued is not None
+    assert (queued.state, queued.log) == (before.state, before.log)  # written once: the rows
+    # Read before a worker claims it, the conversation already holds the answers.
+    run = await service.load_run(view.record.id)
+    assert not run.pending_tool_calls()
+    expected = [[(first.call_id, "3"), (second.call_id, "7")]]
+    assert result_messages(run.full_history()) == expected
+    entries, _ = await service.messages(view.record.id, limit=50, cursor=None)
+    assert entries[-1].message["role"] == "user"
+    assert [c["type"] for c in entries[-1].message["content"]] == ["toolresult"] * 2
+    assert await drive_once(service.store, service.settings) == RunStatus.COMPLETED
+    done = await service.load_run(view.record.id)
+    assert result_messages(done.full_history()) == expected  # fed once, in the run's order
+    assert done.response() is not None
+
+
+async def test_recorded_answers_of_an_open_round_are_not_applied(service: RunService) -> None:
+    view = await suspended_run(service)
+    first, _ = view.pending
+    body = results_for(view)
+    partial = body.model_copy(update={"results": body.results[:1]})
+    out = await service.submit_tool_results(partial, run_id=view.record.id)
+    assert out.accepted == [first.call_id] and not out.resumed
+    record = await service.store.get(view.record.id, with_log=True)
+    assert record is not None
+    run = stored.load(record.state, record.log).run
+    calls = await service.store.tool_calls(view.record.id, run.turn())
+    assert calls[0].result_hash is not None and calls[1].result_hash is None
+    assert not recorded.apply(run, calls)
+    assert len(run.pending_tool_calls()) == 2  # (untouched: it still waits for the round)
+    assert not recorded.apply(run, calls[::-1])  # (rows of another order are not its round)
+    assert len((await service.load_run(view.record.id)).pending_tool_calls()) == 2
+
+
+async def test_a_run_resumed_by_an_earlier_version_completes(service: RunService) -> None:
+    """An API process of the version before this one fed the answers to the state itself;
+    a worker of this version takes such a run as it is (a rolling upgrade)."""
+    view = await suspended_run(service)
+    store = service.store
+    pending = await store.pending(run_id=view.record.id)
+    round = pending.record.waiting_round
+    assert round is not None
+    outputs = {
+        c.call_id: {"output": str(sum(c.arguments.values())), "is_error": False}
+        for c in pending.calls
+    }
+    answered = [
+        dataclasses.replace(
+            c, result=outputs[c.call_id], result_hash=convert.canonical_hash(outputs[c.call_id])
+        )
+        for c in pending.calls
+    ]
+    loaded = stored.load(pending.record.state, control_only=True)
+    assert recorded.apply(loaded.run, answered)
+    now = datetime.now(UTC)
+    answers = [Answer(round, c.position, c.result, c.result_hash) for c in answered]  # type: ignore[arg-type]
+    change = changes.resume(
+        pending.record.version,
+        now,
+        [],
+        answers,
+        round=round,
+        snapshot=stored.snapshot(loaded),
+        turn=loaded.run.turn(),
+    )
+    updated, _ = await store.apply(view.record.id, change, now, known=pending.record)
+    assert updated is not None and updated.status == RunStatus.QUEUED
+    assert await drive_once(store, service.settings) == RunStatus.COMPLETED
+    done = await service.load_run(view.record.id)
+    assert len(result_messages(done.full_history())) == 1
+
+
+async def test_a_run_interrupted_after_its_answers_is_continued_with_them(
+    service: RunService,
+) -> None:
+    view = await suspended_run(service)
+    await service.submit_tool_results(results_for(view), run_id=view.record.id)
+    body = RunCreate(prompt="and now?", previous_run_id=view.record.id, if_busy="interrupt")
+    nxt, _ = await service.create_run(body)
+    ended = await service.get_run(view.record.id)
+    assert ended.record.status == RunStatus.CANCELLED
+    first, second = view.pending
+    history = (await service.load_run(nxt.record.id)).full_history()
+    assert result_messages(history) == [[(first.call_id, "3"), (second.call_id, "7")]]

@@ -41,6 +41,7 @@ from app.core import (  # noqa: E402
 )
 from app.core.lifecycle import RunStatus  # noqa: E402
 from app.core.serde import message_to_dict  # noqa: E402
+from app.service import recorded  # noqa: E402
 from app.service.runs import RunService, RunView  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.store import changes  # noqa: E402
@@ -189,6 +190,8 @@ async def tool_round_cost(url: str, rounds: int = 60) -> list[tuple[int, float, 
             assert claimed is not None and record is not None
             loaded = stored.load(record.state, record.log)
             run = loaded.run
+            if run.pending_tool_calls():  # (the last round's answers, as a worker applies them)
+                recorded.apply(run, await store.tool_calls(record.id, run.turn()))
             run.next_step()
             call = ToolCall.from_wire(f"r{r}", "add", {"a": r, "b": r})
             answer = ModelTurn(

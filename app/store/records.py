@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -89,10 +89,19 @@ class RunRecord:
     # The run's log (`app.core.stored`: its batches as one JSON array text) when the read
     # asked for it: to load the run whole.
     log: str | None = None
+    # The calls of the round at its turn, when a claim read them with the run: a run
+    # resumed by its round's answers is fed them (`app.service.recorded`).
+    round_calls: tuple[ToolCallRecord, ...] | None = None
     _config: RunConfig | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def with_log(self, log: str | None) -> RunRecord:
         return dataclasses.replace(self, log=log)
+
+    def with_calls(self, calls: Iterable[Any]) -> RunRecord:
+        """This record with the rows of its round at its turn (`ToolCallRecord`s, or the
+        JSON objects of them)."""
+        rows = (c if isinstance(c, ToolCallRecord) else ToolCallRecord.from_row(c) for c in calls)
+        return dataclasses.replace(self, round_calls=tuple(rows))
 
     @property
     def waiting_reason(self) -> dict[str, Any] | None:

@@ -159,9 +159,11 @@ class RunDriver:
             text = full.log if full is not None else None
         claim.loaded = stored.load(record.state, text)
         run = claim.loaded.run
-        if run.pending_tool_calls():  # its round's answers are recorded in their rows
-            rounds = await self.store.pending_calls({record.id: run.turn()})
-            recorded.apply(run, rounds[record.id])
+        if run.pending_tool_calls():  # its round's answers are recorded in their rows,
+            calls = record.round_calls  # which the claim read (a record that was not
+            if calls is None or record.turn != run.turn():  # claimed so: read them now)
+                calls = tuple((await self.store.pending_calls({record.id: run.turn()}))[record.id])
+            recorded.apply(run, calls)
         try:
             while True:
                 try:

@@ -5,7 +5,7 @@ shown applied wherever the conversation is read before that."""
 from __future__ import annotations
 
 import dataclasses
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import sqlalchemy as sa
@@ -15,12 +15,15 @@ from app.core.lifecycle import RunStatus
 from app.service import convert, recorded
 from app.service.runs import RunService
 from app.service.schemas import RunCreate
+from app.service.tokens import new_key
 from app.settings import Settings
 from app.store import changes
 from app.store.changes import Answer
 from app.store.runs import RunStore
 from app.store.schema import runs
-from tests.helpers import drive_once, results_for, suspended_run
+from app.worker.driver import RunDriver
+from app.worker.providers import make_provider
+from tests.helpers import drive_once, results_for, run_body, suspended_run
 
 
 @pytest.fixture
@@ -140,3 +143,22 @@ async def test_a_run_interrupted_after_its_answers_is_continued_with_them(
     first, second = view.pending
     history = (await service.load_run(nxt.record.id)).full_history()
     assert result_messages(history) == [[(first.call_id, "3"), (second.call_id, "7")]]
+
+
+async def test_the_claim_reads_the_round_with_the_run(service: RunService) -> None:
+    """The worker needs no read of its own: the claim returns the answered round."""
+    store = service.store
+    view, _ = await service.create_run(run_body())
+    now = datetime.now(UTC)
+    first = await store.claim("w", now, now + timedelta(seconds=30))
+    assert first is not None and first.round_calls == ()  # (never suspended: no round)
+    key = await store.secret("callback_key", new_key)
+    provider = lambda s: make_provider(s, service.settings)  # noqa: E731
+    await RunDriver(store, service.settings, "w", provider, key).drive(first)
+    suspended = await service.get_run(view.record.id)
+    await service.submit_tool_results(results_for(suspended), run_id=view.record.id)
+    now = datetime.now(UTC)
+    again = await store.claim("w", now, now + timedelta(seconds=30))
+    assert again is not None and again.round_calls is not None
+    assert [c.call_id for c in again.round_calls] == [c.call_id for c in suspended.pending]
+    assert [c.result["output"] for c in again.round_calls] == ["3", "7"]

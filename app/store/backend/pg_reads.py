@@ -40,6 +40,25 @@ def log_of(run_id: Any) -> Any:
     )
 
 
+def calls_of(run_id: Any, round: Any) -> Any:
+    """The calls of a run's round as one JSON array of rows (`ToolCallRecord.from_row`
+    reads each), in order; empty when it has none."""
+    pairs: list[Any] = []
+    for c in tool_calls.columns:
+        pairs += [sa.literal_column(f"'{c.name}'"), c]
+    call = sa.func.jsonb_build_object(*pairs)
+    return (
+        sa.select(
+            sa.func.coalesce(
+                sa.func.jsonb_agg(postgresql.aggregate_order_by(call, tool_calls.c.position)),
+                sa.literal_column("'[]'::jsonb"),
+            )
+        )
+        .where(tool_calls.c.run_id == run_id, tool_calls.c.round == round)
+        .scalar_subquery()
+    )
+
+
 class PgReads(StatementCache):
     """The read statement of each shape, built on first use."""
 
@@ -55,25 +74,7 @@ class PgReads(StatementCache):
         in one query."""
 
         def build() -> Any:
-            pairs: list[Any] = []
-            for c in tool_calls.columns:
-                pairs += [sa.literal_column(f"'{c.name}'"), c]
-            call = sa.func.jsonb_build_object(*pairs)
-            calls = (
-                sa.select(
-                    sa.func.coalesce(
-                        sa.func.jsonb_agg(
-                            postgresql.aggregate_order_by(call, tool_calls.c.position)
-                        ),
-                        sa.literal_column("'[]'::jsonb"),
-                    )
-                )
-                .where(
-                    tool_calls.c.run_id == runs.c.id,
-                    tool_calls.c.round == runs.c.waiting_reason["round"].as_integer(),
-                )
-                .scalar_subquery()
-            )
+            calls = calls_of(runs.c.id, runs.c.waiting_reason["round"].as_integer())
             stmt = (
                 select_runs()
                 .add_columns(calls.label("calls"))

@@ -21,7 +21,7 @@ from sqlalchemy.dialects import postgresql
 
 from app.core.lifecycle import OutboxStatus, RunStatus
 from app.store.backend.base import EVENTS_CHANNEL, NOTIFY_CHANNEL
-from app.store.backend.pg_reads import StatementCache, log_of
+from app.store.backend.pg_reads import StatementCache, calls_of, log_of
 from app.store.rows import LEDGER_COLUMNS, OUTBOX_COLUMNS, TOOL_CALL_COLUMNS, EventPlan
 from app.store.schema import (
     ENDED_VALUES,
@@ -167,12 +167,14 @@ class PgStatements(StatementCache):
                 config_of(claimed.c.id).label("n_config"),
                 metadata_of(claimed.c.id).label("n_metadata"),
                 log_of(claimed.c.id).label("n_log"),
+                calls_of(claimed.c.id, claimed.c.turn).label("n_calls"),
             )
             stmt = stmt.select_from(changed.join(claimed, sa.true(), full=True))
         return stmt
 
     def claim(self, plan: EventPlan) -> Any:
-        """The claim of up to `p_limit` due queued runs, with each run's log."""
+        """The claim of up to `p_limit` due queued runs, with each run's log and the
+        calls of the round at its turn (answered: the worker applies them)."""
 
         def build() -> Any:
             dml = update_run(
@@ -180,7 +182,10 @@ class PgStatements(StatementCache):
             )
             changed = dml.returning(*runs.c).cte("changed")
             stmt = self.side_ctes(record_of(changed), changed, plan)
-            return stmt.add_columns(log_of(changed.c.id).label("log"))
+            return stmt.add_columns(
+                log_of(changed.c.id).label("log"),
+                calls_of(changed.c.id, changed.c.turn).label("calls"),
+            )
 
         return self._cached(("claim", plan), build)
 

@@ -190,7 +190,8 @@ class PostgresBackend(PostgresForms):
         if row["id"] is not None:
             done.record = RunRecord.from_row(row, known=known)
         if chain is not None and row["n_id"] is not None:
-            done.claimed = RunRecord.from_row(row, prefix="n_", log=row["n_log"])
+            claimed = RunRecord.from_row(row, prefix="n_", log=row["n_log"])
+            done.claimed = claimed.with_calls(row["n_calls"])
         return done
 
     async def create(self, run: NewRun) -> Changed:
@@ -214,7 +215,8 @@ class PostgresBackend(PostgresForms):
         params = change_params(change, now)
         params.update(self._event_params(change.events, now))
         params["p_limit"] = limit
-        return [RunRecord.from_row(r, log=r["log"]) for r in await self.fetch(stmt, params)]
+        rows = await self.fetch(stmt, params)
+        return [RunRecord.from_row(r, log=r["log"]).with_calls(r["calls"]) for r in rows]
 
     async def run(
         self, key: str, value: str, *, with_log: bool, tenant: str | None = None

@@ -104,7 +104,8 @@ async def record_statements(service: RunService) -> dict[str, Statement]:
     claims = [(c, v) for kind, sql, c, v in text if kind == "many" and "SKIP LOCKED" in sql]
     moves = [w for w in writes if "SKIP LOCKED" not in w[0].sql]
     (create,) = [(c, v) for _, sql, c, v in text if "INSERT INTO runs " in sql]
-    (read,) = [(c, v) for _, sql, c, v in text if "jsonb_agg" in sql]
+    reads = [(c, v) for _, sql, c, v in text if "jsonb_agg" in sql and "SKIP LOCKED" not in sql]
+    (read,) = reads  # (the submission's; a claim reads its round's calls too)
     suspend, submit, complete = moves
     return {
         "create": create,

@@ -13,6 +13,7 @@ Pure: no IO; the caller gives what was spent (the run's `usage`, the day's total
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections.abc import Mapping
@@ -133,21 +134,30 @@ DAILY = ("daily_tokens", "daily_cost_usd")
 
 class CachedTenantLimits:
     """A tenant's daily limits, trusted for `seconds` (as `DbKeys` trusts a key): a run
-    of a tenant with none costs a dictionary read per model call."""
+    of a tenant with none costs a dictionary read per model call. When the entry lapses,
+    one read refreshes it for every caller that asks meanwhile (a worker's slots all
+    reach the lapse together)."""
 
     def __init__(self, tenants: Tenants, seconds: float = CACHE_SECONDS) -> None:
         self.tenants = tenants
         self.seconds = seconds
         self._cache: dict[str, tuple[float, Mapping[str, Any]]] = {}
+        self._reading: dict[str, asyncio.Future[Mapping[str, Any]]] = {}
 
     async def __call__(self, tenant: str) -> Mapping[str, Any]:
-        clock = time.monotonic()
         cached = self._cache.get(tenant)
-        if cached is not None and cached[0] > clock:
+        if cached is not None and cached[0] > time.monotonic():
             return cached[1]
+        reading = self._reading.get(tenant)
+        if reading is None:
+            reading = self._reading[tenant] = asyncio.ensure_future(self._read(tenant))
+            reading.add_done_callback(lambda _: self._reading.pop(tenant, None))
+        return await asyncio.shield(reading)  # (a caller that gives up leaves the read)
+
+    async def _read(self, tenant: str) -> Mapping[str, Any]:
         limits = (await self.tenants.limits_of(tenant)).stored()
         daily = {k: v for k, v in limits.items() if k in DAILY}
-        self._cache[tenant] = (clock + self.seconds, daily)
+        self._cache[tenant] = (time.monotonic() + self.seconds, daily)
         return daily
 
 

@@ -159,12 +159,11 @@ class RunDriver:
             text = full.log if full is not None else None
         claim.loaded = stored.load(record.state, text)
         run = claim.loaded.run
-        if run.pending_tool_calls():  # its round's answers are recorded in their rows,
-            calls = record.round_calls  # which the claim read (a record that was not
-            if calls is None or record.turn != run.turn():  # claimed so: read them now)
-                calls = tuple((await self.store.pending_calls({record.id: run.turn()}))[record.id])
-            recorded.apply(run, calls)
         try:
+            if run.pending_tool_calls():  # resumed by its round's answers
+                unusable = await self._apply_answers(claim, run)
+                if unusable is not None:
+                    return await self._end_failed(claim, unusable)
             while True:
                 try:
                     step = run.next_step()
@@ -191,6 +190,22 @@ class RunDriver:
             spent = [e for e in claim.events if e.type in LEDGER_EVENTS]
             await self.store.append_events(record.id, None, spent, self.clock())
             return None
+
+    async def _apply_answers(self, claim: Claim, run: AgentRun) -> dict[str, Any] | None:
+        """Feed the run its round's answers, recorded in their rows (which the claim read;
+        a record that was not claimed so reads them now); the error when they cannot be
+        fed (rows changed by hand, say): the run fails, its state left as it was."""
+        record = claim.record
+        calls = record.round_calls
+        if calls is None or record.turn != run.turn():
+            calls = tuple((await self.store.pending_calls({record.id: run.turn()}))[record.id])
+        try:
+            recorded.apply(run, calls)
+        except Exception as exc:
+            log.warning("answers.unusable", run_id=record.id, error=f"{type(exc).__name__}: {exc}")
+            message = f"the answers recorded for round {run.turn()} cannot be fed to the run: {exc}"
+            return {"type": type(exc).__name__, "message": message}
+        return None
 
     # --- model calls --------------------------------------------------------------------
 

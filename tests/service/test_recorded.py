@@ -20,7 +20,7 @@ from app.settings import Settings
 from app.store import changes
 from app.store.changes import Answer
 from app.store.runs import RunStore
-from app.store.schema import runs
+from app.store.schema import runs, tool_calls
 from app.worker.driver import RunDriver
 from app.worker.providers import make_provider
 from tests.helpers import drive_once, results_for, run_body, suspended_run
@@ -162,3 +162,21 @@ async def test_the_claim_reads_the_round_with_the_run(service: RunService) -> No
     assert again is not None and again.round_calls is not None
     assert [c.call_id for c in again.round_calls] == [c.call_id for c in suspended.pending]
     assert [c.result["output"] for c in again.round_calls] == ["3", "7"]
+
+
+async def test_answers_that_cannot_be_fed_fail_the_run(service: RunService) -> None:
+    """Rows changed behind the service's back fail the run, its state as it was (an
+    operator can mend and retry it), instead of failing every claim of it."""
+    view = await suspended_run(service)
+    await service.submit_tool_results(results_for(view), run_id=view.record.id)
+    before = await service.store.get(view.record.id)
+    assert before is not None
+    async with service.store.engine.begin() as conn:
+        await conn.execute(
+            sa.update(tool_calls).where(tool_calls.c.run_id == view.record.id).values(result=[1])
+        )
+    assert await drive_once(service.store, service.settings) == RunStatus.FAILED
+    failed = await service.store.get(view.record.id)
+    assert failed is not None and failed.error is not None
+    assert "cannot be fed to the run" in failed.error["message"]
+    assert failed.state == before.state

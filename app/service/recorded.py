@@ -22,15 +22,25 @@ from app.store.records import RunRecord, ToolCallRecord
 from app.store.runs import RunStore
 
 
+class RoundMismatch(ValueError):
+    """The rows of the round a run waits on are not the calls its state waits on."""
+
+
 def answered(run: AgentRun, calls: Sequence[ToolCallRecord]) -> bool:
     """Whether `calls` (the rows of the round the run waits on, in order) answer every
-    call it waits on: the run's own results are in its state, the others in their rows."""
+    call it waits on: the run's own results are in its state, the others in their rows.
+    Raises `RoundMismatch` for rows that are not that round's calls (none at all is a
+    round not handed out yet: open)."""
     pending = run.pending_tool_calls()
-    if not pending or len(pending) != len(calls):
+    if not pending or not calls:
         return False
+    ids = [p.tool_call.id for p in pending]
+    if ids != [row.call_id for row in calls]:
+        raise RoundMismatch(
+            f"the run waits on the calls {ids}, its round's rows are {[c.call_id for c in calls]}"
+        )
     return all(
-        p.tool_call.id == row.call_id
-        and (p.preresolved_result is not None or row.result_hash is not None)
+        p.preresolved_result is not None or row.result_hash is not None
         for p, row in zip(pending, calls, strict=True)
     )
 
@@ -38,7 +48,9 @@ def answered(run: AgentRun, calls: Sequence[ToolCallRecord]) -> bool:
 def apply(run: AgentRun, calls: Sequence[ToolCallRecord]) -> bool:
     """Feed the run the round's recorded answers, in its order, when they answer every
     call it waits on; whether they did (a run whose round is still open, e.g. an expired
-    run retried before its executor answered, is left to suspend for it again)."""
+    run retried before its executor answered, is left to suspend for it again). Raises
+    when they cannot be fed (`RoundMismatch`, a row changed by hand): the run is as it
+    was."""
     if not answered(run, calls):
         return False
     results = []
@@ -55,10 +67,13 @@ def apply(run: AgentRun, calls: Sequence[ToolCallRecord]) -> bool:
 
 async def loaded_run(store: RunStore, record: RunRecord) -> AgentRun:
     """The run of `record` (read with its log) as the worker that claims it will see it:
-    with its round's recorded answers applied. Reads the round's rows only for a run
-    whose state waits on one."""
+    with its round's recorded answers applied (as stored, when they cannot be). Reads the
+    round's rows only for a run whose state waits on one."""
     run = stored.load(record.state, record.log).run
     if run.pending_tool_calls():
         rounds = await store.pending_calls({record.id: run.turn()})
-        apply(run, rounds[record.id])
+        try:
+            apply(run, rounds[record.id])
+        except Exception:  # (answers the worker fails the run on: shown as stored)
+            return stored.load(record.state, record.log).run
     return run

@@ -89,7 +89,9 @@ async def test_recorded_answers_of_an_open_round_are_not_applied(service: RunSer
     assert calls[0].result_hash is not None and calls[1].result_hash is None
     assert not recorded.apply(run, calls)
     assert len(run.pending_tool_calls()) == 2  # (untouched: it still waits for the round)
-    assert not recorded.apply(run, calls[::-1])  # (rows of another order are not its round)
+    with pytest.raises(recorded.RoundMismatch):  # (rows of another order are not its round)
+        recorded.apply(run, calls[::-1])
+    assert not recorded.apply(run, [])  # (no rows: a round not handed out yet)
     assert len((await service.load_run(view.record.id)).pending_tool_calls()) == 2
 
 
@@ -180,3 +182,49 @@ async def test_answers_that_cannot_be_fed_fail_the_run(service: RunService) -> N
     assert failed is not None and failed.error is not None
     assert "cannot be fed to the run" in failed.error["message"]
     assert failed.state == before.state
+    # Its conversation is shown as stored (not a 500 on every read).
+    assert len((await service.load_run(view.record.id)).pending_tool_calls()) == 2
+    entries, _ = await service.messages(view.record.id, limit=50, cursor=None)
+    assert entries[-1].message["role"] == "assistant"
+
+
+async def test_rows_of_other_calls_fail_the_run_and_keep_their_answers(
+    service: RunService,
+) -> None:
+    """A round whose rows name other calls than the state waits on is not suspended
+    again (which would reset the answers given): the run fails, naming both."""
+    view = await suspended_run(service)
+    await service.submit_tool_results(results_for(view), run_id=view.record.id)
+    first = view.pending[0]
+    async with service.store.engine.begin() as conn:
+        await conn.execute(
+            sa.update(tool_calls)
+            .where(tool_calls.c.run_id == view.record.id, tool_calls.c.call_id == first.call_id)
+            .values(call_id="call_elsewhere")
+        )
+    assert await drive_once(service.store, service.settings) == RunStatus.FAILED
+    failed = await service.store.get(view.record.id)
+    assert failed is not None and failed.error is not None
+    assert failed.error["type"] == "RoundMismatch" and "call_elsewhere" in failed.error["message"]
+    rows = await service.store.tool_calls(view.record.id)
+    assert all(r.result_hash is not None for r in rows)  # (the answers are still there)
+
+
+async def test_a_claim_chained_to_a_final_write_reads_the_round(service: RunService) -> None:
+    """The worker's usual path: the write that suspends one run claims the next, a run
+    resumed by its answers, which it is handed with its round's rows."""
+    store = service.store
+    resumed = await suspended_run(service)
+    other, _ = await service.create_run(run_body())
+    now = datetime.now(UTC)
+    claimed = await store.claim("w", now, now + timedelta(seconds=30))
+    assert claimed is not None and claimed.id == other.record.id
+    await service.submit_tool_results(results_for(resumed), run_id=resumed.record.id)
+    key = await store.secret("callback_key", new_key)
+    provider = lambda s: make_provider(s, service.settings)  # noqa: E731
+    driver = RunDriver(store, service.settings, "w", provider, key)
+    nxt, looked = await driver.drive_and_claim(claimed, lambda: True)
+    assert looked and nxt is not None and nxt.id == resumed.record.id
+    assert nxt.round_calls is not None
+    assert [c.result["output"] for c in nxt.round_calls] == ["3", "7"]
+    assert await driver.drive(nxt) == RunStatus.COMPLETED

@@ -181,8 +181,8 @@ class SqliteBackend(SqliteForms):
             for row in (await conn.execute(stmt, params)).mappings().all():
                 record = await self._configured(conn, row, await _log(conn, row["id"]))
                 await self._write_events(conn, record, change.events, now, outbox=False)
-                params = {"p_id": record.id, "p_round": record.turn}
-                calls = (await conn.execute(calls_of_round(), params)).mappings().all()
+                at = {"p_id": record.id, "p_round": record.turn}
+                calls = (await conn.execute(calls_of_round(), at)).mappings().all()
                 out.append(record.with_calls(calls))
         return out
 

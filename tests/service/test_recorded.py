@@ -10,11 +10,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import sqlalchemy as sa
 
-from app.core import ToolResult, UserMessage, stored
+from app.core import AgentRun, ToolResult, UserMessage, stored
+from app.core.jsonvalue import compact_json, thaw
 from app.core.lifecycle import RunStatus
 from app.service import convert, recorded
 from app.service.runs import RunService
-from app.service.schemas import RunCreate
+from app.service.schemas import RunCreate, ToolResultsIn
 from app.service.tokens import new_key
 from app.settings import Settings
 from app.store import changes
@@ -228,3 +229,33 @@ async def test_a_claim_chained_to_a_final_write_reads_the_round(service: RunServ
     assert nxt.round_calls is not None
     assert [c.result["output"] for c in nxt.round_calls] == ["3", "7"]
     assert await driver.drive(nxt) == RunStatus.COMPLETED
+
+
+async def test_a_json_output_reaches_the_model_in_the_order_given(service: RunService) -> None:
+    """Fed from its row, an object output keeps its keys' order (PostgreSQL's `jsonb`
+    would put the shorter first) whichever way the worker reads the round."""
+    view = await suspended_run(service)
+    first, second = view.pending
+    given = {"temperature": 20, "city": "Paris", "zone": {"zz": 1, "a": [2, {"yy": 3, "b": 4}]}}
+    body = ToolResultsIn.model_validate(
+        {
+            "results": [
+                {"tool_call_id": first.call_id, "output": given},
+                {"tool_call_id": second.call_id, "output": {"b": 1, "a": 2}},
+            ]
+        }
+    )
+    await service.submit_tool_results(body, run_id=view.record.id)
+
+    def outputs(run: AgentRun) -> list[str]:
+        (message,) = [
+            m
+            for m in run.full_history()
+            if isinstance(m, UserMessage) and isinstance(m.content[0], ToolResult)
+        ]
+        return [compact_json(thaw(c.content[0].value)) for c in message.content]  # type: ignore[union-attr]
+
+    expected = [compact_json(given), '{"b":1,"a":2}']
+    assert outputs(await service.load_run(view.record.id)) == expected  # (applied on read)
+    assert await drive_once(service.store, service.settings) == RunStatus.COMPLETED
+    assert outputs(await service.load_run(view.record.id)) == expected  # (fed by the claim)

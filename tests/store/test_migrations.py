@@ -418,3 +418,55 @@ CALL = {
     "usage": {"input_tokens": 3, "output_tokens": 4, "total_tokens": 7},
     "cost_usd": 0.25,
 }
+
+
+# --- 0022: tool results kept as given -------------------------------------------------------
+
+
+async def test_0022_keeps_answers_and_runs_queued_suspended_or_partly_answered_complete(
+    own_database: str,
+) -> None:
+    """Runs queued, suspended and partly answered (an object output) before 0022 complete
+    after it, the answer given before it still there; an answer given after it keeps its
+    keys' order; and down to 0021 and back keeps them all."""
+    settings = make_settings(own_database)
+    store = RunStore(create_async_engine(own_database))
+    service = RunService(store, settings)
+    try:
+        partly = await suspended_run(service)
+        suspended = await suspended_run(service)
+        queued, _ = await service.create_run(run_body())
+        first, second = partly.pending
+        given = {"total": 3, "a": 1}
+        body = ToolResultsIn.model_validate(
+            {"results": [{"tool_call_id": first.call_id, "output": given}]}
+        )
+        await service.submit_tool_results(body, run_id=partly.record.id)
+    finally:
+        await store.aclose()
+    command.downgrade(alembic_config(own_database), "0021")
+    upgrade_to_head(own_database)
+
+    store = RunStore(create_async_engine(own_database))
+    service = RunService(store, settings)
+    try:
+        (answer,) = [c for c in await store.tool_calls(partly.record.id) if c.result is not None]
+        assert answer.result == {"output": given, "is_error": False}
+        body = ToolResultsIn.model_validate(
+            {"results": [{"tool_call_id": second.call_id, "output": {"z": 1, "b": 2}}]}
+        )
+        await service.submit_tool_results(body, run_id=partly.record.id)
+        rows = await store.tool_calls(partly.record.id)
+        (late,) = [c for c in rows if c.call_id == second.call_id]
+        assert list(late.result["output"]) == ["z", "b"]  # (as given, on either database)
+        await service.submit_tool_results(results_for(suspended), run_id=suspended.record.id)
+        for _ in range(3):  # the two resumed runs complete; the queued one suspends
+            await drive_once(store, settings)
+        waiting = await service.get_run(queued.record.id)
+        assert waiting.record.status == RunStatus.REQUIRES_ACTION
+        await service.submit_tool_results(results_for(waiting), run_id=queued.record.id)
+        assert await drive_once(store, settings) == RunStatus.COMPLETED
+        for run_id in (partly.record.id, suspended.record.id, queued.record.id):
+            assert (await service.get_run(run_id)).record.status == RunStatus.COMPLETED
+    finally:
+        await store.aclose()

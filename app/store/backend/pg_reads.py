@@ -42,16 +42,17 @@ def log_of(run_id: Any) -> Any:
 
 def calls_of(run_id: Any, round: Any) -> Any:
     """The calls of a run's round as one JSON array of rows (`ToolCallRecord.from_row`
-    reads each), in order; empty when it has none."""
+    reads each), in order; empty when it has none. `json`, not `jsonb`: a result's keys
+    stay in the order they were given (`tool_calls.result`)."""
     pairs: list[Any] = []
     for c in tool_calls.columns:
         pairs += [sa.literal_column(f"'{c.name}'"), c]
-    call = sa.func.jsonb_build_object(*pairs)
+    call = sa.func.json_build_object(*pairs)
     return (
         sa.select(
             sa.func.coalesce(
-                sa.func.jsonb_agg(postgresql.aggregate_order_by(call, tool_calls.c.position)),
-                sa.literal_column("'[]'::jsonb"),
+                sa.func.json_agg(postgresql.aggregate_order_by(call, tool_calls.c.position)),
+                sa.literal_column("'[]'::json"),
             )
         )
         .where(tool_calls.c.run_id == run_id, tool_calls.c.round == round)

@@ -94,8 +94,8 @@ def typed(name: str, t: Any) -> Any:
     the value is serialized."""
     if isinstance(t, sa.Float):
         return sa.cast(sa.bindparam(name, type_=sa.Float()), postgresql.DOUBLE_PRECISION)
-    if isinstance(t, sa.JSON):
-        return sa.bindparam(name, type_=postgresql.JSONB())
+    if isinstance(t, sa.JSON):  # (the column's own: `json` keeps a result's key order)
+        return sa.bindparam(name, type_=t)
     return sa.cast(sa.bindparam(name), t)
 
 
@@ -295,7 +295,7 @@ class PgStatements(StatementCache):
                 tool_calls.c.position == sa.bindparam(f"a{i}_position", type_=sa.Integer()),
             )
             .values(
-                result=sa.bindparam(f"a{i}_result", type_=postgresql.JSONB()),
+                result=sa.bindparam(f"a{i}_result", type_=tool_calls.c.result.type),
                 result_hash=sa.bindparam(f"a{i}_hash", type_=sa.String()),
                 submitted_at=sa.bindparam("p_now", type_=sa.DateTime(timezone=True)),
             )

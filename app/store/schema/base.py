@@ -17,6 +17,9 @@ metadata = sa.MetaData(
 
 # JSON documents: JSONB on PostgreSQL, JSON text on SQLite.
 Json = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+#: JSON kept as text on PostgreSQL too (`json`, not `jsonb`): an object's keys stay in the
+#: order they were given (a tool's output, which the model is shown as stored).
+GivenJson = sa.JSON()
 Timestamp = sa.DateTime(timezone=True)
 
 #: The tenant of every row stored before tenants existed (revision 0013), as

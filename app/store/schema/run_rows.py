@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from app.core.lifecycle import ApprovalStatus
-from app.store.schema.base import Json, Timestamp, metadata, tenant_column
+from app.store.schema.base import GivenJson, Json, Timestamp, metadata, tenant_column
 
 # A run's log (app.core.stored): the messages and model calls it gained, one row per
 # transition that added some, written once and never updated; `runs.state` holds the rest.
@@ -36,7 +36,7 @@ tool_calls = sa.Table(
     sa.Column("name", sa.String(255), nullable=False),
     sa.Column("arguments", Json),
     sa.Column("preresolved", sa.Boolean, nullable=False, server_default=sa.false()),
-    sa.Column("result", Json),
+    sa.Column("result", GivenJson),  # (a tool's output as given: the model sees it)
     sa.Column("result_hash", sa.String(64)),
     sa.Column("submitted_at", Timestamp),
     # The tool-call queue (app.store.queues): the queue whose executors lease the call

@@ -65,15 +65,23 @@ def apply(run: AgentRun, calls: Sequence[ToolCallRecord]) -> bool:
     return True
 
 
+async def round_rows(store: RunStore, record: RunRecord, run: AgentRun) -> list[ToolCallRecord]:
+    """The rows of the round `run` (loaded from `record`) waits on: those the claim read
+    with it, else read now."""
+    if record.round_calls is not None and record.turn == run.turn():
+        return list(record.round_calls)
+    return (await store.pending_calls({record.id: run.turn()}))[record.id]
+
+
 async def loaded_run(store: RunStore, record: RunRecord) -> AgentRun:
     """The run of `record` (read with its log) as the worker that claims it will see it:
     with its round's recorded answers applied (as stored, when they cannot be). Reads the
     round's rows only for a run whose state waits on one."""
     run = stored.load(record.state, record.log).run
     if run.pending_tool_calls():
-        rounds = await store.pending_calls({record.id: run.turn()})
+        calls = await round_rows(store, record, run)
         try:
-            apply(run, rounds[record.id])
+            apply(run, calls)
         except Exception:  # (answers the worker fails the run on: shown as stored)
             return stored.load(record.state, record.log).run
     return run

@@ -25,16 +25,9 @@ from app.core import (
     CallModel,
     CallTools,
     Done,
-    Fail,
-    InvalidToolCallAction,
     InvalidToolCallContext,
-    ModelTurn,
     NeedsResolution,
     PromptResponse,
-    Repair,
-    Retry,
-    Skip,
-    Stop,
     Usage,
     stored,
 )
@@ -43,14 +36,14 @@ from app.core.events import EventType as E
 from app.core.lifecycle import RunStatus
 from app.core.lifecycle import Transition as T
 from app.core.serde import message_to_dict
-from app.providers.backoff import BackoffPolicy, Delay
+from app.providers.backoff import BackoffPolicy
 from app.providers.base import ModelRequest, Provider, ProviderError, ProviderTurn, ToolSpec
 from app.providers.profiles import Profiles
 from app.service import conversations, convert, recorded
 from app.service.tokens import callback_token, token_hash
 from app.settings import Settings
 from app.store import changes
-from app.store.changes import Backoff, Budget, Change, Resolution
+from app.store.changes import Budget, Change, Resolution
 from app.store.records import NewEvent, RunRecord
 from app.store.runs import RunStore
 from app.worker import streaming, tool_rounds
@@ -58,33 +51,11 @@ from app.worker.budget import Budgets, billed_usage, budgets_for, priced_call
 from app.worker.flow import Deferred, Flow
 from app.worker.lease import Claim, Lease, LeaseLost
 from app.worker.stops import Stops
+from app.worker.turns import backoff_reason, invalid_call_action, model_turn
 
 log = structlog.get_logger("agentrun.worker")
 
 ProviderFactory = Callable[[Mapping[str, Any]], Provider]
-
-
-def invalid_call_action(
-    policy: Mapping[str, Any], context: InvalidToolCallContext
-) -> InvalidToolCallAction | None:
-    """The run's policy for an invalid tool call; None means `ask` (suspend for a human)."""
-    action = policy.get("action", "fail")
-    if action == "ask":
-        return None
-    if action == "retry":
-        return Retry(
-            policy.get("feedback")
-            or f"Tool `{context.tool_name}` is not available. "
-            f"Available tools: {', '.join(context.allowed_tools) or 'none'}."
-        )
-    if action == "repair":
-        target = (policy.get("repair_to") or {}).get(context.tool_name)
-        return Repair(target) if target else Fail()
-    if action == "skip":
-        return Skip(policy.get("reason") or f"Tool `{context.tool_name}` is not available.")
-    if action == "stop":
-        return Stop(policy.get("reason") or f"invalid tool call `{context.tool_name}`")
-    return Fail()
 
 
 class RunDriver:
@@ -192,13 +163,10 @@ class RunDriver:
             return None
 
     async def _apply_answers(self, claim: Claim, run: AgentRun) -> dict[str, Any] | None:
-        """Feed the run its round's answers, recorded in their rows (which the claim read;
-        a record that was not claimed so reads them now); the error when they cannot be
-        fed (rows changed by hand, say): the run fails, its state left as it was."""
+        """Feed the run its round's answers, recorded in their rows; the error when they
+        cannot be fed (rows changed by hand, say): the run fails, its state as it was."""
         record = claim.record
-        calls = record.round_calls
-        if calls is None or record.turn != run.turn():
-            calls = tuple((await self.store.pending_calls({record.id: run.turn()}))[record.id])
+        calls = await recorded.round_rows(self.store, record, run)
         try:
             recorded.apply(run, calls)
         except Exception as exc:
@@ -479,35 +447,3 @@ class RunDriver:
         if record.awaited_by is not None:  # a run waits for this one (`if_busy`)
             await conversations.start_waiting(self.store, record, now)
         return record.status
-
-
-def backoff_reason(
-    delay: Delay, until: datetime, attempt: int, policy: BackoffPolicy, error: dict[str, Any]
-) -> Backoff:
-    """Why a run waits to retry a model call (see `changes.Backoff`)."""
-    return Backoff(
-        until=until,
-        delay_seconds=delay.seconds,
-        reason=delay.reason,
-        attempt=attempt,
-        max_attempts=policy.max_attempts,
-        error=error,
-        hint_seconds=delay.hint_seconds,
-        header=delay.header,
-    )
-
-
-def model_turn(
-    answer: ProviderTurn, executable: frozenset[str], allowed: frozenset[str]
-) -> ModelTurn:
-    return ModelTurn(
-        choice=answer.choice,
-        usage=answer.usage,
-        executable_tool_names=executable,
-        allowed_tool_names=allowed,
-        message_id=answer.message_id,
-        response_id=answer.response_id,
-        provider_request_id=answer.provider_request_id,
-        finish_reason=answer.finish_reason,
-        raw=answer.raw,
-    )

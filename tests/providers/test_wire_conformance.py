@@ -29,8 +29,8 @@ from app.providers.base import ModelRequest
 from app.providers.common import ERROR_PREFIX
 from app.service import convert
 from app.service.schemas import HistoryMessage
-from app.worker.driver import invalid_call_action, model_turn
 from app.worker.streaming import ingest_streamed
+from app.worker.turns import invalid_call_action, model_turn
 from tests.providers.helpers import ADD, WEATHER
 from tests.providers.sdk_wire import CODECS, WIRES, Answer, Call, check_request, decode
 

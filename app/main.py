@@ -22,6 +22,7 @@ import structlog
 from argon2 import PasswordHasher
 
 from app.providers import profiles
+from app.service import features
 from app.service.approvals import ApprovalService
 from app.service.keys import Authenticator, DbKeys, KeyAdmin
 from app.service.live import EventHub
@@ -70,7 +71,7 @@ async def running(
     )
     profiles.install(loaded)
     engine = engine_for(settings, pool_size=pool_size)
-    store = RunStore(engine, webhook_url=settings.webhook_url)
+    store = features.install(RunStore(engine, webhook_url=settings.webhook_url))
     listen_url = settings.direct_database_url
     event_hub = EventHub(store, listen_url, settings.poll_interval) if hub else None
     worker = (

@@ -17,6 +17,7 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
+from app.service import features
 from app.settings import Settings
 from app.store.backend.engines import create_engine
 from app.store.migrate import upgrade_to_head
@@ -118,7 +119,7 @@ def settings(database_url: str) -> Settings:
 @pytest.fixture
 async def store(database_url: str) -> AsyncIterator[RunStore]:
     engine = create_engine(database_url)
-    store = RunStore(engine)
+    store = features.install(RunStore(engine))
     async with engine.begin() as conn:
         for table in CLEAN_TABLES:
             await conn.exec_driver_sql(f"DELETE FROM {table}")

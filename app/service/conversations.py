@@ -377,3 +377,14 @@ def history_shape(doc: dict[str, Any]) -> dict[str, Any]:
     if doc["role"] == "assistant":
         out["id"] = doc.get("id")
     return out
+
+
+def install(store: RunStore) -> None:
+    """Plug conversations into `store`: a run's end starts the run waiting for it
+    (`if_busy: enqueue`), whoever ended it; `start_orphans` is the sweep behind it."""
+
+    async def ended(record: RunRecord, now: datetime) -> None:
+        if record.awaited_by is not None:  # (a run nobody waits for costs nothing more)
+            await start_waiting(store, record, now)
+
+    store.hooks.on_run_ended(ended)

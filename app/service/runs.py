@@ -415,7 +415,6 @@ class RunService:
         updated = await self._apply(run_id, change)
         if updated is None:
             return await self._refused(run_id, "resolve")
-        await conversations.start_waiting(self.store, updated, self.clock())  # (if awaited)
         tracing.record_span(
             "agentrun.run.resolve",
             updated.config,
@@ -446,7 +445,6 @@ class RunService:
         updated = await self._apply(run_id, changes.cancel(actor), tenant)
         if updated is None:
             return await self._refused(run_id, "cancel", tenant)
-        await conversations.start_waiting(self.store, updated, self.clock())
         tracing.record_span(
             "agentrun.run.cancel",
             updated.config,

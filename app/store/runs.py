@@ -30,6 +30,7 @@ from app.store.backend.factory import backend_for
 from app.store.conversations import ConversationRows
 from app.store.errors import NotFoundError
 from app.store.flow import FlowLimits
+from app.store.hooks import Hooks
 from app.store.identities import Identities
 from app.store.lookups import Lookups
 from app.store.outbox import Outbox
@@ -56,6 +57,7 @@ class RunStore:
         *,
         webhook_url: str | None = None,
         backend: Backend | None = None,
+        hooks: Hooks | None = None,
     ) -> None:
         self.backend = backend or backend_for(engine, webhook_url=webhook_url)
         self.engine = engine  # (reports, usage and retention query it themselves)
@@ -63,7 +65,9 @@ class RunStore:
         #: Whether writes wake listeners (NOTIFY); without it, workers and streams poll.
         self.notifies = self.backend.notifies
 
-        self.transitions = t = Transitions(self.backend)
+        #: The features' hooks on this store's writes (`app.store.hooks`).
+        self.hooks = hooks or Hooks()
+        self.transitions = t = Transitions(self.backend, self.hooks)
         self.create, self.apply = t.create, t.apply
         self.claim, self.claim_many = t.claim, t.claim_many
         self.heartbeat, self.append_events = t.heartbeat, t.append_events

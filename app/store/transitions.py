@@ -17,13 +17,14 @@ from typing import Any
 import sqlalchemy as sa
 
 from app import metrics
-from app.core.lifecycle import RunStatus
+from app.core.lifecycle import TERMINAL, RunStatus
 from app.core.stored import Snapshot
 from app.store import changes, waiting
 from app.store.backend.base import Backend, Changed, ChangeWrite, NewRun, Wake
 from app.store.changes import Change
 from app.store.errors import NotFoundError
 from app.store.fold import reopen
+from app.store.hooks import Hooks
 from app.store.records import NewEvent, RunRecord
 from app.store.schema import DEFAULT_TENANT, fair_ranks, runs
 
@@ -167,8 +168,9 @@ class _Refused(Exception):
 class Transitions:
     """Creates runs and applies changes to them (workers, the service, the sweeps)."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, hooks: Hooks | None = None) -> None:
         self.backend = backend
+        self.hooks = hooks or Hooks()
 
     async def apply(
         self,
@@ -204,6 +206,8 @@ class Transitions:
             metrics.claimed([done.claimed.available_at], now)
         if done.record is not None:
             metrics.transition(change.transition.value, done.record.status.value)
+            if self.hooks.run_ended and done.record.status in TERMINAL:
+                await self.hooks.ended([done.record], now)
         return done.record, done.claimed
 
     async def _reopen(self, write: ChangeWrite) -> Changed:
@@ -309,6 +313,7 @@ class Transitions:
         name another change for a run."""
         wakes: list[Wake] = []
         changed: list[tuple[str, str]] = []
+        ended: list[RunRecord] = []
         (status,) = change.sources
         async with self.backend.transaction() as conn:
             # The status as a literal: it matches the partial index's predicate (a
@@ -324,7 +329,10 @@ class Transitions:
                 wakes.extend(done.wakes)
                 if done.record is not None:
                     changed.append((applied.transition.value, done.record.status.value))
+                    if done.record.status in TERMINAL:
+                        ended.append(done.record)
         self.backend.wake(wakes)
         for transition, status_to in changed:  # (counted once committed)
             metrics.transition(transition, status_to)
+        await self.hooks.ended(ended, now)
         return [row[0] for row in rows]

@@ -39,7 +39,7 @@ from app.core.serde import message_to_dict
 from app.providers.backoff import BackoffPolicy
 from app.providers.base import ModelRequest, Provider, ProviderError, ProviderTurn, ToolSpec
 from app.providers.profiles import Profiles
-from app.service import conversations, convert, recorded
+from app.service import convert, recorded
 from app.service.tokens import callback_token, token_hash
 from app.settings import Settings
 from app.store import changes
@@ -444,6 +444,4 @@ class RunDriver:
         if record is None:
             raise LeaseLost()
         tracing.claim_ended(record)
-        if record.awaited_by is not None:  # a run waits for this one (`if_busy`)
-            await conversations.start_waiting(self.store, record, now)
         return record.status

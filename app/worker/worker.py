@@ -255,7 +255,6 @@ class Worker:
                     self.wake()
                 if expired:
                     log.info("expired suspended runs", runs=expired)
-                    await self._start_waiting(expired, now)
             except Exception:
                 log.exception("reaper failed")
             if time.monotonic() >= self._orphans_due:  # (every ORPHAN_SWEEP_SECONDS)
@@ -273,14 +272,6 @@ class Worker:
             except Exception:
                 log.exception("approval timeout sweep failed")
             await asyncio.sleep(self.settings.reap_interval)
-
-    async def _start_waiting(self, ended: list[str], now: datetime) -> None:
-        """Start the runs that waited for these (`if_busy: enqueue`), as the worker does
-        after its own ending writes."""
-        for run_id in ended:
-            record = await self.store.get(run_id)
-            if record is not None:
-                await conversations.start_waiting(self.store, record, now)
 
     async def _fold(self) -> None:
         """Fold finished runs into the rollups that reports read (app.store.fold), with

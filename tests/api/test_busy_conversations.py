@@ -248,10 +248,10 @@ async def test_an_ended_run_a_waiting_run_went_on_from_is_not_retried_beside_it(
     active = await suspend(client, store, expires_in=60)
     waiting = await continuing(client, active["id"], if_busy="enqueue")
     later = datetime.now(UTC) + timedelta(minutes=5)
-    (expired,) = await store.expire_suspended(later)
-    record = await store.get(expired)
-    assert record is not None
-    assert await conversations.start_waiting(store, record, later) == waiting["id"]
+    # (the sweep's ending write starts the waiting run: the store's `run_ended` hook)
+    assert await store.expire_suspended(later) == [active["id"]]
+    started = (await client.get(f"/v1/runs/{waiting['id']}")).json()
+    assert started["waiting_reason"] == {"type": "queued"}, started
     service = RunService(store, client.app.state.settings)  # type: ignore[attr-defined]
     with pytest.raises(ConversationBusy) as refused:
         await retry_run(service, active["id"], "operator")

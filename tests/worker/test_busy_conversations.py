@@ -76,16 +76,19 @@ async def test_an_expired_run_starts_its_waiting_run(store: RunStore, settings: 
 async def test_a_run_whose_ender_stopped_before_starting_it_is_started_by_the_sweep(
     store: RunStore, settings: Settings
 ) -> None:
-    """The ending write returns `awaited_by`, and the ender starts the waiting run right
-    after it; an ender killed in between leaves it parked. The reaper's sweep starts it."""
+    """The ending write returns `awaited_by`, and the store's `run_ended` hook starts the
+    waiting run right after its commit; an ender killed in between leaves it parked. The
+    reaper's sweep starts it."""
     service = RunService(store, settings)
     first, _ = await service.create_run(run_body())
     await drive_once(store, settings)  # suspended, for tool results nobody sends
     body = RunCreate(prompt="and then?", previous_run_id=first.record.id, if_busy="enqueue")
     second, _ = await service.create_run(body)
-    # The ending write alone, as a killed ender would have left it: nothing started.
+    # The ending write alone, as an ender killed before its hooks ran would have left it
+    # (a store with no features installed: no hook runs): nothing started.
+    bare = RunStore(store.engine)
     now = datetime.now(UTC)
-    ended, _ = await store.apply(first.record.id, changes.cancel("test"), now)
+    ended, _ = await bare.apply(first.record.id, changes.cancel("test"), now)
     assert ended is not None and ended.awaited_by == second.record.id
     assert (await service.get_run(second.record.id)).record.waiting == Conversation(first.record.id)
     async with running_worker(store, settings):  # (its reaper sweeps at once)

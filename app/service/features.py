@@ -1,0 +1,13 @@
+"""The features plugged into the kernel's extension points (`app.store.hooks`): the one
+list the composition root (and a test that builds its own store) installs."""
+
+from __future__ import annotations
+
+from app.service import conversations
+from app.store.runs import RunStore
+
+
+def install(store: RunStore) -> RunStore:
+    """Register every feature's hooks on `store`; returns it."""
+    conversations.install(store)
+    return store

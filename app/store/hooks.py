@@ -1,0 +1,45 @@
+"""The store's extension points: where a feature plugs into a run's writes without the
+store (or any of its callers) knowing the feature exists, as Temporal's interceptors do.
+
+- `run_ended`: called once a write that ended a run has committed, whoever wrote it (a
+  worker's final write, a cancel, a resolution, the expiry sweep), with the run as
+  written. A feature that reacts to a run's end (a conversation's next run starting)
+  registers here instead of being called by hand after each of those writes.
+
+A hook runs after the commit, so it cannot undo the write; a hook that fails is logged
+and the next hook still runs (a feature keeps a sweep for what a crash between the
+commit and its hook leaves undone). With nothing registered a write pays one truth test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+
+import structlog
+
+from app.store.records import RunRecord
+
+log = structlog.get_logger("agentrun.store")
+
+#: `(the run as its ending write left it, the write's time)`.
+RunEnded = Callable[[RunRecord, datetime], Awaitable[object]]
+
+
+class Hooks:
+    """The hooks registered on one store (the composition root registers the features')."""
+
+    def __init__(self) -> None:
+        self.run_ended: tuple[RunEnded, ...] = ()
+
+    def on_run_ended(self, hook: RunEnded) -> None:
+        self.run_ended = (*self.run_ended, hook)
+
+    async def ended(self, records: list[RunRecord], now: datetime) -> None:
+        """Tell every `run_ended` hook of each of `records` (runs a write just ended)."""
+        for record in records:
+            for hook in self.run_ended:
+                try:
+                    await hook(record, now)
+                except Exception:
+                    log.exception("run_ended hook failed", run_id=record.id)

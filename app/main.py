@@ -71,7 +71,7 @@ async def running(
     )
     profiles.install(loaded)
     engine = engine_for(settings, pool_size=pool_size)
-    store = features.install(RunStore(engine, webhook_url=settings.webhook_url))
+    store = features.install(RunStore(engine, webhook_url=settings.webhook_url), settings)
     listen_url = settings.direct_database_url
     event_hub = EventHub(store, listen_url, settings.poll_interval) if hub else None
     worker = (

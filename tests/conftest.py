@@ -117,9 +117,9 @@ def settings(database_url: str) -> Settings:
 
 
 @pytest.fixture
-async def store(database_url: str) -> AsyncIterator[RunStore]:
+async def store(database_url: str, settings: Settings) -> AsyncIterator[RunStore]:
     engine = create_engine(database_url)
-    store = features.install(RunStore(engine))
+    store = features.install(RunStore(engine), settings)
     async with engine.begin() as conn:
         for table in CLEAN_TABLES:
             await conn.exec_driver_sql(f"DELETE FROM {table}")

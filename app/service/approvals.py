@@ -51,6 +51,7 @@ from app.store import changes
 from app.store.approvals import CallDecision
 from app.store.changes import Change
 from app.store.errors import NotFoundError
+from app.store.hooks import Sweep
 from app.store.records import (
     APPROVAL_APPROVED,
     APPROVAL_REJECTED,
@@ -377,3 +378,14 @@ class ApprovalService:
                 continue  # (someone decided first)
             decided.append(run_id)
         return decided
+
+
+def install(service: RunService) -> None:
+    """Plug approvals into `service`'s store: a worker's reaper gives each pending
+    approval past its deadline its run's `approval_on_timeout` decision (`time_out`)."""
+    approvals = ApprovalService(service)
+
+    async def timed_out(now: datetime) -> list[str]:  # (its clock is the service's)
+        return await approvals.time_out()
+
+    service.store.hooks.add_sweep(Sweep("approvals timed out", timed_out))

@@ -29,6 +29,7 @@ from app.service.errors import ConversationBusy, InvalidRequest, RunNotFound, Ru
 from app.service.schemas import INHERITED, InvalidToolCallPolicy, RunCreate, inherited_model_problem
 from app.store import changes
 from app.store.changes import Change
+from app.store.hooks import Sweep
 from app.store.records import NewEvent, RunRecord
 from app.store.runs import RunStore
 from app.store.waiting import Conversation
@@ -379,6 +380,11 @@ def history_shape(doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: How often a worker looks for runs parked for a conversation whose awaited run ended
+#: without starting them (a process killed between the ending write and its hook).
+ORPHAN_SWEEP_SECONDS = 30.0
+
+
 def install(store: RunStore) -> None:
     """Plug conversations into `store`: a run's end starts the run waiting for it
     (`if_busy: enqueue`), whoever ended it; `start_orphans` is the sweep behind it."""
@@ -387,4 +393,10 @@ def install(store: RunStore) -> None:
         if record.awaited_by is not None:  # (a run nobody waits for costs nothing more)
             await start_waiting(store, record, now)
 
+    async def orphans(now: datetime) -> list[str]:
+        return await start_orphans(store, now)
+
     store.hooks.on_run_ended(ended)
+    store.hooks.add_sweep(
+        Sweep("started runs waiting for an ended run", orphans, ORPHAN_SWEEP_SECONDS)
+    )

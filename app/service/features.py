@@ -3,11 +3,14 @@ list the composition root (and a test that builds its own store) installs."""
 
 from __future__ import annotations
 
-from app.service import conversations
+from app.service import approvals, conversations
+from app.service.runs import RunService
+from app.settings import Settings
 from app.store.runs import RunStore
 
 
-def install(store: RunStore) -> RunStore:
+def install(store: RunStore, settings: Settings) -> RunStore:
     """Register every feature's hooks on `store`; returns it."""
     conversations.install(store)
+    approvals.install(RunService(store, settings))
     return store

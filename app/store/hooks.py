@@ -5,6 +5,9 @@ store (or any of its callers) knowing the feature exists, as Temporal's intercep
   worker's final write, a cancel, a resolution, the expiry sweep), with the run as
   written. A feature that reacts to a run's end (a conversation's next run starting)
   registers here instead of being called by hand after each of those writes.
+- `sweeps`: periodic work a feature needs done by some worker (the runs a crash left
+  waiting, approvals past their deadline), run by each worker's reaper at the sweep's
+  period; what a sweep did is logged with its name.
 
 A hook runs after the commit, so it cannot undo the write; a hook that fails is logged
 and the next hook still runs (a feature keeps a sweep for what a crash between the
@@ -13,7 +16,8 @@ commit and its hook leaves undone). With nothing registered a write pays one tru
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 import structlog
@@ -26,14 +30,27 @@ log = structlog.get_logger("agentrun.store")
 RunEnded = Callable[[RunRecord, datetime], Awaitable[object]]
 
 
+@dataclass(frozen=True)
+class Sweep:
+    """Periodic work of a feature: `run(now)` returns the ids of the runs it moved on."""
+
+    name: str  # (what the log says it did: "approvals timed out")
+    run: Callable[[datetime], Awaitable[Sequence[str]]]
+    every: float | None = None  # seconds between two runs; None: at every reap
+
+
 class Hooks:
     """The hooks registered on one store (the composition root registers the features')."""
 
     def __init__(self) -> None:
         self.run_ended: tuple[RunEnded, ...] = ()
+        self.sweeps: tuple[Sweep, ...] = ()
 
     def on_run_ended(self, hook: RunEnded) -> None:
         self.run_ended = (*self.run_ended, hook)
+
+    def add_sweep(self, sweep: Sweep) -> None:
+        self.sweeps = (*self.sweeps, sweep)
 
     async def ended(self, records: list[RunRecord], now: datetime) -> None:
         """Tell every `run_ended` hook of each of `records` (runs a write just ended)."""

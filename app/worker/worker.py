@@ -26,9 +26,6 @@ import structlog
 from sqlalchemy.engine import make_url
 
 from app.providers.profiles import Profiles
-from app.service import conversations
-from app.service.approvals import ApprovalService
-from app.service.runs import RunService
 from app.service.tokens import new_key
 from app.settings import Settings
 from app.store import changes
@@ -44,9 +41,6 @@ from app.worker.webhooks import WebhookSender, new_secret
 
 log = structlog.get_logger("agentrun.worker")
 
-#: How often the reaper looks for runs parked for a conversation whose awaited run ended
-#: without starting them (a worker killed between its ending write and the start).
-ORPHAN_SWEEP_SECONDS = 30.0
 #: How long a stopping worker waits for its background loops to end once cancelled.
 BACKGROUND_STOP_SECONDS = 5.0
 
@@ -83,11 +77,9 @@ class Worker:
         # Runs whose drive a database outage broke: released once the database answers.
         self._give_back: dict[str, int] = {}
         self._webhooks_due = asyncio.Event()
-        self._orphans_due = 0.0  # (monotonic) the next sweep of orphaned waiting runs
+        self._sweeps_due: dict[str, float] = {}  # (monotonic) when a periodic sweep is next due
         self.stops = Stops()  # the model calls in flight, told when their run is taken
         self.driver: RunDriver | None = None
-        # (The timeout sweep of approvals: decisions, as a person's, go through the service.)
-        self.approvals = ApprovalService(RunService(store, settings, clock))
         self.sender: WebhookSender | None = None
 
     def wake(self) -> None:
@@ -257,21 +249,22 @@ class Worker:
                     log.info("expired suspended runs", runs=expired)
             except Exception:
                 log.exception("reaper failed")
-            if time.monotonic() >= self._orphans_due:  # (every ORPHAN_SWEEP_SECONDS)
-                self._orphans_due = time.monotonic() + ORPHAN_SWEEP_SECONDS
-                try:
-                    orphans = await conversations.start_orphans(self.store, self.clock())
-                    if orphans:
-                        log.info("started runs waiting for an ended run", runs=orphans)
-                except Exception:
-                    log.exception("waiting-run sweep failed")
-            try:  # (beside expiry: approvals past their run's approval_timeout)
-                timed_out = await self.approvals.time_out()
-                if timed_out:
-                    log.info("approvals timed out", runs=timed_out)
-            except Exception:
-                log.exception("approval timeout sweep failed")
+            await self._sweep()
             await asyncio.sleep(self.settings.reap_interval)
+
+    async def _sweep(self) -> None:
+        """The features' sweeps (`app.store.hooks.Sweep`) that are due."""
+        for sweep in self.store.hooks.sweeps:
+            if sweep.every is not None:
+                if time.monotonic() < self._sweeps_due.get(sweep.name, 0.0):
+                    continue
+                self._sweeps_due[sweep.name] = time.monotonic() + sweep.every
+            try:
+                moved = await sweep.run(self.clock())
+                if moved:
+                    log.info(sweep.name, runs=list(moved))
+            except Exception:
+                log.exception("sweep failed", sweep=sweep.name)
 
     async def _fold(self) -> None:
         """Fold finished runs into the rollups that reports read (app.store.fold), with

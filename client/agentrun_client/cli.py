@@ -18,7 +18,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, get_args
 
 from pydantic import BaseModel
 
@@ -29,6 +29,10 @@ from agentrun_client.models import Approval, ApprovalPage, Run, RunPage, RunStat
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_OTHER_STATUS, EXIT_TIMEOUT = 0, 1, 2, 3, 4
 STATUSES = [s.value for s in RunStatus]
+#: The service's words the flags take (tests/client/test_vocabulary.py checks them).
+TOOL_CHOICES = ("auto", "none", "required")
+INVALID_TOOL_CALL_ACTIONS = ("fail", "retry", "repair", "skip", "stop", "ask")
+LIMITS = ("max_total_tokens", "max_cost_usd", "max_model_calls", "max_duration_seconds")
 
 
 class UsageError(Exception):
@@ -107,7 +111,7 @@ def create_body(args: argparse.Namespace) -> dict[str, Any]:
         body["invalid_tool_call"] = policy
     if args.tool_choice is not None:
         choice = args.tool_choice
-        body["tool_choice"] = choice if choice in ("auto", "none", "required") else {"name": choice}
+        body["tool_choice"] = choice if choice in TOOL_CHOICES else {"name": choice}
     if args.metadata:
         meta = dict(pair(m, "--metadata", strict=False) for m in args.metadata)
         body["metadata"] = {**body.get("metadata", {}), **meta}
@@ -241,9 +245,6 @@ def cmd_submit(client: Client, args: argparse.Namespace, out: Output) -> int:
 def cmd_cancel(client: Client, args: argparse.Namespace, out: Output) -> int:
     out.run(client.runs.cancel(args.run_id))
     return EXIT_OK
-
-
-LIMITS = ("max_total_tokens", "max_cost_usd", "max_model_calls", "max_duration_seconds")
 
 
 def limit_value(text: str) -> float | None:
@@ -397,11 +398,12 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     c.add_argument("--tools", metavar="JSON|@FILE", help="tool definitions: a JSON list")
     c.add_argument("--preamble", help="the system prompt")
     c.add_argument("--history", metavar="JSON|@FILE", help="earlier messages: a JSON list")
-    c.add_argument("--tool-choice", metavar="auto|none|required|TOOL")
+    c.add_argument("--tool-choice", metavar="|".join((*TOOL_CHOICES, "TOOL")))
     c.add_argument("--max-turns", type=int, metavar="N", help="model-call budget")
     c.add_argument("--tool-concurrency", type=int, metavar="N")
+    *actions, last = INVALID_TOOL_CALL_ACTIONS
     c.add_argument("--invalid-tool-call", metavar="ACTION|JSON|@FILE",
-                   help="fail, retry, repair, skip, stop or ask; or the policy object")  # fmt: skip
+                   help=f"{', '.join(actions)} or {last}; or the policy object")  # fmt: skip
     c.add_argument("--webhook", metavar="URL", help="receives the run's webhook events")
     c.add_argument("--expires-in", type=float, metavar="SECONDS", help="how long it may wait")
     c.add_argument("--metadata", action="append", metavar="KEY=VALUE",
@@ -414,7 +416,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     )
     c.add_argument(
         "--if-busy",
-        choices=("reject", "enqueue", "interrupt"),
+        choices=get_args(_base.IfBusy),
         help="when that conversation's latest run is active: refuse (default), "
         "wait for it, or cancel it",
     )

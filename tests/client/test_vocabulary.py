@@ -17,7 +17,8 @@ from typing import Any, get_args
 import pytest
 from pydantic import BaseModel
 
-from agentrun_client import _base, cli, errors, models
+from agentrun_client import _base, errors, models
+from agentrun_client.cli import runs as runs_cli
 from app.api import models as api_models
 from app.api.problems import CATALOGUE
 from app.core import events, lifecycle
@@ -90,16 +91,16 @@ COPIES: dict[str, tuple[Callable[[], set[str]], Callable[[], set[str]]]] = {
         lambda: literal_values(_base.IfBusy),
         lambda: field_literal(schemas.RunCreate, "if_busy"),
     ),
-    "run limits (cli.LIMITS)": (
-        lambda: set(cli.LIMITS),
+    "run limits (cli.runs.LIMITS)": (
+        lambda: set(runs_cli.LIMITS),
         lambda: set(schemas.RunLimits.model_fields),
     ),
-    "tool choices (cli.TOOL_CHOICES)": (
-        lambda: set(cli.TOOL_CHOICES),
+    "tool choices (cli.runs.TOOL_CHOICES)": (
+        lambda: set(runs_cli.TOOL_CHOICES),
         lambda: literal_values(schemas.ToolChoiceIn),
     ),
-    "invalid tool call actions (cli.INVALID_TOOL_CALL_ACTIONS)": (
-        lambda: set(cli.INVALID_TOOL_CALL_ACTIONS),
+    "invalid tool call actions (cli.runs.INVALID_TOOL_CALL_ACTIONS)": (
+        lambda: set(runs_cli.INVALID_TOOL_CALL_ACTIONS),
         lambda: field_literal(schemas.InvalidToolCallPolicy, "action"),
     ),
 }

@@ -39,6 +39,10 @@ class HasDefinitions(Protocol):
 Tools = HasDefinitions | Sequence[Mapping[str, Any]]
 
 
+#: What a continuing run does when its conversation's latest run is still active.
+IfBusy = Literal["reject", "enqueue", "interrupt"]
+
+
 class RunOptions(TypedDict, total=False):
     """The optional fields of `POST /v1/runs` (docs/client.md says what each does).
     `previous_run_id` continues a completed run: its conversation, and its `model`,
@@ -47,7 +51,7 @@ class RunOptions(TypedDict, total=False):
     do when that conversation's latest run is still active."""
 
     previous_run_id: str
-    if_busy: Literal["reject", "enqueue", "interrupt"]
+    if_busy: IfBusy
     preamble: str
     history: Sequence[Mapping[str, Any]]
     tool_choice: str | Mapping[str, Any]

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, time, timedelta
 import pytest
 import sqlalchemy as sa
 
-from app.cli import parse_age
+from app.cli.retention import parse_age
 from app.core.lifecycle import RunStatus
 from app.service.runs import RunService
 from app.settings import Settings

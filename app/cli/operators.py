@@ -55,6 +55,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     revoke = which.add_parser("revoke", help="end the account's sessions (or one of them)")
     revoke.add_argument("username")
     revoke.add_argument("--session", help="only this session (its id, or its first 8+ chars)")
+    ops.set_defaults(handler=run)
 
 
 def read_password(stdin: TextIO, prompt: Callable[[str], str] = getpass.getpass) -> str:
@@ -124,7 +125,7 @@ async def _run(service: OperatorService, args: argparse.Namespace, out: TextIO) 
         print(f"{ended} session(s) of {args.username} revoked", file=out)
 
 
-def run(settings: Settings, args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+def run(args: argparse.Namespace, settings: Settings, out: TextIO = sys.stdout) -> int:
     """One `agentrun operators` command; 0, or 1 with the refusal on stderr."""
     from app.main import operator_accounts
     from app.service.errors import ServiceError

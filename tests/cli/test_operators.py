@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from app.operators_cli import read_password
+from app.cli.operators import read_password
 from app.service.access import Role
 from app.service.operators import OperatorService, hasher_for
 from app.store.runs import RunStore

@@ -47,7 +47,7 @@ def _limit(kind: type) -> Any:
     return parse
 
 
-def add_commands(sub: Any) -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """The `keys` and `tenants` commands, on the CLI's subparsers."""
     keys = sub.add_parser("keys", help="create, list, revoke and rotate API keys")
     ks = keys.add_subparsers(dest="action", required=True)
@@ -81,10 +81,12 @@ def add_commands(sub: Any) -> None:
     state.add_argument("--disable", action="store_true", help="refuse its keys")
     state.add_argument("--enable", action="store_true")
     for parser in (tcreate, tset):  # (absent unless given; `none` clears a limit)
-        limit = {"default": argparse.SUPPRESS, "help": "none: unlimited"}
+        limit: dict[str, Any] = {"default": argparse.SUPPRESS, "help": "none: unlimited"}
         parser.add_argument("--max-active-runs", type=_limit(int), **limit)
         parser.add_argument("--daily-tokens", type=_limit(int), **limit)
         parser.add_argument("--daily-cost-usd", type=_limit(float), **limit)
+    keys.set_defaults(handler=run)
+    tenants.set_defaults(handler=run)
 
 
 LIMITS = ("max_active_runs", "daily_tokens", "daily_cost_usd")

@@ -1,0 +1,7 @@
+"""`python -m app.cli`: the same as `agentrun`."""
+
+import sys
+
+from app.cli import main
+
+sys.exit(main())

@@ -252,13 +252,14 @@ async def test_a_connection_the_pool_must_replace_is_replaced(
 
 @pytest.mark.parametrize("pgbouncer", [False, True])
 async def test_an_engine_for_pgbouncer_leaves_nothing_in_a_server_session(
-    postgres_url: str, pgbouncer: bool
+    empty_postgres_url: str, pgbouncer: bool
 ) -> None:
     """Transaction pooling hands each transaction any server session: a statement
-    prepared under a name, or a SET, would be found (or not) by other clients'."""
-    engine = create_engine(postgres_url, pool_size=1, pgbouncer=pgbouncer)
+    prepared under a name, or a SET, would be found (or not) by other clients'.
+    (A database of its own: `drive_once` claims the next due run, which must be its.)"""
+    engine = create_engine(empty_postgres_url, pool_size=1, pgbouncer=pgbouncer)
     store = RunStore(engine)
-    settings = make_settings(postgres_url)
+    settings = make_settings(empty_postgres_url)
     try:
         service = RunService(store, settings)
         suspended = await suspended_run(service)

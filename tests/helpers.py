@@ -116,6 +116,16 @@ async def drive_once(store: RunStore, settings: Settings, worker_id: str = "test
     return await driver.drive(record)
 
 
+async def heard(listener: Any, count: int, quiet: float = 0.5) -> list[tuple[str, str]]:
+    """The notifications a LISTENing psycopg connection receives: the first `count`
+    waited for however late they come (up to 30 s), then any more within `quiet` seconds
+    (that nothing more comes can only be watched for a while; that these came is sure)."""
+    notes = [n async for n in listener.notifies(timeout=30, stop_after=count)]
+    if len(notes) == count:
+        notes += [n async for n in listener.notifies(timeout=quiet)]
+    return [(n.channel, n.payload) for n in notes]
+
+
 async def suspended_run(service: RunService, **overrides: Any) -> RunView:
     view, _ = await service.create_run(run_body(**overrides))
     await drive_once(service.store, service.settings)

@@ -16,6 +16,7 @@ from agentrun_client import (
     ValidationError,
 )
 from tests.client.conftest import Live, scripted
+from tests.mocks.gate import Gate
 
 ECHO = {"provider": "scripted", "name": "echo"}
 
@@ -60,9 +61,10 @@ def test_a_run_continues_another_and_reads_its_conversation(live: Live) -> None:
         assert copied[: len(entries)] == [e.message for e in entries]
 
 
-async def test_refusals_are_typed(live: Live) -> None:
+async def test_refusals_are_typed(live: Live, monkeypatch: pytest.MonkeyPatch) -> None:
+    Gate().patch(monkeypatch)  # (its model call never answers: the run stays active)
     async with live.async_client() as client:
-        queued = await client.runs.create(prompt="x", model=scripted(delay_ms=60_000))
+        queued = await client.runs.create(prompt="x", model=scripted())
         with pytest.raises(Conflict) as conflict:
             await client.runs.create(prompt="y", previous_run_id=queued.id)
         assert conflict.value.current_status in (RunStatus.QUEUED, RunStatus.RUNNING)

@@ -17,6 +17,7 @@ from agentrun_client import (
     WaitTimeout,
 )
 from tests.client.conftest import Live, scripted
+from tests.mocks.gate import Gate
 
 ADD_MUL = [
     {"name": "add", "parameters": {"type": "object"}},
@@ -76,14 +77,19 @@ def test_events_resume_after_a_dropped_connection_with_no_gap(live: Live) -> Non
     assert transport.streams[1].headers["last-event-id"] == str(seen[0].seq)
 
 
-def test_wait_for_a_status_that_does_not_last(live_sqlite: Live) -> None:
+def test_wait_for_a_status_that_does_not_last(
+    live_sqlite: Live, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # (`wait` returns on the status the run is in: one that lasts less than the wake-up's
-    # latency can pass unseen (SQLite's wake-ups are polls), hence a model call of 2 s:
-    # 300 ms passed unseen once on a loaded machine.)
+    # latency can pass unseen (SQLite's wake-ups are polls), hence a model call held at a
+    # gate until the wait saw it: a delay of 300 ms passed unseen on a loaded machine.)
+    gate = Gate(holds=1)
+    gate.patch(monkeypatch)
     with live_sqlite.client() as client:
-        run = client.runs.create(prompt="x", model=scripted(delay_ms=2000), tools=ADD_MUL)
+        run = client.runs.create(prompt="x", model=scripted(), tools=ADD_MUL)
         running = client.runs.wait(run.id, [RunStatus.RUNNING], timeout=30)
-        assert running.status == RunStatus.RUNNING
+        assert running.status == RunStatus.RUNNING and gate.held == 1
+        gate.release()
         assert client.runs.wait(run.id, "requires_action").status == RunStatus.REQUIRES_ACTION
         client.runs.cancel(run.id)
 
@@ -140,7 +146,9 @@ def test_inline_run_executes_tools_and_returns_the_finished_run(live: Live) -> N
     )
 
 
-async def test_async_inline_run_over_several_rounds(live: Live) -> None:
+async def test_async_inline_run_over_several_rounds(
+    live: Live, monkeypatch: pytest.MonkeyPatch
+) -> None:
     registry = ToolRegistry()
     calls: list[tuple[float, float]] = []
 
@@ -155,7 +163,8 @@ async def test_async_inline_run_over_several_rounds(live: Live) -> None:
         run = await client.run("go", tools=registry, model=model, max_turns=5, timeout=30)
         assert run.status == RunStatus.COMPLETED and run.output == "done"
         assert calls == [(0, 0), (1, 1), (2, 2)]
-        slow = await client.runs.create(prompt="x", model=scripted(delay_ms=1000), tools=ADD_MUL)
+        Gate().patch(monkeypatch)  # (its model call never answers: no tool calls to run)
+        slow = await client.runs.create(prompt="x", model=scripted(), tools=ADD_MUL)
         with pytest.raises(WaitTimeout):
             await client.execute(slow.id, registry, deadline=0.0)
         await client.runs.cancel(slow.id)

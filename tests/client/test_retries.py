@@ -272,30 +272,31 @@ async def test_a_long_poll_retried_after_an_outage_asks_only_for_the_time_left(
     asgi_app: FastAPI,
 ) -> None:
     """The long poll sent again once the API is back holds only what is left of the
-    wait's `timeout` (it asked for the whole of it again, and the wait overran)."""
+    wait's `timeout` (it asked for the whole of it again, and the wait overran). Margins
+    for a loaded machine: the old fault asked >= 1.5 s too much and overran by 1.5 s."""
     transport = GoneAfter(asgi_app)
     async with AsyncClient("http://test", KEY, transport=transport, retry=PATIENT) as client:
         run = await client.runs.create(prompt="x", model=scripted(), tools=[ADD])
         await client.runs.wait(run.id, "requires_action", timeout=10)
         transport.down = True
         started = time.monotonic()
-        transport.deadline = started + 1.5
+        transport.deadline = started + 3.0
 
         async def back() -> None:
-            await asyncio.sleep(0.7)
+            await asyncio.sleep(1.5)
             transport.down = False
 
         task = asyncio.ensure_future(back())
         with pytest.raises(WaitTimeout) as timed_out:
-            await client.runs.wait(run.id, "completed", timeout=1.5)
+            await client.runs.wait(run.id, "completed", timeout=3.0)
         took = time.monotonic() - started
         await task
         await client.runs.cancel(run.id)
     assert timed_out.value.run is not None and timed_out.value.run.status == "requires_action"
     assert transport.polls, "a long poll was sent once the API was back"
     for asked, left in transport.polls:
-        assert asked <= left + 0.05, (asked, left)
-    assert took < 1.5 + 0.5, took
+        assert asked <= left + 0.5, (asked, left)
+    assert took < 3.0 + 1.0, took
 
 
 def test_the_sync_wait_keeps_its_deadline_too(live_sqlite: Live) -> None:

@@ -203,14 +203,15 @@ async def test_failure_path_gives_up_with_the_last_error(mock: MockProviderServe
 
 
 async def test_timeout_is_retryable(mock: MockProviderServer) -> None:
-    mock.script(Reply(text="late", delay=1.0))
+    # (The answer 25 times later than the time-out: a loaded machine's stall is no answer.)
+    mock.script(Reply(text="late", delay=5.0))
     for name in WIRES:
         async with make(name, mock, timeout=0.2) as p:
             with pytest.raises(ProviderError, match="timed out") as info:
                 await p.complete(request())
             assert info.value.retryable is True
             assert info.value.status is None
-        mock.script(Reply(text="late", delay=1.0))
+        mock.script(Reply(text="late", delay=5.0))
 
 
 @pytest.mark.parametrize("name", WIRES)
@@ -237,7 +238,7 @@ async def test_a_stream_reports_usage_as_the_provider_does(
 
 
 async def test_stream_timeout_between_events_is_retryable(mock: MockProviderServer) -> None:
-    mock.script(Reply(text="slow stream of text", chunk_delay=0.5))
+    mock.script(Reply(text="slow stream of text", chunk_delay=2.0))  # (10 times the time-out)
     async with make("openai", mock, timeout=0.2) as p:
         with pytest.raises(ProviderError, match="timed out") as info:
             await collect(p, request())

@@ -13,7 +13,7 @@ from app.service.runs import RunService
 from app.settings import Settings
 from app.store.records import NewEvent
 from app.store.runs import RunStore
-from tests.helpers import cancel_inside, run_body
+from tests.helpers import cancel_inside, run_body, wait_for
 
 POSTGRES = pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 
@@ -76,7 +76,17 @@ async def test_a_commit_that_missed_its_notify_reaches_the_stream_by_the_log(
     async with await psycopg.AsyncConnection.connect(dsn) as locker:
         await locker.execute("SELECT 1 FROM runs WHERE id = %s FOR UPDATE", (run_id,))
         cancel = asyncio.ensure_future(service.cancel(run_id, actor="test"))
-        await asyncio.sleep(0.2)  # the cancel's statement has begun and waits on the lock
+
+        async def lock_waits() -> int:
+            cursor = await locker.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            row = await cursor.fetchone()
+            return int(row[0]) if row else 0
+
+        # The cancel's statement has begun and waits on the lock.
+        await wait_for(lock_waits, lambda n: n >= 1, timeout=30)
         assert not cancel.done()
         stream = hub.stream(run_id, after=0)
         try:

@@ -18,7 +18,7 @@ from app.store.changes import Change
 from app.store.records import NewEvent, RunRecord
 from app.store.rows import EventPlan
 from app.store.runs import EVENTS_CHANNEL, NOTIFY_CHANNEL, RunStore
-from tests.helpers import run_body
+from tests.helpers import heard, run_body
 
 
 @pytest.fixture
@@ -142,9 +142,7 @@ async def test_notifications_only_for_what_changed(service: RunService, database
         assert await completed(service.store, only, held.version - 1) == (None, None)
         assert await service.store.claim("w", now, until) is None
         assert (await completed(service.store, only, held.version))[0] is not None
-        received = []
-        async for note in listener.notifies(timeout=0.5):
-            received.append((note.channel, note.payload))
+        received = await heard(listener, 3)
     # The workers' wake-up: a lone create sends it in its own statement (the run's id).
     assert sorted(received) == [
         (EVENTS_CHANNEL, only),  # run.claimed (created before it was watched)
@@ -174,7 +172,7 @@ async def test_event_notifications_only_for_watched_runs(
         await listener.execute(f"LISTEN {EVENTS_CHANNEL}")
         for run_id in (watched, unwatched, lapsed, dropped):
             assert await store.append_events(run_id, None, [NewEvent("note", {})], lease()[0])
-        received = [note.payload async for note in listener.notifies(timeout=0.5)]
+        received = [payload for _, payload in await heard(listener, 1)]
     assert received == [watched]  # once, however many processes watch it
     await store.unwatch("api-1")
     await store.unwatch("api-2")

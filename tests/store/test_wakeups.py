@@ -12,7 +12,7 @@ from app.service.runs import RunService
 from app.settings import Settings
 from app.store.runs import NOTIFY_CHANNEL, RunStore
 from app.store.wakeups import Wakeups
-from tests.helpers import drive_once, results_for, run_body
+from tests.helpers import drive_once, heard, results_for, run_body
 
 
 async def test_pokes_during_a_send_fold_into_one_more_send() -> None:
@@ -60,7 +60,7 @@ async def test_a_burst_of_creates_wakes_the_workers_with_fewer_notifies(
         await listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
         await asyncio.gather(*[service.create_run(run_body()) for _ in range(50)])
         await store.flush_wakeups()
-        received = [n.channel async for n in listener.notifies(timeout=0.5)]
+        received = [channel for channel, _ in await heard(listener, 1)]
     assert received and set(received) == {NOTIFY_CHANNEL}
     assert len(received) < 50
 
@@ -81,6 +81,6 @@ async def test_a_lone_write_that_makes_a_run_due_wakes_the_workers_at_its_own_co
         outcome = await service.submit_tool_results(results_for(suspended), run_id=view.record.id)
         assert outcome.resumed
         await store.flush_wakeups()  # (any wake-up sent after the commit: none is)
-        heard = [(n.channel, n.payload) async for n in listener.notifies(timeout=0.5)]
+        notes = await heard(listener, 2)
     # The create's and the resume's, each with its run: no empty post-commit wake-up.
-    assert heard == [(NOTIFY_CHANNEL, view.record.id), (NOTIFY_CHANNEL, view.record.id)]
+    assert notes == [(NOTIFY_CHANNEL, view.record.id), (NOTIFY_CHANNEL, view.record.id)]

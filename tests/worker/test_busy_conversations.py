@@ -18,16 +18,21 @@ from app.store.runs import RunStore
 from app.store.waiting import Conversation
 from tests.conftest import make_settings
 from tests.helpers import drive_once, run_body, running_worker, wait_status
+from tests.mocks.gate import Gate
 
-SLOW = {"provider": "scripted", "name": "demo", "delay_ms": 300, "script": [{"text": "one"}]}
+ONE = {"provider": "scripted", "name": "demo", "script": [{"text": "one"}]}
 
 
-async def enqueued_behind_a_slow_run(service: RunService) -> tuple[str, str]:
-    first, _ = await service.create_run(run_body(tools=[], model=SLOW))
-    await wait_status(service, first.record.id, RunStatus.RUNNING, timeout=10)
+async def enqueued_behind_a_held_run(service: RunService, gate: Gate) -> tuple[str, str]:
+    """The first run's model call held at `gate` (the first call only), a second run
+    enqueued behind it; the gate is released once the second is seen waiting."""
+    first, _ = await service.create_run(run_body(tools=[], model=ONE))
+    await gate.holding(1)
     body = RunCreate(prompt="and then?", previous_run_id=first.record.id, if_busy="enqueue")
     second, _ = await service.create_run(body)
     assert second.record.waiting == Conversation(first.record.id)
+    assert (await service.get_run(first.record.id)).record.status == RunStatus.RUNNING
+    gate.release()
     return first.record.id, second.record.id
 
 
@@ -35,8 +40,9 @@ async def test_the_waiting_run_starts_when_the_active_one_ends(
     store: RunStore, settings: Settings
 ) -> None:
     service = RunService(store, settings)
-    async with running_worker(store, settings, concurrency=2):
-        first, second = await enqueued_behind_a_slow_run(service)
+    gate = Gate(holds=1)
+    async with running_worker(store, settings, concurrency=2, providers=gate.providers(settings)):
+        first, second = await enqueued_behind_a_held_run(service, gate)
         done = await wait_status(service, second, RunStatus.COMPLETED, timeout=20)
     before = await service.load_run(first)
     after = await service.load_run(done.record.id)
@@ -49,8 +55,9 @@ async def test_the_start_is_a_wake_up_not_a_poll(store: RunStore, database_url: 
     """With a poll interval of a minute, only the NOTIFY of the restart can start it soon."""
     settings = make_settings(database_url, poll_interval=60.0)
     service = RunService(store, settings)
-    async with running_worker(store, settings, concurrency=2):
-        first, second = await enqueued_behind_a_slow_run(service)
+    gate = Gate(holds=1)
+    async with running_worker(store, settings, concurrency=2, providers=gate.providers(settings)):
+        first, second = await enqueued_behind_a_held_run(service, gate)
         await wait_status(service, first, RunStatus.COMPLETED, timeout=10)
         started = time.monotonic()
         await wait_status(service, second, RunStatus.COMPLETED, timeout=10)

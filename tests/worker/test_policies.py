@@ -22,6 +22,7 @@ from tests.helpers import (
     wait_for,
     wait_status,
 )
+from tests.mocks.gate import Gate
 
 
 @pytest.fixture
@@ -210,15 +211,16 @@ async def test_model_calls_of_a_cancelled_claim_stay_on_the_usage_ledger(
 ) -> None:
     service = RunService(store, settings)
     start = datetime.now(UTC) - timedelta(seconds=1)
-    # (An answer that never comes in time: the abort, not the answer, ends the call.)
-    model = {"provider": "scripted", "name": "demo", "delay_ms": 60_000, "script": [{"text": "x"}]}
+    # (An answer that never comes: the abort, not the answer, ends the call.)
+    model = {"provider": "scripted", "name": "demo", "script": [{"text": "x"}]}
     view, _ = await service.create_run(run_body(model=model, tools=[]))
 
     async def types_now() -> list[str]:
         return [e.type for e in await store.events(view.record.id)]
 
-    async with running_worker(store, settings):
-        await wait_status(service, view.record.id, RunStatus.RUNNING)
+    gate = Gate()
+    async with running_worker(store, settings, providers=gate.providers(settings)):
+        await gate.holding(1)  # (the call is under way)
         await service.cancel(view.record.id)
         # The model call is aborted (app.worker.stops) and billed as such.
         await wait_for(types_now, lambda types: "model.aborted" in types, timeout=10)

@@ -19,7 +19,8 @@ from app.store.runs import STOP_CHANNEL, RunStore
 from app.worker.lease import Claim, Lease, LeaseLost
 from app.worker.stops import EARLY_KEPT, Stops
 from tests.conftest import make_settings
-from tests.helpers import run_body, running_worker, wait_for, wait_status
+from tests.helpers import run_body, running_worker, wait_for
+from tests.mocks.gate import Gate
 
 
 async def claimed(service: RunService) -> Claim:
@@ -170,11 +171,12 @@ async def test_a_run_the_reaper_takes_back_stops_its_old_workers_call(
     stops its call at once rather than at its next heartbeat (20 s here)."""
     settings = make_settings(database_url, lease_seconds=60.0, reap_interval=3600.0)
     service = RunService(store, settings)
-    model = {"provider": "scripted", "name": "demo", "delay_ms": 60_000, "script": [{"text": "x"}]}
+    model = {"provider": "scripted", "name": "demo", "script": [{"text": "x"}]}
     view, _ = await service.create_run(run_body(model=model, tools=[], stream=streamed))
     run_id = view.record.id
-    async with running_worker(store, settings) as worker:
-        await wait_status(service, run_id, RunStatus.RUNNING)
+    gate = Gate()  # (a model that never answers: the calls are only ever stopped)
+    async with running_worker(store, settings, providers=gate.providers(settings)) as worker:
+        await gate.holding(1)
         await wait_for(lambda: asyncio.sleep(0, worker.stops.held), lambda held: run_id in held)
         later = datetime.now(UTC) + timedelta(seconds=120)
         assert await store.reap_expired_leases(later) == [run_id]

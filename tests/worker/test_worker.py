@@ -13,8 +13,9 @@ from app.store.backend.engines import create_engine
 from app.store.runs import RunStore
 from app.worker.worker import Worker
 from tests.helpers import run_body, running_worker, wait_for, wait_status
+from tests.mocks.gate import Gate
 
-SLOW = {"provider": "scripted", "name": "demo", "delay_ms": 400, "script": [{"text": "x"}]}
+ONE = {"provider": "scripted", "name": "demo", "script": [{"text": "x"}]}
 
 
 async def statuses(service: RunService, ids: list[str]) -> list[RunStatus]:
@@ -24,7 +25,7 @@ async def statuses(service: RunService, ids: list[str]) -> list[RunStatus]:
 async def test_one_worker_drives_more_runs_than_slots(store: RunStore, settings: Settings) -> None:
     service = RunService(store, settings)
     ids = [
-        (await service.create_run(run_body(tools=[], model={**SLOW, "delay_ms": 10})))[0].record.id
+        (await service.create_run(run_body(tools=[], model={**ONE, "delay_ms": 10})))[0].record.id
         for _ in range(9)
     ]
     async with running_worker(store, settings, concurrency=2):
@@ -35,11 +36,12 @@ async def test_a_stop_past_the_grace_releases_every_held_run(
     store: RunStore, settings: Settings
 ) -> None:
     service = RunService(store, settings)
-    ids = [
-        (await service.create_run(run_body(tools=[], model=SLOW)))[0].record.id for _ in range(6)
-    ]
-    worker = Worker(store, settings, concurrency=3, worker_id="stopping")
+    ids = [(await service.create_run(run_body(tools=[], model=ONE)))[0].record.id for _ in range(6)]
+    gate = Gate()  # every model call held, never released: the runs stay running
+    providers = gate.providers(settings)
+    worker = Worker(store, settings, concurrency=3, worker_id="stopping", providers=providers)
     task = asyncio.create_task(worker.run(grace=0.05))
+    await gate.holding(3)
     await wait_for(lambda: statuses(service, ids), lambda s: s.count(RunStatus.RUNNING) == 3)
     worker.stop()
     await task

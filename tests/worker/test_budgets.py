@@ -6,7 +6,6 @@ sent), a raised limit resumes a budget-suspended run, and the expiry fails it.""
 from __future__ import annotations
 
 import random
-import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -75,7 +74,6 @@ def spent(events: list[Any]) -> tuple[float, int, int]:
 async def test_a_thousand_runs_with_random_limits_never_overspend() -> None:
     service = budget_service()
     rng = random.Random(24)
-    started = time.monotonic()
     stops: dict[str, int] = {}
     for n in range(1000):
         limits = random_limits(rng)
@@ -104,7 +102,6 @@ async def test_a_thousand_runs_with_random_limits_never_overspend() -> None:
         stops[reason.limit] = stops.get(reason.limit, 0) + 1
     assert set(stops) >= {"max_cost_usd", "max_total_tokens", "max_model_calls"}, stops
     assert stops["max_cost_usd"] > 300, stops
-    assert time.monotonic() - started < 60
 
 
 async def test_a_raised_limit_resumes_the_run_and_the_expiry_fails_it() -> None:

@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 import structlog
 from sqlalchemy.engine import make_url
 
+from app.core.scope import Scope
 from app.providers.profiles import Profiles
 from app.service import conversations
 from app.service.approvals import ApprovalService
@@ -227,7 +228,8 @@ class Worker:
 
     async def _release(self, run_id: str, version: int) -> bool:
         now = self.clock()
-        done, _ = await self.store.apply(run_id, changes.release(version, self.worker_id, now), now)
+        change = changes.release(version, self.worker_id, now)
+        done, _ = await self.store.apply(run_id, change, now, scope=Scope.ALL)
         return done is not None
 
     async def _deliver_webhooks(self) -> None:
@@ -278,7 +280,7 @@ class Worker:
         """Start the runs that waited for these (`if_busy: enqueue`), as the worker does
         after its own ending writes."""
         for run_id in ended:
-            record = await self.store.get(run_id)
+            record = await self.store.get(run_id, scope=Scope.ALL)
             if record is not None:
                 await conversations.start_waiting(self.store, record, now)
 

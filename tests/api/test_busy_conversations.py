@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.core.scope import Scope
 from app.service import conversations
 from app.service.errors import ConversationBusy
 from app.service.operator import retry_run
@@ -249,10 +250,10 @@ async def test_an_ended_run_a_waiting_run_went_on_from_is_not_retried_beside_it(
     waiting = await continuing(client, active["id"], if_busy="enqueue")
     later = datetime.now(UTC) + timedelta(minutes=5)
     (expired,) = await store.expire_suspended(later)
-    record = await store.get(expired)
+    record = await store.get(expired, scope=Scope.ALL)
     assert record is not None
     assert await conversations.start_waiting(store, record, later) == waiting["id"]
     service = RunService(store, client.app.state.settings)  # type: ignore[attr-defined]
     with pytest.raises(ConversationBusy) as refused:
-        await retry_run(service, active["id"], "operator")
+        await retry_run(service, active["id"], "operator", scope=Scope.ALL)
     assert refused.value.extra["latest_run_id"] == waiting["id"]

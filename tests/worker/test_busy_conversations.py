@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service import conversations
 from app.service.runs import RunService
 from app.service.schemas import RunCreate
@@ -38,8 +39,8 @@ async def test_the_waiting_run_starts_when_the_active_one_ends(
     async with running_worker(store, settings, concurrency=2):
         first, second = await enqueued_behind_a_slow_run(service)
         done = await wait_status(service, second, RunStatus.COMPLETED, timeout=20)
-    before = await service.load_run(first)
-    after = await service.load_run(done.record.id)
+    before = await service.load_run(first, scope=Scope.ALL)
+    after = await service.load_run(done.record.id, scope=Scope.ALL)
     assert after.full_history()[: len(before.full_history())] == before.full_history()
     assert len(after.full_history()) == len(before.full_history()) + 2  # its prompt, answer
 
@@ -85,9 +86,11 @@ async def test_a_run_whose_ender_stopped_before_starting_it_is_started_by_the_sw
     second, _ = await service.create_run(body)
     # The ending write alone, as a killed ender would have left it: nothing started.
     now = datetime.now(UTC)
-    ended, _ = await store.apply(first.record.id, changes.cancel("test"), now)
+    ended, _ = await store.apply(first.record.id, changes.cancel("test"), now, scope=Scope.ALL)
     assert ended is not None and ended.awaited_by == second.record.id
-    assert (await service.get_run(second.record.id)).record.waiting == Conversation(first.record.id)
+    assert (
+        await service.get_run(second.record.id, scope=Scope.ALL)
+    ).record.waiting == Conversation(first.record.id)
     async with running_worker(store, settings):  # (its reaper sweeps at once)
         started = await wait_status(
             service, second.record.id, RunStatus.REQUIRES_ACTION, RunStatus.COMPLETED, timeout=10

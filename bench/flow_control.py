@@ -30,6 +30,7 @@ import psycopg  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
 from app.core.lifecycle import TERMINAL, RunStatus  # noqa: E402
+from app.core.scope import Scope  # noqa: E402
 from app.main import migrate  # noqa: E402
 from app.providers.profiles import Profile, Profiles, RateLimits  # noqa: E402
 from app.service.runs import RunService  # noqa: E402
@@ -85,7 +86,7 @@ async def create_runs(store: RunStore, settings: Settings, n: int) -> None:
 
 
 async def ended(store: RunStore) -> dict[str, int]:
-    counts = await store.count_by_status()
+    counts = await store.count_by_status(scope=Scope.ALL)
     return {str(k): int(v) for k, v in counts.items()}
 
 

@@ -40,6 +40,7 @@ from app.core import (  # noqa: E402
     stored,
 )
 from app.core.lifecycle import RunStatus  # noqa: E402
+from app.core.scope import Scope  # noqa: E402
 from app.core.serde import message_to_dict  # noqa: E402
 from app.service import recorded  # noqa: E402
 from app.service.runs import RunService, RunView  # noqa: E402
@@ -109,13 +110,15 @@ async def service_run(
 
     async def answer(view: RunView) -> None:
         async with answering:
-            await service.submit_tool_results(results_for(view), run_id=view.record.id)
+            await service.submit_tool_results(
+                results_for(view), run_id=view.record.id, scope=Scope.ALL
+            )
 
     async def executor() -> None:
         nonlocal done
         while done < lifecycles:
             waiting, _ = await service.list_runs(
-                status=RunStatus.REQUIRES_ACTION, limit=200, cursor=None
+                status=RunStatus.REQUIRES_ACTION, limit=200, cursor=None, scope=Scope.ALL
             )
             await asyncio.gather(*[answer(v) for v in waiting])
             if not waiting:  # count completions only when there is nothing to answer
@@ -144,11 +147,17 @@ async def resume_latency(service: RunService, workers: int, logdir: Path) -> flo
     latencies = []
     for _ in range(60):
         view, _ = await service.create_run(body)
-        while (await service.get_run(view.record.id)).record.status != RunStatus.REQUIRES_ACTION:
+        while (
+            await service.get_run(view.record.id, scope=Scope.ALL)
+        ).record.status != RunStatus.REQUIRES_ACTION:
             await asyncio.sleep(0.002)
-        suspended = await service.get_run(view.record.id)
-        await service.submit_tool_results(results_for(suspended), run_id=view.record.id)
-        while (await service.get_run(view.record.id)).record.status != RunStatus.COMPLETED:
+        suspended = await service.get_run(view.record.id, scope=Scope.ALL)
+        await service.submit_tool_results(
+            results_for(suspended), run_id=view.record.id, scope=Scope.ALL
+        )
+        while (
+            await service.get_run(view.record.id, scope=Scope.ALL)
+        ).record.status != RunStatus.COMPLETED:
             await asyncio.sleep(0.002)
         events = await service.store.events(view.record.id)
         resumed = [e.created_at for e in events if e.type == "run.resumed"]
@@ -184,9 +193,9 @@ async def tool_round_cost(url: str, rounds: int = 60) -> list[tuple[int, float, 
             start = wal_position(url)
             now = datetime.now(UTC)
             claimed, _ = await store.apply(
-                ids[n], changes.claim("bench", now + timedelta(seconds=60)), now
+                ids[n], changes.claim("bench", now + timedelta(seconds=60)), now, scope=Scope.ALL
             )
-            record = await store.get(ids[n], with_log=True)
+            record = await store.get(ids[n], with_log=True, scope=Scope.ALL)
             assert claimed is not None and record is not None
             loaded = stored.load(record.state, record.log)
             run = loaded.run
@@ -219,12 +228,12 @@ async def tool_round_cost(url: str, rounds: int = 60) -> list[tuple[int, float, 
                 {"round": run.turn()},
                 now,
             )
-            suspended, _ = await store.apply(record.id, change, now)
+            suspended, _ = await store.apply(record.id, change, now, scope=Scope.ALL)
             times[n].append((time.perf_counter() - t0) * 1000)
             snaps[n].append((t1 - t0) * 1e6)
             assert suspended is not None
-            view = await service.get_run(record.id)
-            await service.submit_tool_results(results_for(view), run_id=record.id)
+            view = await service.get_run(record.id, scope=Scope.ALL)
+            await service.submit_tool_results(results_for(view), run_id=record.id, scope=Scope.ALL)
             wal[n].append((wal_position(url) - start) / 1024)
             size[n] = len(snapshot.control)
     await store.aclose()

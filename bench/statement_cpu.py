@@ -33,6 +33,7 @@ import uvloop  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 from sqlalchemy.ext.asyncio import create_async_engine  # noqa: E402
 
+from app.core.scope import Scope  # noqa: E402
 from app.service.runs import RunService  # noqa: E402
 from app.store.backend.direct import SESSION_SETTINGS, Compiled, DirectPool  # noqa: E402
 from app.store.backend.engines import JSON_OPTIONS, create_engine  # noqa: E402
@@ -114,7 +115,7 @@ async def measure(url: str, n: int, repeat: int) -> dict[str, list[tuple[float, 
         return await fetchone(self, compiled, values)
 
     DirectPool.fetchone = recording  # type: ignore[method-assign]
-    await new.get(run_id)
+    await new.get(run_id, scope=Scope.ALL)
     DirectPool.fetchone = fetchone  # type: ignore[method-assign]
     get_compiled, get_values = sent[-1]
 
@@ -127,8 +128,8 @@ async def measure(url: str, n: int, repeat: int) -> dict[str, list[tuple[float, 
         "hot read, now, pgbouncer engine (unnamed)": lambda: direct_bouncer.fetchone(
             get_compiled, get_values
         ),
-        "SQLAlchemy read, before (psycopg)": lambda: old.count_by_status(),
-        "SQLAlchemy read, now (asyncpg)": lambda: new.count_by_status(),
+        "SQLAlchemy read, before (psycopg)": lambda: old.count_by_status(scope=Scope.ALL),
+        "SQLAlchemy read, now (asyncpg)": lambda: new.count_by_status(scope=Scope.ALL),
         "SQLAlchemy transaction, before (psycopg)": lambda: old.watch("bench", [run_id], 60),
         "SQLAlchemy transaction, now (asyncpg)": lambda: new.watch("bench", [run_id], 60),
     }

@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 import psycopg  # noqa: E402
 
+from app.core.scope import Scope  # noqa: E402
 from app.service.runs import RunService  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
@@ -43,8 +44,10 @@ BLOCK = re.compile(r"rel \d+/\d+/(\d+)")
 async def lifecycle(service: RunService) -> str:
     view, _ = await service.create_run(run_body())
     await drive_once(service.store, service.settings)
-    suspended = await service.get_run(view.record.id)
-    await service.submit_tool_results(results_for(suspended), run_id=view.record.id)
+    suspended = await service.get_run(view.record.id, scope=Scope.ALL)
+    await service.submit_tool_results(
+        results_for(suspended), run_id=view.record.id, scope=Scope.ALL
+    )
     await drive_once(service.store, service.settings)
     return view.record.id
 

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.runs import RunService, RunView
 from app.service.schemas import RunCreate, ToolResultsIn
 from app.settings import Settings
@@ -84,7 +85,9 @@ async def wait_status(
     service: RunService, run_id: str, *statuses: RunStatus, timeout: float = 20.0
 ) -> RunView:
     return await wait_for(
-        lambda: service.get_run(run_id), lambda v: v.record.status in statuses, timeout
+        lambda: service.get_run(run_id, scope=Scope.ALL),
+        lambda v: v.record.status in statuses,
+        timeout,
     )
 
 
@@ -129,7 +132,7 @@ async def heard(listener: Any, count: int, quiet: float = 0.5) -> list[tuple[str
 async def suspended_run(service: RunService, **overrides: Any) -> RunView:
     view, _ = await service.create_run(run_body(**overrides))
     await drive_once(service.store, service.settings)
-    suspended = await service.get_run(view.record.id)
+    suspended = await service.get_run(view.record.id, scope=Scope.ALL)
     assert suspended.record.status == RunStatus.REQUIRES_ACTION, suspended.record
     return suspended
 
@@ -137,7 +140,7 @@ async def suspended_run(service: RunService, **overrides: Any) -> RunView:
 async def snapshot(store: RunStore, run_id: str) -> tuple[Any, ...]:
     """Everything stored about a run, to prove a refused request changed nothing."""
     return (
-        await store.get(run_id),
+        await store.get(run_id, scope=Scope.ALL),
         await store.tool_calls(run_id),
         await store.events(run_id),
     )

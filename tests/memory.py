@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.store import changes
 from app.store.backend.base import Changed, ChangeWrite, Lease, NewRun, Row, Wake
 from app.store.changes import Change
@@ -154,7 +155,7 @@ class MemoryBackend:
 
     async def change(self, write: ChangeWrite) -> Changed:
         row = self.runs.get(write.run_id)
-        if row is not None and write.tenant not in (None, row["tenant_id"]):
+        if row is not None and not write.scope.admits(row["tenant_id"]):
             return Changed(None)  # (another tenant's run: refused as a missing one)
         done = Changed(self._change(write.run_id, write.change, write.now))
         if write.claim_for is not None:
@@ -264,18 +265,16 @@ class MemoryBackend:
     def _log_of(self, run_id: str) -> str:
         return "[" + ",".join(body for _, body in sorted(self.logs.get(run_id, []))) + "]"
 
-    async def run(
-        self, key: str, value: str, *, with_log: bool, tenant: str | None = None
-    ) -> RunRecord | None:
+    async def run(self, key: str, value: str, *, with_log: bool, scope: Scope) -> RunRecord | None:
         for row in self.runs.values():
-            if row[key] == value and tenant in (None, row["tenant_id"]):
+            if row[key] == value and scope.admits(row["tenant_id"]):
                 return self._record(row, self._log_of(row["id"]) if with_log else None)
         return None
 
     async def pending(
-        self, key: str, value: str, *, tenant: str | None = None
+        self, key: str, value: str, *, scope: Scope
     ) -> tuple[RunRecord, list[ToolCallRecord]] | None:
-        record = await self.run(key, value, with_log=False, tenant=tenant)
+        record = await self.run(key, value, with_log=False, scope=scope)
         if record is None:
             return None
         return record, self._round(record.id, record.waiting_round or 0)

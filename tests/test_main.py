@@ -8,6 +8,7 @@ import contextlib
 import httpx
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.main import create_app, running
 from app.settings import Settings
 from app.store.runs import RunStore
@@ -21,7 +22,7 @@ async def test_a_process_with_workers_drives_what_its_service_creates(
         assert c.hub is None and c.worker is not None and c.worker_task is not None
         view, _ = await c.service.create_run(run_body())
         await wait_status(c.service, view.record.id, RunStatus.REQUIRES_ACTION)
-        record = await c.reads.run(view.record.id)
+        record = await c.reads.run(view.record.id, scope=Scope.ALL)
         assert record is not None
         assert len((await c.reads.pending_calls([record]))[record.id]) == 2
     # Stopped on the way out, cleanly.

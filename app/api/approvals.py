@@ -86,7 +86,7 @@ class ApprovalList(BaseModel):
 async def decide(
     run_id: RunId, body: DecisionsIn, approvals: Approvals, principal: Approver
 ) -> Response:
-    view = await approvals.decide(run_id, body, actor=principal.actor, tenant=principal.tenant)
+    view = await approvals.decide(run_id, body, actor=principal.actor, scope=principal.scope)
     return json_body(models.RunOut.of(view, callbacks=sees_callbacks(principal)))
 
 
@@ -97,7 +97,7 @@ async def decide(
     summary="A run's gated tool calls, pending and decided, in order",
 )
 async def run_approvals(run_id: RunId, approvals: Approvals, principal: Reader) -> Response:
-    calls = await approvals.of_run(run_id, tenant=principal.tenant)
+    calls = await approvals.of_run(run_id, scope=principal.scope)
     return json_body(ApprovalList(data=[ApprovalOut.of(c) for c in calls]))
 
 

@@ -70,7 +70,7 @@ async def create_browser_token(
     body: Annotated[BrowserTokenIn | None, Body()] = None,
 ) -> Response:
     ttl = (body or BrowserTokenIn()).ttl_seconds
-    await service.get_run(run_id, tenant=principal.tenant)  # 404: another tenant's run
+    await service.get_run(run_id, scope=principal.scope)  # 404: another tenant's run
     token, expires_at = (await browser_tokens(request)).mint(principal.tenant, run_id, ttl)
     out = BrowserTokenOut(token=token, run_id=run_id, expires_at=expires_at)
     return json_body(out, 201)

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from app.api.problems import responses
 from app.api.routes import AUTH, json_body
 from app.api.security import Forbidden, authorize
+from app.core.scope import Scope
 from app.service.access import TENANT_PATTERN, Permission, Principal, Role
 from app.service.keys import MAX_GRACE, MAX_LIFETIME, IssuedKey, KeyAdmin, KeyView
 from app.service.schemas import _AS_INT as AS_INT
@@ -55,13 +56,14 @@ Keys = Annotated[KeyAdmin, Depends(key_admin)]
 TenantsOf = Annotated[Tenants, Depends(tenant_admin)]
 
 
-def scope(principal: Principal, tenant: str | None) -> str:
-    """The tenant whose keys a request acts on."""
-    if tenant is None or tenant == principal.tenant:
+def scope(principal: Principal, asked: str | None) -> str:
+    """The tenant whose keys a request acts on: the caller's, or (tenants:manage only)
+    the one its `?tenant=` names."""
+    if asked is None or asked == principal.tenant:
         return principal.tenant
     if not principal.can(Permission.TENANTS_MANAGE):
         raise Forbidden(Permission.TENANTS_MANAGE, principal)
-    return tenant
+    return asked
 
 
 # --- models ---------------------------------------------------------------------------------
@@ -200,7 +202,7 @@ async def create_key(
     summary="The tenant's API keys (never their secrets)",
 )
 async def list_keys(keys: Keys, principal: KeyManager, tenant: OtherTenant = None) -> Response:
-    views = await keys.list(scope(principal, tenant))
+    views = await keys.list(Scope.of(scope(principal, tenant)))
     return json_body(KeyList(data=[KeyOut.of(v) for v in views]))
 
 
@@ -213,7 +215,7 @@ async def list_keys(keys: Keys, principal: KeyManager, tenant: OtherTenant = Non
 async def get_key(
     key_id: KeyId, keys: Keys, principal: KeyManager, tenant: OtherTenant = None
 ) -> Response:
-    return json_body(KeyOut.of(await keys.get(key_id, scope(principal, tenant))))
+    return json_body(KeyOut.of(await keys.get(key_id, Scope.of(scope(principal, tenant)))))
 
 
 @keys_router.post(
@@ -225,7 +227,7 @@ async def get_key(
 async def revoke_key(
     key_id: KeyId, keys: Keys, principal: KeyManager, tenant: OtherTenant = None
 ) -> Response:
-    return json_body(KeyOut.of(await keys.revoke(key_id, scope(principal, tenant))))
+    return json_body(KeyOut.of(await keys.revoke(key_id, Scope.of(scope(principal, tenant)))))
 
 
 @keys_router.post(
@@ -244,7 +246,7 @@ async def rotate_key(
 ) -> Response:
     grace = timedelta(seconds=(body or KeyRotate()).grace_seconds)
     old, issued = await keys.rotate(
-        key_id, grace, scope(principal, tenant), created_by=principal.actor
+        key_id, grace, Scope.of(scope(principal, tenant)), created_by=principal.actor
     )
     return json_body(
         RotatedOut(old=KeyOut.of(old), new=IssuedKeyOut.issued(issued)), status_code=201

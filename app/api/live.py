@@ -15,6 +15,7 @@ from sse_starlette.event import ServerSentEvent
 from starlette.requests import Request
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.access import without_callback
 from app.service.live import EventHub
 from app.service.types import EventRecord, RunRecord
@@ -33,12 +34,12 @@ async def wait_while_connected(
     run_id: str,
     statuses: Set[RunStatus],
     timeout: float,
-    tenant: str | None = None,
+    scope: Scope,
 ) -> RunRecord | None:
-    """`hub.until` (a run of `tenant`'s), given up (`ClientGone`) when the client
+    """`hub.until` (a run in `scope`), given up (`ClientGone`) when the client
     disconnects: a wait must not outlive its client (one that gives up after 10 s and asks
     again would otherwise pile up waits)."""
-    return await while_connected(request, hub.until(run_id, statuses, timeout, tenant))
+    return await while_connected(request, hub.until(run_id, statuses, timeout, scope))
 
 
 async def while_connected(request: Request, work: Awaitable[T]) -> T:

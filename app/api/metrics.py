@@ -12,6 +12,7 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Met
 
 from app import metrics as m
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.reads import RunReads
 
 
@@ -24,7 +25,7 @@ class Snapshot:
 
 
 async def database_gauges(reads: RunReads, now: datetime) -> list[Metric]:
-    counts = await reads.count_by_status()
+    counts = await reads.count_by_status(Scope.ALL)  # (deployment-wide gauges)
     g = await reads.gauges(now, m.AGE_BUCKETS)
     runs = GaugeMetricFamily(*m.RUNS, labels=["status"])
     for status in RunStatus:

@@ -156,7 +156,7 @@ async def list_runs(
     cursor: PageCursor = None,
 ) -> Response:
     views, next_cursor = await service.list_runs(
-        status=status, limit=limit, cursor=cursor, tenant=principal.tenant
+        status=status, limit=limit, cursor=cursor, scope=principal.scope
     )
     shown = sees_callbacks(principal)
     page = models.RunList(
@@ -174,7 +174,7 @@ async def list_runs(
     f"`{REFERENCE}#the-run-object`.",
 )
 async def get_run(run_id: RunId, service: Service, principal: Reader) -> Response:
-    view = await service.get_run(run_id, tenant=principal.tenant)
+    view = await service.get_run(run_id, scope=principal.scope)
     return json_body(models.RunOut.of(view, callbacks=sees_callbacks(principal)))
 
 
@@ -197,7 +197,7 @@ async def messages(
     cursor: PageCursor = None,
 ) -> Response:
     entries, next_cursor = await service.messages(
-        run_id, limit=limit, cursor=cursor, tenant=principal.tenant
+        run_id, limit=limit, cursor=cursor, scope=principal.scope
     )
     page = models.MessageList(
         data=[models.ConversationMessageOut.of(e) for e in entries], next_cursor=next_cursor
@@ -216,7 +216,7 @@ async def submit_tool_results(
     run_id: RunId, body: ToolResultsIn, service: Service, principal: Submitter
 ) -> Response:
     outcome = await service.submit_tool_results(
-        body, run_id=run_id, actor=principal.actor, tenant=principal.tenant
+        body, run_id=run_id, actor=principal.actor, scope=principal.scope
     )
     return await results_out(service, outcome)
 
@@ -232,7 +232,7 @@ async def callback_tool_results(
     body: ToolResultsIn,
     service: Service,
 ) -> Response:
-    outcome = await service.submit_tool_results(body, token=token, actor="callback")
+    outcome = await service.submit_by_callback(body, token)
     return await results_out(service, outcome)
 
 
@@ -246,7 +246,7 @@ async def callback_tool_results(
 async def resolve(
     run_id: RunId, body: ResolutionIn, service: Service, principal: Resolver
 ) -> models.RunOut:
-    view = await service.resolve(run_id, body, actor=principal.actor, tenant=principal.tenant)
+    view = await service.resolve(run_id, body, actor=principal.actor, scope=principal.scope)
     return models.RunOut.of(view, callbacks=sees_callbacks(principal))
 
 
@@ -257,7 +257,7 @@ async def resolve(
     summary="Cancel a run that has not ended",
 )
 async def cancel(run_id: RunId, service: Service, principal: Canceller) -> models.RunOut:
-    view = await service.cancel(run_id, actor=principal.actor, tenant=principal.tenant)
+    view = await service.cancel(run_id, actor=principal.actor, scope=principal.scope)
     return models.RunOut.of(view, callbacks=sees_callbacks(principal))
 
 
@@ -273,7 +273,7 @@ async def cancel(run_id: RunId, service: Service, principal: Canceller) -> model
 async def set_limits(
     run_id: RunId, body: LimitsIn, service: Service, principal: Operator
 ) -> models.RunOut:
-    view = await service.set_limits(run_id, body, actor=principal.actor, tenant=principal.tenant)
+    view = await service.set_limits(run_id, body, actor=principal.actor, scope=principal.scope)
     return models.RunOut.of(view, callbacks=sees_callbacks(principal))
 
 
@@ -302,14 +302,14 @@ async def events(
     last_event_id: Annotated[str | None, Header(pattern=r"^[0-9]{1,10}$")] = None,
 ) -> models.EventList | EventSourceResponse:
     if "text/event-stream" in request.headers.get("accept", ""):
-        await service.get_run(run_id, tenant=principal.tenant)  # 404 before the stream starts
+        await service.get_run(run_id, scope=principal.scope)  # 404 before the stream starts
         start = after
         if last_event_id is not None:
             start = int(last_event_id)
         hub: EventHub = request.app.state.event_hub
         stream = server_sent_events(hub, run_id, start, callbacks=sees_callbacks(principal))
         return EventSourceResponse(stream, ping=15)
-    records = await service.events(run_id, after=after, tenant=principal.tenant)
+    records = await service.events(run_id, after=after, scope=principal.scope)
     shown = sees_callbacks(principal)
     return models.EventList(data=[models.EventOut.of(e, callbacks=shown) for e in records])
 
@@ -365,7 +365,7 @@ async def wait_for_run(
     wanted = frozenset(status) if status else SETTLED
     hub: EventHub = request.app.state.event_hub
     try:
-        record = await wait_while_connected(request, hub, run_id, wanted, timeout, principal.tenant)
+        record = await wait_while_connected(request, hub, run_id, wanted, timeout, principal.scope)
     except ClientGone:
         return Response(status_code=499)  # nobody reads it (nginx's "client closed request")
     if record is None:
@@ -411,7 +411,7 @@ async def usage(
     start = _instant(from_, "from") if from_ is not None else _day_before(end)
     if start > end:
         raise InvalidRequest("from must not be after to")
-    totals = await reads.usage(start, end, principal.tenant)
+    totals = await reads.usage(start, end, principal.scope)
     return models.UsageOut.model_validate({"from": start, "to": end, **totals})
 
 

@@ -13,6 +13,7 @@ import sys
 from datetime import timedelta
 from typing import Any
 
+from app.core.scope import Scope
 from app.service.access import DEFAULT_TENANT, Role
 from app.service.errors import ServiceError
 from app.service.keys import IssuedKey, KeyView
@@ -111,12 +112,13 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
                 )
                 _issued("created", issued)
             elif args.action == "list":
-                _keys(await keys.list(args.tenant), as_json=args.json)
+                listed = Scope.ALL if args.tenant is None else Scope.of(args.tenant)
+                _keys(await keys.list(listed), as_json=args.json)
             elif args.action == "revoke":
-                view = await keys.revoke(args.id)
+                view = await keys.revoke(args.id, Scope.ALL)  # (a deployment's admin)
                 print(f"revoked key {view.id} ({view.tenant}, {view.role.value}, {view.name})")
             else:
-                old, issued = await keys.rotate(args.id, args.grace, created_by="cli")
+                old, issued = await keys.rotate(args.id, args.grace, Scope.ALL, created_by="cli")
                 until = iso(old.expires_at) if old.expires_at else "-"
                 print(f"key {old.id} keeps working until {until}")
                 _issued("rotated into", issued)

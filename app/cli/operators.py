@@ -23,6 +23,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
+from app.core.scope import Scope
 from app.settings import Settings
 
 if TYPE_CHECKING:
@@ -87,7 +88,8 @@ async def _run(service: OperatorService, args: argparse.Namespace, out: TextIO) 
             file=out,
         )
     elif args.verb == "list":
-        accounts = await service.list_accounts(args.tenant)
+        listed = Scope.ALL if args.tenant is None else Scope.of(args.tenant)
+        accounts = await service.list_accounts(listed)
         rows: list[tuple[str, ...]] = [
             ("USERNAME", "TENANT", "ROLE", "STATUS", "SESSIONS", "CREATED")
         ]

@@ -45,7 +45,7 @@ def admin_of(request: Request) -> KeyAdmin:
 async def _page(
     request: Request, session: auth.Session, principal: Principal, **extra: object
 ) -> HTMLResponse:
-    views = await admin_of(request).list(principal.tenant)
+    views = await admin_of(request).list(principal.scope)
     context = {"keys": views, "tenant": principal.tenant, "grace": GRACE, **extra}
     return await render(request, "keys.html", context, session=session)
 
@@ -71,17 +71,17 @@ async def key_action(
             request, session, principal, error="Choose a grace period from the list."
         )
     try:
-        key = await keys.get(key_id, principal.tenant)
+        key = await keys.get(key_id, principal.scope)
         if form.get("confirmed") != "yes":
             context = {"key": key, "action": action, "grace_field": grace_field, "grace": GRACE}
             return await render(request, "key_confirm.html", context, session=session)
         if action == "revoke":
-            await keys.revoke(key_id, principal.tenant)
+            await keys.revoke(key_id, principal.scope)
             return redirect("/admin/keys?done=revoked")
         old, issued = await keys.rotate(
             key_id,
             timedelta(seconds=int(grace_field)),
-            principal.tenant,
+            principal.scope,
             created_by=principal.actor,
         )
     except ServiceError as exc:

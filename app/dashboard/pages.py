@@ -3,7 +3,6 @@ body the auto-refresh swaps, a run's detail and its change poll, and the overvie
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,8 +12,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.core.lifecycle import TERMINAL, RunStatus, Transition, sources
+from app.core.scope import Scope
 from app.dashboard import actions, auth, present
-from app.dashboard.web import Session, error_page, now, reads_of, render, service_of, tenant_of
+from app.dashboard.web import Session, error_page, now, reads_of, render, scope_of, service_of
 from app.providers import profiles
 from app.service import conversations
 from app.service.access import Permission
@@ -52,7 +52,7 @@ class Listing:
 
 
 def listing(
-    status: str | None, provider: str | None, meta: str | None, cursor: str | None
+    scope: Scope, status: str | None, provider: str | None, meta: str | None, cursor: str | None
 ) -> Listing:
     errors = []
     status_value: RunStatus | None = RunStatus.REQUIRES_ACTION
@@ -83,7 +83,7 @@ def listing(
             errors.append("metadata filter: use key=value (key: letters, digits, _ . -)")
             meta = ""
     return Listing(
-        RunFilter(status_value, provider, meta_key, meta_value),
+        RunFilter(status_value, provider, meta_key, meta_value, scope=scope),
         status_param,
         meta,
         cursor or None,
@@ -93,7 +93,6 @@ def listing(
 
 async def rows_of(request: Request, page: Listing) -> tuple[list[present.Row], str | None]:
     reads = reads_of(request)
-    page.filter = dataclasses.replace(page.filter, tenant=await tenant_of(request))
     try:
         records, next_cursor = await reads.runs_page(
             page.filter, limit=PAGE_SIZE, cursor=page.cursor
@@ -125,14 +124,14 @@ async def listing_context(
     request: Request, status: str | None, provider: str | None, meta: str | None, cursor: str | None
 ) -> dict[str, Any]:
     """What the runs page and its auto-refreshed rows both show."""
-    page = listing(status, provider, meta, cursor)
+    page = listing(await scope_of(request), status, provider, meta, cursor)
     rows, next_cursor = await rows_of(request, page)
     return {
         "page": page,
         "rows": rows,
         "next_cursor": next_cursor,
         "statuses": [s.value for s in RunStatus],
-        "counts": await reads_of(request).count_by_status(await tenant_of(request)),
+        "counts": await reads_of(request).count_by_status(await scope_of(request)),
         "now": now(),
     }
 
@@ -188,8 +187,7 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
     """Everything run.html shows; the action route renders it too, with its errors."""
     reads = reads_of(request)
     session = await auth.load_session(request)
-    tenant = await tenant_of(request)
-    view = await service_of(request).get_run(run_id, with_log=True, tenant=tenant)
+    view = await service_of(request).get_run(run_id, with_log=True, scope=await scope_of(request))
     r = view.record
     events = await reads.events(run_id, limit=TIMELINE_EVENTS)
     try:
@@ -265,7 +263,7 @@ async def run_page(
 @router.get("/runs/{run_id}/poll")
 async def run_poll(request: Request, run_id: str, _: Session, v: int = 0, seq: int = 0) -> Response:
     """204 while nothing changed; otherwise tells htmx to reload the page."""
-    record = await reads_of(request).run(run_id, await tenant_of(request))
+    record = await reads_of(request).run(run_id, await scope_of(request))
     if record is None or (record.version, record.last_event_seq) != (v, seq):
         return Response(status_code=200, headers={"HX-Refresh": "true"})
     return Response(status_code=204)
@@ -277,7 +275,7 @@ async def run_poll(request: Request, run_id: str, _: Session, v: int = 0, seq: i
 @router.get("/overview", response_class=HTMLResponse)
 async def overview(request: Request, session: Session) -> HTMLResponse:
     t = now()
-    o = await reads_of(request).overview(t, await tenant_of(request))
+    o = await reads_of(request).overview(t, await scope_of(request))
     per_minute = [(str(i), n) for i, n in enumerate(o.activity.completed_per_minute)]
     return await render(
         request,

@@ -16,6 +16,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.datastructures import FormData
 
+from app.core.scope import Scope
 from app.dashboard import auth
 from app.dashboard.actions import (
     INBOX,
@@ -42,8 +43,8 @@ from app.dashboard.web import (
     error_page,
     redirect,
     render,
+    scope_of,
     service_of,
-    tenant_of,
 )
 from app.service import operator
 from app.service.errors import ServiceError
@@ -67,26 +68,24 @@ def shown_errors(name: str, context: dict[str, Any]) -> set[str]:
     return set()
 
 
-async def perform(
-    request: Request, run_id: str, action: Action, actor: str, tenant: str | None = None
-) -> None:
+async def perform(request: Request, run_id: str, action: Action, actor: str, scope: Scope) -> None:
     """The service call of each action; a refusal raises `ServiceError`."""
     service = service_of(request)
     match action:
         case Cancel():
-            await service.cancel(run_id, actor=actor, tenant=tenant)
+            await service.cancel(run_id, actor=actor, scope=scope)
         case SubmitToolResults(body=body):
-            await operator.submit_tool_results(service, run_id, body, actor, tenant)
+            await operator.submit_tool_results(service, run_id, body, actor, scope)
         case Resolve(body=body):
-            await service.resolve(run_id, body, actor=actor, tenant=tenant)
+            await service.resolve(run_id, body, actor=actor, scope=scope)
         case ExtendExpiry(seconds=seconds):
-            await operator.extend_expiry(service, run_id, seconds, actor, tenant)
+            await operator.extend_expiry(service, run_id, seconds, actor, scope)
         case Retry():
-            await operator.retry_run(service, run_id, actor, tenant)
+            await operator.retry_run(service, run_id, actor, scope)
         case RaiseLimits(body=body):
-            await service.set_limits(run_id, body, actor=actor, tenant=tenant)
+            await service.set_limits(run_id, body, actor=actor, scope=scope)
         case Approve(body=body) | Reject(body=body):
-            await approvals_of(request).decide(run_id, body, actor=actor, tenant=tenant)
+            await approvals_of(request).decide(run_id, body, actor=actor, scope=scope)
         case _:
             assert_never(action)
 
@@ -136,9 +135,9 @@ async def run_action(
     service = service_of(request)
     actor = session.actor
     assert actor is not None
-    tenant = await tenant_of(request)
+    scope = await scope_of(request)
     try:
-        view = await service.get_run(run_id, tenant=tenant)
+        view = await service.get_run(run_id, scope=scope)
     except ServiceError as exc:
         return await error_page(request, exc.detail, exc.status)
     parsed = parse(form, view)
@@ -155,7 +154,7 @@ async def run_action(
         }
         return await render(request, "confirm.html", context, session=session)
     try:
-        await perform(request, run_id, parsed, actor, tenant)
+        await perform(request, run_id, parsed, actor, scope)
     except ServiceError as exc:
         return await refused(request, run_id, session, exc)
     if form.get("return_to") == INBOX:  # (an approval decided from the inbox)

@@ -14,6 +14,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.datastructures import FormData
 from starlette.types import Receive, Scope, Send
 
+from app.core.scope import Scope as TenantScope  # (not starlette's ASGI `Scope`)
 from app.dashboard import actions, auth, present
 from app.service.access import Permission
 from app.service.approvals import ApprovalService
@@ -84,6 +85,11 @@ Form = Annotated[FormData, Depends(checked_form)]
 async def tenant_of(request: Request) -> str:
     """The signed-in principal's tenant: the only runs its pages show and act on."""
     return (await auth.dashboard_principal(request)).tenant
+
+
+async def scope_of(request: Request) -> TenantScope:
+    """The signed-in principal's scope (its tenant's: never ALL)."""
+    return (await auth.dashboard_principal(request)).scope
 
 
 def service_of(request: Request) -> RunService:

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from app.core.scope import Scope
+
 #: The tenant of the keys in AGENTRUN_API_KEYS, of open mode, and of every run stored
 #: before tenants existed. Its admins administer the deployment (tenants, metrics).
 DEFAULT_TENANT = "default"
@@ -95,6 +97,12 @@ class Principal:
     actor: str
     key_id: str | None = None
     run_id: str | None = None
+
+    @property
+    def scope(self) -> Scope:
+        """What this caller reads and writes: its own tenant's data, never `Scope.ALL`
+        (a deployment-wide operation names ALL itself, after checking a permission)."""
+        return Scope.of(self.tenant)
 
     def can(self, permission: Permission) -> bool:
         if permission in DEPLOYMENT and self.tenant != DEFAULT_TENANT:

@@ -30,6 +30,7 @@ from typing import Any
 from app import tracing
 from app.core.events import EventType as E
 from app.core.lifecycle import TERMINAL, ApprovalStatus, RunStatus
+from app.core.scope import Scope
 from app.service import convert, gates
 from app.service.errors import (
     ApprovalConflict,
@@ -250,11 +251,11 @@ class ApprovalService:
         self.clock = service.clock
 
     async def decide(
-        self, run_id: str, body: DecisionsIn, *, actor: str | None, tenant: str | None
+        self, run_id: str, body: DecisionsIn, *, actor: str | None, scope: Scope
     ) -> RunView:
         decisions = [Decision.of(d, actor) for d in body.decisions]
         started = tracing.start_time()
-        record = await self._decide(run_id, decisions, tenant)
+        record = await self._decide(run_id, decisions, scope)
         tracing.record_span(
             "agentrun.run.decide_approvals",
             record.config,
@@ -266,13 +267,11 @@ class ApprovalService:
         )
         return await self.service.view(record)
 
-    async def _decide(
-        self, run_id: str, decisions: Sequence[Decision], tenant: str | None
-    ) -> RunRecord:
+    async def _decide(self, run_id: str, decisions: Sequence[Decision], scope: Scope) -> RunRecord:
         key = await self.service.callback_key()
         for _ in range(SUBMIT_ATTEMPTS):
             try:
-                pending = await self.store.pending(run_id=run_id, tenant=tenant)
+                pending = await self.store.pending(run_id=run_id, scope=scope)
             except NotFoundError:
                 raise RunNotFound(f"no run with id {run_id}") from None
             record, round = pending.record, pending.record.waiting_round
@@ -323,10 +322,10 @@ class ApprovalService:
         calls = calls[:limit]
         return calls, (encode_cursor(calls[-1]) if more and calls else None)
 
-    async def of_run(self, run_id: str, *, tenant: str | None) -> list[ToolCallRecord]:
-        """Every gated call of a run (`tenant`'s), decided or not; the ones left pending
+    async def of_run(self, run_id: str, *, scope: Scope) -> list[ToolCallRecord]:
+        """Every gated call of a run (in `scope`), decided or not; the ones left pending
         when the run ended are `closed` (never decided, never executed)."""
-        record = await self.service.owned(run_id, tenant)
+        record = await self.service.owned(run_id, scope)
         calls = await self.store.approvals.of_run(run_id)
         if record.status in TERMINAL:
             calls = [
@@ -344,7 +343,7 @@ class ApprovalService:
         decided = []
         for run_id in await self.store.approvals.due(now):
             try:
-                pending = await self.store.pending(run_id=run_id)
+                pending = await self.store.pending(run_id=run_id, scope=Scope.ALL)  # (a sweep)
             except NotFoundError:
                 continue
             record = pending.record
@@ -367,7 +366,7 @@ class ApprovalService:
             if not due:
                 continue
             try:
-                await self._decide(run_id, due, None)
+                await self._decide(run_id, due, Scope.ALL)
             except (
                 RunStateConflict,
                 ApprovalStale,

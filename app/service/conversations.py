@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from app.core import AgentRun, Message, stored
 from app.core.events import EventType as E
 from app.core.lifecycle import TERMINAL, RunStatus
+from app.core.scope import Scope
 from app.core.serde import message_to_dict
 from app.service import convert, recorded
 from app.service.errors import ConversationBusy, InvalidRequest, RunNotFound, RunStateConflict
@@ -77,9 +78,9 @@ def waiting(record: RunRecord) -> Continuation:
 
 
 async def latest(
-    store: RunStore, record: RunRecord, tenant: str | None, idempotency_key: str | None = None
+    store: RunStore, record: RunRecord, scope: Scope, idempotency_key: str | None = None
 ) -> tuple[RunRecord, bool]:
-    """The latest run of `record`'s conversation from it on (`tenant`'s): follow the
+    """The latest run of `record`'s conversation from it on (in `scope`): follow the
     runs that continue it (a successor deleted by retention ends the chain; so does the
     run this create's `idempotency_key` already made: a replay continues as the first
     request did); and whether the chain ended at that run (a replay)."""
@@ -87,7 +88,7 @@ async def latest(
     while (after := await store.conversations.successor(record.id)) is not None:
         if after in seen:
             break
-        following = await store.get(after, tenant=tenant)
+        following = await store.get(after, scope=scope)
         if following is None:
             break
         if idempotency_key is not None and following.idempotency_key == idempotency_key:
@@ -129,14 +130,14 @@ async def start_waiting(store: RunStore, ended: RunRecord, now: datetime) -> str
     callers start it once. The id of the run started, or None."""
     if ended.status not in TERMINAL or ended.awaited_by is None:
         return None
-    waiter = await store.get(ended.awaited_by, with_log=True)
+    waiter = await store.get(ended.awaited_by, with_log=True, scope=Scope.ALL)
     if (
         waiter is None
         or waiter.status != RunStatus.QUEUED
         or waiter.waiting != Conversation(ended.id)
     ):
         return None
-    before = await store.get(ended.id, with_log=True)
+    before = await store.get(ended.id, with_log=True, scope=Scope.ALL)
     if before is None:
         return None
     own = stored.load(waiter.state, waiter.log).run
@@ -154,7 +155,7 @@ async def start_orphans(store: RunStore, now: datetime) -> list[str]:
     ending write's wake-up. The ids of the runs started."""
     started = []
     for _waiter, awaited in await store.conversations.parked(now + NEVER / 2):
-        ended = await store.get(awaited)
+        ended = await store.get(awaited, scope=Scope.ALL)
         if ended is not None:
             run_id = await start_waiting(store, ended, now)
             if run_id is not None:
@@ -192,7 +193,7 @@ class Cancel(Protocol):
     """`RunService.cancel`: a run cancelled as a client's cancel would (its waiter
     started, its span recorded); `RunStateConflict` when it has ended already."""
 
-    async def __call__(self, run_id: str, *, actor: str | None, tenant: str | None) -> object: ...
+    async def __call__(self, run_id: str, *, actor: str | None, scope: Scope) -> object: ...
 
 
 class BusyConversations:
@@ -212,14 +213,14 @@ class BusyConversations:
         run is active; and the run it waits for (`enqueue`). An earlier run of an idle
         conversation may be continued (a branch); of a busy one, not (409 naming the
         latest: the strategies apply to the run that is active)."""
-        previous_id = body.previous_run_id or ""
-        previous = await self.store.get(previous_id, with_log=True, tenant=tenant)
+        previous_id, scope = body.previous_run_id or "", Scope.of(tenant)
+        previous = await self.store.get(previous_id, with_log=True, scope=scope)
         if previous is None:
             raise RunNotFound(f"no run with id {previous_id} (previous_run_id)")
         inherited = "model" not in body.model_fields_set  # (checked before an interrupt)
         if inherited and (problem := inherited_model_problem(previous.config.get("model"))):
             raise InvalidRequest(problem)  # (its profile left the configuration, say)
-        head, replay = await latest(self.store, previous, tenant, idempotency_key)
+        head, replay = await latest(self.store, previous, scope, idempotency_key)
         if head.status in TERMINAL:  # (its successors ended: the run named is the one)
             head = previous
         if head.status in TERMINAL:  # (a run before the latest: a branch, as ever; a
@@ -244,13 +245,13 @@ class BusyConversations:
             return waiting(head), head
         awaited = head.waiting.run_id if isinstance(head.waiting, Conversation) else None
         with contextlib.suppress(RunStateConflict):  # (it ended meanwhile: continue it)
-            await self.cancel(head.id, actor=actor, tenant=tenant)
+            await self.cancel(head.id, actor=actor, scope=scope)
         if awaited is not None:  # (it never ran: this run waits in its place)
-            target = await self.store.get(awaited, with_log=True, tenant=tenant)
+            target = await self.store.get(awaited, with_log=True, scope=scope)
             if target is not None and target.status not in TERMINAL:
                 return waiting(target), target
             return await continuation(self.store, target, awaited, ended=True), None
-        ended = await self.store.get(head.id, with_log=True, tenant=tenant)
+        ended = await self.store.get(head.id, with_log=True, scope=scope)
         return await continuation(self.store, ended, head.id, ended=True), None
 
     async def note_continued(
@@ -266,7 +267,7 @@ class BusyConversations:
         for it to end, `awaited_by`); the earlier run as noted. Written after the new
         run's commit: a create that died in between is noted by its idempotent replay."""
         if replayed and await self._continued_noted(before.previous_id, record.id):
-            return await self.store.get(before.previous_id) if waits else None
+            return await self.store.get(before.previous_id, scope=Scope.ALL) if waits else None
         data = {"run_id": record.id, CONVERSATION_KEY: before.conversation_id}
         event = NewEvent(E.RUN_CONTINUED, data, actor)
         change = changes.awaited(event, record.id) if waits else changes.annotate(event)
@@ -297,18 +298,19 @@ class BusyConversations:
                 if isinstance(named, str):
                     rival = named
             after = events[-1].seq
-        first = None if rival is None else await self.store.get(rival, tenant=tenant)
+        scope = Scope.of(tenant)
+        first = None if rival is None else await self.store.get(rival, scope=scope)
         if (
             first is None
             or first.status != RunStatus.QUEUED
             or first.waiting != Conversation(before.previous_id)
         ):
-            return await self.store.get(before.previous_id)
+            return await self.store.get(before.previous_id, scope=Scope.ALL)
         data = {"run_id": first.id, CONVERSATION_KEY: before.conversation_id}
         event = NewEvent(E.RUN_CONTINUED, data, actor)
         noted = await self._apply(before.previous_id, changes.awaited(event, first.id))
         with contextlib.suppress(RunStateConflict):
-            await self.cancel(record.id, actor=actor, tenant=tenant)
+            await self.cancel(record.id, actor=actor, scope=scope)
         if noted is not None:  # (it ended meanwhile: the first starts now)
             await start_waiting(self.store, noted, self.clock())
         raise ConversationBusy(
@@ -330,7 +332,7 @@ class BusyConversations:
             after = events[-1].seq
 
     async def _apply(self, run_id: str, change: Change) -> RunRecord | None:
-        updated, _ = await self.store.apply(run_id, change, self.clock())
+        updated, _ = await self.store.apply(run_id, change, self.clock(), scope=Scope.ALL)
         return updated
 
 

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from app.core.lifecycle import KeyState
+from app.core.scope import Scope
 from app.service.access import DEFAULT_TENANT, OPEN_MODE, Principal, Role
 from app.service.errors import InvalidRequest, ServiceError
 from app.service.tenants import TenantNotFound, check_name
@@ -318,17 +319,17 @@ class KeyAdmin:
             raise TenantNotFound(f"no tenant {tenant!r}")
         return IssuedKey(KeyView.of(record), secret)
 
-    async def list(self, tenant: str | None = None) -> list[KeyView]:
-        return [KeyView.of(r) for r in await self.identities.keys(tenant)]
+    async def list(self, scope: Scope) -> list[KeyView]:
+        return [KeyView.of(r) for r in await self.identities.keys(scope)]
 
-    async def get(self, key_id: str, tenant: str | None = None) -> KeyView:
+    async def get(self, key_id: str, scope: Scope) -> KeyView:
         record = await self.identities.key(key_id)
-        if record is None or (tenant is not None and record.tenant_id != tenant):
+        if record is None or not scope.admits(record.tenant_id):
             raise KeyNotFound(f"no key {key_id!r}")
         return KeyView.of(record)
 
-    async def revoke(self, key_id: str, tenant: str | None = None) -> KeyView:
-        record = await self.identities.revoke_key(key_id, datetime.now(UTC), tenant)
+    async def revoke(self, key_id: str, scope: Scope) -> KeyView:
+        record = await self.identities.revoke_key(key_id, datetime.now(UTC), scope)
         if record is None:
             raise KeyNotFound(f"no key {key_id!r}")
         return KeyView.of(record)
@@ -337,7 +338,7 @@ class KeyAdmin:
         self,
         key_id: str,
         grace: timedelta,
-        tenant: str | None = None,
+        scope: Scope,
         *,
         created_by: str | None = None,
     ) -> tuple[KeyView, IssuedKey]:
@@ -346,12 +347,12 @@ class KeyAdmin:
         (old, new); a revoked or expired key cannot be rotated."""
         _window(grace, MAX_GRACE, "grace")
         now = datetime.now(UTC)
-        current = await self.get(key_id, tenant)
+        current = await self.get(key_id, scope)
         if current.state(now) in (KeyState.REVOKED, KeyState.EXPIRED):
             raise KeyNotFound(f"key {key_id!r} is {current.state(now)}: it has no successor")
         new, secret = self._new(current.tenant, current.role, current.name, now)
         new = KeyRecord(**{**new.columns(), "created_by": created_by})
-        rotated = await self.identities.rotate_key(key_id, new, now + grace, tenant)
+        rotated = await self.identities.rotate_key(key_id, new, now + grace, scope)
         if rotated is None:
             raise KeyNotFound(f"no key {key_id!r}")
         old, successor = rotated

@@ -12,6 +12,7 @@ from typing import Any
 
 from app.core.events import EventType as E
 from app.core.lifecycle import TERMINAL, RunStatus
+from app.core.scope import Scope
 from app.service.errors import InvalidRequest, RunNotFound, RunStateConflict
 from app.service.prices import PriceBook
 from app.service.schemas import LimitsIn, RunLimits
@@ -74,11 +75,11 @@ class RunLimitsService:
         return stored
 
     async def set_limits(
-        self, run_id: str, body: LimitsIn, *, actor: str | None, tenant: str | None
+        self, run_id: str, body: LimitsIn, *, actor: str | None, scope: Scope
     ) -> RunRecord:
         named = {k: getattr(body, k) for k in body.model_fields_set}
         for _ in range(ATTEMPTS):
-            record = await self.store.get(run_id, tenant=tenant)
+            record = await self.store.get(run_id, scope=scope)
             if record is None:
                 raise RunNotFound(f"no run with id {run_id}")
             if record.status in TERMINAL:
@@ -96,7 +97,7 @@ class RunLimitsService:
                 change = changes.resume_budget(record.version, new, self.clock(), event)
             else:
                 change = changes.limit(record.version, new, event)
-            updated, _ = await self.store.apply(run_id, change, self.clock(), tenant=tenant)
+            updated, _ = await self.store.apply(run_id, change, self.clock(), scope=scope)
             if updated is not None:
                 return updated
         current = "" if record is None else record.status.value

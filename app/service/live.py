@@ -25,6 +25,7 @@ import structlog
 from sqlalchemy.engine import make_url
 
 from app.core.lifecycle import TABLE, TERMINAL, RunStatus
+from app.core.scope import Scope
 from app.service.shielded import whole
 from app.service.types import EventRecord, RunRecord
 from app.store.runs import EVENTS_CHANNEL, QUEUE_CHANNEL, RunStore
@@ -86,7 +87,7 @@ class RunFeed:
                     self.fetched = new[-1].seq
                 if len(new) < 1000:
                     break
-            record = await whole(self.store.get(self.run_id))
+            record = await whole(self.store.get(self.run_id, scope=Scope.ALL))
             self.ended = record is None or (
                 record.status in TERMINAL and record.last_event_seq <= self.fetched
             )
@@ -103,7 +104,7 @@ class RunFeed:
         async with self.lock:
             if self.record_generation != self.generation:
                 generation = self.generation
-                record = await whole(self.store.get(self.run_id))
+                record = await whole(self.store.get(self.run_id, scope=Scope.ALL))
                 if record is None or newer(self.record, record):
                     self.record = record
                 self.record_generation = generation
@@ -394,16 +395,16 @@ class EventHub:
         run_id: str,
         statuses: Set[RunStatus],
         timeout: float,
-        tenant: str | None = None,
+        scope: Scope,
     ) -> RunRecord | None:
         """The run once its status is one of `statuses` or `FINAL`, else as last read
         when `timeout` seconds have passed (or `release` was called); None when there is
-        no such run (of `tenant`, when given: its first read is scoped). Reads the run
+        no such run (in `scope`: its first read is scoped). Reads the run
         once, then only when one of its commits wakes this process (or the wait's poll
         comes due): no database connection is held between."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        record = await whole(self.store.get(run_id, tenant=tenant))
+        record = await whole(self.store.get(run_id, scope=scope))
         if record is None or settled(record, statuses) or timeout <= 0 or self._released:
             return record
         wait = min(self._timeout, self.first_look_seconds)

@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 from app.core.events import EventType as E
 from app.core.lifecycle import TERMINAL, RunStatus, Transition, sources
+from app.core.scope import Scope
 from app.service import conversations
 from app.service.errors import ConversationBusy, InvalidRequest, RunNotFound, RunStateConflict
 from app.service.runs import RunService
@@ -29,13 +30,13 @@ MAX_EXTENSION_SECONDS = 365 * 24 * 3600
 
 
 async def extend_expiry(
-    service: RunService, run_id: str, seconds: float, actor: str, tenant: str | None = None
+    service: RunService, run_id: str, seconds: float, actor: str, scope: Scope
 ) -> RunRecord:
     """Give a suspended run `seconds` more to wait, counted from its current expiry (or from
     now, when that is already past or unset)."""
     if not 0 < seconds <= MAX_EXTENSION_SECONDS:
         raise InvalidRequest(f"seconds must be in (0, {MAX_EXTENSION_SECONDS}]")
-    record = await service.owned(run_id, tenant)
+    record = await service.owned(run_id, scope)
     if record.status != RunStatus.REQUIRES_ACTION:
         raise RunStateConflict(
             f"cannot extend the expiry of run {run_id}: it is {record.status.value}, "
@@ -55,26 +56,24 @@ async def extend_expiry(
         actor,
     )
     updated, _ = await service.store.apply(
-        run_id, changes.extend(record.version, new_expiry, event), now
+        run_id, changes.extend(record.version, new_expiry, event), now, scope=scope
     )
     if updated is None:
         await _refused(service, run_id, "extend the expiry of")
     return updated
 
 
-async def retry_run(
-    service: RunService, run_id: str, actor: str, tenant: str | None = None
-) -> RunRecord:
+async def retry_run(service: RunService, run_id: str, actor: str, scope: Scope) -> RunRecord:
     """Put a failed or expired run back in the queue; a worker resumes it from the stored
     state (the last durable one: a failed model call never overwrote it)."""
-    record = await service.owned(run_id, tenant)
+    record = await service.owned(run_id, scope)
     allowed = sources(Transition.RETRY)
     if record.status not in allowed:
         raise RunStateConflict(
             f"cannot retry run {run_id}: it is {record.status.value}, not failed or expired",
             record.status.value,
         )
-    head, _ = await conversations.latest(service.store, record, tenant)
+    head, _ = await conversations.latest(service.store, record, scope)
     if head.id != record.id and head.status not in TERMINAL:  # (a run went on from it)
         raise ConversationBusy(
             f"cannot retry run {run_id}: run {head.id} continues its conversation and is "
@@ -85,14 +84,14 @@ async def retry_run(
         )
     now = service.clock()
     change = changes.retry(record.version, record.status, record.error, actor, now)
-    updated, _ = await service.store.apply(run_id, change, now)
+    updated, _ = await service.store.apply(run_id, change, now, scope=scope)
     if updated is None:
         await _refused(service, run_id, "retry")
     return updated
 
 
 async def _existing(service: RunService, run_id: str) -> RunRecord:
-    record = await service.store.get(run_id)
+    record = await service.store.get(run_id, scope=Scope.ALL)  # (read in scope already)
     if record is None:
         raise RunNotFound(f"no run with id {run_id}")
     return record
@@ -112,19 +111,19 @@ async def note(
     """Record who did something to a suspended run that has no event of its own naming
     them (e.g. a partial tool-result submission): an event-only compare-and-set."""
     change = changes.note(NewEvent(event_type, data, actor))
-    updated, _ = await service.store.apply(run_id, change, service.clock())
+    updated, _ = await service.store.apply(run_id, change, service.clock(), scope=Scope.ALL)
     if updated is None:
         await _refused(service, run_id, "annotate")
     return updated
 
 
 async def submit_tool_results(
-    service: RunService, run_id: str, body: ToolResultsIn, actor: str, tenant: str | None = None
+    service: RunService, run_id: str, body: ToolResultsIn, actor: str, scope: Scope
 ) -> SubmitOutcome:
     """Submit results as `actor`. A submission that resumes the run is named in its
     `run.resumed` event; one that leaves calls open gets its own event naming the actor
     (`tool_result.submitted_by_operator`)."""
-    outcome = await service.submit_tool_results(body, run_id=run_id, actor=actor, tenant=tenant)
+    outcome = await service.submit_tool_results(body, run_id=run_id, actor=actor, scope=scope)
     if not outcome.resumed and outcome.accepted:
         await note(
             service,

@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+from app.core.scope import Scope
 from app.service.access import DEFAULT_TENANT, Principal, Role
 from app.service.errors import ServiceError
 from app.store.operators import (
@@ -197,8 +198,8 @@ class OperatorService:
             raise AccountExists(f"an account named {name!r} exists already") from None
         return _account(record)
 
-    async def list_accounts(self, tenant: str | None = None) -> list[Account]:
-        return [_account(r) for r in await self.accounts.list_accounts(tenant, datetime.now(UTC))]
+    async def list_accounts(self, scope: Scope) -> list[Account]:
+        return [_account(r) for r in await self.accounts.list_accounts(scope, datetime.now(UTC))]
 
     async def get(self, username: str) -> Account:
         """One account (its `active_sessions` not counted: `sessions` lists them)."""

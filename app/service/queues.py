@@ -33,6 +33,7 @@ from typing import Any
 
 from app import metrics, tracing
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service import convert
 from app.service.access import DEFAULT_TENANT
 from app.service.errors import (
@@ -190,7 +191,7 @@ class QueueService:
         )
         if extended is not None:
             return extended
-        row = await self.store.call_row(lease.run_id, lease.round, lease.position, tenant)
+        row = await self.store.call_row(lease.run_id, lease.round, lease.position, Scope.of(tenant))
         if row is None or (row.queue is not None and row.queue != queue):
             raise LeaseNotFound(f"no lease {token} in queue {queue}")
         if not (issued or row.lease_token == lease.nonce):
@@ -218,7 +219,7 @@ class QueueService:
         started = tracing.start_time()
         for _ in range(SUBMIT_ATTEMPTS):
             try:
-                pending = await self.store.pending(run_id=lease.run_id, tenant=tenant)
+                pending = await self.store.pending(run_id=lease.run_id, scope=Scope.of(tenant))
             except NotFoundError:
                 raise LeaseNotFound(f"no lease {token} in queue {queue}") from None
             record = pending.record
@@ -226,7 +227,9 @@ class QueueService:
             row = (
                 next((c for c in pending.calls if c.position == lease.position), None)
                 if current
-                else await self.store.call_row(lease.run_id, lease.round, lease.position, tenant)
+                else await self.store.call_row(
+                    lease.run_id, lease.round, lease.position, Scope.of(tenant)
+                )
             )
             if row is None or not (issued or row.lease_token == lease.nonce):
                 raise LeaseNotFound(f"no lease {token} in queue {queue}")
@@ -252,7 +255,7 @@ class QueueService:
             change = decide(record, pending.calls, [mine], now)
             if change is None:  # (answered identically meanwhile)
                 return SubmitOutcome(record, [], False)
-            updated, _ = await self.store.apply(record.id, change, now)
+            updated, _ = await self.store.apply(record.id, change, now, scope=Scope.ALL)
             if updated is not None:  # else a lease or a submission moved the run on: again
                 outcome = SubmitOutcome(updated, [row.call_id], change.status == RunStatus.QUEUED)
                 _traced(outcome, started, actor, queue)

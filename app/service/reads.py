@@ -18,6 +18,7 @@ import sqlalchemy as sa
 
 from app.core import AgentRun
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service import recorded
 from app.service.tokens import new_key
 from app.service.types import (
@@ -57,29 +58,27 @@ class RunReads:
         """A service-wide secret every process shares (made by the first to ask)."""
         return await self.store.secret(name, new_key)
 
-    async def run(self, run_id: str, tenant: str | None = None) -> RunRecord | None:
-        return await self.store.get(run_id, tenant=tenant)
+    async def run(self, run_id: str, scope: Scope) -> RunRecord | None:
+        return await self.store.get(run_id, scope=scope)
 
     async def events(self, run_id: str, *, after: int = 0, limit: int = 1000) -> list[EventRecord]:
         return await self.store.events(run_id, after=after, limit=limit)
 
-    async def count_by_status(self, tenant: str | None = None) -> dict[str, int]:
+    async def count_by_status(self, scope: Scope) -> dict[str, int]:
         """Stored runs by status, from indexes and a rollup (never a count of `runs`)."""
-        return await reports.count_by_status(self.store.engine, tenant)
+        return await reports.count_by_status(self.store.engine, scope)
 
     async def queue_depth(self, now: datetime) -> int:
         """Queued runs that are due now (the claim index)."""
         return await reports.queue_depth(self.store.engine, now)
 
-    async def suspended_ages(self, now: datetime, tenant: str | None = None) -> list[float]:
+    async def suspended_ages(self, now: datetime, scope: Scope) -> list[float]:
         """Seconds each suspended run has waited (read by the suspended status's index)."""
-        return await reports.suspended_ages(self.store.engine, now, tenant)
+        return await reports.suspended_ages(self.store.engine, now, scope)
 
-    async def usage(
-        self, start: datetime, end: datetime, tenant: str | None = None
-    ) -> dict[str, Any]:
+    async def usage(self, start: datetime, end: datetime, scope: Scope) -> dict[str, Any]:
         """The usage ledger's sums in [start, end): overall, by run status, by model."""
-        return await self.store.usage_totals(start, end, tenant)
+        return await self.store.usage_totals(start, end, scope)
 
     async def gauges(self, now: datetime, age_edges: Sequence[float]) -> Gauges:
         """What /metrics reads from the database (each from an index; runs by status come
@@ -128,13 +127,13 @@ class RunReads:
         """The run's usage-ledger totals: calls, failed calls, cost."""
         return await reports.run_ledger(self.store.engine, run_id)
 
-    async def overview(self, now: datetime, tenant: str | None = None) -> Overview:
-        """The dashboard's overview of `tenant`'s runs (None: every tenant's)."""
-        counts = await self.count_by_status(tenant)
-        ages = await self.suspended_ages(now, tenant)
+    async def overview(self, now: datetime, scope: Scope) -> Overview:
+        """The dashboard's overview of the runs in `scope`."""
+        counts = await self.count_by_status(scope)
+        ages = await self.suspended_ages(now, scope)
         return Overview(
             counts=counts,
             suspended_ages=ages,
             age_histogram=reports.age_histogram(ages),
-            activity=await reports.activity(self.store.engine, now, tenant=tenant),
+            activity=await reports.activity(self.store.engine, now, scope),
         )

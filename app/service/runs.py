@@ -24,6 +24,7 @@ from app import tracing
 from app.core import AgentRun, stored
 from app.core.events import EventType as E
 from app.core.lifecycle import INITIAL, RunStatus
+from app.core.scope import Scope
 from app.core.serde import SCHEMA_VERSION
 from app.service import conversations, convert, gates, recorded
 from app.service.access import DEFAULT_TENANT
@@ -157,7 +158,7 @@ class RunService:
         idempotency_key: str | None = None,
         actor: str | None = None,
         trace_parent: Mapping[str, str] | None = None,
-        tenant: str | None = None,
+        tenant: str = DEFAULT_TENANT,  # the new run's
     ) -> tuple[RunView, bool]:
         """Create a run (or, for a known Idempotency-Key, answer with the stored one). Its
         trace starts here, as a child of `trace_parent` (the request's W3C headers) if that
@@ -167,9 +168,7 @@ class RunService:
             lambda: {"agentrun.actor": actor or ""},
             parent=trace_parent or {},
         ) as span:
-            view, created = await self._create_run(
-                body, idempotency_key, actor, tenant or DEFAULT_TENANT
-            )
+            view, created = await self._create_run(body, idempotency_key, actor, tenant)
             tracing.set_attributes(span, lambda: tracing.create_attributes(view.record, created))
         return view, created
 
@@ -275,7 +274,7 @@ class RunService:
             if noted is not None and await conversations.start_waiting(
                 self.store, noted, self.clock()
             ):
-                record = await self.store.get(record.id) or record
+                record = await self.store.get(record.id, scope=Scope.ALL) or record
         return await self.view(record), created
 
     async def _note_continued(
@@ -306,11 +305,9 @@ class RunService:
 
     # --- read ---------------------------------------------------------------------------
 
-    async def get_run(
-        self, run_id: str, *, with_log: bool = False, tenant: str | None = None
-    ) -> RunView:
+    async def get_run(self, run_id: str, *, with_log: bool = False, scope: Scope) -> RunView:
         """A run as the API shows it (`with_log`: its record carries its log too)."""
-        record = await self.store.get(run_id, with_log=with_log, tenant=tenant)
+        record = await self.store.get(run_id, with_log=with_log, scope=scope)
         if record is None:
             raise RunNotFound(f"no run with id {run_id}")
         view = await self.view(record)
@@ -319,21 +316,21 @@ class RunService:
             view = dataclasses.replace(view, queue=spot)
         return view
 
-    async def load_run(self, run_id: str, *, tenant: str | None = None) -> AgentRun:
+    async def load_run(self, run_id: str, *, scope: Scope) -> AgentRun:
         """A run's state machine as stored, with its whole conversation and its round's
         recorded answers applied (`app.service.recorded`)."""
-        record = await self.store.get(run_id, with_log=True, tenant=tenant)
+        record = await self.store.get(run_id, with_log=True, scope=scope)
         if record is None:
             raise RunNotFound(f"no run with id {run_id}")
         return await recorded.loaded_run(self.store, record)
 
     async def messages(
-        self, run_id: str, *, limit: int, cursor: str | None, tenant: str | None = None
+        self, run_id: str, *, limit: int, cursor: str | None, scope: Scope
     ) -> tuple[list[conversations.Entry], str | None]:
         """A page of the run's conversation, oldest first (`app.service.conversations`)."""
         if cursor:
             conversations.decode_cursor(cursor)  # a malformed cursor costs no read
-        record = await self.store.get(run_id, with_log=True, tenant=tenant)
+        record = await self.store.get(run_id, with_log=True, scope=scope)
         if record is None:
             raise RunNotFound(f"no run with id {run_id}")
         return conversations.page(await recorded.loaded_run(self.store, record), limit, cursor)
@@ -344,19 +341,19 @@ class RunService:
         status: RunStatus | None,
         limit: int,
         cursor: str | None,
-        tenant: str | None = None,
+        scope: Scope,
     ) -> tuple[list[RunView], str | None]:
         before = decode_cursor(cursor) if cursor else None
         records = await self.store.list_runs(
-            status=status, limit=limit + 1, before=before, tenant=tenant
+            status=status, limit=limit + 1, before=before, scope=scope
         )
         more = len(records) > limit
         records = records[:limit]
         views = await self._views(records)
         return views, (encode_cursor(records[-1]) if more and records else None)
 
-    async def events(self, run_id: str, after: int = 0, *, tenant: str | None = None) -> list[Any]:
-        if await self.store.get(run_id, tenant=tenant) is None:
+    async def events(self, run_id: str, after: int = 0, *, scope: Scope) -> list[Any]:
+        if await self.store.get(run_id, scope=scope) is None:
             raise RunNotFound(f"no run with id {run_id}")
         return await self.store.events(run_id, after=after)
 
@@ -389,13 +386,16 @@ class RunService:
         run_id: str | None = None,
         token: str | None = None,
         actor: str | None = None,
-        tenant: str | None = None,
+        scope: Scope,
     ) -> SubmitOutcome:
-        """Results for a run by id (`tenant`'s) or by its callback token (whoever holds
+        """Results for a run by id (in `scope`) or by its callback token (whoever holds
         it: the token names one run and one suspension); `app.service.tool_results`."""
-        return await self.results.submit(
-            body, run_id=run_id, token=token, actor=actor, tenant=tenant
-        )
+        return await self.results.submit(body, run_id=run_id, token=token, actor=actor, scope=scope)
+
+    async def submit_by_callback(self, body: ToolResultsIn, token: str) -> SubmitOutcome:
+        """Results by a run's callback token: the token is the capability (it names one
+        run and one suspension), so its holder's read is not a tenant's."""
+        return await self.submit_tool_results(body, token=token, actor="callback", scope=Scope.ALL)
 
     # --- resolution ---------------------------------------------------------------------
 
@@ -405,16 +405,16 @@ class RunService:
         body: ResolutionIn,
         *,
         actor: str | None = None,
-        tenant: str | None = None,
+        scope: Scope,
     ) -> RunView:
         started = tracing.start_time()
-        record = await self.store.get(run_id, with_log=True, tenant=tenant)
+        record = await self.store.get(run_id, with_log=True, scope=scope)
         if record is None:
             raise RunNotFound(f"no run with id {run_id}")
         change = resolution_change(record, body, actor, self.clock())
-        updated = await self._apply(run_id, change)
+        updated = await self._apply(run_id, change, scope)
         if updated is None:
-            return await self._refused(run_id, "resolve")
+            return await self._refused(run_id, "resolve", scope)
         tracing.record_span(
             "agentrun.run.resolve",
             updated.config,
@@ -427,24 +427,20 @@ class RunService:
         return await self.view(updated)
 
     async def set_limits(
-        self, run_id: str, body: LimitsIn, *, actor: str | None = None, tenant: str | None = None
+        self, run_id: str, body: LimitsIn, *, actor: str | None = None, scope: Scope
     ) -> RunView:
         """`POST /v1/runs/{id}/limits` (app.service.limits)."""
-        return await self.view(
-            await self.limits.set_limits(run_id, body, actor=actor, tenant=tenant)
-        )
+        return await self.view(await self.limits.set_limits(run_id, body, actor=actor, scope=scope))
 
     # --- cancel -------------------------------------------------------------------------
 
-    async def cancel(
-        self, run_id: str, *, actor: str | None = None, tenant: str | None = None
-    ) -> RunView:
+    async def cancel(self, run_id: str, *, actor: str | None = None, scope: Scope) -> RunView:
         started = tracing.start_time()
         # (Scoped in the compare-and-set itself: another tenant's run is refused, then
         # reads as missing.)
-        updated = await self._apply(run_id, changes.cancel(actor), tenant)
+        updated = await self._apply(run_id, changes.cancel(actor), scope)
         if updated is None:
-            return await self._refused(run_id, "cancel", tenant)
+            return await self._refused(run_id, "cancel", scope)
         tracing.record_span(
             "agentrun.run.cancel",
             updated.config,
@@ -453,24 +449,21 @@ class RunService:
         )
         return await self.view(updated)
 
-    async def owned(self, run_id: str, tenant: str | None) -> RunRecord:
-        """The run, if it is `tenant`'s (any tenant's for None); else 404 as for a
-        missing one."""
-        record = await self.store.get(run_id, tenant=tenant)
+    async def owned(self, run_id: str, scope: Scope) -> RunRecord:
+        """The run, if it is in `scope`; else 404 as for a missing one."""
+        record = await self.store.get(run_id, scope=scope)
         if record is None:
             raise RunNotFound(f"no run with id {run_id}")
         return record
 
-    async def _apply(
-        self, run_id: str, change: Change, tenant: str | None = None
-    ) -> RunRecord | None:
-        """Apply one change now (to `tenant`'s run); None when refused (the run moved on,
+    async def _apply(self, run_id: str, change: Change, scope: Scope) -> RunRecord | None:
+        """Apply one change now (to a run in `scope`); None when refused (the run moved on,
         or is not there)."""
-        updated, _ = await self.store.apply(run_id, change, self.clock(), tenant=tenant)
+        updated, _ = await self.store.apply(run_id, change, self.clock(), scope=scope)
         return updated
 
-    async def _refused(self, run_id: str, verb: str, tenant: str | None = None) -> RunView:
-        current = await self.store.get(run_id, tenant=tenant)
+    async def _refused(self, run_id: str, verb: str, scope: Scope) -> RunView:
+        current = await self.store.get(run_id, scope=scope)
         if current is None:
             raise RunNotFound(f"no run with id {run_id}")
         raise RunStateConflict(

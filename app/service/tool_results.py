@@ -14,6 +14,7 @@ from datetime import datetime
 
 from app import tracing
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service import convert
 from app.service.errors import (
     CallbackTokenInvalid,
@@ -52,10 +53,10 @@ class ToolResults:
         run_id: str | None = None,
         token: str | None = None,
         actor: str | None = None,
-        tenant: str | None = None,
+        scope: Scope,
     ) -> SubmitOutcome:
-        """Results for a run by id (`tenant`'s) or by its callback token (whoever holds
-        it: the token names one run and one suspension)."""
+        """Results for a run by id (in `scope`) or by its callback token (whoever holds
+        it: the token names one run and one suspension; its scope is ALL)."""
         submitted = [
             SubmittedResult(
                 r.tool_call_id,
@@ -67,7 +68,7 @@ class ToolResults:
         ]
         started = tracing.start_time()
         try:
-            outcome = await self._submit(run_id, token, submitted, tenant)
+            outcome = await self._submit(run_id, token, submitted, scope)
         except NotFoundError:
             if token is not None:
                 raise CallbackTokenInvalid("this callback token is unknown or expired") from None
@@ -107,19 +108,19 @@ class ToolResults:
         run_id: str | None,
         token: str | None,
         submitted: list[SubmittedResult],
-        tenant: str | None = None,
+        scope: Scope,
     ) -> SubmitOutcome:
         """Read, decide (`app.service.submissions`), write with a compare-and-set on the
         version read; a concurrent submission moved it: read and decide again."""
         hashed = token_hash(token) if token is not None else None
         for _ in range(SUBMIT_ATTEMPTS):
-            pending = await self.store.pending(run_id=run_id, token_hash=hashed, tenant=tenant)
+            pending = await self.store.pending(run_id=run_id, token_hash=hashed, scope=scope)
             now = self.clock()
             change = decide(pending.record, pending.calls, submitted, now)
             if change is None:
                 return SubmitOutcome(pending.record, [], False)
             updated, _ = await self.store.apply(
-                pending.record.id, change, now, known=pending.record
+                pending.record.id, change, now, known=pending.record, scope=scope
             )
             if updated is not None:
                 return SubmitOutcome(updated, accepted(change), change.status == RunStatus.QUEUED)

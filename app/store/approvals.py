@@ -22,6 +22,7 @@ import sqlalchemy as sa
 
 from app import metrics
 from app.core.lifecycle import ApprovalStatus, RunStatus
+from app.core.scope import Scope
 from app.store.backend.base import QUEUE_CHANNEL, Backend, ChangeWrite, Wake
 from app.store.changes import Change
 from app.store.queues import bell_of
@@ -135,7 +136,14 @@ class Approvals:
         wakes: list[Wake] = []
         async with self.backend.transaction() as conn:
             done = await self.backend.change(
-                ChangeWrite(record.id, change, now, known=record, conn=conn)
+                ChangeWrite(
+                    record.id,
+                    change,
+                    now,
+                    known=record,
+                    conn=conn,
+                    scope=Scope.of(record.tenant_id),
+                )
             )
             if done.record is None:
                 return None

@@ -16,9 +16,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from app.core.scope import Scope
 from app.store.backend.base import Backend
 from app.store.records import utc
 from app.store.schema import api_keys, tenants
+from app.store.scoping import within
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,11 +150,10 @@ class Identities:
         row = await self.backend.fetch_one(key_by_id(), {"p_id": key_id})
         return None if row is None else KeyRecord.from_row(row)
 
-    async def keys(self, tenant_id: str | None = None) -> list[KeyRecord]:
-        """Every key (of one tenant), oldest first."""
+    async def keys(self, scope: Scope) -> list[KeyRecord]:
+        """Every key in `scope`, oldest first."""
         stmt = api_keys.select().order_by(api_keys.c.created_at, api_keys.c.id)
-        if tenant_id is not None:
-            stmt = stmt.where(api_keys.c.tenant_id == tenant_id)
+        stmt = stmt.where(*within(api_keys.c.tenant_id, scope))
         async with self.backend.reader() as conn:
             return [KeyRecord.from_row(r) for r in (await conn.execute(stmt)).mappings().all()]
 
@@ -165,29 +166,25 @@ class Identities:
             await conn.execute(api_keys.insert().values(**record.columns()))
         return True
 
-    async def revoke_key(
-        self, key_id: str, now: datetime, tenant_id: str | None = None
-    ) -> KeyRecord | None:
+    async def revoke_key(self, key_id: str, now: datetime, scope: Scope) -> KeyRecord | None:
         """Revoke (once: a second revocation keeps the first time); None when there is no
-        such key (of that tenant)."""
+        such key (in `scope`)."""
         stmt = (
             api_keys.update()
             .where(api_keys.c.id == key_id)
             .values(revoked_at=sa.func.coalesce(api_keys.c.revoked_at, now))
             .returning(*api_keys.columns)
-        )
-        if tenant_id is not None:
-            stmt = stmt.where(api_keys.c.tenant_id == tenant_id)
+        ).where(*within(api_keys.c.tenant_id, scope))
         async with self.backend.transaction() as conn:
             row = (await conn.execute(stmt)).mappings().first()
         return None if row is None else KeyRecord.from_row(row)
 
     async def rotate_key(
-        self, key_id: str, new: KeyRecord, old_until: datetime, tenant_id: str | None = None
+        self, key_id: str, new: KeyRecord, old_until: datetime, scope: Scope
     ) -> tuple[KeyRecord, KeyRecord] | None:
         """Insert `new` (a successor of `key_id`) and let the old key expire at `old_until`
         (or earlier, when it already expires earlier), in one transaction: (old, new), or
-        None when there is no such key (of that tenant) or it is revoked."""
+        None when there is no such key (in `scope`) or it is revoked."""
         old_expiry = sa.case(
             (
                 sa.and_(api_keys.c.expires_at.is_not(None), api_keys.c.expires_at < old_until),
@@ -200,9 +197,7 @@ class Identities:
             .where(api_keys.c.id == key_id, api_keys.c.revoked_at.is_(None))
             .values(expires_at=old_expiry)
             .returning(*api_keys.columns)
-        )
-        if tenant_id is not None:
-            stmt = stmt.where(api_keys.c.tenant_id == tenant_id)
+        ).where(*within(api_keys.c.tenant_id, scope))
         async with self.backend.transaction() as conn:
             row = (await conn.execute(stmt)).mappings().first()
             if row is None:

@@ -14,6 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.store.backend.base import Backend
 from app.store.errors import NotFoundError
 from app.store.records import EventRecord, RunRecord, ToolCallRecord
@@ -31,6 +32,7 @@ from app.store.schema import (
     service_secrets,
     tool_calls,
 )
+from app.store.scoping import p_tenant, scope_params, scoped
 from app.store.transitions import is_queued
 from app.store.usage import usage_totals
 
@@ -40,7 +42,7 @@ from app.store.usage import usage_totals
 def of_tenant() -> sa.ColumnElement[bool]:
     """`runs.tenant_id = :p_tenant`: a read on behalf of a tenant sees its runs only (a
     run of another tenant is exactly like a missing one)."""
-    return runs.c.tenant_id == sa.bindparam("p_tenant", type_=sa.String())
+    return runs.c.tenant_id == p_tenant()
 
 
 @functools.cache
@@ -51,9 +53,9 @@ def run_by(column: str, scoped: bool = False) -> sa.Select[Any]:
     return stmt.where(of_tenant()) if scoped else stmt
 
 
-def key_params(value: str, tenant: str | None) -> dict[str, Any]:
-    """The parameters of `run_by(column, tenant is not None)`."""
-    return {"p_key": value} if tenant is None else {"p_key": value, "p_tenant": tenant}
+def key_params(value: str, scope: Scope) -> dict[str, Any]:
+    """The parameters of `run_by(column, scoped(scope))`."""
+    return {"p_key": value, **scope_params(scope)}
 
 
 @functools.cache
@@ -91,9 +93,8 @@ def list_runs(status: RunStatus | None, paged: bool, scoped: bool = True) -> sa.
         select_runs().order_by(*newest_first(on)).limit(sa.bindparam("p_limit", type_=sa.Integer()))
     )
     if scoped:
-        tenant = sa.bindparam("p_tenant", type_=sa.String())
         held = run_configs.c.tenant_id if status is None else runs.c.tenant_id
-        stmt = stmt.where(held == tenant)
+        stmt = stmt.where(held == p_tenant())
     if status is not None:
         stmt = stmt.where(runs.c.status == sa.literal_column(f"'{status.value}'"))
     if paged:
@@ -172,12 +173,10 @@ class Lookups:
         self.backend = backend
         self._insert_secret: Any = None  # (in the backend's form of insert-on-conflict)
 
-    async def get(
-        self, run_id: str, *, with_log: bool = False, tenant: str | None = None
-    ) -> RunRecord | None:
-        """A run (with its log when `with_log`: to load it whole); with `tenant`, only
-        if it is that tenant's (None otherwise, as for a missing run)."""
-        return await self.backend.run("id", run_id, with_log=with_log, tenant=tenant)
+    async def get(self, run_id: str, *, with_log: bool = False, scope: Scope) -> RunRecord | None:
+        """A run (with its log when `with_log`: to load it whole), if it is in `scope`
+        (None otherwise, as for a missing run)."""
+        return await self.backend.run("id", run_id, with_log=with_log, scope=scope)
 
     async def list_runs(
         self,
@@ -185,16 +184,13 @@ class Lookups:
         status: RunStatus | None,
         limit: int,
         before: tuple[datetime, str] | None,
-        tenant: str | None = None,
+        scope: Scope,
     ) -> list[RunRecord]:
-        """Newest first; keyset pagination on (created_at, id); `tenant`'s runs (None:
-        every tenant's)."""
-        params: dict[str, Any] = {"p_limit": limit}
+        """Newest first; keyset pagination on (created_at, id); the runs in `scope`."""
+        params: dict[str, Any] = {"p_limit": limit, **scope_params(scope)}
         if before is not None:
             params["p_created"], params["p_id"] = before
-        if tenant is not None:
-            params["p_tenant"] = tenant
-        stmt = list_runs(status, before is not None, tenant is not None)
+        stmt = list_runs(status, before is not None, scoped(scope))
         rows = await self.backend.fetch(stmt, params)
         return [RunRecord.from_row(r) for r in rows]
 
@@ -221,17 +217,15 @@ class Lookups:
         *,
         run_id: str | None = None,
         token_hash: str | None = None,
-        tenant: str | None = None,
+        scope: Scope,
     ) -> Pending:
-        """A run (by id or callback token; `tenant`'s only, when given) and the calls of
+        """A run (by id or callback token; in `scope` only) and the calls of
         its pending round, as a submission decides on them; `NotFoundError` when there is
         no such run."""
         if run_id is not None:
-            found = await self.backend.pending("id", run_id, tenant=tenant)
+            found = await self.backend.pending("id", run_id, scope=scope)
         else:
-            found = await self.backend.pending(
-                "callback_token_hash", token_hash or "", tenant=tenant
-            )
+            found = await self.backend.pending("callback_token_hash", token_hash or "", scope=scope)
         if found is None:
             raise NotFoundError(run_id or "callback")
         return Pending(*found)
@@ -265,18 +259,16 @@ class Lookups:
         row = await self.backend.fetch_one(queue_ahead(), params)
         return (0, 0) if row is None else (int(row["ahead"]), int(row["higher"]))
 
-    async def count_by_status(self, tenant: str | None = None) -> dict[str, int]:
+    async def count_by_status(self, scope: Scope) -> dict[str, int]:
         """By index and rollup, not by counting `runs` (app.store.reports)."""
-        return await count_by_status(self.backend.engine, tenant)
+        return await count_by_status(self.backend.engine, scope)
 
-    async def usage_totals(
-        self, start: datetime, end: datetime, tenant: str | None = None
-    ) -> dict[str, Any]:
+    async def usage_totals(self, start: datetime, end: datetime, scope: Scope) -> dict[str, Any]:
         """Sums of the usage ledger in [start, end): overall, by run status, by model (of
-        `tenant`'s runs; None: of every tenant's)."""
+        the runs in `scope`)."""
         # (In a transaction, not autocommit: the report's session settings hold for it.)
         async with self.backend.engine.connect() as conn:
-            return await usage_totals(conn, start, end, tenant)
+            return await usage_totals(conn, start, end, scope)
 
     async def secret(self, name: str, make: Callable[[], str]) -> str:
         """A service-wide secret shared by every process (created once, first writer wins:

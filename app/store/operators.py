@@ -14,9 +14,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from app.core.scope import Scope
 from app.store.backend.base import Backend
 from app.store.records import utc
 from app.store.schema import operator_sessions, operators, tenants
+from app.store.scoping import within
 
 
 class UnknownTenant(Exception):
@@ -144,8 +146,8 @@ class OperatorAccounts:
             row = (await conn.execute(stmt)).first()
         return None if row is None else _operator(row)
 
-    async def list_accounts(self, tenant_id: str | None, now: datetime) -> list[OperatorRecord]:
-        """Accounts by tenant and username, each with its count of live sessions."""
+    async def list_accounts(self, scope: Scope, now: datetime) -> list[OperatorRecord]:
+        """Accounts in `scope` by tenant and username, each with its count of live sessions."""
         live = (
             sa.select(sa.func.count())
             .where(
@@ -158,8 +160,7 @@ class OperatorAccounts:
         stmt = sa.select(*operators.c, live.label("live")).order_by(
             operators.c.tenant_id, operators.c.username
         )
-        if tenant_id is not None:
-            stmt = stmt.where(operators.c.tenant_id == tenant_id)
+        stmt = stmt.where(*within(operators.c.tenant_id, scope))
         async with self.backend.reader() as conn:
             rows = (await conn.execute(stmt)).all()
         return [_operator(r, int(r.live)) for r in rows]

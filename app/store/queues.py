@@ -31,9 +31,11 @@ import sqlalchemy as sa
 
 from app.core.events import EventType as E
 from app.core.lifecycle import Transition, sources
+from app.core.scope import Scope
 from app.store.backend.base import Backend, Lease
 from app.store.records import NewEvent, ToolCallRecord, utc
 from app.store.schema import DEFAULT_TENANT, Timestamp, runs, tool_calls
+from app.store.scoping import p_tenant, scope_params, scoped
 from app.timestamps import iso
 
 tc = tool_calls
@@ -128,11 +130,7 @@ def call_statement(scoped: bool = False) -> Any:
         tc.c.round == sa.bindparam("p_round", type_=sa.Integer()),
         tc.c.position == sa.bindparam("p_position", type_=sa.Integer()),
     )
-    return (
-        stmt.where(tc.c.tenant_id == sa.bindparam("p_tenant", type_=sa.String()))
-        if scoped
-        else stmt
-    )
+    return stmt.where(tc.c.tenant_id == p_tenant()) if scoped else stmt
 
 
 @functools.cache
@@ -224,13 +222,11 @@ class ToolCallQueue:
         return None if row is None else utc(row["due"])
 
     async def call_row(
-        self, run_id: str, round: int, position: int, tenant: str | None = None
+        self, run_id: str, round: int, position: int, scope: Scope
     ) -> ToolCallRecord | None:
-        """One call of a run's round, by its position (of `tenant`'s run, when given)."""
-        params: dict[str, Any] = {"p_run": run_id, "p_round": round, "p_position": position}
-        if tenant is not None:
-            params["p_tenant"] = tenant
-        row = await self.backend.fetch_one(call_statement(tenant is not None), params)
+        """One call of a run's round, by its position (of a run in `scope`)."""
+        params = {"p_run": run_id, "p_round": round, "p_position": position, **scope_params(scope)}
+        row = await self.backend.fetch_one(call_statement(scoped(scope)), params)
         return None if row is None else ToolCallRecord.from_row(row)
 
     async def queue_depths(self, now: datetime) -> list[QueueDepth]:

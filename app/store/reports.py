@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import contextlib
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.store.backend.forms import forms_for
 from app.store.fold import minute_of
 from app.store.records import RunRecord, utc
@@ -41,6 +42,7 @@ from app.store.schema import (
     select_runs,
     unfolded_runs,
 )
+from app.store.scoping import within
 
 #: Statuses listed oldest first (they are waiting for something); the rest newest first.
 WAITING = frozenset({RunStatus.REQUIRES_ACTION, RunStatus.QUEUED, RunStatus.RUNNING})
@@ -75,7 +77,7 @@ class RunFilter:
     provider: str | None = None
     meta_key: str | None = None
     meta_value: str | None = None
-    tenant: str | None = None  # whose runs (None: every tenant's)
+    scope: Scope = field(kw_only=True)  # whose runs
 
     @property
     def ascending(self) -> bool:
@@ -100,10 +102,8 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
 
 def _status(f: RunFilter) -> list[Any]:
     """The tenant and the status (the leading columns of the index walked)."""
-    where: list[Any] = []
-    if f.tenant is not None:
-        held = run_configs.c.tenant_id if f.status is None else runs.c.tenant_id
-        where.append(held == f.tenant)
+    held = run_configs.c.tenant_id if f.status is None else runs.c.tenant_id
+    where: list[Any] = within(held, f.scope)
     if f.status is None:
         return where
     # (A literal: the planner sees which partial index holds the status.)
@@ -223,24 +223,22 @@ async def suspended_since(engine: AsyncEngine, run_ids: Sequence[str]) -> dict[s
     return out
 
 
-def _of(tenant: str | None, table: sa.Table = runs) -> list[Any]:
-    return [] if tenant is None else [table.c.tenant_id == tenant]
+def _of(scope: Scope, table: sa.Table = runs) -> list[Any]:
+    return list(within(table.c.tenant_id, scope))
 
 
-def suspended_query(tenant: str | None = None) -> sa.Select[Any]:
+def suspended_query(scope: Scope) -> sa.Select[Any]:
     """Each suspended run's last change and when it last suspended, by the status's
     index (ix_runs_expiry; a tenant's: by ix_runs_waiting)."""
     return sa.select(runs.c.updated_at, runs.c.suspended_at.label("at")).where(
-        SUSPENDED, *_of(tenant)
+        SUSPENDED, *_of(scope)
     )
 
 
-async def suspended_ages(
-    engine: AsyncEngine, now: datetime, tenant: str | None = None
-) -> list[float]:
+async def suspended_ages(engine: AsyncEngine, now: datetime, scope: Scope) -> list[float]:
     """Seconds each suspended run has been waiting (since it suspended, else updated)."""
     async with reading(engine) as conn:
-        rows = (await conn.execute(suspended_query(tenant))).all()
+        rows = (await conn.execute(suspended_query(scope))).all()
     ages = []
     for updated_at, at in rows:
         since = _as_datetime(at) or _as_datetime(updated_at)
@@ -249,27 +247,27 @@ async def suspended_ages(
     return ages
 
 
-def counts_query(tenant: str | None = None) -> Any:
+def counts_query(scope: Scope) -> Any:
     """Rows (status, n) whose sums per status are the runs stored in it: waiting and
     running runs by their indexes, finished ones from `run_counts` plus those not folded
-    yet (`unfolded_runs`). Of one tenant's runs, or (None) of every tenant's."""
-    n, mine = sa.func.count(), _of(tenant)
+    yet (`unfolded_runs`). Of the runs in `scope`."""
+    n, mine = sa.func.count(), _of(scope)
     pending = unfolded_runs.c
     return sa.union_all(
         sa.select(runs.c.status, n).where(IS_WAITING, *mine).group_by(runs.c.status),
         sa.select(sa.literal(RunStatus.RUNNING.value), n).select_from(runs).where(RUNNING, *mine),
-        sa.select(run_counts.c.status, run_counts.c.runs).where(*_of(tenant, run_counts)),
+        sa.select(run_counts.c.status, run_counts.c.runs).where(*_of(scope, run_counts)),
         sa.select(pending.status, n)
-        .where(pending.counts, *_of(tenant, unfolded_runs))
+        .where(pending.counts, *_of(scope, unfolded_runs))
         .group_by(pending.status),
     )
 
 
-async def count_by_status(engine: AsyncEngine, tenant: str | None = None) -> dict[str, int]:
-    """Stored runs by status (statuses with none left out), of `tenant` (None: all)."""
+async def count_by_status(engine: AsyncEngine, scope: Scope) -> dict[str, int]:
+    """Stored runs by status (statuses with none left out), of the runs in `scope`."""
     out: dict[str, int] = {}
     async with reading(engine) as conn:
-        rows = (await conn.execute(counts_query(tenant))).all()
+        rows = (await conn.execute(counts_query(scope))).all()
     for status, n in rows:
         out[status] = out.get(status, 0) + int(n)
     return {status: n for status, n in out.items() if n}
@@ -323,31 +321,29 @@ class Activity:
         return self.failed / finished if finished else None
 
 
-def activity_query(since: datetime, tenant: str | None = None) -> Any:
+def activity_query(since: datetime, scope: Scope) -> Any:
     """Rows (status, when, runs) of the runs that ended at or after `since` (a whole
     minute): folded runs per minute (`run_endings`), the rest one by one
-    (`unfolded_runs`); of one tenant's runs, or (None) of every tenant's."""
+    (`unfolded_runs`); of the runs in `scope`."""
     pending = unfolded_runs.c
     return sa.union_all(
         sa.select(run_endings.c.status, run_endings.c.minute, run_endings.c.runs).where(
-            run_endings.c.minute >= since, *_of(tenant, run_endings)
+            run_endings.c.minute >= since, *_of(scope, run_endings)
         ),
         sa.select(pending.status, pending.ended_at, sa.literal(1)).where(
-            pending.counts, pending.ended_at >= since, *_of(tenant, unfolded_runs)
+            pending.counts, pending.ended_at >= since, *_of(scope, unfolded_runs)
         ),
     )
 
 
-async def activity(
-    engine: AsyncEngine, now: datetime, minutes: int = 60, tenant: str | None = None
-) -> Activity:
+async def activity(engine: AsyncEngine, now: datetime, scope: Scope, minutes: int = 60) -> Activity:
     """The last `minutes` whole minutes (the current one so far included): a finished
     run ended when the change that finished it was written."""
     since = minute_of(now) - timedelta(minutes=minutes - 1)
     ended: dict[str, int] = {}
     per_minute = [0] * minutes
     async with reading(engine) as conn:
-        rows = (await conn.execute(activity_query(since, tenant))).all()
+        rows = (await conn.execute(activity_query(since, scope))).all()
     for status, at, n in rows:
         when = _as_datetime(at)
         if when is None:

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 
 from app import metrics
 from app.core.lifecycle import TERMINAL, RunStatus
+from app.core.scope import Scope
 from app.core.stored import Snapshot
 from app.store import changes, waiting
 from app.store.backend.base import Backend, Changed, ChangeWrite, NewRun, Wake
@@ -27,6 +28,7 @@ from app.store.fold import reopen
 from app.store.hooks import Hooks
 from app.store.records import NewEvent, RunRecord
 from app.store.schema import DEFAULT_TENANT, fair_ranks, runs
+from app.store.scoping import p_tenant
 
 # --- the UPDATE of a run -----------------------------------------------------------------------
 
@@ -118,7 +120,7 @@ def update_run(
     if fenced:
         where.append(runs.c.version == sa.bindparam("p_version"))
     if scoped:
-        where.append(runs.c.tenant_id == sa.bindparam("p_tenant", type_=sa.String()))
+        where.append(runs.c.tenant_id == p_tenant())
     values: dict[str, Any] = {k: sa.bindparam(f"{prefix}v_{k}", type_=runs.c[k].type) for k in keys}
     if claimed is not None:
         values["attempts"] = runs.c.attempts + 1
@@ -180,7 +182,7 @@ class Transitions:
         *,
         claim_for: tuple[str, datetime] | None = None,
         known: RunRecord | None = None,
-        tenant: str | None = None,
+        scope: Scope,
     ) -> tuple[RunRecord | None, RunRecord | None]:
         """Apply `change` to run `run_id` with one compare-and-set: (the run as changed,
         or None when refused: its status or fencing token moved on; the run claimed).
@@ -194,9 +196,9 @@ class Transitions:
         its next claim. The claim happens even when the change is refused (a lost lease);
         the caller owns what it returns.
 
-        `tenant`: on behalf of that tenant: a run of another is refused as a missing one
-        (one more predicate of the same compare-and-set)."""
-        write = ChangeWrite(run_id, change, now, known=known, claim_for=claim_for, tenant=tenant)
+        `scope`: on behalf of a tenant, a run of another is refused as a missing one (one
+        more predicate of the same compare-and-set); the worker and the sweeps pass ALL."""
+        write = ChangeWrite(run_id, change, now, known=known, claim_for=claim_for, scope=scope)
         if change.reopens and self.backend.folds:
             done = await self._reopen(write)
         else:
@@ -249,7 +251,7 @@ class Transitions:
             "idempotency_key",
             columns["idempotency_key"],
             with_log=False,
-            tenant=columns.get("tenant_id", DEFAULT_TENANT),
+            scope=Scope.of(columns.get("tenant_id", DEFAULT_TENANT)),
         )
         if existing is None:  # deleted between the two statements: ask again
             raise NotFoundError("idempotency key")
@@ -273,7 +275,8 @@ class Transitions:
         self, run_id: str, version: int, worker_id: str, lease_until: datetime, now: datetime
     ) -> bool:
         """Extend the lease; False when it was lost (the fencing token moved on)."""
-        done, _ = await self.apply(run_id, changes.heartbeat(version, worker_id, lease_until), now)
+        change = changes.heartbeat(version, worker_id, lease_until)
+        done, _ = await self.apply(run_id, change, now, scope=Scope.ALL)
         return done is not None
 
     async def append_events(
@@ -287,7 +290,7 @@ class Transitions:
         if not events:
             return True
         change = changes.bill(events) if version is None else changes.record(version, events)
-        done, _ = await self.apply(run_id, change, now)
+        done, _ = await self.apply(run_id, change, now, scope=Scope.ALL)
         return done is not None
 
     # --- sweeps ---------------------------------------------------------------------------
@@ -325,7 +328,9 @@ class Transitions:
             for row in rows:
                 other = None if instead is None else instead(row[1])
                 applied = other or change
-                done = await self.backend.change(ChangeWrite(row[0], applied, now, conn=conn))
+                done = await self.backend.change(
+                    ChangeWrite(row[0], applied, now, conn=conn, scope=Scope.ALL)
+                )
                 wakes.extend(done.wakes)
                 if done.record is not None:
                     changed.append((applied.transition.value, done.record.status.value))

@@ -17,9 +17,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.core.scope import Scope
 from app.store.backend.forms import forms_for
 from app.store.fold import COUNTERS, TOKENS, Sums, hour_of
 from app.store.schema import IS_WAITING, LEDGER_UNFOLDED, model_calls, runs, usage_hourly
+from app.store.scoping import within
 
 
 def _ceil_hour(moment: datetime) -> datetime | None:
@@ -33,15 +35,14 @@ def _ceil_hour(moment: datetime) -> datetime | None:
         return None
 
 
-def _ledger(where: list[Any], tenant: str | None = None) -> sa.Select[Any]:
+def _ledger(where: list[Any], scope: Scope) -> sa.Select[Any]:
     """Ledger rows' sums by provider, model and the status of their run, which is read
     from the index of waiting runs (ix_runs_waiting, whole: most calls not folded are
     theirs), else by the run's key (a scalar subquery, run only for the others): never a
     join that could read `runs` whole. Calls whose run is gone have no status (dropped)."""
-    mine = [] if tenant is None else [runs.c.tenant_id == tenant]
+    mine = within(runs.c.tenant_id, scope)
     waiting = sa.select(runs.c.id, runs.c.status).where(IS_WAITING, *mine).subquery("waiting")
-    if tenant is not None:
-        where = [*where, model_calls.c.tenant_id == tenant]
+    where = [*where, *within(model_calls.c.tenant_id, scope)]
     by_key = sa.select(runs.c.status).where(runs.c.id == model_calls.c.run_id).scalar_subquery()
     status = sa.func.coalesce(waiting.c.status, by_key).label("status")
     return (
@@ -64,9 +65,9 @@ def _between(a: datetime, b: datetime) -> list[Any]:
     return [model_calls.c.created_at >= a, model_calls.c.created_at < b]
 
 
-def usage_query(start: datetime, end: datetime, tenant: str | None = None) -> Any:
+def usage_query(start: datetime, end: datetime, scope: Scope) -> Any:
     """One statement (one snapshot) whose rows add up to the usage of [start, end), of
-    one tenant's runs (None: of every tenant's)."""
+    the runs in `scope`."""
     first, last = _ceil_hour(start), hour_of(end)
     parts: list[sa.Select[Any]] = []
     if first is not None and first < last:
@@ -83,30 +84,30 @@ def usage_query(start: datetime, end: datetime, tenant: str | None = None) -> An
             .where(
                 hourly.hour >= first,
                 hourly.hour < last,
-                *([] if tenant is None else [hourly.tenant_id == tenant]),
+                *within(hourly.tenant_id, scope),
             )
             .group_by(hourly.provider, hourly.model, hourly.run_status)
         )
-        parts.append(_ledger([LEDGER_UNFOLDED, *_between(first, last)], tenant))
+        parts.append(_ledger([LEDGER_UNFOLDED, *_between(first, last)], scope))
         edges = [(start, first), (last, end)]
     else:
         edges = [(start, end)]
-    parts += [_ledger(_between(a, b), tenant) for a, b in edges if a < b]
+    parts += [_ledger(_between(a, b), scope) for a, b in edges if a < b]
     if not parts:  # an empty range
-        return _ledger([sa.false()])
+        return _ledger([sa.false()], scope)
     return parts[0] if len(parts) == 1 else sa.union_all(*parts)
 
 
 async def usage_totals(
-    conn: AsyncConnection, start: datetime, end: datetime, tenant: str | None = None
+    conn: AsyncConnection, start: datetime, end: datetime, scope: Scope
 ) -> dict[str, Any]:
     """Sums of the usage ledger in [start, end): overall, by run status, by model (of
-    `tenant`'s runs; None: of all)."""
+    the runs in `scope`)."""
     overall = Sums()
     by_status: dict[str, Sums] = {}
     by_model: dict[str, Sums] = {}
     await forms_for(conn).by_index(conn)
-    for row in (await conn.execute(usage_query(start, end, tenant))).all():
+    for row in (await conn.execute(usage_query(start, end, scope))).all():
         provider, model, status = row[0], row[1], row[2]
         if status is None:  # (calls of a run deleted since: never, as a run's rows go with it)
             continue

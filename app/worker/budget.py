@@ -24,6 +24,7 @@ from typing import Any
 import orjson
 
 from app.core.encode import message_to_dict
+from app.core.scope import Scope
 from app.providers import profiles
 from app.providers.anthropic import DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT
 from app.providers.base import ModelRequest, ProviderTurn
@@ -151,14 +152,14 @@ def spent_of(usage: Mapping[str, Any] | None, created_at: datetime, now: datetim
     )
 
 
-DailyReader = Callable[[str | None, datetime], Awaitable[tuple[int, float]]]
+DailyReader = Callable[[Scope, datetime], Awaitable[tuple[int, float]]]
 TenantLimits = Callable[[str], Awaitable[Mapping[str, Any]]]
 
 
 class Budgets:
     """The worker's budget check. `deployment`: the deployment's daily limits (settings);
     `tenant_limits`: a tenant's limits (cached by the caller, as `Tenants.limits_of`);
-    `daily`: the day's (tokens, cost) since `since`, of a tenant or (None) of all."""
+    `daily`: the day's (tokens, cost) since `since`, of a tenant or (`Scope.ALL`) of all."""
 
     def __init__(
         self,
@@ -173,7 +174,7 @@ class Budgets:
         self.deployment = {k: v for k, v in (deployment or {}).items() if v is not None}
         self.tenant_limits = tenant_limits
         self.daily = daily
-        self._totals: dict[str | None, tuple[float, datetime, tuple[int, float]]] = {}
+        self._totals: dict[Scope, tuple[float, datetime, tuple[int, float]]] = {}
 
     async def before_call(
         self,
@@ -197,8 +198,8 @@ class Budgets:
         pairs: list[tuple[Ceiling, Spent]] = [(c, run_spent) for c in ceilings(limits)]
         mine = _claim_spend(claimed)  # (this claim's calls, not on the day's totals read)
         for scope, doc, key in (
-            ("tenant", tenant, record.tenant_id),
-            ("deployment", self.deployment, None),
+            ("tenant", tenant, Scope.of(record.tenant_id)),
+            ("deployment", self.deployment, Scope.ALL),
         ):
             daily = {k: v for k, v in doc.items() if k in DAILY and v is not None}
             if daily:
@@ -225,17 +226,17 @@ class Budgets:
         limits = await self.tenant_limits(tenant)
         return {k: v for k, v in limits.items() if k in DAILY and v is not None}
 
-    async def _day(self, tenant: str | None, now: datetime) -> tuple[int, float]:
-        """The day's (tokens, cost) of `tenant` (None: every tenant's), read at most once
-        a `CACHE_SECONDS` and once a UTC day."""
+    async def _day(self, of: Scope, now: datetime) -> tuple[int, float]:
+        """The day's (tokens, cost) of the runs in `of` (a tenant's, or ALL: the
+        deployment's), read at most once a `CACHE_SECONDS` and once a UTC day."""
         start = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-        cached = self._totals.get(tenant)
+        cached = self._totals.get(of)
         clock = time.monotonic()
         if cached is not None and cached[0] > clock and cached[1] == start:
             return cached[2]
         assert self.daily is not None
-        totals = await self.daily(tenant, start)
-        self._totals[tenant] = (clock + CACHE_SECONDS, start, totals)
+        totals = await self.daily(of, start)
+        self._totals[of] = (clock + CACHE_SECONDS, start, totals)
         return totals
 
 
@@ -251,8 +252,8 @@ def _claim_spend(events: list[NewEvent]) -> tuple[int, float]:
 def budgets_for(store: RunStore, settings: Settings) -> Budgets:
     """The worker's budget check for this deployment (settings, tenants, the ledger)."""
 
-    async def daily(tenant: str | None, start: datetime) -> tuple[int, float]:
-        totals = await store.usage_totals(start, start + timedelta(days=1), tenant)
+    async def daily(of: Scope, start: datetime) -> tuple[int, float]:
+        totals = await store.usage_totals(start, start + timedelta(days=1), of)
         return int(totals.get("total_tokens") or 0), float(totals.get("cost_usd") or 0.0)
 
     return Budgets(

@@ -35,6 +35,7 @@ from app.core.events import LEDGER_EVENTS
 from app.core.events import EventType as E
 from app.core.lifecycle import RunStatus
 from app.core.lifecycle import Transition as T
+from app.core.scope import Scope
 from app.core.serde import message_to_dict
 from app.providers.backoff import BackoffPolicy
 from app.providers.base import ModelRequest, Provider, ProviderError, ProviderTurn, ToolSpec
@@ -126,7 +127,7 @@ class RunDriver:
         record = claim.record
         text = record.log
         if text is None:  # (a record read without its log: read it)
-            full = await self.store.get(record.id, with_log=True)
+            full = await self.store.get(record.id, with_log=True, scope=Scope.ALL)
             text = full.log if full is not None else None
         claim.loaded = stored.load(record.state, text)
         run = claim.loaded.run
@@ -439,6 +440,7 @@ class RunDriver:
             now,
             claim_for=(self.worker_id, lease_until) if chain else None,
             known=claim.record,
+            scope=Scope.ALL,
         )
         claim.looked = chain
         if record is None:

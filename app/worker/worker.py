@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 import structlog
 from sqlalchemy.engine import make_url
 
+from app.core.scope import Scope
 from app.providers.profiles import Profiles
 from app.service.tokens import new_key
 from app.settings import Settings
@@ -219,7 +220,8 @@ class Worker:
 
     async def _release(self, run_id: str, version: int) -> bool:
         now = self.clock()
-        done, _ = await self.store.apply(run_id, changes.release(version, self.worker_id, now), now)
+        change = changes.release(version, self.worker_id, now)
+        done, _ = await self.store.apply(run_id, change, now, scope=Scope.ALL)
         return done is not None
 
     async def _deliver_webhooks(self) -> None:

@@ -15,6 +15,7 @@ import pytest
 
 from app.core import ToolResult
 from app.core.content import Json, Text
+from app.core.scope import Scope
 from app.providers.base import ModelRequest
 from app.service import convert, gates
 from app.service.approvals import ApprovalService
@@ -189,7 +190,7 @@ async def test_a_run_without_policies_is_as_before(
     assert run["waiting_reason"]["type"] == "tool_results"
     got = (await client.get(f"/v1/runs/{run['id']}/approvals")).json()
     assert got == {"data": [], "next_cursor": None}
-    config = await store.get(run["id"])
+    config = await store.get(run["id"], scope=Scope.ALL)
     assert config is not None and "approval" not in config.config["tools"][0]
 
 

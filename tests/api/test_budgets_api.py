@@ -15,6 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.service.tenants import TenantLimits, Tenants
 from app.settings import Settings
@@ -225,7 +226,7 @@ async def test_a_tenants_daily_limits_stop_its_runs_and_not_anothers(
         run_body(tools=[], model=priced({"text": "a", "usage": usage})), tenant=tenant
     )
     await drive_once(store, service.settings)
-    done = (await service.get_run(first.record.id)).record
+    done = (await service.get_run(first.record.id, scope=Scope.ALL)).record
     assert done.status is RunStatus.COMPLETED and done.usage is not None
     spent = done.usage["total_tokens"]
     assert spent < 700  # (its output clamped to what the day left)
@@ -233,12 +234,12 @@ async def test_a_tenants_daily_limits_stop_its_runs_and_not_anothers(
         run_body(tools=[], model=priced({"text": "b"})), tenant=tenant
     )
     await drive_once(store, service.settings)
-    stopped = (await service.get_run(second.record.id)).record
+    stopped = (await service.get_run(second.record.id, scope=Scope.ALL)).record
     assert stopped.waiting == Budget("daily_tokens", spent, 700, "tenant", stopped.waiting.needed)
     # a model without a price under the tenant's daily_cost_usd: created, never called
     unpriced, _ = await service.create_run(run_body(tools=[]), tenant=tenant)
     await drive_once(store, service.settings)
-    record = (await service.get_run(unpriced.record.id)).record
+    record = (await service.get_run(unpriced.record.id, scope=Scope.ALL)).record
     assert isinstance(record.waiting, Budget) and record.waiting.limit in (
         "daily_tokens",
         "daily_cost_usd",
@@ -246,7 +247,9 @@ async def test_a_tenants_daily_limits_stop_its_runs_and_not_anothers(
     assert record.usage is None
     other, _ = await service.create_run(run_body(tools=[], model=priced({"text": "c"})))
     await drive_once(store, service.settings)
-    assert (await service.get_run(other.record.id)).record.status is RunStatus.COMPLETED
+    assert (
+        await service.get_run(other.record.id, scope=Scope.ALL)
+    ).record.status is RunStatus.COMPLETED
 
 
 async def test_a_cancel_stops_a_budget_suspended_run(

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.core.scope import Scope
 from app.service import conversations
 from app.service.errors import ConversationBusy
 from app.service.operator import retry_run
@@ -254,5 +255,5 @@ async def test_an_ended_run_a_waiting_run_went_on_from_is_not_retried_beside_it(
     assert started["waiting_reason"] == {"type": "queued"}, started
     service = RunService(store, client.app.state.settings)  # type: ignore[attr-defined]
     with pytest.raises(ConversationBusy) as refused:
-        await retry_run(service, active["id"], "operator")
+        await retry_run(service, active["id"], "operator", scope=Scope.ALL)
     assert refused.value.extra["latest_run_id"] == waiting["id"]

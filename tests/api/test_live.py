@@ -6,6 +6,7 @@ from __future__ import annotations
 import orjson
 
 from app.api.live import server_sent_events
+from app.core.scope import Scope
 from app.service.live import EventHub
 from app.service.runs import RunService
 from app.settings import Settings
@@ -19,7 +20,7 @@ async def test_events_become_server_sent_events_until_the_run_ends(
     service = RunService(store, settings)
     hub = EventHub(store, settings.database_url, 0.05)
     view, _ = await service.create_run(run_body())
-    await service.cancel(view.record.id, actor="someone")
+    await service.cancel(view.record.id, actor="someone", scope=Scope.ALL)
     try:
         sent = [e async for e in server_sent_events(hub, view.record.id, 0)]
         assert [(e.event, e.id) for e in sent] == [("run.created", "1"), ("run.cancelled", "2")]

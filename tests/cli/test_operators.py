@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from app.cli.operators import read_password
+from app.core.scope import Scope
 from app.service.access import Role
 from app.service.operators import OperatorService, hasher_for
 from app.store.runs import RunStore
@@ -83,7 +84,7 @@ async def test_refusals_exit_1_and_say_why(database_url: str, people: OperatorSe
         "create", "--username", "bob", "--role", "viewer", "--password", PASSWORD,
     )  # fmt: skip
     assert argv.returncode == 2 and "unrecognized arguments" in argv.stderr
-    assert await people.list_accounts() == []
+    assert await people.list_accounts(scope=Scope.ALL) == []
 
 
 async def test_sessions_disable_password_and_role(

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.runs import RunService, RunView
 from tests.helpers import drive_once, run_body, suspended_run
 
@@ -28,7 +29,7 @@ async def parked_run(service: RunService) -> RunView:
     )
     view, _ = await service.create_run(body)
     await drive_once(service.store, service.settings)
-    parked = await service.get_run(view.record.id)
+    parked = await service.get_run(view.record.id, scope=Scope.ALL)
     assert parked.resolution is not None
     return parked
 
@@ -44,7 +45,7 @@ async def failed_run(service: RunService) -> RunView:
     )
     view, _ = await service.create_run(body)
     await drive_once(service.store, service.settings)
-    failed = await service.get_run(view.record.id)
+    failed = await service.get_run(view.record.id, scope=Scope.ALL)
     assert failed.record.status == RunStatus.FAILED, failed.record
     return failed
 
@@ -53,19 +54,19 @@ async def expired_run(service: RunService, **overrides: Any) -> RunView:
     view = await suspended_run(service, **overrides)
     later = datetime.now(UTC) + timedelta(days=30)
     assert view.record.id in await service.store.expire_suspended(later)
-    return await service.get_run(view.record.id)
+    return await service.get_run(view.record.id, scope=Scope.ALL)
 
 
 async def completed_run(service: RunService) -> RunView:
     view, _ = await service.create_run(run_body(model={"provider": "scripted", "name": "demo"}))
     await drive_once(service.store, service.settings)
-    done = await service.get_run(view.record.id)
+    done = await service.get_run(view.record.id, scope=Scope.ALL)
     if done.record.status == RunStatus.REQUIRES_ACTION:
         from tests.helpers import results_for
 
-        await service.submit_tool_results(results_for(done), run_id=done.record.id)
+        await service.submit_tool_results(results_for(done), run_id=done.record.id, scope=Scope.ALL)
         await drive_once(service.store, service.settings)
-        done = await service.get_run(view.record.id)
+        done = await service.get_run(view.record.id, scope=Scope.ALL)
     assert done.record.status == RunStatus.COMPLETED, done.record
     return done
 

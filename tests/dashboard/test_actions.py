@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.runs import RunService
 from tests.dashboard.helpers import completed_run, parked_run
 from tests.helpers import snapshot, suspended_run
@@ -235,7 +236,9 @@ async def test_cancel_and_retry_ignore_extra_fields(
     view = await suspended_run(service)
     response = await post(admin, view.record.id, "cancel", {"minutes": "x", "count": "y"})
     assert response.status_code == 303
-    assert (await service.get_run(view.record.id)).record.status == RunStatus.CANCELLED
+    assert (
+        await service.get_run(view.record.id, scope=Scope.ALL)
+    ).record.status == RunStatus.CANCELLED
 
 
 async def test_a_form_over_the_body_limit_is_an_html_413_page(

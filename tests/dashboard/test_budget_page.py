@@ -8,6 +8,7 @@ import html
 import httpx
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.runs import RunService
 from tests.dashboard.test_actions import post
 from tests.helpers import drive_once, results_for, run_body, snapshot
@@ -16,10 +17,12 @@ from tests.helpers import drive_once, results_for, run_body, snapshot
 async def budget_suspended(service: RunService) -> str:
     view, _ = await service.create_run(run_body(limits={"max_model_calls": 1}))
     await drive_once(service.store, service.settings)
-    suspended = await service.get_run(view.record.id)
-    await service.submit_tool_results(results_for(suspended), run_id=view.record.id)
+    suspended = await service.get_run(view.record.id, scope=Scope.ALL)
+    await service.submit_tool_results(
+        results_for(suspended), run_id=view.record.id, scope=Scope.ALL
+    )
     await drive_once(service.store, service.settings)
-    record = (await service.get_run(view.record.id)).record
+    record = (await service.get_run(view.record.id, scope=Scope.ALL)).record
     assert record.waiting is not None and record.waiting.doc()["type"] == "budget"
     return view.record.id
 
@@ -42,10 +45,12 @@ async def test_the_page_says_why_and_raising_the_limit_resumes_the_run(
     assert review.status_code == 200 and "max model calls" in review.text  # (confirm page)
     assert "Change this run&#39;s limits?" in review.text
     assert "Yes, change the limits" in review.text
-    assert (await service.get_run(run_id)).record.status is RunStatus.REQUIRES_ACTION
+    assert (
+        await service.get_run(run_id, scope=Scope.ALL)
+    ).record.status is RunStatus.REQUIRES_ACTION
     done = await post(admin, run_id, "limits", {"max_model_calls": "2", "max_cost_usd": ""})
     assert done.status_code == 303, done.text
-    record = (await service.get_run(run_id)).record
+    record = (await service.get_run(run_id, scope=Scope.ALL)).record
     assert record.status is RunStatus.QUEUED and record.limits == {"max_model_calls": 2}
     events = await service.store.events(run_id)
     raised = [e for e in events if e.type == "run.limits_raised"]

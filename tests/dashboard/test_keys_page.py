@@ -9,6 +9,7 @@ import secrets
 import httpx
 from fastapi import FastAPI
 
+from app.core.scope import Scope
 from app.service.keys import KeyAdmin
 from app.service.operators import OperatorService
 from app.service.tenants import Tenants
@@ -40,10 +41,10 @@ async def test_revoking_asks_first_and_needs_the_csrf_token(
     assert forged.status_code == 403
     asked = await admin.post(url, data={"csrf_token": admin.csrf})  # type: ignore[attr-defined]
     assert asked.status_code == 200 and "Revoke this key?" in asked.text
-    assert (await keys_of(app).get(issued.key.id)).state() == "active"
+    assert (await keys_of(app).get(issued.key.id, scope=Scope.ALL)).state() == "active"
     done = await admin.post(url, data={"csrf_token": admin.csrf, "confirmed": "yes"})  # type: ignore[attr-defined]
     assert done.status_code == 303 and done.headers["location"] == "/admin/keys?done=revoked"
-    assert (await keys_of(app).get(issued.key.id)).state() == "revoked"
+    assert (await keys_of(app).get(issued.key.id, scope=Scope.ALL)).state() == "revoked"
     listed = await admin.get("/admin/keys?done=revoked")
     assert "revoked" in listed.text and f'id="revoke-{issued.key.id}"' not in listed.text
 
@@ -56,7 +57,7 @@ async def test_rotating_shows_the_new_secret_once(app: FastAPI, admin: httpx.Asy
     assert asked.status_code == 200 and "1 day" in asked.text
     done = await admin.post(url, data={"csrf_token": token, "grace": "86400", "confirmed": "yes"})
     assert done.status_code == 200
-    keys = {k.id: k for k in await keys_of(app).list("default")}
+    keys = {k.id: k for k in await keys_of(app).list(Scope.of("default"))}
     (new,) = [k for k in keys.values() if k.rotated_from == issued.key.id]
     assert keys[issued.key.id].state() == "expiring"
     secret = done.text.split('id="secret">')[1].split("<")[0]
@@ -64,7 +65,7 @@ async def test_rotating_shows_the_new_secret_once(app: FastAPI, admin: httpx.Asy
     assert secret not in (await admin.get("/admin/keys")).text
     bad = await admin.post(url, data={"csrf_token": token, "grace": "12", "confirmed": "yes"})
     assert bad.status_code == 200 and "Choose a grace period" in bad.text
-    assert len(await keys_of(app).list("default")) == 2
+    assert len(await keys_of(app).list(Scope.of("default"))) == 2
 
 
 async def test_another_tenants_key_and_unknown_actions_are_out_of_reach(
@@ -80,7 +81,7 @@ async def test_another_tenants_key_and_unknown_actions_are_out_of_reach(
         f"/admin/keys/{theirs.key.id}/revoke", data={"csrf_token": token, "confirmed": "yes"}
     )
     assert gone.status_code == 404
-    assert (await keys_of(app).get(theirs.key.id)).state() == "active"
+    assert (await keys_of(app).get(theirs.key.id, scope=Scope.ALL)).state() == "active"
     unknown = await admin.post(f"/admin/keys/{theirs.key.id}/delete", data={"csrf_token": token})
     assert unknown.status_code == 404
 
@@ -109,7 +110,7 @@ async def test_a_person_without_keys_manage_is_refused_and_nothing_changes(
             url = f"/admin/keys/{issued.key.id}/revoke"
             refused = await client.post(url, data={"csrf_token": csrf, "confirmed": "yes"})
             assert refused.status_code == 403 and "keys:manage" in refused.text
-        kept = await keys_of(app).get(issued.key.id, "default")
+        kept = await keys_of(app).get(issued.key.id, Scope.of("default"))
         assert kept.revoked_at is None
     finally:
         await reset_people(store)

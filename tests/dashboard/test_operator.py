@@ -7,6 +7,7 @@ from datetime import timedelta
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service import operator
 from app.service.errors import InvalidRequest, RunNotFound, RunStateConflict
 from app.service.runs import RunService
@@ -26,7 +27,9 @@ async def test_extend_expiry_moves_expires_at_and_records_the_actor(service: Run
     view = await suspended_run(service)
     before = view.record.expires_at
     assert before is not None
-    updated = await operator.extend_expiry(service, view.record.id, 3600, "key:abc")
+    updated = await operator.extend_expiry(
+        service, view.record.id, 3600, "key:abc", scope=Scope.ALL
+    )
     assert updated.status == RunStatus.REQUIRES_ACTION
     assert updated.expires_at == before + timedelta(seconds=3600)
     events = await service.store.events(view.record.id)
@@ -34,9 +37,11 @@ async def test_extend_expiry_moves_expires_at_and_records_the_actor(service: Run
     assert events[-1].actor == "key:abc"
     assert events[-1].data["seconds"] == 3600
     # Still answerable: the pending calls and the callback are untouched.
-    after = await service.get_run(view.record.id)
+    after = await service.get_run(view.record.id, scope=Scope.ALL)
     assert [c.call_id for c in after.pending] == [c.call_id for c in view.pending]
-    outcome = await service.submit_tool_results(results_for(after), run_id=view.record.id)
+    outcome = await service.submit_tool_results(
+        results_for(after), run_id=view.record.id, scope=Scope.ALL
+    )
     assert outcome.resumed
 
 
@@ -45,12 +50,12 @@ async def test_extend_a_non_suspended_run_is_refused_and_changes_nothing(
 ) -> None:
     done = await completed_run(service)
     with pytest.raises(RunStateConflict) as err:
-        await operator.extend_expiry(service, done.record.id, 60, "key:abc")
+        await operator.extend_expiry(service, done.record.id, 60, "key:abc", scope=Scope.ALL)
     assert err.value.current == "completed"
     queued, _ = await service.create_run(run_body())
     before = await snapshot(service.store, queued.record.id)
     with pytest.raises(RunStateConflict) as err:
-        await operator.extend_expiry(service, queued.record.id, 60, "key:abc")
+        await operator.extend_expiry(service, queued.record.id, 60, "key:abc", scope=Scope.ALL)
     assert err.value.current == "queued"
     assert "queued" in err.value.detail
     assert await snapshot(service.store, queued.record.id) == before
@@ -60,9 +65,11 @@ async def test_extend_refuses_bad_durations_and_unknown_runs(service: RunService
     view = await suspended_run(service)
     for seconds in (0, -5, 10**9):
         with pytest.raises(InvalidRequest):
-            await operator.extend_expiry(service, view.record.id, seconds, "key:abc")
+            await operator.extend_expiry(
+                service, view.record.id, seconds, "key:abc", scope=Scope.ALL
+            )
     with pytest.raises(RunNotFound):
-        await operator.extend_expiry(service, "run_missing", 60, "key:abc")
+        await operator.extend_expiry(service, "run_missing", 60, "key:abc", scope=Scope.ALL)
 
 
 async def test_retry_an_expired_run_resumes_from_its_last_durable_state(
@@ -70,7 +77,7 @@ async def test_retry_an_expired_run_resumes_from_its_last_durable_state(
 ) -> None:
     expired = await expired_run(service)
     assert expired.record.status == RunStatus.EXPIRED
-    retried = await operator.retry_run(service, expired.record.id, "key:abc")
+    retried = await operator.retry_run(service, expired.record.id, "key:abc", scope=Scope.ALL)
     assert retried.status == RunStatus.QUEUED
     assert retried.error is None
     assert retried.waiting_reason == {"type": "queued"}
@@ -80,20 +87,22 @@ async def test_retry_an_expired_run_resumes_from_its_last_durable_state(
     assert events[-1].data["from_status"] == "expired"
     # The worker picks it up from the stored state: the same tool calls are asked again.
     await drive_once(service.store, service.settings)
-    again = await service.get_run(expired.record.id)
+    again = await service.get_run(expired.record.id, scope=Scope.ALL)
     assert again.record.status == RunStatus.REQUIRES_ACTION
     assert [(c.name, c.arguments) for c in again.pending] == [
         ("add", {"a": 1, "b": 2}),
         ("add", {"a": 3, "b": 4}),
     ]
-    await service.submit_tool_results(results_for(again), run_id=again.record.id)
+    await service.submit_tool_results(results_for(again), run_id=again.record.id, scope=Scope.ALL)
     await drive_once(service.store, service.settings)
-    assert (await service.get_run(again.record.id)).record.status == RunStatus.COMPLETED
+    assert (
+        await service.get_run(again.record.id, scope=Scope.ALL)
+    ).record.status == RunStatus.COMPLETED
 
 
 async def test_retry_a_failed_run_queues_it(service: RunService) -> None:
     failed = await failed_run(service)
-    retried = await operator.retry_run(service, failed.record.id, "key:abc")
+    retried = await operator.retry_run(service, failed.record.id, "key:abc", scope=Scope.ALL)
     assert retried.status == RunStatus.QUEUED
     assert retried.model_attempts == 0
 
@@ -104,16 +113,16 @@ async def test_retry_a_completed_run_is_refused_and_changes_nothing(
     done = await completed_run(service)
     before = await snapshot(service.store, done.record.id)
     with pytest.raises(RunStateConflict) as err:
-        await operator.retry_run(service, done.record.id, "key:abc")
+        await operator.retry_run(service, done.record.id, "key:abc", scope=Scope.ALL)
     assert err.value.current == "completed"
     assert "completed" in err.value.detail
     assert await snapshot(service.store, done.record.id) == before
     suspended = await suspended_run(service)
     with pytest.raises(RunStateConflict) as err:
-        await operator.retry_run(service, suspended.record.id, "key:abc")
+        await operator.retry_run(service, suspended.record.id, "key:abc", scope=Scope.ALL)
     assert err.value.current == "requires_action"
     with pytest.raises(RunNotFound):
-        await operator.retry_run(service, "run_missing", "key:abc")
+        await operator.retry_run(service, "run_missing", "key:abc", scope=Scope.ALL)
 
 
 async def test_retry_race_has_one_winner(service: RunService) -> None:
@@ -121,7 +130,10 @@ async def test_retry_race_has_one_winner(service: RunService) -> None:
 
     expired = await expired_run(service)
     outcomes = await asyncio.gather(
-        *(operator.retry_run(service, expired.record.id, f"key:{i}") for i in range(4)),
+        *(
+            operator.retry_run(service, expired.record.id, f"key:{i}", scope=Scope.ALL)
+            for i in range(4)
+        ),
         return_exceptions=True,
     )
     wins = [o for o in outcomes if not isinstance(o, BaseException)]
@@ -140,7 +152,7 @@ async def test_note_records_an_event_on_a_suspended_run_only(service: RunService
         "key:abc",
         {"x": 1},
     )
-    await service.cancel(view.record.id)
+    await service.cancel(view.record.id, scope=Scope.ALL)
     with pytest.raises(RunStateConflict):
         await operator.note(service, view.record.id, "operator.note", {}, "key:abc")
 
@@ -151,7 +163,7 @@ async def test_submit_tool_results_names_the_operator_of_a_partial_submission(
     view = await suspended_run(service)
     first, second = results_for(view).results
     partial = await operator.submit_tool_results(
-        service, view.record.id, ToolResultsIn(results=[first]), "key:abc"
+        service, view.record.id, ToolResultsIn(results=[first]), "key:abc", scope=Scope.ALL
     )
     assert partial.accepted == [first.tool_call_id] and not partial.resumed
     events = await service.store.events(view.record.id)
@@ -161,7 +173,7 @@ async def test_submit_tool_results_names_the_operator_of_a_partial_submission(
         {"tool_call_ids": [first.tool_call_id]},
     )
     rest = await operator.submit_tool_results(
-        service, view.record.id, ToolResultsIn(results=[second]), "key:def"
+        service, view.record.id, ToolResultsIn(results=[second]), "key:def", scope=Scope.ALL
     )
     assert rest.resumed
     events = await service.store.events(view.record.id)

@@ -14,6 +14,7 @@ import pytest
 from fastapi import Depends, FastAPI
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.dashboard import actions, auth
 from app.dashboard.web import requiring
 from app.service.access import Permission, Principal, Role
@@ -169,7 +170,9 @@ async def test_a_person_is_signed_out_on_the_next_request(
         assert home.status_code == 303 and home.headers["location"] == "/admin/login"
         refused = await act(alice, csrf, run_id, "cancel")
         assert refused.status_code in (303, 403)
-    assert (await service.get_run(run_id)).record.status == RunStatus.REQUIRES_ACTION
+    assert (
+        await service.get_run(run_id, scope=Scope.ALL)
+    ).record.status == RunStatus.REQUIRES_ACTION
 
 
 async def test_a_role_change_applies_on_the_next_request(
@@ -197,7 +200,7 @@ async def test_signing_in_again_ends_the_session_before(
         await signed_in(shared, "bob")
         home = await shared.get("/admin")
         assert "<code>user:bob</code>" in home.text
-    counts = {a.username: a.active_sessions for a in await people.list_accounts()}
+    counts = {a.username: a.active_sessions for a in await people.list_accounts(scope=Scope.ALL)}
     assert counts == {"alice": 0, "bob": 1}
 
 
@@ -209,7 +212,7 @@ async def test_logging_out_revokes_the_stored_session(
         csrf = await signed_in(alice, "alice")
         cookie = alice.cookies.get(auth.COOKIE, path="/admin")
         assert (await alice.post("/admin/logout", data={"csrf_token": csrf})).status_code == 303
-    assert (await people.list_accounts())[0].active_sessions == 0
+    assert (await people.list_accounts(scope=Scope.ALL))[0].active_sessions == 0
     async with browser(app) as replay:  # the old cookie, kept by someone, opens nothing
         replay.cookies.set(auth.COOKIE, cookie or "", path="/admin")
         assert (await replay.get("/admin")).status_code == 303

@@ -11,6 +11,7 @@ import pytest
 from fastapi import FastAPI
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.keys import actor_of
 from app.service.runs import RunService
 from tests.dashboard.conftest import KEY, csrf_of, log_in
@@ -76,7 +77,9 @@ async def test_another_sessions_token_is_refused(
             data={"csrf_token": csrf(admin), "confirmed": "yes"},
         )
     assert response.status_code == 403
-    assert (await service.get_run(view.record.id)).record.status == RunStatus.REQUIRES_ACTION
+    assert (
+        await service.get_run(view.record.id, scope=Scope.ALL)
+    ).record.status == RunStatus.REQUIRES_ACTION
 
 
 async def test_cancel_asks_for_confirmation_then_records_the_actor(
@@ -94,7 +97,7 @@ async def test_cancel_asks_for_confirmation_then_records_the_actor(
     done = await act(admin, run_id, "cancel")
     assert done.status_code == 303
     assert done.headers["location"] == f"/admin/runs/{run_id}?done=cancel"
-    after = await service.get_run(run_id)
+    after = await service.get_run(run_id, scope=Scope.ALL)
     assert after.record.status == RunStatus.CANCELLED
     events = await service.store.events(run_id)
     assert (events[-1].type, events[-1].actor) == ("run.cancelled", ACTOR)
@@ -145,12 +148,12 @@ async def test_submit_tool_results_in_two_steps_records_the_actor(
     assert "Submit these tool results?" in confirm.text
     assert f'name="call_id_0" value="{first.call_id}"' in confirm.text
     assert 'name="output_0" value="{&#34;sum&#34;: 3}"' in confirm.text
-    assert (await service.get_run(run_id)).record.version == view.record.version
+    assert (await service.get_run(run_id, scope=Scope.ALL)).record.version == view.record.version
     done = await act(
         admin, run_id, "tool-results", count=2, call_id_0=first.call_id, output_0='{"sum": 3}'
     )
     assert done.status_code == 303
-    partial = await service.get_run(run_id)
+    partial = await service.get_run(run_id, scope=Scope.ALL)
     assert partial.record.status == RunStatus.REQUIRES_ACTION
     assert [c.call_id for c in partial.pending if c.result_hash is None] == [second.call_id]
     events = await service.store.events(run_id)
@@ -162,7 +165,7 @@ async def test_submit_tool_results_in_two_steps_records_the_actor(
         is_error_0="on",
     )  # fmt: skip
     assert done.status_code == 303
-    resumed = await service.get_run(run_id)
+    resumed = await service.get_run(run_id, scope=Scope.ALL)
     assert resumed.record.status == RunStatus.QUEUED
     events = await service.store.events(run_id)
     assert (events[-1].type, events[-1].actor) == ("run.resumed", ACTOR)
@@ -190,7 +193,7 @@ async def test_resolve_an_invalid_tool_call(admin: httpx.AsyncClient, service: R
     assert "Resolve the invalid tool call?" in confirm.text
     done = await act(admin, run_id, "resolve", action="repair", tool_name="add")
     assert done.status_code == 303
-    after = await service.get_run(run_id)
+    after = await service.get_run(run_id, scope=Scope.ALL)
     assert after.record.status == RunStatus.QUEUED
     events = await service.store.events(run_id)
     resolved = [e for e in events if e.type == "run.resolved"]
@@ -204,7 +207,7 @@ async def test_resolve_with_retry_asks_the_model_again(
     run_id = (await parked_run(service)).record.id
     done = await act(admin, run_id, "resolve", action="retry", feedback="use add")
     assert done.status_code == 303, done.text
-    after = await service.get_run(run_id)
+    after = await service.get_run(run_id, scope=Scope.ALL)
     assert after.record.status == RunStatus.QUEUED, after.record.error
 
 
@@ -222,11 +225,11 @@ async def test_extend_expiry(admin: httpx.AsyncClient, service: RunService) -> N
     assert "Extend the expiry?" in confirm.text and "90 minutes" in confirm.text
     done = await act(admin, run_id, "extend", minutes="90")
     assert done.status_code == 303
-    after = await service.get_run(run_id)
+    after = await service.get_run(run_id, scope=Scope.ALL)
     assert after.record.expires_at == view.record.expires_at + timedelta(minutes=90)
     events = await service.store.events(run_id)
     assert (events[-1].type, events[-1].actor) == ("run.expiry_extended", ACTOR)
-    await service.cancel(run_id)
+    await service.cancel(run_id, scope=Scope.ALL)
     refused = await act(admin, run_id, "extend", minutes="5")
     assert refused.status_code == 409
     assert "cancelled" in refused.text
@@ -241,7 +244,7 @@ async def test_retry_an_expired_run(admin: httpx.AsyncClient, service: RunServic
     assert "Retry this run?" in confirm.text
     done = await act(admin, run_id, "retry")
     assert done.status_code == 303
-    after = await service.get_run(run_id)
+    after = await service.get_run(run_id, scope=Scope.ALL)
     assert after.record.status == RunStatus.QUEUED
     events = await service.store.events(run_id)
     assert (events[-1].type, events[-1].actor) == ("run.retried", ACTOR)

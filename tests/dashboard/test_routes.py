@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from fastapi import FastAPI
 
 from app.core import AgentRun, AssistantMessage, Reasoning, Text, UserMessage
+from app.core.scope import Scope
 from app.dashboard import pages
 from app.service.keys import actor_of
 from app.service.runs import RunService
@@ -382,7 +383,7 @@ async def test_poll_says_reload_only_when_the_run_changed(
     r = view.record
     same = await admin.get(f"/admin/runs/{r.id}/poll?v={r.version}&seq={r.last_event_seq}")
     assert same.status_code == 204
-    await service.cancel(r.id)
+    await service.cancel(r.id, scope=Scope.ALL)
     changed = await admin.get(f"/admin/runs/{r.id}/poll?v={r.version}&seq={r.last_event_seq}")
     assert changed.headers["hx-refresh"] == "true"
 

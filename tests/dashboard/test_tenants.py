@@ -11,6 +11,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from app.core.scope import Scope
 from app.service.access import DEFAULT_TENANT
 from app.service.operators import OperatorService
 from app.service.runs import RunService
@@ -67,8 +68,8 @@ async def test_another_tenants_runs_are_in_no_page_and_no_action_reaches_them(
             assert response.status_code == 404, (verb, response.text)
         assert {i: await snapshot(service.store, i) for i in ids} == before
     reads = app.state.reads
-    assert (await reads.overview(datetime.now(UTC), TENANT)).counts == {"queued": 1}
-    assert (await reads.overview(datetime.now(UTC), DEFAULT_TENANT)).counts == {
+    assert (await reads.overview(datetime.now(UTC), Scope.of(TENANT))).counts == {"queued": 1}
+    assert (await reads.overview(datetime.now(UTC), Scope.of(DEFAULT_TENANT))).counts == {
         "requires_action": 1,
         "failed": 1,
     }

@@ -6,6 +6,7 @@ from collections import Counter
 
 from app.core import AgentRun, AssistantMessage, stored
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.store.runs import RunStore
 
 
@@ -16,7 +17,7 @@ def model_turns(run: AgentRun) -> int:
 async def assert_all_completed_once(store: RunStore, run_ids: list[str], turns: int) -> None:
     """Every run completed exactly once; no model turn twice; no pending call lost."""
     for run_id in run_ids:
-        record = await store.get(run_id, with_log=True)
+        record = await store.get(run_id, with_log=True, scope=Scope.ALL)
         assert record is not None and record.status == RunStatus.COMPLETED, record
         events = Counter(e.type for e in await store.events(run_id))
         assert events["run.completed"] == 1, (run_id, events)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.store.backend.engines import create_engine
 from app.store.runs import RunStore
@@ -43,11 +44,15 @@ async def answer_until_done(
     while pending:
         assert time.monotonic() < deadline, f"{len(pending)} runs not completed in time"
         waiting, _ = await service.list_runs(
-            status=RunStatus.REQUIRES_ACTION, limit=500, cursor=None
+            status=RunStatus.REQUIRES_ACTION, limit=500, cursor=None, scope=Scope.ALL
         )
         for view in waiting:
-            await service.submit_tool_results(results_for(view), run_id=view.record.id)
-        done, _ = await service.list_runs(status=RunStatus.COMPLETED, limit=1000, cursor=None)
+            await service.submit_tool_results(
+                results_for(view), run_id=view.record.id, scope=Scope.ALL
+            )
+        done, _ = await service.list_runs(
+            status=RunStatus.COMPLETED, limit=1000, cursor=None, scope=Scope.ALL
+        )
         pending -= {v.record.id for v in done}
         if on_progress is not None:
             await on_progress(len(run_ids) - len(pending))  # type: ignore[operator]
@@ -90,7 +95,7 @@ async def test_a_worker_killed_mid_model_call_loses_nothing(
         nonlocal killed
         if not killed and completed >= 10:
             running, _ = await pg_service.list_runs(
-                status=RunStatus.RUNNING, limit=100, cursor=None
+                status=RunStatus.RUNNING, limit=100, cursor=None, scope=Scope.ALL
             )
             held = [v for v in running if (v.record.lease_owner or "").endswith(f":{victim.pid}")]
             if held:  # the victim is in the middle of model calls right now
@@ -126,13 +131,17 @@ async def test_a_run_suspended_by_one_process_is_resumed_by_another(
     try:
         view, _ = await pg_service.create_run(run_body())
         deadline = time.monotonic() + 30
-        while (await pg_service.get_run(view.record.id)).record.status != RunStatus.REQUIRES_ACTION:
+        while (
+            await pg_service.get_run(view.record.id, scope=Scope.ALL)
+        ).record.status != RunStatus.REQUIRES_ACTION:
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
     finally:
         assert stop(first) == 0
-    suspended = await pg_service.get_run(view.record.id)
-    await pg_service.submit_tool_results(results_for(suspended), run_id=view.record.id)
+    suspended = await pg_service.get_run(view.record.id, scope=Scope.ALL)
+    await pg_service.submit_tool_results(
+        results_for(suspended), run_id=view.record.id, scope=Scope.ALL
+    )
     second = spawn(["worker", "--concurrency", "1"], postgres_url, tmp_path / "second.log")
     try:
         await answer_until_done(pg_service, [view.record.id], timeout=30)

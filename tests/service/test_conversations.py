@@ -12,6 +12,7 @@ import pytest
 from app.core import AssistantMessage, Text, UserMessage
 from app.core.events import EventType as E
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.providers.base import ModelRequest
 from app.service import conversations
 from app.service.errors import InvalidRequest, RunNotFound, RunStateConflict
@@ -34,9 +35,9 @@ def service(store: RunStore, settings: Settings) -> RunService:
 async def completed_run(service: RunService, **overrides: Any) -> RunView:
     """The helpers' scripted run (two `add` calls, then a text) driven to completion."""
     view = await suspended_run(service, **overrides)
-    await service.submit_tool_results(results_for(view), run_id=view.record.id)
+    await service.submit_tool_results(results_for(view), run_id=view.record.id, scope=Scope.ALL)
     await drive_once(service.store, service.settings)
-    done = await service.get_run(view.record.id)
+    done = await service.get_run(view.record.id, scope=Scope.ALL)
     assert done.record.status == RunStatus.COMPLETED, done.record
     return done
 
@@ -87,7 +88,7 @@ async def test_a_continuing_run_inherits_the_conversation_and_the_agent(
         webhook={"url": "http://127.0.0.1:9/hook"},
         tool_concurrency=2,
     )
-    earlier = await service.load_run(first.record.id)
+    earlier = await service.load_run(first.record.id, scope=Scope.ALL)
     view, created = await service.create_run(continuing(first.record.id, max_turns=3))
     assert created
     record = view.record
@@ -97,15 +98,15 @@ async def test_a_continuing_run_inherits_the_conversation_and_the_agent(
     assert record.config["previous_run_id"] == first.record.id
     assert record.config["conversation_id"] == first.record.id
     assert record.max_turns == 3  # its own, not inherited
-    run = await service.load_run(record.id)
+    run = await service.load_run(record.id, scope=Scope.ALL)
     assert run.full_history() == (*earlier.full_history(), UserMessage("and now?"))
     assert run.messages() == (UserMessage("and now?"),)
-    created_event = (await service.events(record.id))[0]
+    created_event = (await service.events(record.id, scope=Scope.ALL))[0]
     assert created_event.data["previous_run_id"] == first.record.id
-    noted = (await service.events(first.record.id))[-1]
+    noted = (await service.events(first.record.id, scope=Scope.ALL))[-1]
     assert noted.type == E.RUN_CONTINUED
     assert noted.data == {"run_id": record.id, "conversation_id": first.record.id}
-    again = await service.get_run(first.record.id)
+    again = await service.get_run(first.record.id, scope=Scope.ALL)
     assert again.record.status == RunStatus.COMPLETED  # annotated, still completed
 
 
@@ -115,11 +116,11 @@ async def test_the_model_of_a_continuing_run_sees_the_whole_conversation(
     first = await completed_run(service, preamble="Be brief.")
     view, _ = await service.create_run(continuing(first.record.id, model=ECHO, tools=[]))
     (request,) = await drive_capturing(service)
-    earlier = await service.load_run(first.record.id)
+    earlier = await service.load_run(first.record.id, scope=Scope.ALL)
     assert request.history == earlier.full_history()
     assert request.prompt == UserMessage("and now?")
     assert request.preamble == "Be brief." and request.tools == ()
-    done = await service.get_run(view.record.id)
+    done = await service.get_run(view.record.id, scope=Scope.ALL)
     assert done.record.status == RunStatus.COMPLETED
     assert done.record.output == "You said: and now?"
 
@@ -132,7 +133,7 @@ async def test_a_chain_keeps_the_first_run_as_its_conversation(service: RunServi
     assert third.record.config["conversation_id"] == first.record.id
     assert third.record.config["previous_run_id"] == second.record.id
     assert third.record.config["model"] == ECHO  # from the second run, which overrode it
-    run = await service.load_run(third.record.id)
+    run = await service.load_run(third.record.id, scope=Scope.ALL)
     texts = [m.content[0].text for m in run.full_history() if isinstance(m, UserMessage)]
     assert texts[0] == "add 1+2 and 3+4" and texts[-2:] == ["and now?", "third"]
 
@@ -158,9 +159,11 @@ async def test_fields_the_body_sets_override_null_and_empty_included(
     assert config["model"] == ECHO and config["preamble"] is None and config["webhook"] is None
     assert [t["name"] for t in config["tools"]] == ["mul"]
     assert config["tool_choice"] == {"name": "mul"}
-    run = await service.load_run(view.record.id)
+    run = await service.load_run(view.record.id, scope=Scope.ALL)
     assert run.full_history()[-2:] == (UserMessage("an aside"), UserMessage("and now?"))
-    await service.cancel(view.record.id)  # (while it is active, the conversation is busy)
+    await service.cancel(
+        view.record.id, scope=Scope.ALL
+    )  # (while it is active, the conversation is busy)
     cleared, _ = await service.create_run(continuing(first.record.id, tools=[]))
     assert cleared.record.config["tools"] == []
 
@@ -180,13 +183,13 @@ async def test_only_a_completed_run_can_be_continued(service: RunService) -> Non
     with pytest.raises(RunStateConflict) as refused:
         await service.create_run(continuing(suspended.record.id))
     assert refused.value.current == RunStatus.REQUIRES_ACTION.value
-    await service.cancel(suspended.record.id)
+    await service.cancel(suspended.record.id, scope=Scope.ALL)
     with pytest.raises(RunStateConflict) as refused:
         await service.create_run(continuing(suspended.record.id))
     assert refused.value.current == RunStatus.CANCELLED.value
     with pytest.raises(RunNotFound, match="previous_run_id"):
         await service.create_run(continuing("run_missing"))
-    assert await service.store.count_by_status() == {RunStatus.CANCELLED.value: 1}
+    assert await service.store.count_by_status(scope=Scope.ALL) == {RunStatus.CANCELLED.value: 1}
 
 
 async def test_model_is_required_unless_continuing(service: RunService) -> None:
@@ -214,7 +217,11 @@ async def test_a_replay_notes_the_continuation_once_even_after_a_crash(
     view, created = await service.create_run(body, idempotency_key="k")
     again, created_again = await service.create_run(body, idempotency_key="k")
     assert not created and not created_again and again.record.id == view.record.id
-    notes = [e for e in await service.events(first.record.id) if e.type == E.RUN_CONTINUED]
+    notes = [
+        e
+        for e in await service.events(first.record.id, scope=Scope.ALL)
+        if e.type == E.RUN_CONTINUED
+    ]
     assert [n.data["run_id"] for n in notes] == [view.record.id]
 
 
@@ -237,12 +244,14 @@ async def test_messages_page_through_the_conversation_oldest_first(service: RunS
         )
     )
     await drive_once(service.store, service.settings)
-    run = await service.load_run(view.record.id)
+    run = await service.load_run(view.record.id, scope=Scope.ALL)
     everything: list[conversations.Entry] = []
     cursor = None
     pages = 0
     while True:
-        entries, cursor = await service.messages(view.record.id, limit=2, cursor=cursor)
+        entries, cursor = await service.messages(
+            view.record.id, limit=2, cursor=cursor, scope=Scope.ALL
+        )
         everything.extend(entries)
         pages += 1
         if cursor is None:
@@ -265,13 +274,13 @@ async def test_messages_resent_as_history_make_the_same_conversation(
 ) -> None:
     """Tool calls and results included: a client can send a page back as `history`."""
     first = await completed_run(service)
-    entries, _ = await service.messages(first.record.id, limit=100, cursor=None)
+    entries, _ = await service.messages(first.record.id, limit=100, cursor=None, scope=Scope.ALL)
     copy, _ = await service.create_run(
         run_body(history=[e.message for e in entries], prompt="and now?")
     )
     continued, _ = await service.create_run(continuing(first.record.id))
-    a = await service.load_run(copy.record.id)
-    b = await service.load_run(continued.record.id)
+    a = await service.load_run(copy.record.id, scope=Scope.ALL)
+    b = await service.load_run(continued.record.id, scope=Scope.ALL)
     assert a.full_history() == b.full_history()
     assert any(isinstance(m, AssistantMessage) and m.id for m in a.full_history())
     assert AssistantMessage([Text("the sums are 3 and 7")], "msg_scripted_2") in a.full_history()
@@ -279,17 +288,17 @@ async def test_messages_resent_as_history_make_the_same_conversation(
 
 async def test_messages_refusals(service: RunService) -> None:
     with pytest.raises(RunNotFound):
-        await service.messages("run_missing", limit=10, cursor=None)
+        await service.messages("run_missing", limit=10, cursor=None, scope=Scope.ALL)
     view, _ = await service.create_run(run_body())
     for bad in ("x", "bXg", "AAAA", conversations.encode_cursor(1)[:-1] + "!"):
         with pytest.raises(InvalidRequest, match="cursor"):
-            await service.messages(view.record.id, limit=10, cursor=bad)
-    entries, cursor = await service.messages(view.record.id, limit=10, cursor=None)
+            await service.messages(view.record.id, limit=10, cursor=bad, scope=Scope.ALL)
+    entries, cursor = await service.messages(view.record.id, limit=10, cursor=None, scope=Scope.ALL)
     assert [e.message for e in entries] == [
         {"role": "user", "content": [{"type": "text", "text": "add 1+2 and 3+4"}]}
     ]
     assert cursor is None
     past, cursor = await service.messages(
-        view.record.id, limit=10, cursor=conversations.encode_cursor(5)
+        view.record.id, limit=10, cursor=conversations.encode_cursor(5), scope=Scope.ALL
     )
     assert past == [] and cursor is None

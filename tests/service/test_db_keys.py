@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from app.core.scope import Scope
 from app.service import keys as keys_module
 from app.service.access import DEFAULT_TENANT, OPEN_MODE, Role
 from app.service.errors import InvalidRequest
@@ -67,7 +68,7 @@ async def test_a_key_is_its_tenant_role_and_name_and_nothing_else_is(
     assert await db.authenticate(f"ark_{'0' * 16}_{'x' * 43}") is None
     assert await db.authenticate("") is None
     # Nothing stored holds the secret.
-    (row,) = [k for k in await store.identities.keys(tenant)]
+    (row,) = [k for k in await store.identities.keys(Scope.of(tenant))]
     assert issued.secret not in repr(row) and row.secret_hash != issued.secret
 
 
@@ -102,15 +103,17 @@ async def test_a_revoked_key_is_refused_once_the_cache_lapses(
     issued = await admin.create(DEFAULT_TENANT, "creator", "backend")
     db = keyed(store)
     assert await db.authenticate(issued.secret) is not None
-    revoked = await admin.revoke(issued.key.id)
+    revoked = await admin.revoke(issued.key.id, scope=Scope.ALL)
     assert revoked.state() == "revoked" and revoked.revoked_at is not None
     await refused(db, issued.secret)
-    again = await admin.revoke(issued.key.id)  # a second revocation keeps the first time
+    again = await admin.revoke(
+        issued.key.id, scope=Scope.ALL
+    )  # a second revocation keeps the first time
     assert again.revoked_at == revoked.revoked_at
     with pytest.raises(KeyNotFound):
-        await admin.revoke("0" * 16)
+        await admin.revoke("0" * 16, scope=Scope.ALL)
     with pytest.raises(KeyNotFound):  # another tenant's key is no key of this one
-        await admin.revoke(issued.key.id, tenant="elsewhere")
+        await admin.revoke(issued.key.id, scope=Scope.of("elsewhere"))
 
 
 async def test_the_cache_serves_repeated_lookups_without_reading_again(
@@ -139,7 +142,9 @@ async def test_rotation_keeps_the_old_secret_for_the_grace_period(
 ) -> None:
     issued = await admin.create(DEFAULT_TENANT, "executor", "box")
     db = keyed(store)
-    old, new = await admin.rotate(issued.key.id, timedelta(hours=1), created_by="test")
+    old, new = await admin.rotate(
+        issued.key.id, timedelta(hours=1), created_by="test", scope=Scope.ALL
+    )
     assert old.state() == "expiring" and old.expires_at is not None
     assert (new.key.role, new.key.name, new.key.rotated_from) == (Role.EXECUTOR, "box", old.id)
     assert new.key.id != old.id and new.secret != issued.secret
@@ -147,16 +152,16 @@ async def test_rotation_keeps_the_old_secret_for_the_grace_period(
     fresh = await db.authenticate(new.secret)
     assert fresh is not None and fresh.key_id == new.key.id
     # Rotating the successor without grace: its secret stops at once.
-    _, newer = await admin.rotate(new.key.id, timedelta(0))
+    _, newer = await admin.rotate(new.key.id, timedelta(0), scope=Scope.ALL)
     await refused(db, new.secret)
     assert await db.authenticate(newer.secret) is not None
     with pytest.raises(KeyNotFound):  # an expired key has no successor
-        await admin.rotate(new.key.id, timedelta(hours=1))
-    await admin.revoke(newer.key.id)
+        await admin.rotate(new.key.id, timedelta(hours=1), scope=Scope.ALL)
+    await admin.revoke(newer.key.id, scope=Scope.ALL)
     with pytest.raises(KeyNotFound):
-        await admin.rotate(newer.key.id, timedelta(hours=1))
+        await admin.rotate(newer.key.id, timedelta(hours=1), scope=Scope.ALL)
     with pytest.raises(InvalidRequest):
-        await admin.rotate(old.id, timedelta(days=365))
+        await admin.rotate(old.id, timedelta(days=365), scope=Scope.ALL)
 
 
 async def test_an_expired_key_is_refused_even_from_the_cache(
@@ -195,7 +200,7 @@ async def test_open_mode_is_no_usable_key_and_only_where_allowed(
     issued = await admin.create(DEFAULT_TENANT, "admin", "first")
     await wait_for(db.open_mode, lambda open_: not open_, timeout=1.0)
     assert await db.authenticate("anything") is None
-    await admin.revoke(issued.key.id)
+    await admin.revoke(issued.key.id, scope=Scope.ALL)
     await wait_for(db.open_mode, lambda open_: open_, timeout=1.0)
     assert not await DbKeys(store.identities, [], open_allowed=False).open_mode()
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from app.core.scope import Scope
 from app.service.live import EventHub
 from app.service.runs import RunService
 from app.settings import Settings
@@ -75,7 +76,7 @@ async def test_a_commit_that_missed_its_notify_reaches_the_stream_by_the_log(
     dsn = postgres_url.replace("postgresql+psycopg://", "postgresql://")
     async with await psycopg.AsyncConnection.connect(dsn) as locker:
         await locker.execute("SELECT 1 FROM runs WHERE id = %s FOR UPDATE", (run_id,))
-        cancel = asyncio.ensure_future(service.cancel(run_id, actor="test"))
+        cancel = asyncio.ensure_future(service.cancel(run_id, actor="test", scope=Scope.ALL))
 
         async def lock_waits() -> int:
             cursor = await locker.execute(
@@ -118,7 +119,7 @@ async def test_a_stream_or_wait_cancelled_inside_its_read_lets_the_read_finish(
         if reader == "stream":
             finished = await cancel_inside(store, "events", anext(stream), monkeypatch)
         else:
-            wait = hub.until(view.record.id, set(), 5)
+            wait = hub.until(view.record.id, set(), 5, scope=Scope.ALL)
             finished = await cancel_inside(store, "get", wait, monkeypatch)
         assert len(finished) == 1
     finally:

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 
+from app.core.scope import Scope
 from app.service.access import Principal, Role
 from app.service.operators import (
     AccountExists,
@@ -75,7 +76,7 @@ async def test_accounts_are_checked_when_made(people: OperatorService) -> None:
     for bad in ("", "-bob", "bob smith", "bob/../x", "b" * 64):
         with pytest.raises(AccountInvalid, match="username"):
             await person(people, bad)
-    assert [a.username for a in await people.list_accounts()] == ["alice"]
+    assert [a.username for a in await people.list_accounts(scope=Scope.ALL)] == ["alice"]
 
 
 async def test_list_shows_accounts_and_live_sessions(people: OperatorService) -> None:
@@ -84,10 +85,11 @@ async def test_list_shows_accounts_and_live_sessions(people: OperatorService) ->
     await people.sign_in("alice", PASSWORD)
     await people.sign_in("alice", PASSWORD)
     listed = {
-        a.username: (a.tenant, a.role, a.active_sessions) for a in await people.list_accounts()
+        a.username: (a.tenant, a.role, a.active_sessions)
+        for a in await people.list_accounts(scope=Scope.ALL)
     }
     assert listed == {"alice": (TENANT, Role.OPERATOR, 2), "bob": ("default", Role.VIEWER, 0)}
-    assert [a.username for a in await people.list_accounts(TENANT)] == ["alice"]
+    assert [a.username for a in await people.list_accounts(Scope.of(TENANT))] == ["alice"]
 
 
 async def test_a_session_expires(store: RunStore) -> None:

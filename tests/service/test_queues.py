@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.access import DEFAULT_TENANT
 from app.service.errors import (
     LeaseLost,
@@ -99,9 +100,9 @@ async def test_leased_calls_answered_through_their_leases_resume_the_run(
     last = await queues.submit("math", queues.token(calls[1]), result("7"), "key")
     assert last.resumed and last.record.status == RunStatus.QUEUED
     assert await drive_once(service.store, service.settings) == RunStatus.COMPLETED
-    done = await service.get_run(view.record.id)
+    done = await service.get_run(view.record.id, scope=Scope.ALL)
     assert done.record.output == "the sums are 3 and 7"
-    types = [e.type for e in await service.events(view.record.id)]
+    types = [e.type for e in await service.events(view.record.id, scope=Scope.ALL)]
     assert types.count("tool_call.leased") == 2 and types.count("tool_result.received") == 2
     assert types.index("tool_call.leased") < types.index("tool_result.received")
 
@@ -130,7 +131,7 @@ async def test_a_lapsed_lease_is_offered_again_and_the_old_holder_is_fenced_off(
         await queues.submit("q", queues.token(a), result("other"), "key")
     with pytest.raises(LeaseLost, match="answered"):
         await queues.heartbeat("q", queues.token(b), HeartbeatIn())
-    events = await service.events(view.record.id)
+    events = await service.events(view.record.id, scope=Scope.ALL)
     assert [e.data["attempt"] for e in events if e.type == "tool_call.lease_expired"] == [1]
 
 
@@ -159,7 +160,7 @@ async def test_leases_of_runs_that_stopped_waiting_and_bad_tokens_are_refused(
         await queues.submit("q", "not-a-token", result(1), "key")
     with pytest.raises(LeaseNotFound):
         await queues.submit("q", f"run_missing-1-0-{'0' * 32}", result(1), "key")
-    await service.cancel(view.record.id)
+    await service.cancel(view.record.id, scope=Scope.ALL)
     with pytest.raises(RunStateConflict) as refused:
         await queues.submit("q", queues.token(a), result(1), "key")
     assert refused.value.current == RunStatus.CANCELLED.value
@@ -288,10 +289,12 @@ async def test_an_expired_run_retried_by_an_operator_offers_its_calls_again(
     view = await suspended_run(service, tool_queue="q")
     (a, _) = await queues.lease("q", lease_in(), "key")
     await queues.submit("q", queues.token(a), result(3), "key")  # one answered, one still open
-    done, _ = await service.store.apply(view.record.id, changes.expire(), service.clock())
+    done, _ = await service.store.apply(
+        view.record.id, changes.expire(), service.clock(), scope=Scope.ALL
+    )
     assert done is not None and done.status == RunStatus.EXPIRED
     assert await queues.lease("q", lease_in(), "key") == []
-    await retry_run(service, view.record.id, "operator")
+    await retry_run(service, view.record.id, "operator", scope=Scope.ALL)
     assert await drive_once(service.store, service.settings) == RunStatus.REQUIRES_ACTION
     again = await queues.lease("q", lease_in(), "key")
     expected = [(a.call_id, 1), (view.pending[1].call_id, 1)]

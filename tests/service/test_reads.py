@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.errors import is_unavailable
 from app.service.reads import RunReads
 from app.service.runs import RunService
@@ -77,15 +78,21 @@ async def test_runs_page_filters_pages_and_refuses_a_forged_cursor(
     service: RunService, reads: RunReads
 ) -> None:
     ids = [(await service.create_run(run_body()))[0].record.id for _ in range(3)]
-    first, cursor = await reads.runs_page(RunFilter(RunStatus.QUEUED), limit=2, cursor=None)
+    first, cursor = await reads.runs_page(
+        RunFilter(RunStatus.QUEUED, scope=Scope.ALL), limit=2, cursor=None
+    )
     assert [r.id for r in first] == ids[:2]  # waiting statuses: oldest first
     assert cursor is not None
-    rest, last = await reads.runs_page(RunFilter(RunStatus.QUEUED), limit=2, cursor=cursor)
+    rest, last = await reads.runs_page(
+        RunFilter(RunStatus.QUEUED, scope=Scope.ALL), limit=2, cursor=cursor
+    )
     assert [r.id for r in rest] == ids[2:] and last is None
-    none, _ = await reads.runs_page(RunFilter(RunStatus.COMPLETED), limit=2, cursor=None)
+    none, _ = await reads.runs_page(
+        RunFilter(RunStatus.COMPLETED, scope=Scope.ALL), limit=2, cursor=None
+    )
     assert none == []
     with pytest.raises(BadCursor):
-        await reads.runs_page(RunFilter(RunStatus.QUEUED), limit=2, cursor="%%%")
+        await reads.runs_page(RunFilter(RunStatus.QUEUED, scope=Scope.ALL), limit=2, cursor="%%%")
 
 
 async def test_overview_counts_runs_and_buckets_suspended_ages(
@@ -93,7 +100,7 @@ async def test_overview_counts_runs_and_buckets_suspended_ages(
 ) -> None:
     await suspended_run(service)
     await service.create_run(run_body())
-    overview = await reads.overview(datetime.now(UTC))
+    overview = await reads.overview(datetime.now(UTC), scope=Scope.ALL)
     assert overview.counts == {"requires_action": 1, "queued": 1}
     assert len(overview.suspended_ages) == 1 and overview.suspended_ages[0] < 60
     assert dict(overview.age_histogram)["<1m"] == 1
@@ -118,5 +125,5 @@ async def test_usage_and_ledger_of_a_run_without_model_calls(
     assert await reads.ledger(view.record.id) == {"calls": 0, "failed_calls": 0, "cost_usd": None}
     assert await reads.deliveries(view.record.id) == []
     now = datetime.now(UTC)
-    totals = await reads.usage(now.replace(year=now.year - 1), now)
+    totals = await reads.usage(now.replace(year=now.year - 1), now, scope=Scope.ALL)
     assert totals["calls"] == 0 and totals["by_model"] == {}

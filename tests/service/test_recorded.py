@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from app.core import AgentRun, ToolResult, UserMessage, stored
 from app.core.jsonvalue import compact_json, thaw
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service import convert, recorded
 from app.service.runs import RunService
 from app.service.schemas import RunCreate, ToolResultsIn
@@ -45,33 +46,37 @@ async def test_a_resuming_submission_does_not_read_the_state(service: RunService
     view = await suspended_run(service)
     async with service.store.engine.begin() as conn:  # a state no version could decode
         await conn.execute(sa.update(runs).where(runs.c.id == view.record.id).values(state="{"))
-    out = await service.submit_tool_results(results_for(view), run_id=view.record.id)
+    out = await service.submit_tool_results(
+        results_for(view), run_id=view.record.id, scope=Scope.ALL
+    )
     assert out.resumed and out.record.status == RunStatus.QUEUED
     assert out.accepted == [c.call_id for c in view.pending]
-    stored_now = await service.store.get(view.record.id)
+    stored_now = await service.store.get(view.record.id, scope=Scope.ALL)
     assert stored_now is not None and stored_now.state == "{"
 
 
 async def test_the_worker_applies_the_recorded_answers(service: RunService) -> None:
     view = await suspended_run(service)
     first, second = view.pending
-    before = await service.store.get(view.record.id, with_log=True)
+    before = await service.store.get(view.record.id, with_log=True, scope=Scope.ALL)
     assert before is not None
-    out = await service.submit_tool_results(results_for(view), run_id=view.record.id)
+    out = await service.submit_tool_results(
+        results_for(view), run_id=view.record.id, scope=Scope.ALL
+    )
     assert out.resumed
-    queued = await service.store.get(view.record.id, with_log=True)
+    queued = await service.store.get(view.record.id, with_log=True, scope=Scope.ALL)
     assert queued is not None
     assert (queued.state, queued.log) == (before.state, before.log)  # written once: the rows
     # Read before a worker claims it, the conversation already holds the answers.
-    run = await service.load_run(view.record.id)
+    run = await service.load_run(view.record.id, scope=Scope.ALL)
     assert not run.pending_tool_calls()
     expected = [[(first.call_id, "3"), (second.call_id, "7")]]
     assert result_messages(run.full_history()) == expected
-    entries, _ = await service.messages(view.record.id, limit=50, cursor=None)
+    entries, _ = await service.messages(view.record.id, limit=50, cursor=None, scope=Scope.ALL)
     assert entries[-1].message["role"] == "user"
     assert [c["type"] for c in entries[-1].message["content"]] == ["toolresult"] * 2
     assert await drive_once(service.store, service.settings) == RunStatus.COMPLETED
-    done = await service.load_run(view.record.id)
+    done = await service.load_run(view.record.id, scope=Scope.ALL)
     assert result_messages(done.full_history()) == expected  # fed once, in the run's order
     assert done.response() is not None
 
@@ -81,9 +86,9 @@ async def test_recorded_answers_of_an_open_round_are_not_applied(service: RunSer
     first, _ = view.pending
     body = results_for(view)
     partial = body.model_copy(update={"results": body.results[:1]})
-    out = await service.submit_tool_results(partial, run_id=view.record.id)
+    out = await service.submit_tool_results(partial, run_id=view.record.id, scope=Scope.ALL)
     assert out.accepted == [first.call_id] and not out.resumed
-    record = await service.store.get(view.record.id, with_log=True)
+    record = await service.store.get(view.record.id, with_log=True, scope=Scope.ALL)
     assert record is not None
     run = stored.load(record.state, record.log).run
     calls = await service.store.tool_calls(view.record.id, run.turn())
@@ -93,7 +98,7 @@ async def test_recorded_answers_of_an_open_round_are_not_applied(service: RunSer
     with pytest.raises(recorded.RoundMismatch):  # (rows of another order are not its round)
         recorded.apply(run, calls[::-1])
     assert not recorded.apply(run, [])  # (no rows: a round not handed out yet)
-    assert len((await service.load_run(view.record.id)).pending_tool_calls()) == 2
+    assert len((await service.load_run(view.record.id, scope=Scope.ALL)).pending_tool_calls()) == 2
 
 
 async def test_a_run_resumed_by_an_earlier_version_completes(service: RunService) -> None:
@@ -101,7 +106,7 @@ async def test_a_run_resumed_by_an_earlier_version_completes(service: RunService
     a worker of this version takes such a run as it is (a rolling upgrade)."""
     view = await suspended_run(service)
     store = service.store
-    pending = await store.pending(run_id=view.record.id)
+    pending = await store.pending(run_id=view.record.id, scope=Scope.ALL)
     round = pending.record.waiting_round
     assert round is not None
     outputs = {
@@ -127,10 +132,12 @@ async def test_a_run_resumed_by_an_earlier_version_completes(service: RunService
         snapshot=stored.snapshot(loaded),
         turn=loaded.run.turn(),
     )
-    updated, _ = await store.apply(view.record.id, change, now, known=pending.record)
+    updated, _ = await store.apply(
+        view.record.id, change, now, known=pending.record, scope=Scope.ALL
+    )
     assert updated is not None and updated.status == RunStatus.QUEUED
     assert await drive_once(store, service.settings) == RunStatus.COMPLETED
-    done = await service.load_run(view.record.id)
+    done = await service.load_run(view.record.id, scope=Scope.ALL)
     assert len(result_messages(done.full_history())) == 1
 
 
@@ -138,13 +145,13 @@ async def test_a_run_interrupted_after_its_answers_is_continued_with_them(
     service: RunService,
 ) -> None:
     view = await suspended_run(service)
-    await service.submit_tool_results(results_for(view), run_id=view.record.id)
+    await service.submit_tool_results(results_for(view), run_id=view.record.id, scope=Scope.ALL)
     body = RunCreate(prompt="and now?", previous_run_id=view.record.id, if_busy="interrupt")
     nxt, _ = await service.create_run(body)
-    ended = await service.get_run(view.record.id)
+    ended = await service.get_run(view.record.id, scope=Scope.ALL)
     assert ended.record.status == RunStatus.CANCELLED
     first, second = view.pending
-    history = (await service.load_run(nxt.record.id)).full_history()
+    history = (await service.load_run(nxt.record.id, scope=Scope.ALL)).full_history()
     assert result_messages(history) == [[(first.call_id, "3"), (second.call_id, "7")]]
 
 
@@ -158,8 +165,10 @@ async def test_the_claim_reads_the_round_with_the_run(service: RunService) -> No
     key = await store.secret("callback_key", new_key)
     provider = lambda s: make_provider(s, service.settings)  # noqa: E731
     await RunDriver(store, service.settings, "w", provider, key).drive(first)
-    suspended = await service.get_run(view.record.id)
-    await service.submit_tool_results(results_for(suspended), run_id=view.record.id)
+    suspended = await service.get_run(view.record.id, scope=Scope.ALL)
+    await service.submit_tool_results(
+        results_for(suspended), run_id=view.record.id, scope=Scope.ALL
+    )
     now = datetime.now(UTC)
     again = await store.claim("w", now, now + timedelta(seconds=30))
     assert again is not None and again.round_calls is not None
@@ -171,21 +180,21 @@ async def test_answers_that_cannot_be_fed_fail_the_run(service: RunService) -> N
     """Rows changed behind the service's back fail the run, its state as it was (an
     operator can mend and retry it), instead of failing every claim of it."""
     view = await suspended_run(service)
-    await service.submit_tool_results(results_for(view), run_id=view.record.id)
-    before = await service.store.get(view.record.id)
+    await service.submit_tool_results(results_for(view), run_id=view.record.id, scope=Scope.ALL)
+    before = await service.store.get(view.record.id, scope=Scope.ALL)
     assert before is not None
     async with service.store.engine.begin() as conn:
         await conn.execute(
             sa.update(tool_calls).where(tool_calls.c.run_id == view.record.id).values(result=[1])
         )
     assert await drive_once(service.store, service.settings) == RunStatus.FAILED
-    failed = await service.store.get(view.record.id)
+    failed = await service.store.get(view.record.id, scope=Scope.ALL)
     assert failed is not None and failed.error is not None
     assert "cannot be fed to the run" in failed.error["message"]
     assert failed.state == before.state
     # Its conversation is shown as stored (not a 500 on every read).
-    assert len((await service.load_run(view.record.id)).pending_tool_calls()) == 2
-    entries, _ = await service.messages(view.record.id, limit=50, cursor=None)
+    assert len((await service.load_run(view.record.id, scope=Scope.ALL)).pending_tool_calls()) == 2
+    entries, _ = await service.messages(view.record.id, limit=50, cursor=None, scope=Scope.ALL)
     assert entries[-1].message["role"] == "assistant"
 
 
@@ -195,7 +204,7 @@ async def test_rows_of_other_calls_fail_the_run_and_keep_their_answers(
     """A round whose rows name other calls than the state waits on is not suspended
     again (which would reset the answers given): the run fails, naming both."""
     view = await suspended_run(service)
-    await service.submit_tool_results(results_for(view), run_id=view.record.id)
+    await service.submit_tool_results(results_for(view), run_id=view.record.id, scope=Scope.ALL)
     first = view.pending[0]
     async with service.store.engine.begin() as conn:
         await conn.execute(
@@ -204,7 +213,7 @@ async def test_rows_of_other_calls_fail_the_run_and_keep_their_answers(
             .values(call_id="call_elsewhere")
         )
     assert await drive_once(service.store, service.settings) == RunStatus.FAILED
-    failed = await service.store.get(view.record.id)
+    failed = await service.store.get(view.record.id, scope=Scope.ALL)
     assert failed is not None and failed.error is not None
     assert failed.error["type"] == "RoundMismatch" and "call_elsewhere" in failed.error["message"]
     rows = await service.store.tool_calls(view.record.id)
@@ -220,7 +229,9 @@ async def test_a_claim_chained_to_a_final_write_reads_the_round(service: RunServ
     now = datetime.now(UTC)
     claimed = await store.claim("w", now, now + timedelta(seconds=30))
     assert claimed is not None and claimed.id == other.record.id
-    await service.submit_tool_results(results_for(resumed), run_id=resumed.record.id)
+    await service.submit_tool_results(
+        results_for(resumed), run_id=resumed.record.id, scope=Scope.ALL
+    )
     key = await store.secret("callback_key", new_key)
     provider = lambda s: make_provider(s, service.settings)  # noqa: E731
     driver = RunDriver(store, service.settings, "w", provider, key)
@@ -245,7 +256,7 @@ async def test_a_json_output_reaches_the_model_in_the_order_given(service: RunSe
             ]
         }
     )
-    await service.submit_tool_results(body, run_id=view.record.id)
+    await service.submit_tool_results(body, run_id=view.record.id, scope=Scope.ALL)
 
     def outputs(run: AgentRun) -> list[str]:
         (message,) = [
@@ -256,6 +267,10 @@ async def test_a_json_output_reaches_the_model_in_the_order_given(service: RunSe
         return [compact_json(thaw(c.content[0].value)) for c in message.content]  # type: ignore[union-attr]
 
     expected = [compact_json(given), '{"b":1,"a":2}']
-    assert outputs(await service.load_run(view.record.id)) == expected  # (applied on read)
+    assert (
+        outputs(await service.load_run(view.record.id, scope=Scope.ALL)) == expected
+    )  # (applied on read)
     assert await drive_once(service.store, service.settings) == RunStatus.COMPLETED
-    assert outputs(await service.load_run(view.record.id)) == expected  # (fed by the claim)
+    assert (
+        outputs(await service.load_run(view.record.id, scope=Scope.ALL)) == expected
+    )  # (fed by the claim)

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.errors import (
     CallbackTokenInvalid,
     IdempotencyKeyReused,
@@ -37,7 +38,7 @@ def results(*pairs: tuple[str, object]) -> ToolResultsIn:
 async def test_create_and_get(service: RunService) -> None:
     view, created = await service.create_run(run_body(metadata={"team": "a"}))
     assert created
-    got = await service.get_run(view.record.id)
+    got = await service.get_run(view.record.id, scope=Scope.ALL)
     assert got.record.status == RunStatus.QUEUED
     assert got.record.metadata == {"team": "a"}
     assert got.record.max_turns == 4
@@ -52,13 +53,13 @@ async def test_default_max_turns_comes_from_settings(service: RunService) -> Non
 
 async def test_get_unknown_run_is_refused(service: RunService) -> None:
     with pytest.raises(RunNotFound):
-        await service.get_run("run_missing")
+        await service.get_run("run_missing", scope=Scope.ALL)
 
 
 async def test_tool_choice_must_name_a_defined_tool(service: RunService) -> None:
     with pytest.raises(InvalidRequest, match="not defined: nope"):
         await service.create_run(run_body(tool_choice={"name": "nope"}))
-    assert await service.store.count_by_status() == {}
+    assert await service.store.count_by_status(scope=Scope.ALL) == {}
 
 
 async def test_repair_target_must_be_a_defined_tool(service: RunService) -> None:
@@ -73,14 +74,14 @@ async def test_idempotent_replay_returns_the_same_run(service: RunService) -> No
     again, created_again = await service.create_run(run_body(), idempotency_key="k1")
     assert created and not created_again
     assert again.record.id == first.record.id
-    assert await service.store.count_by_status() == {"queued": 1}
+    assert await service.store.count_by_status(scope=Scope.ALL) == {"queued": 1}
 
 
 async def test_idempotency_key_with_another_body_is_refused(service: RunService) -> None:
     await service.create_run(run_body(), idempotency_key="k1")
     with pytest.raises(IdempotencyKeyReused):
         await service.create_run(run_body(prompt="something else"), idempotency_key="k1")
-    assert await service.store.count_by_status() == {"queued": 1}
+    assert await service.store.count_by_status(scope=Scope.ALL) == {"queued": 1}
 
 
 async def test_concurrent_duplicates_create_exactly_one_run(service: RunService) -> None:
@@ -89,47 +90,57 @@ async def test_concurrent_duplicates_create_exactly_one_run(service: RunService)
     )
     assert len({view.record.id for view, _ in outcomes}) == 1
     assert sum(created for _, created in outcomes) == 1
-    assert await service.store.count_by_status() == {"queued": 1}
+    assert await service.store.count_by_status(scope=Scope.ALL) == {"queued": 1}
 
 
 async def test_list_is_newest_first_with_a_cursor(service: RunService) -> None:
     ids = [(await service.create_run(run_body()))[0].record.id for _ in range(5)]
-    page, cursor = await service.list_runs(status=None, limit=2, cursor=None)
+    page, cursor = await service.list_runs(status=None, limit=2, cursor=None, scope=Scope.ALL)
     assert [v.record.id for v in page] == ids[::-1][:2]
     seen = [v.record.id for v in page]
     while cursor:
-        page, cursor = await service.list_runs(status=None, limit=2, cursor=cursor)
+        page, cursor = await service.list_runs(status=None, limit=2, cursor=cursor, scope=Scope.ALL)
         seen += [v.record.id for v in page]
     assert seen == ids[::-1]
-    only, _ = await service.list_runs(status=RunStatus.COMPLETED, limit=10, cursor=None)
+    only, _ = await service.list_runs(
+        status=RunStatus.COMPLETED, limit=10, cursor=None, scope=Scope.ALL
+    )
     assert only == []
 
 
 async def test_malformed_cursor_is_refused(service: RunService) -> None:
     with pytest.raises(InvalidRequest, match="cursor"):
-        await service.list_runs(status=None, limit=2, cursor="!!not-a-cursor")
+        await service.list_runs(status=None, limit=2, cursor="!!not-a-cursor", scope=Scope.ALL)
 
 
 async def test_results_may_arrive_in_several_posts(service: RunService) -> None:
     view = await suspended_run(service)
     first, second = view.pending
-    out = await service.submit_tool_results(results((first.call_id, "3")), run_id=view.record.id)
+    out = await service.submit_tool_results(
+        results((first.call_id, "3")), run_id=view.record.id, scope=Scope.ALL
+    )
     assert out.accepted == [first.call_id] and not out.resumed
     assert out.record.status == RunStatus.REQUIRES_ACTION
     assert out.record.waiting_reason["call_ids"] == [second.call_id]  # type: ignore[index]
-    out = await service.submit_tool_results(results((second.call_id, "7")), run_id=view.record.id)
+    out = await service.submit_tool_results(
+        results((second.call_id, "7")), run_id=view.record.id, scope=Scope.ALL
+    )
     assert out.resumed and out.record.status == RunStatus.QUEUED
     await drive_once(service.store, service.settings)
-    done = await service.get_run(view.record.id)
+    done = await service.get_run(view.record.id, scope=Scope.ALL)
     assert done.record.status == RunStatus.COMPLETED
 
 
 async def test_identical_resend_is_a_no_op(service: RunService) -> None:
     view = await suspended_run(service)
     first = view.pending[0]
-    await service.submit_tool_results(results((first.call_id, "3")), run_id=view.record.id)
+    await service.submit_tool_results(
+        results((first.call_id, "3")), run_id=view.record.id, scope=Scope.ALL
+    )
     before = await snapshot(service.store, view.record.id)
-    out = await service.submit_tool_results(results((first.call_id, "3")), run_id=view.record.id)
+    out = await service.submit_tool_results(
+        results((first.call_id, "3")), run_id=view.record.id, scope=Scope.ALL
+    )
     assert out.accepted == [] and not out.resumed
     assert await snapshot(service.store, view.record.id) == before
 
@@ -137,10 +148,14 @@ async def test_identical_resend_is_a_no_op(service: RunService) -> None:
 async def test_different_result_for_an_answered_call_is_refused(service: RunService) -> None:
     view = await suspended_run(service)
     first = view.pending[0]
-    await service.submit_tool_results(results((first.call_id, "3")), run_id=view.record.id)
+    await service.submit_tool_results(
+        results((first.call_id, "3")), run_id=view.record.id, scope=Scope.ALL
+    )
     before = await snapshot(service.store, view.record.id)
     with pytest.raises(ToolResultConflict):
-        await service.submit_tool_results(results((first.call_id, "4")), run_id=view.record.id)
+        await service.submit_tool_results(
+            results((first.call_id, "4")), run_id=view.record.id, scope=Scope.ALL
+        )
     assert await snapshot(service.store, view.record.id) == before
 
 
@@ -149,7 +164,9 @@ async def test_unknown_call_id_is_refused_and_nothing_changes(service: RunServic
     before = await snapshot(service.store, view.record.id)
     with pytest.raises(ToolCallNotPending):
         await service.submit_tool_results(
-            results((view.pending[0].call_id, "3"), ("call_nope", "1")), run_id=view.record.id
+            results((view.pending[0].call_id, "3"), ("call_nope", "1")),
+            run_id=view.record.id,
+            scope=Scope.ALL,
         )
     assert await snapshot(service.store, view.record.id) == before
 
@@ -157,10 +174,14 @@ async def test_unknown_call_id_is_refused_and_nothing_changes(service: RunServic
 async def test_results_for_a_run_not_waiting_are_refused(service: RunService) -> None:
     view, _ = await service.create_run(run_body())
     with pytest.raises(RunStateConflict) as refused:
-        await service.submit_tool_results(results(("call_1", "3")), run_id=view.record.id)
+        await service.submit_tool_results(
+            results(("call_1", "3")), run_id=view.record.id, scope=Scope.ALL
+        )
     assert refused.value.current == "queued"
     with pytest.raises(RunNotFound):
-        await service.submit_tool_results(results(("call_1", "3")), run_id="run_missing")
+        await service.submit_tool_results(
+            results(("call_1", "3")), run_id="run_missing", scope=Scope.ALL
+        )
 
 
 async def test_callback_token_works_for_its_run_only_and_stops_after_resume(
@@ -172,30 +193,34 @@ async def test_callback_token_works_for_its_run_only_and_stops_after_resume(
     token = view.callback_url.split("/v1/callbacks/")[1].split("/")[0]
     with pytest.raises(ToolCallNotPending):  # the token selects its own run, not `other`
         await service.submit_tool_results(
-            results((other.pending[0].call_id + "x", "1")), token=token
+            results((other.pending[0].call_id + "x", "1")), token=token, scope=Scope.ALL
         )
-    out = await service.submit_tool_results(results_for(view), token=token)
+    out = await service.submit_tool_results(results_for(view), token=token, scope=Scope.ALL)
     assert out.resumed and out.record.id == view.record.id
     with pytest.raises(CallbackTokenInvalid):
-        await service.submit_tool_results(results_for(view), token=token)
+        await service.submit_tool_results(results_for(view), token=token, scope=Scope.ALL)
     with pytest.raises(CallbackTokenInvalid):
-        await service.submit_tool_results(results_for(view), token="guessed-token")
+        await service.submit_tool_results(results_for(view), token="guessed-token", scope=Scope.ALL)
 
 
 async def test_cancel_from_each_live_status(service: RunService) -> None:
     queued, _ = await service.create_run(run_body())
-    assert (await service.cancel(queued.record.id)).record.status == RunStatus.CANCELLED
+    assert (
+        await service.cancel(queued.record.id, scope=Scope.ALL)
+    ).record.status == RunStatus.CANCELLED
     suspended = await suspended_run(service)
-    cancelled = await service.cancel(suspended.record.id)
+    cancelled = await service.cancel(suspended.record.id, scope=Scope.ALL)
     assert cancelled.record.status == RunStatus.CANCELLED
     assert cancelled.callback_url is None
     with pytest.raises(RunStateConflict) as refused:
-        await service.cancel(suspended.record.id)
+        await service.cancel(suspended.record.id, scope=Scope.ALL)
     assert refused.value.current == "cancelled"
     with pytest.raises(RunStateConflict):
-        await service.submit_tool_results(results_for(suspended), run_id=suspended.record.id)
+        await service.submit_tool_results(
+            results_for(suspended), run_id=suspended.record.id, scope=Scope.ALL
+        )
     with pytest.raises(RunNotFound):
-        await service.cancel("run_missing")
+        await service.cancel("run_missing", scope=Scope.ALL)
 
 
 async def test_ask_policy_suspends_for_a_resolution(service: RunService) -> None:
@@ -212,19 +237,23 @@ async def test_ask_policy_suspends_for_a_resolution(service: RunService) -> None
     )
     view, _ = await service.create_run(body)
     await drive_once(service.store, service.settings)
-    parked = await service.get_run(view.record.id)
+    parked = await service.get_run(view.record.id, scope=Scope.ALL)
     assert parked.record.status == RunStatus.REQUIRES_ACTION
     assert parked.resolution is not None and parked.resolution.tool_name == "sub"
     with pytest.raises(RunStateConflict):  # waiting for a resolution, not for results
-        await service.submit_tool_results(results(("x", "1")), run_id=view.record.id)
+        await service.submit_tool_results(
+            results(("x", "1")), run_id=view.record.id, scope=Scope.ALL
+        )
     with pytest.raises(InvalidRequest):
-        await service.resolve(view.record.id, ResolutionIn(action="repair"))
-    resolved = await service.resolve(view.record.id, ResolutionIn(action="repair", tool_name="add"))
+        await service.resolve(view.record.id, ResolutionIn(action="repair"), scope=Scope.ALL)
+    resolved = await service.resolve(
+        view.record.id, ResolutionIn(action="repair", tool_name="add"), scope=Scope.ALL
+    )
     assert resolved.record.status == RunStatus.QUEUED
     with pytest.raises(RunStateConflict):
-        await service.resolve(view.record.id, ResolutionIn(action="fail"))
+        await service.resolve(view.record.id, ResolutionIn(action="fail"), scope=Scope.ALL)
     await drive_once(service.store, service.settings)
-    waiting = await service.get_run(view.record.id)
+    waiting = await service.get_run(view.record.id, scope=Scope.ALL)
     assert waiting.record.status == RunStatus.REQUIRES_ACTION  # now waiting for the tool
     assert [c.name for c in waiting.pending] == ["add"]
 
@@ -240,6 +269,6 @@ async def test_failed_resolution_fails_the_run(service: RunService) -> None:
     )
     view, _ = await service.create_run(body)
     await drive_once(service.store, service.settings)
-    failed = await service.resolve(view.record.id, ResolutionIn(action="fail"))
+    failed = await service.resolve(view.record.id, ResolutionIn(action="fail"), scope=Scope.ALL)
     assert failed.record.status == RunStatus.FAILED
     assert failed.record.error and failed.record.error["type"] == "UnknownToolCall"

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.live import SETTLED, EventHub
 from app.service.runs import RunService
 from app.settings import Settings
@@ -49,17 +50,17 @@ async def test_a_run_already_in_a_wanted_status_is_answered_at_once(
     view, _ = await service.create_run(run_body())
     run_id = view.record.id
     started = time.monotonic()
-    record = await hub.until(run_id, QUEUED, 30)
+    record = await hub.until(run_id, QUEUED, 30, scope=Scope.ALL)
     assert record is not None and record.status == RunStatus.QUEUED
-    await service.cancel(run_id)
+    await service.cancel(run_id, scope=Scope.ALL)
     # Cancelled is wanted by default; and a run that can never leave its status ends
     # any wait at once, even one for a status it did not reach.
     for wanted in (SETTLED, {RunStatus.REQUIRES_ACTION}):
-        record = await hub.until(run_id, wanted, 30)
+        record = await hub.until(run_id, wanted, 30, scope=Scope.ALL)
         assert record is not None and record.status == RunStatus.CANCELLED
     assert time.monotonic() - started < 5
     assert hub.subscribers(run_id) == 0
-    assert await hub.until("run_missing", SETTLED, 30) is None
+    assert await hub.until("run_missing", SETTLED, 30, scope=Scope.ALL) is None
 
 
 async def test_a_wait_is_woken_when_the_run_suspends_and_again_when_it_completes(
@@ -68,14 +69,16 @@ async def test_a_wait_is_woken_when_the_run_suspends_and_again_when_it_completes
     service = RunService(store, settings)
     view, _ = await service.create_run(run_body())
     run_id = view.record.id
-    suspended = asyncio.ensure_future(hub.until(run_id, SETTLED, 60))
-    completed = asyncio.ensure_future(hub.until(run_id, {RunStatus.COMPLETED}, 60))
+    suspended = asyncio.ensure_future(hub.until(run_id, SETTLED, 60, scope=Scope.ALL))
+    completed = asyncio.ensure_future(hub.until(run_id, {RunStatus.COMPLETED}, 60, scope=Scope.ALL))
     await waiting(hub, store, run_id, 2)
     await drive_once(store, settings)  # queued → running → requires_action
     record = await asyncio.wait_for(suspended, 30)
     assert record is not None and record.status == RunStatus.REQUIRES_ACTION
     assert not completed.done()
-    await service.submit_tool_results(results_for(await service.get_run(run_id)), run_id=run_id)
+    await service.submit_tool_results(
+        results_for(await service.get_run(run_id, scope=Scope.ALL)), run_id=run_id, scope=Scope.ALL
+    )
     await drive_once(store, settings)
     record = await asyncio.wait_for(completed, 30)
     assert record is not None and record.status == RunStatus.COMPLETED
@@ -90,12 +93,12 @@ async def test_a_wait_times_out_with_the_run_as_it_is(
 ) -> None:
     view, _ = await RunService(store, settings).create_run(run_body())
     started = time.monotonic()
-    record = await hub.until(view.record.id, SETTLED, 0.3)
+    record = await hub.until(view.record.id, SETTLED, 0.3, scope=Scope.ALL)
     elapsed = time.monotonic() - started
     assert record is not None and record.status == RunStatus.QUEUED
     assert 0.3 <= elapsed < 3, elapsed
     # timeout 0: one look, no wait
-    record = await hub.until(view.record.id, SETTLED, 0)
+    record = await hub.until(view.record.id, SETTLED, 0, scope=Scope.ALL)
     assert record is not None and record.status == RunStatus.QUEUED
 
 
@@ -105,7 +108,9 @@ async def test_many_waits_and_a_stream_on_one_run_share_each_read(
     service = RunService(store, settings)
     view, _ = await service.create_run(run_body())
     run_id = view.record.id
-    waits = [asyncio.ensure_future(hub.until(run_id, SETTLED, 60)) for _ in range(50)]
+    waits = [
+        asyncio.ensure_future(hub.until(run_id, SETTLED, 60, scope=Scope.ALL)) for _ in range(50)
+    ]
     stream = hub.stream(run_id, after=0)
     assert (await anext(stream)).type == "run.created"
     await waiting(hub, store, run_id, 51)
@@ -118,7 +123,7 @@ async def test_many_waits_and_a_stream_on_one_run_share_each_read(
         return await real_get(*args, **kwargs)
 
     monkeypatch.setattr(store, "get", counted_get)
-    await service.cancel(run_id)
+    await service.cancel(run_id, scope=Scope.ALL)
     records = await asyncio.wait_for(asyncio.gather(*waits), 30)
     assert {r.status for r in records if r is not None} == {RunStatus.CANCELLED}
     assert len(records) == 50
@@ -143,11 +148,13 @@ async def test_waits_arriving_together_write_their_watches_in_a_few_statements(
         await real_watch(*args, **kwargs)
 
     monkeypatch.setattr(store, "watch", counted_watch)
-    waits = [asyncio.ensure_future(hub.until(run_id, SETTLED, 60)) for run_id in ids]
+    waits = [
+        asyncio.ensure_future(hub.until(run_id, SETTLED, 60, scope=Scope.ALL)) for run_id in ids
+    ]
     await wait_for(store.watched, lambda w: len(w) == len(ids))
     assert statements <= 20, statements  # not one per wait
     for run_id in ids:
-        await service.cancel(run_id)
+        await service.cancel(run_id, scope=Scope.ALL)
     records = await asyncio.wait_for(asyncio.gather(*waits), 30)
     assert [r.status for r in records if r is not None] == [RunStatus.CANCELLED] * len(ids)
     await wait_for(store.watched, lambda w: w == [])
@@ -158,7 +165,7 @@ async def test_release_ends_every_wait_with_the_run_as_last_read(
 ) -> None:
     view, _ = await RunService(store, settings).create_run(run_body())
     run_id = view.record.id
-    pending = asyncio.ensure_future(hub.until(run_id, SETTLED, 60))
+    pending = asyncio.ensure_future(hub.until(run_id, SETTLED, 60, scope=Scope.ALL))
     stream = hub.stream(run_id, after=0)
     assert (await anext(stream)).type == "run.created"
     await waiting(hub, store, run_id, 2)
@@ -168,5 +175,5 @@ async def test_release_ends_every_wait_with_the_run_as_last_read(
     assert hub.subscribers(run_id) == 1  # the stream is not a wait: it goes on
     await stream.aclose()
     # A wait that starts after the release answers at once.
-    again = await asyncio.wait_for(hub.until(run_id, SETTLED, 60), 5)
+    again = await asyncio.wait_for(hub.until(run_id, SETTLED, 60, scope=Scope.ALL), 5)
     assert again is not None and again.status == RunStatus.QUEUED

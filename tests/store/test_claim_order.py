@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy.engine import make_url
 
+from app.core.scope import Scope
 from app.service import convert, gates
 from app.service.runs import RunService, without_unset_queues
 from app.settings import Settings
@@ -68,7 +69,7 @@ async def test_priority_ranks_keep_to_their_priority(store: RunStore, settings: 
     a = [await create(service, "a") for _ in range(3)]
     urgent = await create(service, "a", priority=1)
     b = await create(service, "b")
-    record = await store.get(urgent, with_log=False)
+    record = await store.get(urgent, with_log=False, scope=Scope.ALL)
     assert (record.priority, record.fair_rank, record.fair_key) == (1, 1, "a")
     assert await claim_order(store) == [urgent, a[0], a[1], b, a[2]]
 
@@ -80,7 +81,7 @@ async def test_concurrent_creates_of_one_key_get_ranks_of_their_own(
     the key's rank row orders them."""
     service = RunService(store, settings)
     ids = await asyncio.gather(*(create(service, "a") for _ in range(8)))
-    ranks = [(await store.get(i, with_log=False)).fair_rank for i in ids]  # type: ignore[union-attr]
+    ranks = [(await store.get(i, with_log=False, scope=Scope.ALL)).fair_rank for i in ids]  # type: ignore[union-attr]
     assert sorted(ranks) == list(range(1, 9))
 
 
@@ -92,7 +93,7 @@ async def test_ranks_go_on_from_the_last_given_when_nothing_is_queued(
         await create(service, "a")
     assert len(await claim_order(store)) == 3
     b = await create(service, "b")
-    record = await store.get(b, with_log=False)
+    record = await store.get(b, with_log=False, scope=Scope.ALL)
     assert record is not None and record.fair_rank == 4  # (not 1: A's next would be 4 too)
 
 
@@ -114,7 +115,7 @@ async def test_metadata_fair_key_takes_turns_within_a_tenant(
     service = RunService(store, make_settings(database_url, fair_share_key="metadata:user"))
     u1 = [await create(service, metadata={"user": "u1"}) for _ in range(3)]
     u2 = [await create(service, metadata={"user": "u2"}) for _ in range(2)]
-    record = await store.get(u2[0], with_log=False)
+    record = await store.get(u2[0], with_log=False, scope=Scope.ALL)
     assert record.fair_key == "default/u2"
     assert await claim_order(store) == [u1[0], u1[1], u2[0], u1[2], u2[1]]
 
@@ -182,7 +183,7 @@ async def test_a_run_not_due_does_not_hold_the_head_of_the_turns(
     for _ in range(2):
         assert await store.claim("w", now, until) is not None
     c = [await create(service, "c") for _ in range(3)]
-    ranks = [(await store.get(i, with_log=False)).fair_rank for i in [*b[2:], *c]]  # type: ignore[union-attr]
+    ranks = [(await store.get(i, with_log=False, scope=Scope.ALL)).fair_rank for i in [*b[2:], *c]]  # type: ignore[union-attr]
     assert ranks == [4, 5, 5, 6, 7]  # (the head: b's 4, the lowest that may go)
 
 
@@ -198,7 +199,7 @@ async def test_with_no_run_due_a_newcomer_joins_at_the_lowest_queued(
             runs.update().where(runs.c.id.in_(a)).values(available_at=now + timedelta(minutes=1))
         )
     b = await create(service, "b")
-    assert (await store.get(b, with_log=False)).fair_rank == 2  # type: ignore[union-attr]
+    assert (await store.get(b, with_log=False, scope=Scope.ALL)).fair_rank == 2  # type: ignore[union-attr]
 
 
 async def test_the_default_priority_is_hashed_as_before_it_existed(

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from app.core.lifecycle import RunStatus, Transition
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.backend.postgres import PostgresBackend
@@ -58,7 +59,7 @@ async def completed(
         (NewEvent("run.completed", {"output": "done"}),),
         expect_version=version,
     )
-    return await store.apply(run_id, change, now, claim_for=("w-next", until))
+    return await store.apply(run_id, change, now, claim_for=("w-next", until), scope=Scope.ALL)
 
 
 async def test_claim_many_takes_the_oldest_up_to_the_limit(service: RunService) -> None:
@@ -92,7 +93,7 @@ async def test_last_write_claims_the_next_due_run(service: RunService) -> None:
     done, following = await completed(service.store, held.id, held.version)
     assert done is not None and done.status == RunStatus.COMPLETED
     assert following is not None and following.id == second
-    stored = await service.store.get(second)
+    stored = await service.store.get(second, scope=Scope.ALL)
     assert stored is not None
     assert stored.status == RunStatus.RUNNING and stored.lease_owner == "w-next"
     assert stored.version == following.version
@@ -122,7 +123,7 @@ async def test_a_refused_last_write_still_hands_over_what_it_claimed(
     done, following = await completed(service.store, held.id, stale)
     assert done is None
     assert following is not None and following.id == second
-    unchanged = await service.store.get(first)
+    unchanged = await service.store.get(first, scope=Scope.ALL)
     assert unchanged is not None and unchanged.version == held.version
     assert unchanged.status == RunStatus.RUNNING
 
@@ -226,9 +227,9 @@ async def test_a_write_by_a_holder_of_the_run_takes_its_configuration_from_it(
         (NewEvent("run.completed", {"output": "done"}),),
         expect_version=held.version,
     )
-    done, _ = await service.store.apply(held.id, change, now, known=held)
+    done, _ = await service.store.apply(held.id, change, now, known=held, scope=Scope.ALL)
     assert done is not None and done.status == RunStatus.COMPLETED
-    stored = await service.store.get(held.id)
+    stored = await service.store.get(held.id, scope=Scope.ALL)
     assert stored is not None
     assert (done.config, done.metadata) == (stored.config, stored.metadata)
     assert done.metadata == {"team": "a"} and done.version == stored.version

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.core import ToolChoice
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.config import RunConfig
@@ -45,8 +46,10 @@ async def test_a_stored_run_carries_its_typed_configuration(
 ) -> None:
     service = RunService(store, settings)
     view, _ = await service.create_run(run_body())
-    await service.cancel(view.record.id)  # (nothing left due for other tests' workers)
-    record = await store.get(view.record.id)
+    await service.cancel(
+        view.record.id, scope=Scope.ALL
+    )  # (nothing left due for other tests' workers)
+    record = await store.get(view.record.id, scope=Scope.ALL)
     assert record is not None
     assert record.run_config.model.name == "demo"
     assert [t.name for t in record.run_config.tools] == ["add"]

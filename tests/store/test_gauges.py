@@ -13,6 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from app.api.metrics import render
+from app.core.scope import Scope
 from app.metrics import AGE_BUCKETS
 from app.service.reads import RunReads
 from app.store import gauges
@@ -200,7 +201,7 @@ async def scrape_statements(url: str, *, with_counts: bool) -> list[tuple[str, A
     return [(s, p) for s, p in sent if s.lstrip().upper().startswith("SELECT")]
 
 
-async def _no_counts() -> dict[str, int]:
+async def _no_counts(scope: Scope) -> dict[str, int]:
     return {}
 
 

@@ -19,6 +19,7 @@ from alembic import command
 from app.core import AgentRun
 from app.core.events import EventType
 from app.core.lifecycle import RunStatus, Transition
+from app.core.scope import Scope
 from app.core.types import USAGE_FIELDS
 from app.service.access import DEFAULT_TENANT
 from app.service.errors import RunNotFound
@@ -115,6 +116,7 @@ async def test_runs_stored_before_0006_move_to_the_log_and_then_resume_and_compl
     await service.submit_tool_results(
         ToolResultsIn.model_validate({"results": [{"tool_call_id": first.call_id, "output": "3"}]}),
         run_id=partly.record.id,
+        scope=Scope.ALL,
     )
     queued, _ = await service.create_run(run_body())
     before = {v.record.id: await conversation(service, v.record.id) for v in suspended}
@@ -135,19 +137,23 @@ async def test_runs_stored_before_0006_move_to_the_log_and_then_resume_and_compl
     try:
         for view in suspended:
             assert await conversation(service, view.record.id) == before[view.record.id]
-            current = await service.get_run(view.record.id)
-            await service.submit_tool_results(results_for(current), run_id=view.record.id)
+            current = await service.get_run(view.record.id, scope=Scope.ALL)
+            await service.submit_tool_results(
+                results_for(current), run_id=view.record.id, scope=Scope.ALL
+            )
         for _ in range(len(suspended)):
             await drive_once(store, settings)
         await drive_once(store, settings)  # the queued run suspends
         await service.submit_tool_results(
-            results_for(await service.get_run(queued.record.id)), run_id=queued.record.id
+            results_for(await service.get_run(queued.record.id, scope=Scope.ALL)),
+            run_id=queued.record.id,
+            scope=Scope.ALL,
         )
         await drive_once(store, settings)
         for view in [*suspended, queued]:
-            done = await service.get_run(view.record.id)
+            done = await service.get_run(view.record.id, scope=Scope.ALL)
             assert done.record.status == RunStatus.COMPLETED, done.record
-            run = await service.load_run(view.record.id)
+            run = await service.load_run(view.record.id, scope=Scope.ALL)
             assert run.is_done() and len(run.messages()) == 4  # prompt, calls, results, text
             if view in suspended:
                 assert run.messages()[:2] == before[view.record.id]
@@ -156,7 +162,7 @@ async def test_runs_stored_before_0006_move_to_the_log_and_then_resume_and_compl
 
 
 async def conversation(service: RunService, run_id: str) -> tuple[Any, ...]:
-    return (await service.load_run(run_id)).messages()
+    return (await service.load_run(run_id, scope=Scope.ALL)).messages()
 
 
 async def test_0009_downgrade_writes_back_zero_counters_and_waiting_reasons(
@@ -169,8 +175,8 @@ async def test_0009_downgrade_writes_back_zero_counters_and_waiting_reasons(
     store = RunStore(create_async_engine(own_database))
     service = RunService(store, settings)
     view = await suspended_run(service)
-    await service.submit_tool_results(results_for(view), run_id=view.record.id)
-    queued = await service.get_run(view.record.id)
+    await service.submit_tool_results(results_for(view), run_id=view.record.id, scope=Scope.ALL)
+    queued = await service.get_run(view.record.id, scope=Scope.ALL)
     assert queued.record.waiting_reason == {"type": "queued"}
     await store.aclose()
     engine = create_engine_sync(sync_url(own_database))
@@ -233,19 +239,21 @@ async def test_0011_moves_daily_usage_into_hourly_rollups_and_back(own_database:
     store = RunStore(create_async_engine(own_database))
     midnight = datetime.combine(earlier, time(), UTC)
     try:
-        hour = await store.usage_totals(midnight, midnight + timedelta(hours=1))
+        hour = await store.usage_totals(midnight, midnight + timedelta(hours=1), scope=Scope.ALL)
         assert (hour["calls"], hour["failed_calls"], hour["input_tokens"]) == (4, 1, 100)
         assert hour["by_status"]["failed"]["total_tokens"] == 160
         assert hour["by_model"]["openai:gpt"]["cost_usd"] == 0.25
-        assert (await store.usage_totals(midnight + timedelta(hours=1), midnight))["calls"] == 0
+        assert (await store.usage_totals(midnight + timedelta(hours=1), midnight, scope=Scope.ALL))[
+            "calls"
+        ] == 0
         whole = (midnight, datetime.combine(day + timedelta(days=1), time(), UTC))
-        before = await store.usage_totals(*whole)
+        before = await store.usage_totals(*whole, scope=Scope.ALL)
         assert before["calls"] == 6 and before["by_status"]["completed"]["calls"] == 1
         counts = {"completed": 1, "requires_action": 1}
-        assert await store.count_by_status() == counts
+        assert await store.count_by_status(scope=Scope.ALL) == counts
         assert await fold(store.engine) == 1  # the run stored at the upgrade
-        assert await store.usage_totals(*whole) == before
-        assert await store.count_by_status() == counts
+        assert await store.usage_totals(*whole, scope=Scope.ALL) == before
+        assert await store.count_by_status(scope=Scope.ALL) == counts
         # The suspended run's suspension time, from its event.
         assert await reports.suspended_since(store.engine, [waiting.record.id]) == suspended
     finally:
@@ -281,9 +289,10 @@ async def test_runs_stored_before_0013_land_in_the_default_tenant_and_complete(
             {"results": [{"tool_call_id": partly.pending[0].call_id, "output": "3"}]}
         ),
         run_id=partly.record.id,
+        scope=Scope.ALL,
     )
     queued, _ = await service.create_run(run_body(), idempotency_key="before-tenants")
-    usage = await store.usage_totals(*DAY)
+    usage = await store.usage_totals(*DAY, scope=Scope.ALL)
     await store.aclose()
 
     command.downgrade(alembic_config(own_database), "0012")
@@ -300,17 +309,21 @@ async def test_runs_stored_before_0013_land_in_the_default_tenant_and_complete(
     ids = [v.record.id for v in (done, *suspended, queued)]
     try:
         for run_id in ids:
-            assert (await service.get_run(run_id, tenant=DEFAULT_TENANT)).record.id == run_id
+            assert (
+                await service.get_run(run_id, scope=Scope.of(DEFAULT_TENANT))
+            ).record.id == run_id
             with pytest.raises(RunNotFound):
-                await service.get_run(run_id, tenant="acme")
+                await service.get_run(run_id, scope=Scope.of("acme"))
         listed, _ = await service.list_runs(
-            status=None, limit=10, cursor=None, tenant=DEFAULT_TENANT
+            status=None, limit=10, cursor=None, scope=Scope.of(DEFAULT_TENANT)
         )
         assert {v.record.id for v in listed} == set(ids)
-        assert (await service.list_runs(status=None, limit=10, cursor=None, tenant="acme"))[0] == []
-        assert await store.usage_totals(*DAY, tenant=DEFAULT_TENANT) == usage
-        assert (await store.usage_totals(*DAY, tenant="acme"))["calls"] == 0
-        assert await store.count_by_status(DEFAULT_TENANT) == {
+        assert (
+            await service.list_runs(status=None, limit=10, cursor=None, scope=Scope.of("acme"))
+        )[0] == []
+        assert await store.usage_totals(*DAY, scope=Scope.of(DEFAULT_TENANT)) == usage
+        assert (await store.usage_totals(*DAY, scope=Scope.of("acme")))["calls"] == 0
+        assert await store.count_by_status(Scope.of(DEFAULT_TENANT)) == {
             "completed": 1,
             "requires_action": 2,
             "queued": 1,
@@ -324,21 +337,23 @@ async def test_runs_stored_before_0013_land_in_the_default_tenant_and_complete(
         leased = await store.lease_calls("gpu", "ex", now, later, 9, DEFAULT_TENANT)
         assert {c.run_id for c in leased} == {suspended[1].record.id}
         for view in suspended:
-            current = await service.get_run(view.record.id, tenant=DEFAULT_TENANT)
+            current = await service.get_run(view.record.id, scope=Scope.of(DEFAULT_TENANT))
             await service.submit_tool_results(
-                results_for(current), run_id=view.record.id, tenant=DEFAULT_TENANT
+                results_for(current), run_id=view.record.id, scope=Scope.of(DEFAULT_TENANT)
             )
         for _ in range(3):
             await drive_once(store, settings)
         await service.submit_tool_results(
-            results_for(await service.get_run(queued.record.id)), run_id=queued.record.id
+            results_for(await service.get_run(queued.record.id, scope=Scope.ALL)),
+            run_id=queued.record.id,
+            scope=Scope.ALL,
         )
         await drive_once(store, settings)
         for run_id in ids:
-            record = (await service.get_run(run_id, tenant=DEFAULT_TENANT)).record
+            record = (await service.get_run(run_id, scope=Scope.of(DEFAULT_TENANT))).record
             assert record.status == RunStatus.COMPLETED and record.tenant_id == DEFAULT_TENANT
         await fold(store.engine)
-        assert await store.count_by_status(DEFAULT_TENANT) == {"completed": 4}
+        assert await store.count_by_status(Scope.of(DEFAULT_TENANT)) == {"completed": 4}
     finally:
         await store.aclose()
 
@@ -360,7 +375,9 @@ async def test_0021_keeps_every_count_and_call_of_runs_folded_or_not_and_back(
     async def move(run_id: str, *moves: Transition) -> None:
         for t in moves:
             events = (NewEvent(EventType.MODEL_CALLED, CALL),) if t == Transition.BILL else ()
-            changed, _ = await store.apply(run_id, Change(t, events=events), datetime.now(UTC))
+            changed, _ = await store.apply(
+                run_id, Change(t, events=events), datetime.now(UTC), scope=Scope.ALL
+            )
             assert changed is not None, t
 
     completed = []
@@ -383,8 +400,8 @@ async def test_0021_keeps_every_count_and_call_of_runs_folded_or_not_and_back(
     await move(retried[1], Transition.RETRY, Transition.CLAIM, Transition.BILL)
     await move(retried[1], Transition.COMPLETE)
     counts = {"completed": 5, "queued": 1, "requires_action": 1}
-    usage = await store.usage_totals(*DAY)
-    assert await store.count_by_status() == counts
+    usage = await store.usage_totals(*DAY, scope=Scope.ALL)
+    assert await store.count_by_status(scope=Scope.ALL) == counts
     await store.aclose()
 
     command.downgrade(alembic_config(own_database), "0020")
@@ -399,14 +416,16 @@ async def test_0021_keeps_every_count_and_call_of_runs_folded_or_not_and_back(
     service = RunService(store, settings)
     try:
         for _ in range(2):
-            assert await store.usage_totals(*DAY) == usage
-            assert await store.count_by_status() == counts
+            assert await store.usage_totals(*DAY, scope=Scope.ALL) == usage
+            assert await store.count_by_status(scope=Scope.ALL) == counts
             await fold(store.engine)
-        current = await service.get_run(suspended.record.id)
-        await service.submit_tool_results(results_for(current), run_id=suspended.record.id)
+        current = await service.get_run(suspended.record.id, scope=Scope.ALL)
+        await service.submit_tool_results(
+            results_for(current), run_id=suspended.record.id, scope=Scope.ALL
+        )
         assert await drive_once(store, settings) == RunStatus.COMPLETED
         await fold(store.engine)
-        assert await store.count_by_status() == {"completed": 6, "queued": 1}
+        assert await store.count_by_status(scope=Scope.ALL) == {"completed": 6, "queued": 1}
     finally:
         await store.aclose()
 
@@ -441,7 +460,7 @@ async def test_0022_keeps_answers_and_runs_queued_suspended_or_partly_answered_c
         body = ToolResultsIn.model_validate(
             {"results": [{"tool_call_id": first.call_id, "output": given}]}
         )
-        await service.submit_tool_results(body, run_id=partly.record.id)
+        await service.submit_tool_results(body, run_id=partly.record.id, scope=Scope.ALL)
     finally:
         await store.aclose()
     command.downgrade(alembic_config(own_database), "0021")
@@ -455,18 +474,24 @@ async def test_0022_keeps_answers_and_runs_queued_suspended_or_partly_answered_c
         body = ToolResultsIn.model_validate(
             {"results": [{"tool_call_id": second.call_id, "output": {"z": 1, "b": 2}}]}
         )
-        await service.submit_tool_results(body, run_id=partly.record.id)
+        await service.submit_tool_results(body, run_id=partly.record.id, scope=Scope.ALL)
         rows = await store.tool_calls(partly.record.id)
         (late,) = [c for c in rows if c.call_id == second.call_id]
         assert list(late.result["output"]) == ["z", "b"]  # (as given, on either database)
-        await service.submit_tool_results(results_for(suspended), run_id=suspended.record.id)
+        await service.submit_tool_results(
+            results_for(suspended), run_id=suspended.record.id, scope=Scope.ALL
+        )
         for _ in range(3):  # the two resumed runs complete; the queued one suspends
             await drive_once(store, settings)
-        waiting = await service.get_run(queued.record.id)
+        waiting = await service.get_run(queued.record.id, scope=Scope.ALL)
         assert waiting.record.status == RunStatus.REQUIRES_ACTION
-        await service.submit_tool_results(results_for(waiting), run_id=queued.record.id)
+        await service.submit_tool_results(
+            results_for(waiting), run_id=queued.record.id, scope=Scope.ALL
+        )
         assert await drive_once(store, settings) == RunStatus.COMPLETED
         for run_id in (partly.record.id, suspended.record.id, queued.record.id):
-            assert (await service.get_run(run_id)).record.status == RunStatus.COMPLETED
+            assert (
+                await service.get_run(run_id, scope=Scope.ALL)
+            ).record.status == RunStatus.COMPLETED
     finally:
         await store.aclose()

@@ -12,6 +12,7 @@ import psycopg
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.access import DEFAULT_TENANT
 from app.service.runs import RunService
 from app.store.backend.direct import SESSION_SETTINGS, Compiled, DirectPool
@@ -53,12 +54,12 @@ async def test_a_runs_lifecycle_reaches_every_row_by_its_key_on_empty_tables(
         suspended = await suspended_run(service)  # create, claim, suspend: two tool calls
         run_id = suspended.record.id
         # (As the API reads and writes: on behalf of the caller's tenant.)
-        await service.get_run(run_id, tenant=DEFAULT_TENANT)
+        await service.get_run(run_id, scope=Scope.of(DEFAULT_TENANT))
         await service.submit_tool_results(
-            results_for(suspended), run_id=run_id, tenant=DEFAULT_TENANT
+            results_for(suspended), run_id=run_id, scope=Scope.of(DEFAULT_TENANT)
         )
         await drive_once(store, settings)  # claim, complete
-        await service.load_run(run_id, tenant=DEFAULT_TENANT)  # the run with its log
+        await service.load_run(run_id, scope=Scope.of(DEFAULT_TENANT))  # the run with its log
     finally:
         await store.aclose()
     statements = {compiled.sql: (compiled, values) for compiled, values in sent}

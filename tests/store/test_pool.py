@@ -16,6 +16,7 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.store.backend import direct
 from app.store.backend.direct import (
@@ -209,7 +210,7 @@ async def test_a_process_never_holds_more_connections_than_its_pool(
 
     async def one_run() -> None:
         view, _ = await service.create_run(run_body())
-        await store.get(view.record.id)  # the direct path
+        await store.get(view.record.id, scope=Scope.ALL)  # the direct path
         await store.events(view.record.id)  # SQLAlchemy's
 
     stop = asyncio.Event()
@@ -263,7 +264,9 @@ async def test_an_engine_for_pgbouncer_leaves_nothing_in_a_server_session(
     try:
         service = RunService(store, settings)
         suspended = await suspended_run(service)
-        await service.submit_tool_results(results_for(suspended), run_id=suspended.record.id)
+        await service.submit_tool_results(
+            results_for(suspended), run_id=suspended.record.id, scope=Scope.ALL
+        )
         await drive_once(store, settings)
         await store.events(suspended.record.id)
         direct = DirectPool(engine)

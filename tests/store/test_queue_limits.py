@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.backend.engines import create_engine
@@ -52,7 +53,7 @@ async def test_answered_calls_free_their_place(store: RunStore, settings: Settin
     body = ToolResultsIn.model_validate(
         {"results": [{"tool_call_id": c.call_id, "output": "3"} for c in leased]}
     )
-    await service.submit_tool_results(body, run_id=leased[0].run_id)
+    await service.submit_tool_results(body, run_id=leased[0].run_id, scope=Scope.ALL)
     more = await store.lease_calls("gpu", "ex-2", later(0), later(30), 10, max_in_flight=2)
     assert len(more) == 2 and more[0].run_id != leased[0].run_id
 

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store import changes
@@ -35,7 +36,7 @@ async def test_a_suspension_offers_its_calls_and_a_lease_takes_them(
     store: RunStore, service: RunService
 ) -> None:
     view = await suspended_run(service, tool_queue="math")
-    before = await store.get(view.record.id)
+    before = await store.get(view.record.id, scope=Scope.ALL)
     assert before is not None
     assert [c.queue for c in view.pending] == ["math", "math"]
     assert all(c.lease_expires_at is not None and c.attempts == 0 for c in view.pending)
@@ -47,7 +48,7 @@ async def test_a_suspension_offers_its_calls_and_a_lease_takes_them(
         (view.record.id, 1, 1, "ex-1"),
     ]
     assert len({c.lease_token for c in leased}) == 2
-    after = await store.get(view.record.id)
+    after = await store.get(view.record.id, scope=Scope.ALL)
     assert after is not None
     assert after.version == before.version + 1, "a lease moves the run's fencing token on"
     assert after.status == RunStatus.REQUIRES_ACTION
@@ -126,7 +127,7 @@ async def test_heartbeats_extend_only_the_current_lease(
     (again,) = await store.lease_calls("q", "ex-2", later(61), later(90), 9)
     assert again.position == 0 and again.attempts == 2
     assert await store.extend_lease(*key, call.lease_token, "q", later(120)) is None
-    row = await store.call_row(*key)
+    row = await store.call_row(*key, scope=Scope.ALL)
     assert row is not None and row.lease_token == again.lease_token
 
 
@@ -141,7 +142,7 @@ async def test_next_offer_is_the_earliest_call_or_lapse(
     await store.lease_calls("q", "ex", later(0), until, 2)
     due = await store.next_offer("q")
     assert due is not None and abs((due - until).total_seconds()) < 0.001
-    await service.cancel(view.record.id)
+    await service.cancel(view.record.id, scope=Scope.ALL)
     assert await store.next_offer("q") is None
 
 
@@ -152,9 +153,9 @@ async def test_a_run_that_stops_waiting_takes_its_calls_out_of_the_queue(
     view = await suspended_run(service, tool_queue="q")
     await store.lease_calls("q", "ex", later(0), later(1), 1)
     if end == "cancel":
-        await service.cancel(view.record.id)
+        await service.cancel(view.record.id, scope=Scope.ALL)
     else:
-        done, _ = await store.apply(view.record.id, changes.expire(), later(0))
+        done, _ = await store.apply(view.record.id, changes.expire(), later(0), scope=Scope.ALL)
         assert done is not None and done.status == RunStatus.EXPIRED
     assert await store.lease_calls("q", "ex", later(5), later(30), 9) == []
     rows = await store.tool_calls(view.record.id)
@@ -178,7 +179,7 @@ async def test_runs_without_a_queue_offer_nothing_and_a_tool_may_name_its_own(
     assert [(r.name, r.queue) for r in rows] == [("add", None), ("mul", "slow")]
     (call,) = await store.lease_calls("slow", "ex", later(0), later(30), 9)
     assert call.name == "mul"
-    got = await service.get_run(view.record.id)
+    got = await service.get_run(view.record.id, scope=Scope.ALL)
     assert got.record.config["tools"][0] == ADD_TOOL  # (no `queue` key when none is named)
 
 
@@ -264,7 +265,7 @@ async def test_a_cancel_finds_its_calls_by_the_run_on_empty_tables(
             service = RunService(store, store_settings(empty_postgres_url))
             view = await suspended_run(service, tool_queue="q")
             sent.clear()
-            await service.cancel(view.record.id, tenant="default")  # (as the API does)
+            await service.cancel(view.record.id, scope=Scope.of("default"))  # (as the API does)
         (compiled, values), *_ = [s for s in sent if "unqueued" in s[0].sql]
         assert re.search(r"runs\.tenant_id = \$\d+", compiled.sql)  # (scoped in the CAS)
         plan = await generic_plan(empty_postgres_url, compiled, values)

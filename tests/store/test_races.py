@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from app.core.lifecycle import RunStatus, Transition
+from app.core.scope import Scope
 from app.service.errors import RunStateConflict
 from app.service.runs import RunService
 from app.service.tokens import new_key
@@ -36,10 +37,12 @@ async def attempt(coro: object) -> object:
 async def test_cancel_races_the_last_tool_result(service: RunService, round_: int) -> None:
     view = await suspended_run(service)
     submit, cancel = await asyncio.gather(
-        attempt(service.submit_tool_results(results_for(view), run_id=view.record.id)),
-        attempt(service.cancel(view.record.id)),
+        attempt(
+            service.submit_tool_results(results_for(view), run_id=view.record.id, scope=Scope.ALL)
+        ),
+        attempt(service.cancel(view.record.id, scope=Scope.ALL)),
     )
-    final = await service.get_run(view.record.id)
+    final = await service.get_run(view.record.id, scope=Scope.ALL)
     assert final.record.status == RunStatus.CANCELLED  # cancel wins either way
     rows = await service.store.tool_calls(view.record.id)
     if isinstance(submit, RunStateConflict):
@@ -57,10 +60,12 @@ async def test_expiry_races_the_last_tool_result(service: RunService, round_: in
     view = await suspended_run(service)
     later = datetime.now(UTC) + timedelta(days=30)  # as if the run waited too long
     submit, expired = await asyncio.gather(
-        attempt(service.submit_tool_results(results_for(view), run_id=view.record.id)),
+        attempt(
+            service.submit_tool_results(results_for(view), run_id=view.record.id, scope=Scope.ALL)
+        ),
         service.store.expire_suspended(later),
     )
-    final = await service.get_run(view.record.id)
+    final = await service.get_run(view.record.id, scope=Scope.ALL)
     if isinstance(submit, RunStateConflict):
         assert submit.current == "expired" and final.record.status == RunStatus.EXPIRED
         assert expired == [view.record.id]
@@ -81,7 +86,7 @@ async def test_a_worker_that_lost_its_lease_cannot_write(service: RunService) ->
     key = await store.secret("callback_key", new_key)
     late = RunDriver(store, settings, "w1", lambda s: make_provider(s, settings), key)
     assert await late.drive(claimed) is None  # fenced out: LeaseLost
-    current = await store.get(view.record.id)
+    current = await store.get(view.record.id, scope=Scope.ALL)
     assert current is not None
     assert current.status == RunStatus.RUNNING and current.lease_owner == "w2"
     assert current.version == stolen.version
@@ -105,7 +110,7 @@ async def test_claim_skips_runs_not_yet_due(service: RunService) -> None:
     delay = Change(
         Transition.BILL, {"available_at": now + timedelta(seconds=60)}, (NewEvent("x.delayed", {}),)
     )
-    assert (await service.store.apply(view.record.id, delay, now))[0] is not None
+    assert (await service.store.apply(view.record.id, delay, now, scope=Scope.ALL))[0] is not None
     assert await service.store.claim("w", now, now + timedelta(seconds=5)) is None
     later = now + timedelta(seconds=61)
     claimed = await service.store.claim("w", later, later + timedelta(seconds=5))
@@ -123,8 +128,8 @@ async def test_wrong_fencing_token_changes_nothing(service: RunService) -> None:
         (NewEvent("run.completed", {}),),
         expect_version=claimed.version - 1,
     )
-    refused, _ = await service.store.apply(view.record.id, forged, now)
+    refused, _ = await service.store.apply(view.record.id, forged, now, scope=Scope.ALL)
     assert refused is None
-    current = await service.store.get(view.record.id)
+    current = await service.store.get(view.record.id, scope=Scope.ALL)
     assert current is not None and current.status == RunStatus.RUNNING
     assert current.output is None and current.version == claimed.version

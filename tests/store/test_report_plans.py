@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.store import lookups, reports
 from app.store.backend.direct import compile_statement
 from app.store.backend.engines import create_engine
@@ -171,7 +172,10 @@ async def test_dashboard_pages_twenty_deep_read_about_a_page(
     (one run in ten matches) too: each page reads its own runs, not those before it."""
     for meta in (None, "a"):
         f = RunFilter(
-            status=status, meta_key="team" if meta else None, meta_value=meta, tenant="default"
+            status=status,
+            meta_key="team" if meta else None,
+            meta_value=meta,
+            scope=Scope.of("default"),
         )
         cursor = None
         for _ in range(20):
@@ -194,12 +198,15 @@ async def test_counts_depth_suspended_activity_and_usage_read_indexes_and_rollup
 ) -> None:
     month = (NOW - timedelta(days=30, minutes=17), NOW - timedelta(minutes=3))
     for stmt in (  # (aggregates: sorts of groups, bounded by the runs not folded)
-        *[reports.counts_query(t) for t in (None, "default")],
+        *[reports.counts_query(t) for t in (Scope.ALL, Scope.of("default"))],
         reports.depth_query(NOW),
-        *[reports.suspended_query(t) for t in (None, "default")],
-        *[reports.activity_query(NOW - timedelta(minutes=59), t) for t in (None, "default")],
-        *[usage_query(*month, t) for t in (None, "default")],
-        *[usage_query(NOW - timedelta(days=1), NOW, t) for t in (None, "default")],
+        *[reports.suspended_query(t) for t in (Scope.ALL, Scope.of("default"))],
+        *[
+            reports.activity_query(NOW - timedelta(minutes=59), t)
+            for t in (Scope.ALL, Scope.of("default"))
+        ],
+        *[usage_query(*month, t) for t in (Scope.ALL, Scope.of("default"))],
+        *[usage_query(NOW - timedelta(days=1), NOW, t) for t in (Scope.ALL, Scope.of("default"))],
     ):
         assert_flat(await explain(seeded, literal(stmt)), sort_rows=2 * (SUSPENDED + UNFOLDED_N))
 

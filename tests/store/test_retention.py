@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from app.cli.retention import parse_age
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.records import utc
@@ -58,8 +59,8 @@ async def test_finished_runs_go_with_everything_they_own_and_their_usage_stays(
     assert await drive_once(store, settings) == RunStatus.COMPLETED
     waiting = await suspended_run(service)
     cancelled, _ = await service.create_run(run_body())
-    await service.cancel(cancelled.record.id)
-    before = await store.usage_totals(*_today())
+    await service.cancel(cancelled.record.id, scope=Scope.ALL)
+    before = await store.usage_totals(*_today(), scope=Scope.ALL)
     assert before["calls"] == 2  # the completed run's call and the suspended run's call
     assert (await _counts(store, done.record.id))["webhook_outbox"] == 1
 
@@ -67,16 +68,16 @@ async def test_finished_runs_go_with_everything_they_own_and_their_usage_stays(
     deleted = await purge(store.engine, datetime.now(UTC) + timedelta(minutes=1), batch=1)
 
     assert deleted == 2
-    assert await store.get(done.record.id) is None
-    assert await store.get(cancelled.record.id) is None
+    assert await store.get(done.record.id, scope=Scope.ALL) is None
+    assert await store.get(cancelled.record.id, scope=Scope.ALL) is None
     assert set((await _counts(store, done.record.id)).values()) == {0}
-    kept = await store.get(waiting.record.id)
+    kept = await store.get(waiting.record.id, scope=Scope.ALL)
     assert kept is not None and kept.status == RunStatus.REQUIRES_ACTION
     assert (await _counts(store, waiting.record.id))["tool_calls"] == 2
     async with store.engine.connect() as conn:
         orphans = await conn.execute(sa.select(sa.func.count()).select_from(webhook_attempts))
         assert orphans.scalar_one() == 0
-    after = await store.usage_totals(*_today())
+    after = await store.usage_totals(*_today(), scope=Scope.ALL)
     assert after == before  # the ledger row became a daily aggregate: same totals
 
 
@@ -90,12 +91,18 @@ async def test_usage_of_deleted_runs_counts_for_ranges_that_hold_its_hour(
         called = (await conn.execute(sa.select(model_calls.c.created_at))).scalar_one()
     hour = utc(called).replace(minute=0, second=0, microsecond=0)
     await purge(store.engine, datetime.now(UTC) + timedelta(minutes=1))
-    assert (await store.usage_totals(hour, hour + timedelta(hours=1)))["calls"] == 1
-    assert (await store.usage_totals(hour - timedelta(hours=2), hour))["calls"] == 0
+    assert (await store.usage_totals(hour, hour + timedelta(hours=1), scope=Scope.ALL))[
+        "calls"
+    ] == 1
+    assert (await store.usage_totals(hour - timedelta(hours=2), hour, scope=Scope.ALL))[
+        "calls"
+    ] == 0
     # A range that holds only part of the hour reads its ledger, where the run is gone.
     part = (hour + timedelta(microseconds=1), hour + timedelta(hours=1))
-    assert (await store.usage_totals(*part))["calls"] == 0
-    by_model = (await store.usage_totals(hour, hour + timedelta(hours=1)))["by_model"]
+    assert (await store.usage_totals(*part, scope=Scope.ALL))["calls"] == 0
+    by_model = (await store.usage_totals(hour, hour + timedelta(hours=1), scope=Scope.ALL))[
+        "by_model"
+    ]
     assert by_model["scripted:demo"]["calls"] == 1
 
 
@@ -145,7 +152,7 @@ async def test_the_purge_command(store: RunStore, settings: Settings, database_u
     )
     assert done.returncode == 0, done.stderr
     assert "deleted 1 finished runs" in done.stdout
-    assert await store.get(view.record.id) is None
+    assert await store.get(view.record.id, scope=Scope.ALL) is None
     refused = subprocess.run(
         [AGENTRUN, "purge", "--older-than", "soon"], capture_output=True, text=True, timeout=60
     )
@@ -166,7 +173,7 @@ async def test_workers_sweep_finished_runs_past_the_retention_age(
     async with running_worker(store, quick):
 
         async def gone() -> bool:
-            return all([await store.get(v.record.id) is None for v in finished])
+            return all([await store.get(v.record.id, scope=Scope.ALL) is None for v in finished])
 
         await wait_for(gone, bool)
-    assert (await store.get(waiting.record.id)) is not None
+    assert (await store.get(waiting.record.id, scope=Scope.ALL)) is not None

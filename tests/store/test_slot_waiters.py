@@ -7,6 +7,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store import changes
@@ -32,7 +33,7 @@ async def test_a_release_wakes_a_waiter_not_a_run_deferred_by_a_rate(
         change = changes.throttle(
             record.version, reason, now + timedelta(seconds=30), None, (), None
         )
-        done, _ = await store.apply(record.id, change, now)
+        done, _ = await store.apply(record.id, change, now, scope=Scope.ALL)
         assert done is not None and done.status == RunStatus.QUEUED
         ids.append(record.id)
     deferred, waiter = ids

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store import changes
@@ -93,7 +94,10 @@ async def test_a_release_makes_the_oldest_waiting_run_due(
         later = now + timedelta(seconds=30)
         reason = RateLimit("max_concurrent", key, None)
         done, _ = await store.apply(
-            record.id, changes.throttle(record.version, reason, later, None, (), None), now
+            record.id,
+            changes.throttle(record.version, reason, later, None, (), None),
+            now,
+            scope=Scope.ALL,
         )
         assert done is not None and done.status == RunStatus.QUEUED
         ids.append(record.id)
@@ -103,8 +107,8 @@ async def test_a_release_makes_the_oldest_waiting_run_due(
         taken = await store.slots.take([Slot(key, 1)], f"w{i}", run_id, at + i, at + 30)
         assert not taken.held
     assert await store.slots.release([key], "a", now) == ids[0]
-    assert (await store.get(ids[0])).available_at <= now  # type: ignore[union-attr]
-    assert (await store.get(ids[1])).available_at > now  # type: ignore[union-attr]
+    assert (await store.get(ids[0], scope=Scope.ALL)).available_at <= now  # type: ignore[union-attr]
+    assert (await store.get(ids[1], scope=Scope.ALL)).available_at > now  # type: ignore[union-attr]
     assert await store.slots.release([key], "nobody", now) == ids[1]
     assert await store.slots.release([key], "nobody", now) is None
 
@@ -131,11 +135,11 @@ async def claimed(store: RunStore, service: RunService) -> str:
 
 
 async def throttle(store: RunStore, run_id: str, key: str, until: datetime) -> None:
-    record = await store.get(run_id)
+    record = await store.get(run_id, scope=Scope.ALL)
     assert record is not None
     reason = RateLimit("max_concurrent", key, None)
     change = changes.throttle(record.version, reason, until, None, (), None)
-    done, _ = await store.apply(run_id, change, datetime.now(UTC))
+    done, _ = await store.apply(run_id, change, datetime.now(UTC), scope=Scope.ALL)
     assert done is not None and done.status == RunStatus.QUEUED
 
 
@@ -179,7 +183,7 @@ async def test_a_slot_freed_before_the_throttle_was_written_makes_the_run_due(
     # ...so the recheck after the throttle finds the free slot and makes the run due now.
     now = datetime.now(UTC)
     assert await store.slots.recheck(run_id, key, now)
-    assert (await store.get(run_id)).available_at <= now  # type: ignore[union-attr]
+    assert (await store.get(run_id, scope=Scope.ALL)).available_at <= now  # type: ignore[union-attr]
     assert not await store.slots.recheck(run_id, key, now)  # (already due: no change)
 
 
@@ -190,7 +194,7 @@ async def test_a_recheck_leaves_a_run_whose_key_is_still_full_waiting(
     later = datetime.now(UTC) + timedelta(seconds=30)
     await throttle(store, run_id, key, later)
     assert not await store.slots.recheck(run_id, key, datetime.now(UTC))
-    assert (await store.get(run_id)).available_at == later  # type: ignore[union-attr]
+    assert (await store.get(run_id, scope=Scope.ALL)).available_at == later  # type: ignore[union-attr]
     assert await store.slots.release([key], "a", datetime.now(UTC)) == run_id
 
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from app.core.events import EventType
 from app.core.lifecycle import STAYS, TABLE, TERMINAL, RunStatus, Transition
+from app.core.scope import Scope
 from app.store.backend.engines import create_engine
 from app.store.changes import Change
 from app.store.fold import fold, fold_batch
@@ -123,7 +124,9 @@ async def _apply(store: RunStore, world: World, step: tuple[Any, ...], n: int) -
         data |= {"usage": {**values, "total_tokens": sum(tokens)}}
         data |= {"cost_usd": None if cost is None else cost / 1000}
         called = NewEvent(EventType.MODEL_FAILED if failed else EventType.MODEL_CALLED, data)
-        changed, _ = await store.apply(run_id, Change(Transition.BILL, events=(called,)), at)
+        changed, _ = await store.apply(
+            run_id, Change(Transition.BILL, events=(called,)), at, scope=Scope.ALL
+        )
         assert changed is not None
         world.updated[run_id] = at
         world.calls.append(Call(at, provider, name, failed, values, cost, run_id))
@@ -142,7 +145,7 @@ async def _apply(store: RunStore, world: World, step: tuple[Any, ...], n: int) -
         run_id = sorted(moves)[pick % len(moves)]
         world.retried |= RunStatus(world.status[run_id]) in TERMINAL
         at = world.updated[run_id] + timedelta(seconds=1)
-        changed, _ = await store.apply(run_id, Change(moves[run_id]), at)
+        changed, _ = await store.apply(run_id, Change(moves[run_id]), at, scope=Scope.ALL)
         assert changed is not None and changed.status == status
         world.status[run_id], world.updated[run_id] = status, at
     elif kind == "fold":
@@ -180,7 +183,7 @@ RANGE = st.tuples(st.integers(0, 1000), st.integers(0, 180), st.integers(0, 180)
 
 async def _check(store: RunStore, world: World, start: datetime, end: datetime) -> None:
     async with store.engine.connect() as conn:
-        got = await usage_totals(conn, start, end)
+        got = await usage_totals(conn, start, end, scope=Scope.ALL)
         by_status = sa.select(runs.c.status, sa.func.count()).group_by(runs.c.status)
         stored = {status: n for status, n in (await conn.execute(by_status)).all()}
     want = world.expected(start, end)
@@ -196,7 +199,7 @@ async def _check(store: RunStore, world: World, start: datetime, end: datetime) 
     if not world.retried:  # (a retried run's folded calls keep the status they had)
         assert {k: v["calls"] for k, v in got["by_status"].items()} == dict(want["by_status"])
     assert sum(v["calls"] for v in got["by_status"].values()) == got["calls"]
-    assert await count_by_status(store.engine) == stored
+    assert await count_by_status(store.engine, scope=Scope.ALL) == stored
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
@@ -251,15 +254,15 @@ async def test_the_fold_moves_finished_runs_into_the_rollups_once(store: RunStor
     now = max(world.updated.values()) + timedelta(minutes=1)
     month = (MONTH, MONTH + timedelta(days=DAYS))
     before = await usage_totals_of(store, *month)
-    counts = await count_by_status(store.engine)
-    ended = (await activity(store.engine, now)).ended
+    counts = await count_by_status(store.engine, scope=Scope.ALL)
+    ended = (await activity(store.engine, now, scope=Scope.ALL)).ended
     assert counts == {"completed": 1, "failed": 1}
     assert ended == {"completed": 1, "failed": 1}
     assert await fold(store.engine) == 2
     assert await fold(store.engine) == 0
     assert await usage_totals_of(store, *month) == before
-    assert await count_by_status(store.engine) == counts
-    assert (await activity(store.engine, now)).ended == ended
+    assert await count_by_status(store.engine, scope=Scope.ALL) == counts
+    assert (await activity(store.engine, now, scope=Scope.ALL)).ended == ended
     assert before["by_status"]["completed"]["input_tokens"] == 10
     assert before["by_status"]["failed"]["failed_calls"] == 1
     assert before["cost_usd"] == pytest.approx(1.5)
@@ -273,14 +276,14 @@ async def test_a_retried_run_leaves_the_count_of_the_status_it_left(store: RunSt
     await _apply(store, world, ("status", 0, "failed"), 3)
     await fold(store.engine)
     await _apply(store, world, ("status", 0, "queued"), 4)  # an operator's retry
-    assert await count_by_status(store.engine) == {"queued": 1}
+    assert await count_by_status(store.engine, scope=Scope.ALL) == {"queued": 1}
     await fold(store.engine)
-    assert await count_by_status(store.engine) == {"queued": 1}
+    assert await count_by_status(store.engine, scope=Scope.ALL) == {"queued": 1}
     await _apply(store, world, ("status", 0, "running"), 5)
     await _apply(store, world, ("status", 0, "completed"), 6)
-    assert await count_by_status(store.engine) == {"completed": 1}
+    assert await count_by_status(store.engine, scope=Scope.ALL) == {"completed": 1}
     await fold(store.engine)
-    assert await count_by_status(store.engine) == {"completed": 1}
+    assert await count_by_status(store.engine, scope=Scope.ALL) == {"completed": 1}
     totals = await usage_totals_of(store, MONTH, MONTH + timedelta(days=DAYS))
     assert totals["calls"] == 1 and totals["input_tokens"] == 5
     assert set(totals["by_status"]) == {"failed"}  # the status its calls were folded with
@@ -302,7 +305,7 @@ async def test_calls_billed_after_a_run_was_folded_are_reported_and_folded(
         totals = await usage_totals_of(store, *month)
         assert totals["calls"] == 1 and totals["input_tokens"] == 7
         assert set(totals["by_status"]) == {"completed"}
-        assert await count_by_status(store.engine) == {"completed": 1}
+        assert await count_by_status(store.engine, scope=Scope.ALL) == {"completed": 1}
         assert await fold(store.engine) == folds
 
 
@@ -322,13 +325,13 @@ async def test_calls_before_a_retry_keep_the_status_the_run_left_whenever_it_fol
         totals = await usage_totals_of(store, *month)
         assert totals["by_status"]["failed"]["input_tokens"] == 5
         assert totals["by_status"]["completed"]["input_tokens"] == 2
-        assert await count_by_status(store.engine) == {"completed": 1}
+        assert await count_by_status(store.engine, scope=Scope.ALL) == {"completed": 1}
         await fold(store.engine)
 
 
 async def usage_totals_of(store: RunStore, start: datetime, end: datetime) -> dict[str, Any]:
     async with store.engine.connect() as conn:
-        return await usage_totals(conn, start, end)
+        return await usage_totals(conn, start, end, scope=Scope.ALL)
 
 
 @pytest.mark.parametrize(
@@ -375,9 +378,10 @@ async def test_a_suspended_run_is_suspended_since_its_suspension_not_its_last_ch
     await service.submit_tool_results(
         ToolResultsIn.model_validate({"results": [{"tool_call_id": first.call_id, "output": "3"}]}),
         run_id=view.record.id,
+        scope=Scope.ALL,
     )
-    changed = await store.get(view.record.id)
+    changed = await store.get(view.record.id, scope=Scope.ALL)
     assert changed is not None and changed.updated_at > since[view.record.id]
     assert await reports.suspended_since(store.engine, [view.record.id]) == since
-    ages = await reports.suspended_ages(store.engine, changed.updated_at)
+    ages = await reports.suspended_ages(store.engine, changed.updated_at, scope=Scope.ALL)
     assert ages == [(changed.updated_at - since[view.record.id]).total_seconds()]

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store import waiting
@@ -56,8 +57,10 @@ async def test_a_run_reads_back_its_reason_and_round_typed(
     view = await suspended_run(service)
     queued, _ = await service.create_run(run_body())
     assert queued.record.waiting == Queued() and queued.record.waiting_round is None
-    await service.cancel(queued.record.id)  # (nothing left due for other tests' workers)
-    record = await store.get(view.record.id)
+    await service.cancel(
+        queued.record.id, scope=Scope.ALL
+    )  # (nothing left due for other tests' workers)
+    record = await store.get(view.record.id, scope=Scope.ALL)
     assert record is not None and record.status is RunStatus.REQUIRES_ACTION
     assert isinstance(record.waiting, ToolResults)
     assert record.waiting_round == record.waiting.round == view.pending[0].round

@@ -8,6 +8,7 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.runs import NOTIFY_CHANNEL, RunStore
@@ -77,8 +78,10 @@ async def test_a_lone_write_that_makes_a_run_due_wakes_the_workers_at_its_own_co
         await listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
         view, _ = await service.create_run(run_body())
         await drive_once(store, settings)
-        suspended = await service.get_run(view.record.id)
-        outcome = await service.submit_tool_results(results_for(suspended), run_id=view.record.id)
+        suspended = await service.get_run(view.record.id, scope=Scope.ALL)
+        outcome = await service.submit_tool_results(
+            results_for(suspended), run_id=view.record.id, scope=Scope.ALL
+        )
         assert outcome.resumed
         await store.flush_wakeups()  # (any wake-up sent after the commit: none is)
         notes = await heard(listener, 2)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.approvals import ApprovalService
 from app.service.runs import RunService
 from app.service.schemas import DecisionsIn, RunCreate, ToolResultsIn
@@ -74,7 +75,9 @@ async def answer(service: RunService, callback_url: str, call_id: str, output: s
     """What the executor's POST to the callback URL does (no API in this test)."""
     token = callback_url.split("/v1/callbacks/")[1].split("/")[0]
     body = ToolResultsIn.model_validate({"results": [{"tool_call_id": call_id, "output": output}]})
-    outcome = await service.submit_tool_results(body, token=token, actor="callback")
+    outcome = await service.submit_tool_results(
+        body, token=token, actor="callback", scope=Scope.ALL
+    )
     assert outcome.accepted == [call_id]
 
 
@@ -108,7 +111,7 @@ async def test_a_webhook_executor_gets_a_gated_call_only_once_approved(
                 ]
             }
         )
-        decided = await approvals.decide(view.record.id, body, actor="key:abc", tenant=None)
+        decided = await approvals.decide(view.record.id, body, actor="key:abc", scope=Scope.ALL)
         assert decided.record.status is RunStatus.REQUIRES_ACTION
         await wait_for(lambda: asyncio.sleep(0, call_ids(receiver)), lambda ids: len(ids) == 2)
         released = receiver.of_type("run.requires_action")[-1].payload["data"]

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.service.schemas import RunCreate
 from app.service.tokens import new_key
@@ -38,7 +39,7 @@ async def backoff_after(
     record = await store.claim("w", now, now + timedelta(seconds=5))
     assert record is not None
     assert await driver.drive(record) == RunStatus.QUEUED
-    waiting = (await service.get_run(view.record.id)).record
+    waiting = (await service.get_run(view.record.id, scope=Scope.ALL)).record
     reason = waiting.waiting_reason
     assert reason is not None and reason["type"] == "backoff"
     # the run is due exactly when its reason says, that long after the failure was written
@@ -134,7 +135,9 @@ async def test_a_billed_answer_discarded_by_a_backoff_still_counts_in_usage(
     assert done.record.status == RunStatus.COMPLETED and done.record.output == "done"
     assert len(mock.requests) == 3
     day = timedelta(days=1)
-    totals = await store.usage_totals(datetime.now(UTC) - day, datetime.now(UTC) + day)
+    totals = await store.usage_totals(
+        datetime.now(UTC) - day, datetime.now(UTC) + day, scope=Scope.ALL
+    )
     assert (totals["input_tokens"], totals["output_tokens"]) == (140, 14)
     assert done.record.usage is not None
     assert (done.record.usage["input_tokens"], done.record.usage["output_tokens"]) == (140, 14)

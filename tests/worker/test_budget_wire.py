@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.service.schemas import RunCreate
 from app.settings import Settings
@@ -31,7 +32,7 @@ async def sent_for(
     body = RunCreate.model_validate({"prompt": "hi", "model": model, "limits": limits})
     view, _ = await service.create_run(body)
     assert await drive_once(store, service.settings) == RunStatus.COMPLETED
-    usage = (await service.get_run(view.record.id)).record.usage or {}
+    usage = (await service.get_run(view.record.id, scope=Scope.ALL)).record.usage or {}
     assert usage["model_calls"] == 1 and usage["cost_usd"] > 0
     return mock.requests[-1].body  # type: ignore[no-any-return]
 

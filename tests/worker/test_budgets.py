@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.service.schemas import LimitsIn
 from app.store.runs import RunStore
@@ -56,11 +57,11 @@ async def drive_to_rest(service: RunService, run_id: str, rounds: int = 40) -> A
     """Drive the run, answering its tool calls, until it ends or suspends on a budget."""
     for _ in range(rounds):
         await drive_once(service.store, service.settings)
-        view = await service.get_run(run_id)
+        view = await service.get_run(run_id, scope=Scope.ALL)
         record = view.record
         if record.status is not RunStatus.REQUIRES_ACTION or isinstance(record.waiting, Budget):
             return view
-        await service.submit_tool_results(results_for(view), run_id=run_id)
+        await service.submit_tool_results(results_for(view), run_id=run_id, scope=Scope.ALL)
     raise AssertionError("the run neither ended nor hit its budget")
 
 
@@ -120,7 +121,9 @@ async def test_a_raised_limit_resumes_the_run_and_the_expiry_fails_it() -> None:
     assert events[-1].type == "run.budget_exceeded"
     assert events[-1].data["limit"] == "max_model_calls"
 
-    raised = await service.set_limits(run_id, LimitsIn(max_model_calls=3), actor="user:alice")
+    raised = await service.set_limits(
+        run_id, LimitsIn(max_model_calls=3), actor="user:alice", scope=Scope.ALL
+    )
     assert raised.record.status is RunStatus.QUEUED and raised.record.limits == {
         "max_model_calls": 3
     }
@@ -151,7 +154,7 @@ async def test_the_output_cap_is_clamped_to_what_the_budget_leaves() -> None:
     )
     view, _ = await service.create_run(body)
     await drive_once(service.store, service.settings)
-    done = await service.get_run(view.record.id)
+    done = await service.get_run(view.record.id, scope=Scope.ALL)
     assert done.record.status is RunStatus.COMPLETED
     (called,) = [e for e in await service.store.events(view.record.id) if e.type == "model.called"]
     assert called.data["finish_reason"] == "length"
@@ -165,7 +168,7 @@ async def test_a_run_past_its_duration_is_suspended_before_its_call() -> None:
     service.clock = lambda: datetime.now(UTC) - timedelta(seconds=90)  # (created 90 s ago)
     view, _ = await service.create_run(run_body(limits={"max_duration_seconds": 60}))
     await drive_once(service.store, service.settings)
-    record = (await service.get_run(view.record.id)).record
+    record = (await service.get_run(view.record.id, scope=Scope.ALL)).record
     assert record.status is RunStatus.REQUIRES_ACTION
     assert isinstance(record.waiting, Budget) and record.waiting.limit == "max_duration_seconds"
     assert record.waiting.allowed == 60 and record.waiting.spent >= 90

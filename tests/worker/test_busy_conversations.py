@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service import conversations
 from app.service.runs import RunService
 from app.service.schemas import RunCreate
@@ -31,7 +32,9 @@ async def enqueued_behind_a_held_run(service: RunService, gate: Gate) -> tuple[s
     body = RunCreate(prompt="and then?", previous_run_id=first.record.id, if_busy="enqueue")
     second, _ = await service.create_run(body)
     assert second.record.waiting == Conversation(first.record.id)
-    assert (await service.get_run(first.record.id)).record.status == RunStatus.RUNNING
+    assert (
+        await service.get_run(first.record.id, scope=Scope.ALL)
+    ).record.status == RunStatus.RUNNING
     gate.release()
     return first.record.id, second.record.id
 
@@ -44,8 +47,8 @@ async def test_the_waiting_run_starts_when_the_active_one_ends(
     async with running_worker(store, settings, concurrency=2, providers=gate.providers(settings)):
         first, second = await enqueued_behind_a_held_run(service, gate)
         done = await wait_status(service, second, RunStatus.COMPLETED, timeout=20)
-    before = await service.load_run(first)
-    after = await service.load_run(done.record.id)
+    before = await service.load_run(first, scope=Scope.ALL)
+    after = await service.load_run(done.record.id, scope=Scope.ALL)
     assert after.full_history()[: len(before.full_history())] == before.full_history()
     assert len(after.full_history()) == len(before.full_history()) + 2  # its prompt, answer
 
@@ -95,9 +98,11 @@ async def test_a_run_whose_ender_stopped_before_starting_it_is_started_by_the_sw
     # (a store with no features installed: no hook runs): nothing started.
     bare = RunStore(store.engine)
     now = datetime.now(UTC)
-    ended, _ = await bare.apply(first.record.id, changes.cancel("test"), now)
+    ended, _ = await bare.apply(first.record.id, changes.cancel("test"), now, scope=Scope.ALL)
     assert ended is not None and ended.awaited_by == second.record.id
-    assert (await service.get_run(second.record.id)).record.waiting == Conversation(first.record.id)
+    assert (
+        await service.get_run(second.record.id, scope=Scope.ALL)
+    ).record.waiting == Conversation(first.record.id)
     async with running_worker(store, settings):  # (its reaper sweeps at once)
         started = await wait_status(
             service, second.record.id, RunStatus.REQUIRES_ACTION, RunStatus.COMPLETED, timeout=10

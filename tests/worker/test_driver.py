@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.runs import RunStore
@@ -24,9 +25,11 @@ async def test_run_suspends_on_tools_and_completes_after_results(
             "call_ids": [c.call_id for c in suspended.pending],
         }
         assert suspended.callback_url and "/v1/callbacks/" in suspended.callback_url
-        state = await service.load_run(suspended.record.id)
+        state = await service.load_run(suspended.record.id, scope=Scope.ALL)
         assert state.status == "ExecutingTools"
-        outcome = await service.submit_tool_results(results_for(suspended), run_id=view.record.id)
+        outcome = await service.submit_tool_results(
+            results_for(suspended), run_id=view.record.id, scope=Scope.ALL
+        )
         assert outcome.resumed
         done = await wait_status(service, view.record.id, RunStatus.COMPLETED)
     assert done.record.output == "the sums are 3 and 7"
@@ -45,6 +48,6 @@ async def test_run_suspends_on_tools_and_completes_after_results(
         "model.called",
         "run.completed",
     ]
-    final = await service.load_run(done.record.id)
+    final = await service.load_run(done.record.id, scope=Scope.ALL)
     assert final.is_done()
     assert len(final.messages()) == 4

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.providers.base import ProviderError
 from app.providers.profiles import Profile, Profiles, RateLimits
 from app.service.prices import PriceBook
@@ -78,7 +79,7 @@ async def test_a_run_over_the_limit_waits_for_its_reserved_turn_and_honours_it(
     d = await driver(store, settings, profiles)
     assert await claim_and_drive(d, store, now) == RunStatus.REQUIRES_ACTION
     assert await claim_and_drive(d, store, now) == RunStatus.QUEUED
-    waiting = (await service.get_run(second.record.id)).record
+    waiting = (await service.get_run(second.record.id, scope=Scope.ALL)).record
     reason = waiting.waiting_reason
     assert reason is not None
     assert (reason["type"], reason["limit"]) == ("rate_limit", "requests_per_minute")
@@ -91,7 +92,7 @@ async def test_a_run_over_the_limit_waits_for_its_reserved_turn_and_honours_it(
     # At its turn it goes without drawing again: the next turn is still a minute later.
     later = await driver(store, settings, profiles, clock=lambda: frees)
     assert await claim_and_drive(later, store, frees) == RunStatus.REQUIRES_ACTION
-    after = (await service.get_run(second.record.id)).record
+    after = (await service.get_run(second.record.id, scope=Scope.ALL)).record
     assert after.flow_reserved_at is None
     grant = await store.flow.acquire(
         [Demand(f"model:scripted/{model}", 1, None)], frees.timestamp()
@@ -132,7 +133,9 @@ async def test_a_tenants_rate_limits_its_runs(store: RunStore, settings: Setting
     now = datetime.now(UTC)
     assert await claim_and_drive(d, store, now) == RunStatus.REQUIRES_ACTION
     assert await claim_and_drive(d, store, now) == RunStatus.QUEUED
-    reasons = [(await service.get_run(v.record.id)).record.waiting_reason for v in views]
+    reasons = [
+        (await service.get_run(v.record.id, scope=Scope.ALL)).record.waiting_reason for v in views
+    ]
     assert {"type": "rate_limit", "limit": "requests_per_minute", "key": "tenant:default"} in [
         {k: r.get(k) for k in ("type", "limit", "key")} for r in reasons if r
     ]
@@ -155,7 +158,9 @@ async def test_a_429_slows_every_worker_on_the_key(
     now = datetime.now(UTC)
     d = await driver(store, settings, profiles)
     assert await claim_and_drive(d, store, now) == RunStatus.QUEUED
-    assert (await service.get_run(view.record.id)).record.waiting_reason["type"] == "backoff"  # type: ignore[index]
+    assert (await service.get_run(view.record.id, scope=Scope.ALL)).record.waiting_reason[
+        "type"
+    ] == "backoff"  # type: ignore[index]
     # Another worker's next call on the key waits the hint and goes at the learned rate.
     key = f"model:openai/{model}"
     a = await store.flow.acquire([Demand(key, 600, None)], now.timestamp())
@@ -182,7 +187,7 @@ async def test_a_full_key_throttles_the_run_and_a_release_wakes_it(
     now = datetime.now(UTC)
     d = await driver(store, settings, profiles)
     assert await claim_and_drive(d, store, now) == RunStatus.QUEUED
-    waiting = (await service.get_run(view.record.id)).record
+    waiting = (await service.get_run(view.record.id, scope=Scope.ALL)).record
     assert waiting.waiting_reason == {
         "type": "rate_limit",
         "limit": "max_concurrent",
@@ -251,7 +256,7 @@ async def test_a_tenants_max_concurrent_limits_its_runs(
         assert await claim_and_drive(d, store, datetime.now(UTC)) == RunStatus.QUEUED
     finally:
         await store.slots.release([key], "elsewhere", datetime.now(UTC))
-    reason = (await service.get_run(view.record.id)).record.waiting_reason
+    reason = (await service.get_run(view.record.id, scope=Scope.ALL)).record.waiting_reason
     assert reason is not None and (reason["limit"], reason["key"]) == ("max_concurrent", key)
     assert await claim_and_drive(d, store, datetime.now(UTC)) == RunStatus.REQUIRES_ACTION
 

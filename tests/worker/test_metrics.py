@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.store.runs import RunStore
 from tests.conftest import make_settings
@@ -59,7 +60,9 @@ async def test_a_worker_counts_calls_claims_and_transitions(
     view, _ = await service.create_run(run_body(model=model, stream=stream))
     async with running_worker(store, settings):
         suspended = await wait_status(service, view.record.id, RunStatus.REQUIRES_ACTION)
-        await service.submit_tool_results(results_for(suspended), run_id=view.record.id)
+        await service.submit_tool_results(
+            results_for(suspended), run_id=view.record.id, scope=Scope.ALL
+        )
         await wait_status(service, view.record.id, RunStatus.COMPLETED)
     # Each of the two model calls failed once (a 503, backed off) and then answered.
     assert grown(before) == {

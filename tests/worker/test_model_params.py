@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.service.schemas import ModelSpec, RunCreate
 from app.settings import Settings
@@ -51,7 +52,7 @@ async def test_parameters_and_extra_body_reach_the_provider(
     assert sent.body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
     assert sent.body["temperature"] == 0.3 and sent.body["top_k"] == 5
     assert "extra_body" not in sent.body
-    assert (await service.get_run(view.record.id)).record.output == "ok"
+    assert (await service.get_run(view.record.id, scope=Scope.ALL)).record.output == "ok"
 
 
 async def test_a_run_stored_with_parameters_create_now_refuses_still_runs(

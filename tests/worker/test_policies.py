@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.providers.base import ModelRequest, ProviderError, ProviderTurn
 from app.service.runs import RunService
 from app.service.tokens import new_key
@@ -47,7 +48,7 @@ def bad_call_body(policy: dict[str, Any]) -> Any:
 async def test_fail_policy_fails_the_run(service: RunService) -> None:
     view, _ = await service.create_run(bad_call_body({"action": "fail"}))
     assert await drive_once(service.store, service.settings) == RunStatus.FAILED
-    run = await service.get_run(view.record.id)
+    run = await service.get_run(view.record.id, scope=Scope.ALL)
     assert run.record.error is not None
     assert run.record.error["type"] == "UnknownToolCall"
     assert "`sub`" in run.record.error["message"]
@@ -58,9 +59,9 @@ async def test_retry_policy_tells_the_model_and_continues(service: RunService) -
         bad_call_body({"action": "retry", "feedback": "use add", "max_retries": 1})
     )
     assert await drive_once(service.store, service.settings) == RunStatus.COMPLETED
-    run = await service.get_run(view.record.id)
+    run = await service.get_run(view.record.id, scope=Scope.ALL)
     assert run.record.output == "recovered"
-    state = await service.load_run(run.record.id)
+    state = await service.load_run(run.record.id, scope=Scope.ALL)
     assert len(state.messages()) == 4  # prompt, rejected turn, feedback results, answer
 
 
@@ -71,14 +72,14 @@ async def test_repair_policy_renames_and_suspends_for_the_repaired_tool(
         bad_call_body({"action": "repair", "repair_to": {"sub": "add"}})
     )
     assert await drive_once(service.store, service.settings) == RunStatus.REQUIRES_ACTION
-    run = await service.get_run(view.record.id)
+    run = await service.get_run(view.record.id, scope=Scope.ALL)
     assert [c.name for c in run.pending] == ["add"]
 
 
 async def test_skip_policy_answers_without_suspending(service: RunService) -> None:
     view, _ = await service.create_run(bad_call_body({"action": "skip", "reason": "no sub"}))
     assert await drive_once(service.store, service.settings) == RunStatus.COMPLETED
-    state = await service.load_run(view.record.id)
+    state = await service.load_run(view.record.id, scope=Scope.ALL)
     results = state.messages()[2].content  # the preresolved answer, never executed
     assert results[0].content[0].text == "no sub"  # type: ignore[union-attr]
 
@@ -86,7 +87,7 @@ async def test_skip_policy_answers_without_suspending(service: RunService) -> No
 async def test_stop_policy_cancels_with_the_reason(service: RunService) -> None:
     view, _ = await service.create_run(bad_call_body({"action": "stop", "reason": "halt"}))
     assert await drive_once(service.store, service.settings) == RunStatus.FAILED
-    run = await service.get_run(view.record.id)
+    run = await service.get_run(view.record.id, scope=Scope.ALL)
     error = run.record.error
     assert error is not None
     assert error["type"] == "PromptCancelled" and error["message"] == "PromptCancelled: halt"
@@ -99,20 +100,20 @@ async def test_stop_policy_cancels_with_the_reason(service: RunService) -> None:
 async def test_max_turns_exhaustion_fails_with_the_upstream_text(service: RunService) -> None:
     view, _ = await service.create_run(run_body(max_turns=1))
     await drive_once(service.store, service.settings)
-    run = await service.get_run(view.record.id)
-    await service.submit_tool_results(results_for(run), run_id=view.record.id)
+    run = await service.get_run(view.record.id, scope=Scope.ALL)
+    await service.submit_tool_results(results_for(run), run_id=view.record.id, scope=Scope.ALL)
     assert await drive_once(service.store, service.settings) == RunStatus.FAILED
-    failed = await service.get_run(view.record.id)
+    failed = await service.get_run(view.record.id, scope=Scope.ALL)
     assert failed.record.error["message"] == "MaxTurnsError: reached max turns limit: 1"  # type: ignore[index]
     # The stored state is the last durable one, so an operator can retry from it.
-    assert (await service.load_run(failed.record.id)).status == "PreparingRequest"
+    assert (await service.load_run(failed.record.id, scope=Scope.ALL)).status == "PreparingRequest"
 
 
 async def test_retryable_provider_error_backs_off_visibly(service: RunService) -> None:
     body = run_body(model={"provider": "scripted", "name": "demo", "fail_times": 2})
     view, _ = await service.create_run(body)
     assert await drive_once(service.store, service.settings) == RunStatus.QUEUED
-    waiting = (await service.get_run(view.record.id)).record
+    waiting = (await service.get_run(view.record.id, scope=Scope.ALL)).record
     assert waiting.waiting_reason is not None
     assert waiting.waiting_reason["type"] == "backoff"
     assert waiting.waiting_reason["attempt"] == 1
@@ -145,7 +146,7 @@ async def test_non_retryable_provider_error_fails_with_status_and_message(
     record = await service.store.claim("w", now, now + timedelta(seconds=5))
     assert record is not None
     assert await driver.drive(record) == RunStatus.FAILED
-    failed = (await service.get_run(view.record.id)).record
+    failed = (await service.get_run(view.record.id, scope=Scope.ALL)).record
     assert failed.error == {
         "type": "provider_error",
         "provider": "openai",
@@ -221,12 +222,14 @@ async def test_model_calls_of_a_cancelled_claim_stay_on_the_usage_ledger(
     gate = Gate()
     async with running_worker(store, settings, providers=gate.providers(settings)):
         await gate.holding(1)  # (the call is under way)
-        await service.cancel(view.record.id)
+        await service.cancel(view.record.id, scope=Scope.ALL)
         # The model call is aborted (app.worker.stops) and billed as such.
         await wait_for(types_now, lambda types: "model.aborted" in types, timeout=10)
-    record = (await service.get_run(view.record.id)).record
+    record = (await service.get_run(view.record.id, scope=Scope.ALL)).record
     assert record.status == RunStatus.CANCELLED and record.output is None
-    totals = await store.usage_totals(start, datetime.now(UTC) + timedelta(seconds=1))
+    totals = await store.usage_totals(
+        start, datetime.now(UTC) + timedelta(seconds=1), scope=Scope.ALL
+    )
     # On the ledger, with what the provider reported before the abort (a blocking call:
     # nothing).
     assert totals["calls"] == 1 and totals["input_tokens"] == 0

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store import changes
@@ -44,12 +45,14 @@ async def test_a_false_alarm_costs_a_heartbeat_and_the_call_goes_on(service: Run
     held = asyncio.create_task(lease.hold(claim, answer))
     while claim.record.id not in stops.held:
         await asyncio.sleep(0)
-    before = (await service.store.get(claim.record.id)).lease_expires_at  # type: ignore[union-attr]
+    before = (await service.store.get(claim.record.id, scope=Scope.ALL)).lease_expires_at  # type: ignore[union-attr]
     stops.signal(claim.record.id)
     stops.signal("run_not_held")  # (ignored)
 
     async def extended() -> None:
-        while (await service.store.get(claim.record.id)).lease_expires_at == before:  # type: ignore[union-attr]
+        while (
+            await service.store.get(claim.record.id, scope=Scope.ALL)
+        ).lease_expires_at == before:  # type: ignore[union-attr]
             await asyncio.sleep(0.01)
 
     await asyncio.wait_for(extended(), 5)  # the heartbeat happened, and was accepted
@@ -75,7 +78,7 @@ async def test_a_signal_after_a_cancel_cancels_the_call(service: RunService) -> 
     held = asyncio.create_task(lease.hold(claim, call()))
     while claim.record.id not in stops.held:
         await asyncio.sleep(0)
-    await service.cancel(claim.record.id)
+    await service.cancel(claim.record.id, scope=Scope.ALL)
     stops.signal(claim.record.id)
     with pytest.raises(LeaseLost):
         await asyncio.wait_for(held, 5)
@@ -119,7 +122,7 @@ async def test_the_poll_signals_a_cancelled_run_and_reads_only_while_a_call_is_h
             while len(reads) < 2:  # still running, the same token: no signal
                 await asyncio.sleep(0.01)
             assert not a.signalled.done() and not b.signalled.done()
-            await service.cancel(claim.record.id)
+            await service.cancel(claim.record.id, scope=Scope.ALL)
             await asyncio.wait_for(asyncio.shield(a.signalled), 5)
             assert not b.signalled.done()
         assert reads[0] == sorted([claim.record.id, other.record.id])  # one read for both
@@ -156,11 +159,13 @@ async def test_a_cancel_notifies_the_stop_channel_with_the_run_id(
     claim = await claimed(service)
     async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
         await conn.execute(f"LISTEN {STOP_CHANNEL}")
-        await service.cancel(claim.record.id)
+        await service.cancel(claim.record.id, scope=Scope.ALL)
         await service.store.flush_wakeups()
         notes = [n async for n in conn.notifies(timeout=5, stop_after=1)]
     assert [(n.channel, n.payload) for n in notes] == [(STOP_CHANNEL, claim.record.id)]
-    assert (await service.get_run(claim.record.id)).record.status == RunStatus.CANCELLED
+    assert (
+        await service.get_run(claim.record.id, scope=Scope.ALL)
+    ).record.status == RunStatus.CANCELLED
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["blocking", "streamed"])
@@ -185,6 +190,6 @@ async def test_a_run_the_reaper_takes_back_stops_its_old_workers_call(
             lambda got: any(e.type == "model.aborted" for e in got),
             timeout=5,
         )
-        await service.cancel(run_id)  # (the worker has claimed it again meanwhile)
+        await service.cancel(run_id, scope=Scope.ALL)  # (the worker has claimed it again meanwhile)
     types = [e.type for e in events]
     assert types.index("run.lease_lost") < types.index("model.aborted")

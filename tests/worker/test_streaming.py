@@ -13,6 +13,7 @@ import pytest
 
 from app.core import AssistantMessage, Text, Usage
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.core.serde import message_to_dict
 from app.providers.base import (
     ModelRequest,
@@ -74,10 +75,10 @@ async def run_to_end(
     run_id = view.record.id
     for _ in range(10):
         status = await drive(service.store, service.settings, providers)
-        current = await service.get_run(run_id)
+        current = await service.get_run(run_id, scope=Scope.ALL)
         assert current.record.status == status
         if status == RunStatus.REQUIRES_ACTION:
-            await service.submit_tool_results(results_for(current), run_id=run_id)
+            await service.submit_tool_results(results_for(current), run_id=run_id, scope=Scope.ALL)
             continue
         assert status in (RunStatus.COMPLETED, RunStatus.FAILED), status
         return current
@@ -95,7 +96,10 @@ def delta_text(events: list[EventRecord], turn: int | None = None) -> str:
 
 
 async def history(service: RunService, view: RunView) -> list[dict[str, Any]]:
-    return [message_to_dict(m) for m in (await service.load_run(view.record.id)).messages()]
+    return [
+        message_to_dict(m)
+        for m in (await service.load_run(view.record.id, scope=Scope.ALL)).messages()
+    ]
 
 
 # --- deltas from the scripted provider ------------------------------------------------------
@@ -203,8 +207,8 @@ async def test_streamed_and_blocking_runs_end_identically(service: RunService, n
     assert await history(service, streamed) == await history(service, blocking)
     assert streamed.record.usage == blocking.record.usage
     assert streamed.record.turn == blocking.record.turn
-    blocking_run = await service.load_run(blocking.record.id)
-    streamed_run = await service.load_run(streamed.record.id)
+    blocking_run = await service.load_run(blocking.record.id, scope=Scope.ALL)
+    streamed_run = await service.load_run(streamed.record.id, scope=Scope.ALL)
     assert streamed_run.usage() == blocking_run.usage()
     assert streamed_run.completion_calls() == blocking_run.completion_calls()
     assert streamed_run.status == blocking_run.status
@@ -286,7 +290,7 @@ async def test_publisher_writes_full_batches_at_once(store: RunStore, service: R
     await publisher.close()  # the rest is written on close
     texts = [e.data["text"] for e in deltas(await store.events(record.id))]
     assert texts == ["0123456789abc", "tail"]
-    assert (await store.get(record.id)).version == record.version  # type: ignore[union-attr]
+    assert (await store.get(record.id, scope=Scope.ALL)).version == record.version  # type: ignore[union-attr]
 
 
 async def test_the_lease_is_heartbeaten_while_a_long_stream_runs(
@@ -320,9 +324,9 @@ async def test_a_cancel_mid_stream_stops_the_worker(service: RunService) -> None
         await asyncio.sleep(0.01)
     else:
         raise AssertionError("no delta was published")
-    await service.cancel(run_id)
+    await service.cancel(run_id, scope=Scope.ALL)
     assert await asyncio.wait_for(task, 10) is None  # the lease was lost
-    record = (await service.get_run(run_id)).record
+    record = (await service.get_run(run_id, scope=Scope.ALL)).record
     assert record.status == RunStatus.CANCELLED
     events = await service.store.events(run_id)
     cancelled = next(e.seq for e in events if e.type == "run.cancelled")
@@ -346,10 +350,10 @@ async def test_append_events_is_fenced_and_keeps_the_version(
     # A stale fencing token: refused, nothing written.
     assert not await store.append_events(record.id, record.version - 1, [one], now)
     assert await store.append_events(record.id, record.version, [], now)
-    assert (await store.get(record.id)).last_event_seq == record.last_event_seq  # type: ignore[union-attr]
+    assert (await store.get(record.id, scope=Scope.ALL)).last_event_seq == record.last_event_seq  # type: ignore[union-attr]
     assert await store.append_events(record.id, record.version, [one, two], now)
     assert await store.append_events(record.id, record.version, [one], now)
-    after = await store.get(record.id)
+    after = await store.get(record.id, scope=Scope.ALL)
     assert after is not None
     assert after.version == record.version
     assert after.last_event_seq == record.last_event_seq + 3
@@ -360,7 +364,9 @@ async def test_append_events_is_fenced_and_keeps_the_version(
         (record.last_event_seq + 3, "model.delta", {"turn": 1, "text": "a"}),
     ]
     # The holder's fenced transition still applies, and its events follow.
-    moved, _ = await store.apply(record.id, changes.release(record.version, "w", now), now)
+    moved, _ = await store.apply(
+        record.id, changes.release(record.version, "w", now), now, scope=Scope.ALL
+    )
     assert moved is not None and moved.last_event_seq == record.last_event_seq + 4
     seqs = [e.seq for e in await store.events(record.id)]
     assert seqs == list(range(1, moved.last_event_seq + 1))
@@ -422,7 +428,9 @@ async def test_worker_streams_sse_from_a_wire_provider_end_to_end(
             assert [(c.call_id, c.name, c.arguments) for c in suspended.pending] == [
                 ("call_1", "add", {"a": 1, "b": 2})
             ]
-            await service.submit_tool_results(results_for(suspended), run_id=view.record.id)
+            await service.submit_tool_results(
+                results_for(suspended), run_id=view.record.id, scope=Scope.ALL
+            )
             done = await wait_status(service, view.record.id, RunStatus.COMPLETED)
     finally:
         for provider in made:
@@ -432,7 +440,7 @@ async def test_worker_streams_sse_from_a_wire_provider_end_to_end(
     events = await store.events(view.record.id)
     assert delta_text(events, 1) == "Let me add those."
     assert delta_text(events, 2) == done.record.output
-    run = await service.load_run(done.record.id)
+    run = await service.load_run(done.record.id, scope=Scope.ALL)
     assert len(run.messages()) == 4
     assert run.usage().output_tokens == 27  # input counting (cached or not) is per wire
     assert run.usage() == sum((c.usage for c in run.completion_calls()), Usage())
@@ -460,8 +468,8 @@ async def test_wire_streaming_parity_with_blocking(
     assert streamed.record.output == blocking.record.output
     assert await history(service, streamed) == await history(service, blocking)
     assert streamed.record.usage == blocking.record.usage
-    b_run = await service.load_run(blocking.record.id)
-    s_run = await service.load_run(streamed.record.id)
+    b_run = await service.load_run(blocking.record.id, scope=Scope.ALL)
+    s_run = await service.load_run(streamed.record.id, scope=Scope.ALL)
     assert s_run.usage() == b_run.usage()
     strip = [(c.usage, c.message_id, c.finish_reason) for c in b_run.completion_calls()]
     assert [(c.usage, c.message_id, c.finish_reason) for c in s_run.completion_calls()] == strip
@@ -473,7 +481,7 @@ async def test_a_stream_that_fails_to_start_backs_off_like_a_blocking_call(
     body = run_body(model={**scripted({"text": LONG_TEXT}), "fail_times": 1}, stream=True)
     view, _ = await service.create_run(body)
     assert await drive(service.store, service.settings) == RunStatus.QUEUED
-    waiting = (await service.get_run(view.record.id)).record
+    waiting = (await service.get_run(view.record.id, scope=Scope.ALL)).record
     assert waiting.waiting_reason is not None
     assert waiting.waiting_reason["type"] == "backoff"
     assert waiting.waiting_reason["error"]["status"] == 503
@@ -494,7 +502,7 @@ async def test_a_stream_cut_mid_answer_keeps_its_deltas_then_backs_off(
     finally:
         for provider in made:
             await provider.aclose()
-    record = (await service.get_run(view.record.id)).record
+    record = (await service.get_run(view.record.id, scope=Scope.ALL)).record
     assert record.waiting_reason is not None and record.waiting_reason["type"] == "backoff"
     events = await service.store.events(view.record.id)
     partial = delta_text(events, 1)
@@ -503,4 +511,4 @@ async def test_a_stream_cut_mid_answer_keeps_its_deltas_then_backs_off(
     # The partial text is void: `model.failed` follows it, and the turn is asked again.
     assert types[-1] == "model.failed"
     assert max(e.seq for e in deltas(events)) < events[-1].seq
-    assert (await service.load_run(record.id)).status == "PreparingRequest"
+    assert (await service.load_run(record.id, scope=Scope.ALL)).status == "PreparingRequest"

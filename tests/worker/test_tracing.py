@@ -19,6 +19,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from app import tracing
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.runs import RunStore
@@ -139,7 +140,7 @@ async def test_a_full_lifecycle_is_one_trace(
     create = only(recorded.named("agentrun.run.create"))
     assert parent_id(create) == client_span.get_span_context().span_id
     assert create.attributes is not None and create.attributes["agentrun.run.id"] == run_id
-    stored = (await store.get(run_id)).config["trace"]  # type: ignore[union-attr]
+    stored = (await store.get(run_id, scope=Scope.ALL)).config["trace"]  # type: ignore[union-attr]
     assert ids(stored["traceparent"]) == (trace_id, create.context.span_id)
 
     # Every later span, from whichever process, hangs off the stored create context.
@@ -218,7 +219,7 @@ async def test_tracing_off_records_stores_and_sends_nothing(
         assert exporter.get_finished_spans() == ()
     finally:
         provider.shutdown()
-    record = await store.get(run_id)
+    record = await store.get(run_id, scope=Scope.ALL)
     assert record is not None and "trace" not in record.config
     assert len(receiver.delivered) == 2
     assert all("traceparent" not in r.headers for r in receiver.delivered)
@@ -252,7 +253,9 @@ async def test_wire_model_calls_carry_the_response_model_and_id(
     try:
         async with running_worker(store, settings, providers=factory):
             suspended = await wait_status(service, view.record.id, RunStatus.REQUIRES_ACTION)
-            await service.submit_tool_results(results_for(suspended), run_id=view.record.id)
+            await service.submit_tool_results(
+                results_for(suspended), run_id=view.record.id, scope=Scope.ALL
+            )
             await wait_status(service, view.record.id, RunStatus.COMPLETED)
     finally:
         for provider in made:

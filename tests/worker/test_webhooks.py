@@ -14,6 +14,7 @@ import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.errors import InvalidRequest
 from app.service.runs import RunService
 from app.service.schemas import ToolResultsIn
@@ -79,7 +80,7 @@ async def test_executor_answers_through_the_callback_url_and_gets_completed(
                 ]
             }
         )
-        await service.submit_tool_results(body, token=token)
+        await service.submit_tool_results(body, token=token, scope=Scope.ALL)
         await wait_for(lambda: asyncio.sleep(0, receiver.of_type("run.completed")), bool)
     done = receiver.of_type("run.completed")[0].payload["data"]
     assert done["run_id"] == view.record.id and done["output"] == "the sums are 3 and 7"
@@ -194,7 +195,7 @@ async def test_private_destinations_are_refused_when_the_run_is_created(
     for url in ("http://127.0.0.1:9/x", "http://2130706433/x", "http://[::ffff:100.64.0.1]/x"):
         with pytest.raises(InvalidRequest, match=r"webhook\.url"):
             await service.create_run(run_body(webhook={"url": url}))
-    assert await store.list_runs(status=None, before=None, limit=10) == []
+    assert await store.list_runs(status=None, before=None, limit=10, scope=Scope.ALL) == []
 
 
 async def test_a_delivery_connects_to_the_address_that_was_checked(
@@ -235,7 +236,7 @@ async def test_global_endpoint_gets_every_run_and_runs_without_hooks_write_nothi
     service = RunService(scoped, settings)
     try:
         view, _ = await service.create_run(run_body())
-        await service.cancel(view.record.id)
+        await service.cancel(view.record.id, scope=Scope.ALL)
         assert [d["event_type"] for d in await scoped.webhook_deliveries(view.record.id)] == [
             "run.cancelled"
         ]
@@ -243,7 +244,7 @@ async def test_global_endpoint_gets_every_run_and_runs_without_hooks_write_nothi
         await scoped.aclose()
     plain = RunService(store, make_settings(database_url))
     other, _ = await plain.create_run(run_body())
-    await plain.cancel(other.record.id)
+    await plain.cancel(other.record.id, scope=Scope.ALL)
     assert await store.webhook_deliveries(other.record.id) == []
 
 
@@ -269,6 +270,7 @@ async def test_an_executor_driven_only_by_webhooks_completes_100_runs(
             service.submit_tool_results(
                 ToolResultsIn.model_validate({"results": results}),
                 token=str(data["callback_url"]).split("/v1/callbacks/")[1].split("/")[0],
+                scope=Scope.ALL,
             ),
             loop,
         )
@@ -317,9 +319,13 @@ async def test_usage_totals_equal_provider_reported_usage_including_a_retried_ca
     view, _ = await service.create_run(run_body(model=model))
     async with running_worker(store, settings):
         suspended = await wait_status(service, view.record.id, RunStatus.REQUIRES_ACTION)
-        await service.submit_tool_results(results_for(suspended), run_id=view.record.id)
+        await service.submit_tool_results(
+            results_for(suspended), run_id=view.record.id, scope=Scope.ALL
+        )
         done = await wait_status(service, view.record.id, RunStatus.COMPLETED)
-    totals = await store.usage_totals(start, datetime.now(UTC) + timedelta(seconds=1))
+    totals = await store.usage_totals(
+        start, datetime.now(UTC) + timedelta(seconds=1), scope=Scope.ALL
+    )
     assert totals["calls"] == 4 and totals["failed_calls"] == 2  # each call failed once first
     assert totals["input_tokens"] == 300 and totals["output_tokens"] == 30
     assert done.record.usage is not None and done.record.usage["input_tokens"] == 300

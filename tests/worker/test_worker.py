@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.backend.engines import create_engine
@@ -19,7 +20,7 @@ ONE = {"provider": "scripted", "name": "demo", "script": [{"text": "x"}]}
 
 
 async def statuses(service: RunService, ids: list[str]) -> list[RunStatus]:
-    return [(await service.get_run(i)).record.status for i in ids]
+    return [(await service.get_run(i, scope=Scope.ALL)).record.status for i in ids]
 
 
 async def test_one_worker_drives_more_runs_than_slots(store: RunStore, settings: Settings) -> None:

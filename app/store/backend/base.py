@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from app.core.scope import Scope
 from app.core.stored import Snapshot
 from app.store.changes import Change
 from app.store.records import NewEvent, RunRecord, ToolCallRecord
@@ -51,7 +52,7 @@ class ChangeWrite:
     known: RunRecord | None = None  # the run as the caller read it (config and metadata)
     claim_for: tuple[str, datetime] | None = None  # (worker, lease until): claim next
     conn: AsyncConnection | None = None  # a sweep's transaction (else its own)
-    tenant: str | None = None  # the caller's: a run of another tenant is refused
+    scope: Scope = field(kw_only=True)  # the caller's: a run out of it is refused
 
 
 @dataclass(slots=True)
@@ -175,17 +176,15 @@ class Backend(Forms, Protocol):
         """Claim up to `limit` due queued runs with `change`, each with its log."""
         ...
 
-    async def run(
-        self, key: str, value: str, *, with_log: bool, tenant: str | None = None
-    ) -> RunRecord | None:
-        """The run whose `key` column is `value` (with its log when `with_log`); with
-        `tenant`, only that tenant's (one more predicate, not another read)."""
+    async def run(self, key: str, value: str, *, with_log: bool, scope: Scope) -> RunRecord | None:
+        """The run whose `key` column is `value` (with its log when `with_log`), if it
+        is in `scope` (one more predicate, not another read)."""
         ...
 
     async def pending(
-        self, key: str, value: str, *, tenant: str | None = None
+        self, key: str, value: str, *, scope: Scope
     ) -> tuple[RunRecord, list[ToolCallRecord]] | None:
-        """A run (by `key`; `tenant`'s only, when given) and the calls of the round it
+        """A run (by `key`; in `scope` only) and the calls of the round it
         waits on, in one read."""
         ...
 

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.events import LEDGER_EVENTS
+from app.core.scope import Scope
 from app.store import changes
 from app.store.backend.base import (
     NOTIFY_CHANNEL,
@@ -42,6 +43,7 @@ from app.store.queues import bell_of, in_flight_statement
 from app.store.records import NewEvent, RunRecord, ToolCallRecord
 from app.store.rows import EventPlan, ledger_row, tool_row, webhook_targets
 from app.store.schema import run_watchers
+from app.store.scoping import scope_params, scoped
 from app.store.transitions import change_params
 from app.store.wakeups import Wakeups
 from app.timestamps import iso
@@ -160,7 +162,7 @@ class PostgresBackend(PostgresForms):
             chain=EventPlan.of(chain.events) if chain else None,
             closes_calls=change.closes_calls,
             reads_config=known is None,
-            scoped=write.tenant is not None,
+            scoped=scoped(write.scope),
             ends=change.ends,
             bills=change.bills,
             wakes=change.notify and self._alone(),
@@ -168,8 +170,7 @@ class PostgresBackend(PostgresForms):
         params = change_params(change, now)
         params.update(self._event_params(change.events, now))
         params["p_id"] = write.run_id
-        if write.tenant is not None:
-            params["p_tenant"] = write.tenant
+        params.update(scope_params(write.scope))
         _side_params(params, change, now)
         if chain is not None:
             params.update(change_params(chain, now, "n_"))
@@ -218,21 +219,19 @@ class PostgresBackend(PostgresForms):
         rows = await self.fetch(stmt, params)
         return [RunRecord.from_row(r, log=r["log"]).with_calls(r["calls"]) for r in rows]
 
-    async def run(
-        self, key: str, value: str, *, with_log: bool, tenant: str | None = None
-    ) -> RunRecord | None:
-        scoped = tenant is not None
-        stmt = self.reads.by(key, scoped) if with_log else run_by(key, scoped)
-        row = await self.fetch_one(stmt, key_params(value, tenant))
+    async def run(self, key: str, value: str, *, with_log: bool, scope: Scope) -> RunRecord | None:
+        shape = scoped(scope)
+        stmt = self.reads.by(key, shape) if with_log else run_by(key, shape)
+        row = await self.fetch_one(stmt, key_params(value, scope))
         if row is None:
             return None
         return RunRecord.from_row(row, log=row["log"] if with_log else None)
 
     async def pending(
-        self, key: str, value: str, *, tenant: str | None = None
+        self, key: str, value: str, *, scope: Scope
     ) -> tuple[RunRecord, list[ToolCallRecord]] | None:
-        stmt = self.reads.submission_read(key, tenant is not None)
-        row = await self.fetch_one(stmt, key_params(value, tenant))
+        stmt = self.reads.submission_read(key, scoped(scope))
+        row = await self.fetch_one(stmt, key_params(value, scope))
         if row is None:
             return None
         return RunRecord.from_row(row), [ToolCallRecord.from_row(c) for c in row["calls"]]

@@ -16,6 +16,7 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.lifecycle import TERMINAL, OutboxStatus
+from app.core.scope import Scope
 from app.core.stored import Batch
 from app.store import changes
 from app.store.backend.base import Changed, ChangeWrite, Lease, NewRun, Row, Wake
@@ -36,6 +37,7 @@ from app.store.schema import (
     unfolded_runs,
     webhook_outbox,
 )
+from app.store.scoping import scope_params, scoped
 from app.store.transitions import change_params, claim_keys, due_runs, fair_rank, update_run
 
 tc = tool_calls
@@ -101,11 +103,9 @@ class SqliteBackend(SqliteForms):
             len(change.events),
             fenced=change.expect_version is not None,
             bump=change.moves_token,
-            scoped=write.tenant is not None,
+            scoped=scoped(write.scope),
         ).returning(*runs.c)
-        params = {**change_params(change, now), "p_id": run_id}
-        if write.tenant is not None:
-            params["p_tenant"] = write.tenant
+        params = {**change_params(change, now), "p_id": run_id, **scope_params(write.scope)}
         row = (await conn.execute(stmt, params)).mappings().first()
         if row is None:
             return Changed(None)
@@ -186,10 +186,8 @@ class SqliteBackend(SqliteForms):
                 out.append(record.with_calls(calls))
         return out
 
-    async def run(
-        self, key: str, value: str, *, with_log: bool, tenant: str | None = None
-    ) -> RunRecord | None:
-        stmt, params = run_by(key, tenant is not None), key_params(value, tenant)
+    async def run(self, key: str, value: str, *, with_log: bool, scope: Scope) -> RunRecord | None:
+        stmt, params = run_by(key, scoped(scope)), key_params(value, scope)
         async with self.engine.connect() as conn:
             row = (await conn.execute(stmt, params)).mappings().first()
             if row is None:
@@ -198,9 +196,9 @@ class SqliteBackend(SqliteForms):
         return RunRecord.from_row(row, log=log)
 
     async def pending(
-        self, key: str, value: str, *, tenant: str | None = None
+        self, key: str, value: str, *, scope: Scope
     ) -> tuple[RunRecord, list[ToolCallRecord]] | None:
-        stmt, params = run_by(key, tenant is not None), key_params(value, tenant)
+        stmt, params = run_by(key, scoped(scope)), key_params(value, scope)
         async with self.engine.connect() as conn:
             row = (await conn.execute(stmt, params)).mappings().first()
             if row is None:
@@ -278,7 +276,7 @@ class SqliteBackend(SqliteForms):
                         .returning(runs.c.last_event_seq)
                     )
                 ).scalar_one()
-                await _write_event_rows(conn, run_id, last, events, lease.now)
+                await _write_event_rows(conn, run_id, last, events, lease.now, lease.tenant)
         return out
 
     async def watch(self, watcher: str, run_ids: Sequence[str], ttl_seconds: float) -> None:
@@ -333,7 +331,7 @@ async def _write_event_rows(
     last_seq: int,
     events: Sequence[NewEvent],
     now: datetime,
-    tenant: str | None = None,
+    tenant: str,  # the run's (its ledger rows are the tenant's)
 ) -> None:
     """The event rows ending at `last_seq`, and the usage-ledger rows of model calls."""
     first = last_seq - len(events) + 1
@@ -352,7 +350,7 @@ async def _write_event_rows(
         ],
     )
     plan = EventPlan.of(events)
-    owner = {} if tenant is None else {"tenant_id": tenant}  # (else the column's default)
+    owner = {"tenant_id": tenant}
     if plan.ledger:
         await conn.execute(
             model_calls.insert(),

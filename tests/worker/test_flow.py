@@ -290,8 +290,8 @@ class CountedLimits:
         self.statements += 1
         return await self.limits.acquire(demands, now)
 
-    async def feed_429(self, learned: Any, now: float, hint: float) -> None:
-        await self.limits.feed_429(learned, now, hint)
+    async def feed_429(self, learned: Any, now: float, hint: float) -> dict[str, float]:
+        return await self.limits.feed_429(learned, now, hint)
 
 
 def counted(store: RunStore) -> tuple[Flow, CountedLimits]:

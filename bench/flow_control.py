@@ -162,7 +162,7 @@ async def _scenario(args: argparse.Namespace, factor: float | None, url: str) ->
             "wall_seconds": round(wall, 1),
             "ideal_seconds": round(ideal, 1),
             # (from the mock's first request to its last answer: the wall less start-up)
-            "served_seconds": round(answers[-1] - min(answers[0], *mock.rejected[:1]), 1)
+            "served_seconds": round(answers[-1] - min([answers[0], *mock.rejected[:1]]), 1)
             if answers
             else None,
             "learned_rpm": learned,

@@ -28,7 +28,8 @@ async def test_workers_above_the_quota_learn_it_from_the_first_429s(
     assert result["runs"] == {"completed": 160}
     per_minute = result["429s_per_minute"]
     assert isinstance(per_minute, list) and sum(per_minute[1:]) <= 3
-    assert result["learned_rpm"] == {"profile:openai": 120.0}  # the provider's own limit
+    # The provider's own limit, on the configured key and on the model's (learned always)
+    assert result["learned_rpm"] == {"profile:openai": 120.0, "model:openai/m": 120.0}
 
 
 async def test_workers_with_no_limit_learn_the_quota_from_the_first_429(

@@ -3,13 +3,17 @@
 A quota-enforcing OpenAI-shaped mock (`tests/mocks/quota.py`: R requests and T tokens per
 minute, 429 beyond) on 127.0.0.1; `--workers` worker processes × `--slots` slots, each
 with an `openai` profile pointed at the mock and limited to `factor` × the quota; `--runs`
-one-call runs created up front. Two scenarios, each on a fresh PostgreSQL database:
-the limit equal to the quota (expect zero 429s, the quota's throughput) and above it
-(`--over`: the first 429 teaches every worker the quota). Reported per scenario: the
+one-call runs created up front. Three scenarios, each on a fresh PostgreSQL database:
+the limit equal to the quota (expect zero 429s, the quota's throughput), above it
+(`--over`: the first 429 teaches every worker the quota) and none configured at all
+(`--only none`: the first 429 and its headers teach every worker the quota; `--burst 1`
+makes the mock's buckets hold a second's worth, as a provider counting per second does).
+Reported per scenario: the
 mock's 429s (total and per minute), the steady throughput (answers after the first
 minute's burst, per minute) against the quota, the wall time, and how the runs ended.
 
-Run: `.venv/bin/python bench/flow_control.py [--runs 1000] [--rpm 600] [--server URL]`
+Run: `.venv/bin/python bench/flow_control.py [--runs 1000] [--rpm 600] [--server URL]`;
+issue 34's figure: `--only none --runs 160 --rpm 480 --tpm 1000000 --burst 1`.
 """
 
 from __future__ import annotations
@@ -55,12 +59,13 @@ def settings_for(url: str, base_url: str) -> Settings:
 
 
 async def work(url: str, base_url: str, slots: int, rpm: int, tpm: int) -> None:
-    """One worker process: an `openai` profile limited to (rpm, tpm), until SIGTERM."""
+    """One worker process: an `openai` profile limited to (rpm, tpm) (0: nothing
+    configured), until SIGTERM."""
     import signal
 
     settings = settings_for(url, base_url)
     store = RunStore(engine_for(settings, pool_size=slots + 2))
-    limits = RateLimits(requests_per_minute=rpm, tokens_per_minute=tpm)
+    limits = RateLimits(requests_per_minute=rpm or None, tokens_per_minute=tpm or None)
     profiles = Profiles({"openai": Profile("openai", "openai_chat", limits=limits)})
     worker = Worker(store, settings, concurrency=slots, profiles=profiles)
     loop = asyncio.get_running_loop()
@@ -96,7 +101,8 @@ def drop_database(server: str, url: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-async def scenario(args: argparse.Namespace, factor: float) -> dict[str, object]:
+async def scenario(args: argparse.Namespace, factor: float | None) -> dict[str, object]:
+    """One scenario: the profile limited to `factor` × the quota (None: no limit)."""
     url = fresh_database(args.server)
     try:
         migrate(url)
@@ -105,9 +111,9 @@ async def scenario(args: argparse.Namespace, factor: float) -> dict[str, object]
         drop_database(args.server, url)
 
 
-async def _scenario(args: argparse.Namespace, factor: float, url: str) -> dict[str, object]:
-    rpm, tpm = int(args.rpm * factor), int(args.tpm * factor)
-    with quota_server(args.rpm, args.tpm) as mock:
+async def _scenario(args: argparse.Namespace, factor: float | None, url: str) -> dict[str, object]:
+    rpm, tpm = (0, 0) if factor is None else (int(args.rpm * factor), int(args.tpm * factor))
+    with quota_server(args.rpm, args.tpm, args.burst) as mock:
         settings = settings_for(url, mock.base_url)
         store = RunStore(engine_for(settings, pool_size=4))
         await create_runs(store, settings, args.runs)
@@ -136,6 +142,7 @@ async def _scenario(args: argparse.Namespace, factor: float, url: str) -> dict[s
             await store.aclose()
         wall = time.monotonic() - start
         answers = sorted(mock.answered_at)
+        ideal = args.runs / (args.rpm / 60)  # (the runs at the quota's rate, no burst)
         # The steady rate: answers after the first minute (past the burst), per minute.
         steady = None
         if answers and answers[-1] - answers[0] > 90:
@@ -154,6 +161,11 @@ async def _scenario(args: argparse.Namespace, factor: float, url: str) -> dict[s
             "steady_rpm": None if steady is None else round(steady, 1),
             "steady_vs_quota": None if steady is None else round(steady / args.rpm, 3),
             "wall_seconds": round(wall, 1),
+            "ideal_seconds": round(ideal, 1),
+            # (from the mock's first request to its last answer: the wall less start-up)
+            "served_seconds": round(answers[-1] - min([answers[0], *mock.rejected[:1]]), 1)
+            if answers
+            else None,
             "learned_rpm": learned,
         }
 
@@ -205,14 +217,20 @@ def main() -> None:
     parser.add_argument("--tpm", type=int, default=30000)
     parser.add_argument("--over", type=float, default=2.0, help="limit / quota, 2nd scenario")
     parser.add_argument("--timeout", type=float, default=900.0)
-    parser.add_argument("--only", choices=["equal", "over"], default=None)
+    parser.add_argument("--burst", type=float, default=60.0, help="the mock's bucket, s")
+    parser.add_argument("--only", choices=["equal", "over", "none"], default=None)
     parser.add_argument("--acquire-cpu", type=int, default=0, help="measure N acquires only")
     args = parser.parse_args()
     if args.acquire_cpu:
         print("acquire", asyncio.run(acquire_cpu(args.server, args.acquire_cpu)))
         return
-    for name, factor in (("limit = quota", 1.0), (f"limit = {args.over} × quota", args.over)):
-        if (args.only == "equal" and factor != 1.0) or (args.only == "over" and factor == 1.0):
+    scenarios: dict[str, tuple[str, float | None]] = {
+        "equal": ("limit = quota", 1.0),
+        "over": (f"limit = {args.over} × quota", args.over),
+        "none": ("no limit configured", None),
+    }
+    for only, (name, factor) in scenarios.items():
+        if args.only != only and (args.only is not None or factor is None):
             continue
         result = asyncio.run(scenario(args, factor))
         print(name, result, flush=True)

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from app.providers.profiles import DEFAULT_AUTH, Auth, Profile, ProfileError, RateLimits
+from app.providers.profile_shapes import DEFAULT_AUTH, Auth, Profile, ProfileError, RateLimits
 
 NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")

@@ -138,3 +138,46 @@ def retry_hint(headers: Mapping[str, str], status: int, now: float) -> RetryHint
     if hint is None and status == 429:
         hint = rate_limit_reset(headers, now)
     return hint
+
+
+# --- what a 429 teaches -----------------------------------------------------------------
+
+#: Headers naming a provider's own limits per minute (requests, tokens).
+LIMIT_HEADERS = (
+    ("x-ratelimit-limit-requests", "x-ratelimit-limit-tokens"),
+    ("anthropic-ratelimit-requests-limit", "anthropic-ratelimit-tokens-limit"),
+)
+#: With no limit named and none configured, the first 429 seeds the rate at this share of
+#: the calls the provider answered lately (then fading back up: additive increase).
+SEED_SHARE = 0.8
+
+
+def _positive(headers: Mapping[str, str], name: str) -> float | None:
+    value = _remaining(headers, name)
+    return value if value is not None and value > 0 else None
+
+
+def named_limits(headers: Mapping[str, str]) -> tuple[float | None, float | None]:
+    """The requests and tokens per minute the provider's headers name (None: not named)."""
+    rpm = tpm = None
+    for r_name, t_name in LIMIT_HEADERS:
+        rpm = rpm or _positive(headers, r_name)
+        tpm = tpm or _positive(headers, t_name)
+    return rpm, tpm
+
+
+def taught(named: float | None, configured: int | None) -> float | None:
+    """The rate a 429 teaches a key of one kind: the provider's named limit when nothing
+    is configured or it is lower than the configured one (a configured limit is an upper
+    bound, a learned one only lowers it); None: the store steps the rate in force down."""
+    if named is None:
+        return None
+    return named if configured is None or named < configured else None
+
+
+def seed(answered: int, seconds: float) -> float | None:
+    """With no limit named or configured: a first rate per minute from the calls the
+    provider answered in the last `seconds` (None: it answered none, only the pause)."""
+    if answered <= 0 or seconds <= 0:
+        return None
+    return answered / seconds * 60.0 * SEED_SHARE

@@ -20,7 +20,12 @@ one statement per batch instead of one per call.
 A provider's 429 (`feed_429`) pushes the keys' buckets empty until its hint has passed
 (`tat = now + hint + 54 s`: no burst after it either) and slows their rate: to the limit the
 provider's headers name when lower, else the rate in force × 0.8; the slower rate fades
-back to the configured one over `SLOW_SECONDS`. One statement per acquire (all the run's
+back to the configured one over `SLOW_SECONDS`. A key with no limit configured is one
+whose configured rate is unlimited: its first 429 creates its row, at the named limit
+(else at a seed from the calls lately answered), fading back to no limit; the keys and
+until when they are slowed go to every worker on `FLOW_CHANNEL` (NOTIFY), so that every
+worker draws on them from then on (and only then: a key with nothing configured and no
+429 costs no statement). One statement per acquire (all the run's
 keys as one multi-row upsert, rows in key order so concurrent acquires never deadlock)
 and one per key and 429; the same SQL on PostgreSQL and SQLite (`INSERT … ON CONFLICT DO UPDATE
 … RETURNING`, CASE for max). Times are Unix seconds.
@@ -28,7 +33,8 @@ and one per key and 429; the same SQL on PostgreSQL and SQLite (`INSERT … ON C
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,13 +57,17 @@ HALF_SECONDS = BURST_SECONDS / 2
 SLOW_SECONDS = 300.0
 #: Each 429 without a limit header slows the rate in force by this factor.
 SLOWDOWN = 0.8
+#: NOTIFY channel of the keys a 429 slowed (payload: `learned_payload`).
+FLOW_CHANNEL = "agentrun_flow"
 
 
 @dataclass(frozen=True, slots=True)
 class Demand:
     """What a model call asks of one key: its configured rates (None: that kind is not
     limited), the net tokens it reserves (its maximum, less earlier refunds), and the
-    calls it asks for (`batch`: itself and `batch - 1` more of `per_call` tokens each)."""
+    calls it asks for (`batch`: itself and `batch - 1` more of `per_call` tokens each).
+    `learned`: a 429 slowed the key lately, so its tokens count even with no token limit
+    configured (the store reserves them only while a token rate is in force)."""
 
     key: str
     requests_per_minute: int | None
@@ -65,6 +75,7 @@ class Demand:
     tokens: float = 0.0
     batch: int = 1
     per_call: float = 0.0
+    learned: bool = False
 
     def first_row(self) -> tuple[int, float]:
         """The calls and tokens a new (empty) bucket grants: the batch when it fits in
@@ -89,11 +100,13 @@ class Grant:
 
 @dataclass(frozen=True, slots=True)
 class Learned:
-    """What a 429 taught about one key: the limits its headers named (per minute)."""
+    """What a 429 taught about one key: the limits its headers named (per minute), and
+    the requests per minute to start from when the key had no rate at all (`seed`)."""
 
     key: str
     requests_per_minute: float | None = None
     tokens_per_minute: float | None = None
+    seed: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +189,11 @@ class FlowLimits:
             )
             granted = sa.case((fits, x.granted), else_=1)
             reserved = sa.case(  # (the batch's tokens, less those of calls not granted)
-                (x.token_interval > 0, x.tokens_reserved - (x.granted - granted) * per_call),
+                (
+                    # (configured; or learned, a token rate in force and tokens sent)
+                    sa.or_(x.token_interval > 0, sa.and_(tokens > 0, x.tokens_reserved > 0)),
+                    x.tokens_reserved - (x.granted - granted) * per_call,
+                ),
                 else_=0.0,
             )
             stmt = ins.on_conflict_do_update(
@@ -208,7 +225,7 @@ class FlowLimits:
         for i, d in enumerate(sorted(demands, key=lambda d: d.key)):
             ri, ti = _interval(d.requests_per_minute), _interval(d.tokens_per_minute)
             n, tokens = d.first_row()
-            tokens = tokens if ti else 0.0
+            tokens = tokens if ti or d.learned else 0.0
             values = (d.key, now + n * ri, now + tokens * ti, ri, ti, tokens, n)
             params.update({f"p_{c}_{i}": v for c, v in zip(_ROW, values, strict=True)})
         return self._acquire_statement(len(demands)), params
@@ -238,39 +255,61 @@ class FlowLimits:
             block = _float_param("p_block")
             taught_r = _float_param("p_taught_r")
             taught_t = _float_param("p_taught_t")
+            seed_r = _float_param("p_seed_r")
             in_force_r = _in_force(f.c.request_interval, f.c.slow_request_interval, now)
             in_force_t = _in_force(f.c.token_interval, f.c.slow_token_interval, now)
-            # A limit the headers name is the rate itself; without one, slow down a step.
-            # (429s of calls already in flight within a second are one lesson, not many)
+            # A limit the headers name is the rate itself; without one, slow down a step
+            # (a key with no rate in force: the seed). (429s of calls already in flight
+            # within a second are one lesson, not many)
             recent = f.c.slow_until > now + (SLOW_SECONDS - 1.0)
             slow_r = sa.case(
                 (taught_r > 0, _max(in_force_r, taught_r)),
                 (recent, f.c.slow_request_interval),
-                else_=in_force_r / SLOWDOWN,
+                (in_force_r > 0, in_force_r / SLOWDOWN),
+                else_=seed_r,
             )
             slow_t = sa.case(
                 (taught_t > 0, _max(in_force_t, taught_t)),
                 (recent, f.c.slow_token_interval),
                 else_=in_force_t / SLOWDOWN,
             )
+            first = {  # (a key with nothing configured: its first 429 makes its row)
+                "key": sa.bindparam("p_key", type_=sa.String()),
+                "requests_tat": block,
+                "tokens_tat": block,
+                "request_interval": 0.0,
+                "token_interval": 0.0,
+                "tokens_reserved": 0.0,
+                "slow_request_interval": sa.case((taught_r > 0, taught_r), else_=seed_r),
+                "slow_token_interval": taught_t,
+                "slow_until": now + SLOW_SECONDS,
+                "provider_429s": 1,
+            }
             self._feed = (
-                sa.update(f)
-                .where(f.c.key == sa.bindparam("p_key", type_=sa.String()))
-                .values(
-                    requests_tat=_max(f.c.requests_tat, block),
-                    tokens_tat=_max(f.c.tokens_tat, block),
-                    slow_request_interval=slow_r,
-                    slow_token_interval=slow_t,
-                    slow_until=now + SLOW_SECONDS,
-                    provider_429s=f.c.provider_429s + 1,
+                self.backend.insert(f)
+                .values(first)
+                .on_conflict_do_update(
+                    index_elements=[f.c.key],
+                    set_={
+                        "requests_tat": _max(f.c.requests_tat, block),
+                        "tokens_tat": _max(f.c.tokens_tat, block),
+                        "slow_request_interval": slow_r,
+                        "slow_token_interval": slow_t,
+                        "slow_until": now + SLOW_SECONDS,
+                        "provider_429s": f.c.provider_429s + 1,
+                    },
                 )
-                .returning(f.c.key)
+                .returning(f.c.key, f.c.slow_until)
             )
         return self._feed
 
-    async def feed_429(self, learned: Sequence[Learned], now: float, hint: float) -> None:
+    async def feed_429(
+        self, learned: Sequence[Learned], now: float, hint: float
+    ) -> dict[str, float]:
         """A provider answered 429: every worker's calls on these keys wait `hint` and go
-        slower (a statement per key: a 429 is rare)."""
+        slower (a statement per key: a 429 is rare). Until when each key is slowed; every
+        worker is told (`FLOW_CHANNEL`)."""
+        slowed: dict[str, float] = {}
         for item in sorted(learned, key=lambda x: x.key):
             params = {
                 "p_key": item.key,
@@ -278,8 +317,21 @@ class FlowLimits:
                 "p_block": now + hint + BURST_SECONDS,
                 "p_taught_r": _interval(item.requests_per_minute),
                 "p_taught_t": _interval(item.tokens_per_minute),
+                "p_seed_r": _interval(item.seed),
             }
-            await self.backend.fetch(self._feed_statement(), params)
+            for row in await self.backend.fetch(self._feed_statement(), params):
+                slowed[str(row["key"])] = float(row["slow_until"])
+        if slowed:
+            self.backend.wake([(FLOW_CHANNEL, learned_payload(slowed))])
+        return slowed
+
+    async def slowed(self, now: float) -> dict[str, float]:
+        """The keys a 429 slowed that are still slowed, and until when (a worker catching
+        up with the notifications it missed: at start, after its LISTEN reconnected)."""
+        stmt = sa.select(f.c.key, f.c.slow_until).where(f.c.slow_until > now)
+        async with self.backend.reader() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return {str(key): float(until) for key, until in rows}
 
     async def slow_rates(self) -> dict[str, float]:
         """The requests per minute a 429 taught, by key (benches and tests)."""
@@ -314,3 +366,19 @@ class FlowLimits:
             used_t = max(0.0, tt - now) / ti if ti else 0.0
             out.append(Bucket(key, used_r, used_t, int(n), None if held is None else int(held)))
         return out
+
+
+def learned_payload(slowed: Mapping[str, float]) -> str:
+    """The NOTIFY payload naming the keys a 429 slowed and until when (Unix seconds)."""
+    return json.dumps(slowed, separators=(",", ":"))
+
+
+def parse_learned(payload: str) -> dict[str, float]:
+    """`learned_payload`'s keys back (nothing from a payload that is not one)."""
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(k): float(v) for k, v in data.items() if isinstance(v, int | float)}

@@ -243,8 +243,8 @@ class RunDriver:
                 tracing.model_answered(span, answer)
         except ProviderError as err:
             err.provider = err.provider or model.provider
-            if rates and err.status == 429:  # (one worker's 429 slows every worker)
-                await self.flow.provider_429(rates, err, self.clock())
+            if err.status == 429:  # (one worker's 429 slows every worker, configured or not)
+                await self.flow.provider_429(rates, err, self.clock(), claim.record)
             return await self._provider_failed(claim, err)
         except LeaseLost:  # abandoned mid-flight, its connection closed: on the ledger
             partial = ProviderTurn(choice=(), usage=progress.usage or Usage())

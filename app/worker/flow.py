@@ -16,12 +16,19 @@ key in the last second, at most `MAX_BATCH`); what the store grants beyond the c
 is handed to this worker's next calls on the key for `PERMIT_SECONDS`, with no statement.
 Calls of a batch left unused when it lapses are spent (the bucket counted them: more
 conservative only); its unused tokens go back with the next acquire.
+
+A provider's 429 teaches the run's model key (and its configured profile key) even with
+nothing configured (`provider_429`, the rule in `app.providers.ratelimit`): the store
+slows the key for every worker and tells them (`heard`, from the worker's LISTEN); from
+then until the key's slowdown has faded, this worker draws every call on the key as on a
+configured one. Until a 429, a key with nothing configured costs no statement.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
@@ -32,10 +39,11 @@ from typing import Any
 import structlog
 
 from app import metrics
+from app.providers import ratelimit
 from app.providers.base import ModelRequest, ProviderError
 from app.providers.profiles import Profiles, RateLimits
 from app.store.changes import RateLimit
-from app.store.flow import Demand, FlowLimits, Grant, Learned
+from app.store.flow import Demand, FlowLimits, Grant, Learned, parse_learned
 from app.store.records import RunRecord
 from app.store.slots import FlowSlots, Slot
 from app.worker.budget import cap_param, input_estimate
@@ -55,11 +63,9 @@ RELEASE_RETRY_SECONDS = 0.25
 #: claim cost more than the wait); a later turn throttles the run back to the queue.
 SLACK = timedelta(seconds=1)
 
-#: Headers naming a provider's own limits per minute (requests, tokens).
-_LIMIT_HEADERS = (
-    ("x-ratelimit-limit-requests", "x-ratelimit-limit-tokens"),
-    ("anthropic-ratelimit-requests-limit", "anthropic-ratelimit-tokens-limit"),
-)
+#: A first 429 with no limit named or configured seeds the rate from the calls the
+#: provider answered this worker in so many seconds before it.
+OBSERVED_SECONDS = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,12 +101,8 @@ class _Permits:
     limits: tuple[int | None, int | None] = (None, None)  # (the rates it was granted at)
 
 
-def _number(headers: Mapping[str, str], name: str) -> float | None:
-    try:
-        value = float(headers[name])
-    except (KeyError, ValueError):
-        return None
-    return value if value > 0 else None
+def _since(times: deque[float] | None, start: float) -> int:
+    return 0 if times is None else sum(1 for t in times if t >= start)
 
 
 class Flow:
@@ -129,11 +131,16 @@ class Flow:
         self._permits: dict[str, _Permits] = {}  # the rest of a batch, by key
         self._drawn: dict[str, deque[float]] = {}  # this worker's recent draws, by key
         self._releasing: set[asyncio.Task[None]] = set()  # releases retried after a failure
+        self._learned: dict[str, float] = {}  # keys a 429 slowed, until when (Unix seconds)
+        self._calls: dict[str, deque[float]] = {}  # recent calls and 429s by model key
+        self._refused: dict[str, deque[float]] = {}  # (monotonic: the seed's only)
 
     async def rates(self, record: RunRecord) -> dict[str, RateLimits]:
         """The run's limit keys that limit anything, with their limits."""
         out: dict[str, RateLimits] = {}
         spec = record.run_config.model
+        model_key = f"model:{spec.provider}/{spec.name}"
+        self._count(self._calls, model_key)
         if self.profiles.limited():
             profile = self.profiles.get(spec.provider)
             if profile is not None:
@@ -145,7 +152,41 @@ class Flow:
             most = doc.get("max_concurrent")
             if rpm is not None or tpm is not None or most is not None:
                 out[f"tenant:{record.tenant_id}"] = RateLimits(rpm, tpm, most)
-        return {k: v for k, v in out.items() if not v.empty()}
+        learned = self._learned_keys(spec.provider, model_key) if self._learned else ()
+        for key in learned:
+            out.setdefault(key, RateLimits())
+        return {k: v for k, v in out.items() if not v.empty() or k in learned}
+
+    def _learned_keys(self, provider: str, model_key: str) -> list[str]:
+        """The run's keys a 429 slowed, still slowed (the lapsed ones are forgotten)."""
+        now = time.time()
+        for key in [k for k, until in self._learned.items() if until <= now]:
+            del self._learned[key]
+        return [k for k in (f"profile:{provider}", model_key) if k in self._learned]
+
+    def heard(self, payload: str) -> None:
+        """Another worker's 429 slowed these keys (a `FLOW_CHANNEL` notification): draw
+        on them until then."""
+        self._slowed(parse_learned(payload))
+
+    async def catch_up(self, now: datetime) -> None:
+        """Learn the keys slowed while this worker was not listening (at start, after its
+        LISTEN reconnected); a failure leaves it to learn from its own 429."""
+        try:
+            self._slowed(await self.limits.slowed(now.timestamp()))
+        except Exception:
+            log.warning("reading the slowed keys failed", exc_info=True)
+
+    def _slowed(self, keys: Mapping[str, float]) -> None:
+        for key, until in keys.items():
+            self._learned[key] = max(until, self._learned.get(key, 0.0))
+
+    def _count(self, times: dict[str, deque[float]], key: str) -> None:
+        """Note a call (or a 429) on `key` (the last 64: enough for a seed)."""
+        recent = times.get(key)
+        if recent is None:
+            recent = times[key] = deque(maxlen=64)
+        recent.append(time.monotonic())
 
     async def gate(
         self,
@@ -221,28 +262,31 @@ class Flow:
         at = now.timestamp()
         demands = []
         drawn = []
+        counts: dict[str, bool] = {}  # (the keys drawn on: whether they count tokens)
         for key, r in rates.items():
-            if not rated or not (r.requests_per_minute or r.tokens_per_minute):
+            learned = key in self._learned
+            if not rated or not (r.requests_per_minute or r.tokens_per_minute or learned):
                 continue
-            if r.tokens_per_minute:
+            counts[key] = bool(r.tokens_per_minute) or learned
+            if counts[key]:
                 drawn.append(key)
             batch = self._draw(key, at)
-            if self._from_batch(key, r, tokens, at):
+            if self._from_batch(key, r, tokens, at, counts[key]):
                 continue
-            refund = self._refunds.pop(key, 0.0) if r.tokens_per_minute else 0.0
-            net = tokens - refund if r.tokens_per_minute else 0.0
+            refund = self._refunds.pop(key, 0.0) if counts[key] else 0.0
+            net = tokens - refund if counts[key] else 0.0
             demands.append(
-                Demand(key, r.requests_per_minute, r.tokens_per_minute, net, batch, tokens)
+                Demand(key, r.requests_per_minute, r.tokens_per_minute, net, batch, tokens, learned)
             )
         slots = [Slot(k, r.max_concurrent) for k, r in rates.items() if r.max_concurrent]
         reserved = Reserved(tuple(drawn), float(tokens))
         if not slots:
             grant = await self.limits.acquire(demands, at) if demands else Grant(at)
-            self._keep(grant, rates, tokens, at)
+            self._keep(grant, rates, counts, tokens, at)
             return grant, reserved
         holder = f"{run_id}:{uuid.uuid4().hex[:16]}"
         taken = await self.slots.take(slots, holder, run_id, at, at + slot_seconds, demands, slack)
-        self._keep(taken.grant, rates, tokens, at)
+        self._keep(taken.grant, rates, counts, tokens, at)
         if not taken.held:
             return taken.grant, reserved
         keys = tuple(s.key for s in slots)
@@ -258,13 +302,14 @@ class Flow:
             recent.popleft()
         return len(recent)
 
-    def _from_batch(self, key: str, r: RateLimits, tokens: int, at: float) -> bool:
+    def _from_batch(
+        self, key: str, r: RateLimits, tokens: int, at: float, counts_tokens: bool
+    ) -> bool:
         """Take the call from this worker's batch on `key`, if one is left and current
         (granted at the key's rates in force: a changed limit spends it)."""
         left = self._permits.get(key)
         if left is None:
             return False
-        counts_tokens = bool(r.tokens_per_minute)
         if (
             left.until <= at
             or left.calls < 1
@@ -279,13 +324,20 @@ class Flow:
         left.tokens -= tokens if counts_tokens else 0
         return True
 
-    def _keep(self, grant: Grant, rates: Mapping[str, RateLimits], tokens: int, at: float) -> None:
+    def _keep(
+        self,
+        grant: Grant,
+        rates: Mapping[str, RateLimits],
+        counts: Mapping[str, bool],
+        tokens: int,
+        at: float,
+    ) -> None:
         """Keep what a grant reserved beyond the call itself, for this worker's next calls
         (tokens only on a key that counted them)."""
         for key, n in grant.granted:
             if n > 1:
                 r = rates[key]
-                held = (n - 1) * tokens if r.tokens_per_minute else 0.0
+                held = (n - 1) * tokens if counts.get(key) else 0.0
                 limits = (r.requests_per_minute, r.tokens_per_minute)
                 self._permits[key] = _Permits(n - 1, held, at + PERMIT_SECONDS, limits)
 
@@ -338,25 +390,34 @@ class Flow:
                 self._refunds[key] = self._refunds.get(key, 0.0) + back
 
     async def provider_429(
-        self, rates: Mapping[str, RateLimits], err: ProviderError, at: datetime
+        self,
+        rates: Mapping[str, RateLimits],
+        err: ProviderError,
+        at: datetime,
+        record: RunRecord | None = None,
     ) -> float:
-        """Feed a provider's 429 to the run's profile and model keys: the seconds every
-        worker now waits on them."""
+        """Feed a provider's 429 to the run's configured profile and model keys, and to its
+        model key even with nothing configured (`record`: the run, naming that key): the
+        seconds every worker now waits on them."""
         now = at.timestamp()
-        headers = err.headers
         seconds = err.retry_after if err.retry_after is not None else 1.0
-        rpm = tpm = None
-        for r_name, t_name in _LIMIT_HEADERS:
-            rpm = rpm or _number(headers, r_name)
-            tpm = tpm or _number(headers, t_name)
+        rpm, tpm = ratelimit.named_limits(err.headers)
+        keys = {k: r for k, r in rates.items() if k.startswith(("profile:", "model:"))}
+        if record is not None:
+            spec = record.run_config.model
+            keys.setdefault(f"model:{spec.provider}/{spec.name}", RateLimits())
         learned = []
-        for key, r in rates.items():
-            if key.startswith(("profile:", "model:")):
-                self._permits.pop(key, None)  # (this worker's batch goes no further)
-                # (a named limit lower than the configured one is the rate; else a step down)
-                lr = rpm if rpm and r.requests_per_minute and rpm < r.requests_per_minute else None
-                lt = tpm if tpm and r.tokens_per_minute and tpm < r.tokens_per_minute else None
-                learned.append(Learned(key, lr, lt))
-        await self.limits.feed_429(learned, now, seconds)
+        for key, r in keys.items():
+            self._permits.pop(key, None)  # (this worker's batch goes no further)
+            first = None
+            if r.requests_per_minute is None and rpm is None:  # (no rate known: a seed)
+                self._count(self._refused, key)
+                start = time.monotonic() - OBSERVED_SECONDS
+                answered = _since(self._calls.get(key), start) - _since(self._refused[key], start)
+                first = ratelimit.seed(answered, OBSERVED_SECONDS)
+            lr = ratelimit.taught(rpm, r.requests_per_minute)
+            lt = ratelimit.taught(tpm, r.tokens_per_minute)
+            learned.append(Learned(key, lr, lt, first))
+        self._slowed(await self.limits.feed_429(learned, now, seconds))
         metrics.flow_429(x.key for x in learned)
         return seconds

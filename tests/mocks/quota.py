@@ -1,7 +1,8 @@
 """An OpenAI-shaped provider on 127.0.0.1 that enforces a quota, as a hosted one does.
 
 `POST /v1/chat/completions` answers a short text while the caller stays within R requests
-and T tokens per minute (token buckets holding a minute's worth, refilled continuously;
+and T tokens per minute (token buckets holding a minute's worth, or `burst_seconds`'
+worth, refilled continuously;
 a call is charged `prompt_tokens + min(max_tokens, completion)` of its fixed usage when
 it arrives), else 429 with `x-ratelimit-limit-*`, `-remaining-*`, `-reset-*` and
 `retry-after`, like OpenAI's. It counts its answers and its 429s (and when each 429 was
@@ -28,15 +29,17 @@ COMPLETION_TOKENS = 6
 
 
 class Bucket:
-    """`per_minute` units, a minute's worth at most, refilled continuously."""
+    """`per_minute` units, `burst_seconds`' worth at most (a minute's), refilled
+    continuously."""
 
-    def __init__(self, per_minute: float) -> None:
+    def __init__(self, per_minute: float, burst_seconds: float = 60.0) -> None:
         self.per_minute = per_minute
-        self.level = per_minute
+        self.capacity = per_minute * burst_seconds / 60
+        self.level = self.capacity
         self.at = time.monotonic()
 
     def refill(self, now: float) -> None:
-        self.level = min(self.per_minute, self.level + (now - self.at) * self.per_minute / 60)
+        self.level = min(self.capacity, self.level + (now - self.at) * self.per_minute / 60)
         self.at = now
 
     def wait(self, cost: float) -> float:
@@ -45,9 +48,11 @@ class Bucket:
 
 
 class QuotaProvider:
-    def __init__(self, requests_per_minute: float, tokens_per_minute: float) -> None:
-        self.requests = Bucket(requests_per_minute)
-        self.tokens = Bucket(tokens_per_minute)
+    def __init__(
+        self, requests_per_minute: float, tokens_per_minute: float, burst_seconds: float = 60.0
+    ) -> None:
+        self.requests = Bucket(requests_per_minute, burst_seconds)
+        self.tokens = Bucket(tokens_per_minute, burst_seconds)
         self._lock = threading.Lock()
         self.answered = 0
         self.answered_at: list[float] = []  # monotonic times of the answers
@@ -105,7 +110,7 @@ class QuotaProvider:
             "x-ratelimit-remaining-requests": str(max(0, int(r.level))),
             "x-ratelimit-remaining-tokens": str(max(0, int(t.level))),
             "x-ratelimit-reset-requests": f"{r.wait(1):.3f}s",
-            "x-ratelimit-reset-tokens": f"{t.wait(t.per_minute):.3f}s",
+            "x-ratelimit-reset-tokens": f"{t.wait(t.capacity):.3f}s",
         }
         if wait > 0:
             out["retry-after"] = f"{max(1, round(wait + 0.5))}"
@@ -123,9 +128,11 @@ class QuotaProvider:
 
 
 @contextmanager
-def quota_server(requests_per_minute: float, tokens_per_minute: float) -> Iterator[QuotaProvider]:
+def quota_server(
+    requests_per_minute: float, tokens_per_minute: float, burst_seconds: float = 60.0
+) -> Iterator[QuotaProvider]:
     """A `QuotaProvider` served on 127.0.0.1; its `base_url` (…/v1) set."""
-    provider = QuotaProvider(requests_per_minute, tokens_per_minute)
+    provider = QuotaProvider(requests_per_minute, tokens_per_minute, burst_seconds)
     with serve_in_thread(provider.app) as url:
         provider.base_url = f"{url}/v1"
         yield provider

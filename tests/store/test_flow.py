@@ -147,3 +147,39 @@ async def test_a_batch_is_one_call_when_its_tokens_would_fill_half_the_bucket(
     small = [Demand(key, 6000, 1000, tokens=40, batch=8, per_call=40)]
     assert (await store.flow.acquire(small, T0)).granted == ((key, 8),)  # 100 + 320 <= 450
     assert (await store.flow.acquire(small, T0)).granted == ((key, 1),)  # 420 + 320 > 450
+
+
+async def test_a_key_with_nothing_configured_learns_its_first_429(store: RunStore) -> None:
+    """No row before: the 429 makes it, blocked for the hint, at the named rate (no
+    burst), fading back to no limit; the key is reported slowed until then."""
+    key = fresh("model:p/m")
+    slowed = await store.flow.feed_429([Learned(key, requests_per_minute=480)], T0, hint=2.0)
+    assert slowed == {key: pytest.approx(T0 + SLOW_SECONDS)}
+    assert (await store.flow.slowed(T0))[key] == pytest.approx(T0 + SLOW_SECONDS)
+    d = [Demand(key, None, None, learned=True)]
+    goes = [(await store.flow.acquire(d, T0)).go_at for _ in range(3)]
+    assert goes == pytest.approx([T0 + 2 + 0.125 * i for i in (1, 2, 3)])
+    late = T0 + SLOW_SECONDS + 1  # faded: no limit, and no longer slowed
+    assert (await store.flow.acquire(d, late)).go_at == late
+    assert key not in await store.flow.slowed(late)
+
+
+async def test_without_a_named_limit_the_first_429_starts_at_the_seed(store: RunStore) -> None:
+    key = fresh("model:p/m")
+    await store.flow.feed_429([Learned(key, seed=60)], T0, hint=0.0)
+    assert (await store.flow.slow_rates())[key] == 60.0
+    # A later 429 (not one of the same second) steps the rate in force (62 a minute, 10 s
+    # into its fade) down: the seed is for a key with no rate only.
+    await store.flow.feed_429([Learned(key, seed=600)], T0 + 10, hint=0.0)
+    in_force = 60 / (1 - 10 / SLOW_SECONDS)
+    assert (await store.flow.slow_rates())[key] == pytest.approx(in_force * 0.8, abs=0.1)
+
+
+async def test_a_learned_token_limit_counts_the_tokens_of_a_key_with_none_configured(
+    store: RunStore,
+) -> None:
+    key = fresh("model:p/m")
+    await store.flow.feed_429([Learned(key, tokens_per_minute=600)], T0, hint=0.0)
+    d = [Demand(key, None, None, tokens=100, learned=True)]  # 10 s a call
+    a, b = [(await store.flow.acquire(d, T0)).go_at for _ in range(2)]
+    assert b - a == pytest.approx(10.0)

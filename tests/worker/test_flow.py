@@ -141,19 +141,24 @@ async def test_a_tenants_rate_limits_its_runs(store: RunStore, settings: Setting
     ]
 
 
+def script_429(mock: MockProviderServer, model: str, retry_after: str) -> RunCreate:
+    """The mock's next answer a 429 naming a limit of 60 a minute; a run body calling it."""
+    fault = Reply.fault(429, "Rate limit reached", retry_after=retry_after)
+    fault.headers["x-ratelimit-limit-requests"] = "60"
+    mock.script(fault)
+    return RunCreate.model_validate(
+        {"prompt": "hi", "model": {"provider": "openai", "name": model}}
+    )
+
+
 async def test_a_429_slows_every_worker_on_the_key(
     store: RunStore, settings: Settings, mock: MockProviderServer
 ) -> None:
     settings = wire_settings(settings, mock)
     model = f"m-{uuid.uuid4().hex[:8]}"
     profiles = limited("openai", model, wire="openai_chat", requests_per_minute=600)
-    fault = Reply.fault(429, "Rate limit reached", retry_after="7")
-    fault.headers["x-ratelimit-limit-requests"] = "60"
-    mock.script(fault)
+    body = script_429(mock, model, retry_after="7")
     service = RunService(store, settings)
-    body = RunCreate.model_validate(
-        {"prompt": "hi", "model": {"provider": "openai", "name": model}}
-    )
     view, _ = await service.create_run(body)
     now = datetime.now(UTC)
     d = await driver(store, settings, profiles)
@@ -295,8 +300,8 @@ class CountedLimits:
         self.statements += 1
         return await self.limits.acquire(demands, now)
 
-    async def feed_429(self, learned: Any, now: float, hint: float) -> None:
-        await self.limits.feed_429(learned, now, hint)
+    async def feed_429(self, learned: Any, now: float, hint: float) -> dict[str, float]:
+        return await self.limits.feed_429(learned, now, hint)
 
 
 def counted(store: RunStore) -> tuple[Flow, CountedLimits]:

@@ -16,7 +16,7 @@ model call that answers at once, against the loop it replaced (no stop signal), 
 process, alternated.
 
 Run: `.venv/bin/python bench/cancel.py [--cancels 100] [--backend postgres|sqlite|both]
-[--server URL]`
+[--holds 20000] [--server URL]`
 """
 
 from __future__ import annotations
@@ -192,6 +192,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cancels", type=int, default=100)
     parser.add_argument("--backend", choices=["postgres", "sqlite", "both"], default="both")
+    parser.add_argument("--holds", type=int, default=20_000, help="holds per sample, 5 samples")
     server_argument(parser)
     args = parser.parse_args()
     backends = ["postgres", "sqlite"] if args.backend == "both" else [args.backend]
@@ -208,7 +209,7 @@ def main() -> None:
                 report(backend, measure(url, args.cancels, Path(tmp)))
             finally:
                 drop_database(admin, url)
-    was, now = asyncio.run(_hold_cost(20_000))
+    was, now = asyncio.run(_hold_cost(args.holds))
     print(
         f"Lease.hold, a call nobody cancels: {was:.1f} µs CPU before stop signals, "
         f"{now:.1f} µs with them ({now - was:+.1f} µs per model call)"

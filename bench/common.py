@@ -202,8 +202,9 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def wait_ready(client: httpx.AsyncClient, timeout: float = 15.0) -> None:
-    """Wait until an API process answers /readyz."""
+async def wait_ready(client: httpx.AsyncClient, timeout: float = 60.0) -> None:
+    """Wait until an API process answers /readyz (a start-up takes seconds on a busy
+    machine)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:

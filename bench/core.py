@@ -1,10 +1,12 @@
 """Core benchmark: one tool round trip, and to_json/from_json by history size.
 
-Run: `make bench` (or `.venv/bin/python bench/core.py`). Prints a Markdown table.
+Run: `make bench` (or `.venv/bin/python bench/core.py [--repeat 15] [--number 2000]`).
+Prints a Markdown table.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 import timeit
@@ -63,16 +65,22 @@ def best_us(fn: object, number: int, repeat: int = 15) -> float:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=15, help="timings of each; the best")
+    parser.add_argument(
+        "--number", type=int, default=2000, help="round trips per timing (to_json: a tenth)"
+    )
+    args = parser.parse_args()
     print("| measurement | time | bytes |")
     print("|---|---|---|")
-    rt = best_us(round_trip, 2000)
+    rt = best_us(round_trip, args.number, args.repeat)
     print(f"| tool round trip (5 calls, fresh run) | {rt:.1f} µs | |")
     for n in (10, 100, 1000):
         run = suspended_run(n)
         data = run.to_json()
-        number = max(10, 20000 // (n + 10))
-        dump = best_us(run.to_json, number)
-        load = best_us(lambda data=data: AgentRun.from_json(data), number)
+        number = max(1, min(10, args.number), 10 * args.number // (n + 10))
+        dump = best_us(run.to_json, number, args.repeat)
+        load = best_us(lambda data=data: AgentRun.from_json(data), number, args.repeat)
         print(
             f"| to_json, {n} history messages | {dump:.0f} µs | {len(data.encode())} |\n"
             f"| from_json, {n} history messages | {load:.0f} µs | |"

@@ -43,6 +43,7 @@ from app.settings import Settings  # noqa: E402
 from app.store.backend.engines import engine_for  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from app.worker.worker import Worker  # noqa: E402
+from bench.common import server_argument  # noqa: E402
 from tests.mocks.quota import quota_server  # noqa: E402
 
 
@@ -209,7 +210,7 @@ def main() -> None:
         asyncio.run(work(url, base, int(slots), int(rpm), int(tpm)))
         return
     parser = argparse.ArgumentParser()
-    parser.add_argument("--server", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    server_argument(parser)
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--slots", type=int, default=8)

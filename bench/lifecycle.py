@@ -10,7 +10,8 @@ reports CPU per lifecycle of the database, the workers and the client, and WAL b
 lifecycle (counters that barely depend on the machine: good regression guards).
 
 Run: `.venv/bin/python bench/lifecycle.py [--runs 2000] [--repeat 3] [--server postgresql://...]`
-(`--service-only --workers 2`: the service rows alone; with `AGENTRUN_TRACING=true` and
+(`--resumes 60`, `--rounds 60`: the samples of the resume latency and of a tool round's
+cost; `--service-only --workers 2`: the service rows alone; with `AGENTRUN_TRACING=true` and
 `OTEL_EXPORTER_OTLP_ENDPOINT` set, traced).
 """
 
@@ -138,14 +139,16 @@ async def service_run(
     return result
 
 
-async def resume_latency(service: RunService, workers: int, logdir: Path) -> float:
+async def resume_latency(
+    service: RunService, workers: int, logdir: Path, samples: int = 60
+) -> float:
     """Results committed (run.resumed) → claimed again for the next model call, p50 in
     ms, at low load: one run at a time, so no queue stands in between."""
     procs = start_workers(service.settings.database_url, workers, logdir, f"latency{workers}")
     await asyncio.sleep(1.5)
     body = run_body()
     latencies = []
-    for _ in range(60):
+    for _ in range(samples):
         view, _ = await service.create_run(body)
         while (
             await service.get_run(view.record.id, scope=Scope.ALL)
@@ -281,6 +284,8 @@ async def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     server_argument(parser)
     parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--resumes", type=int, default=60, help="samples of the resume p50")
+    parser.add_argument("--rounds", type=int, default=60, help="tool rounds per history size")
     parser.add_argument(
         "--service-only",
         action="store_true",
@@ -340,7 +345,11 @@ async def main() -> None:
         for label, samples, workers in rows:
             rate = statistics.median(sample["per_second"] for sample in samples)
             of_own = f"{100 * rate / own_top:.0f} %" if workers else ""
-            latency = f"{await resume_latency(service, workers, logdir):.1f} ms" if workers else ""
+            latency = (
+                f"{await resume_latency(service, workers, logdir, args.resumes):.1f} ms"
+                if workers
+                else ""
+            )
             worker_cpu = f"{summary(samples, 'worker_cpu_ms', '.1f')} ms" if workers else ""
             print(
                 f"| {label} | {summary(samples, 'per_second')} | {100 * rate / top:.0f} % "
@@ -356,7 +365,7 @@ async def main() -> None:
             "| WAL per tool round | control document |"
         )
         print("|---|---|---|---|---|")
-        for n, ms, us, kb, size in await tool_round_cost(url):
+        for n, ms, us, kb, size in await tool_round_cost(url, args.rounds):
             print(f"| {n} | {ms:.2f} ms | {us:.0f} µs | {kb:.1f} kB | {size} B |")
     finally:
         drop_database(admin, url)

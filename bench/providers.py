@@ -1,10 +1,11 @@
 """Provider adapter overhead: encode + decode of a 100-message history, per wire, and
 streaming decode throughput (events per second). No network.
 
-    .venv/bin/python bench/providers.py [--repeat 7] [--messages 100]
+    .venv/bin/python bench/providers.py [--repeat 7] [--messages 100] [--number N]
 
 Each figure is the best of `repeat` timeit runs (timeit-style: the minimum is the least
-disturbed by other load), plus the median for context.
+disturbed by other load), plus the median for context; each run makes as many calls as
+take 0.2 s (timeit's autorange), or `--number` of them.
 """
 
 from __future__ import annotations
@@ -86,9 +87,12 @@ def history(n_messages: int) -> tuple[Message, ...]:
     return tuple(out[:n_messages])
 
 
-def best_and_median(fn: Callable[[], object], repeat: int) -> tuple[float, float, int]:
+def best_and_median(
+    fn: Callable[[], object], repeat: int, number: int | None = None
+) -> tuple[float, float, int]:
     timer = timeit.Timer(fn)
-    number, _ = timer.autorange()
+    if number is None:
+        number, _ = timer.autorange()
     runs = [t / number for t in timer.repeat(repeat=repeat, number=number)]
     return min(runs), statistics.median(runs), number
 
@@ -98,6 +102,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--messages", type=int, default=100)
     parser.add_argument("--calls", type=int, default=200, help="loopback calls per wire")
+    parser.add_argument("--number", type=int, help="calls per timeit run (default: 0.2 s)")
     args = parser.parse_args()
 
     msgs = history(args.messages)
@@ -133,9 +138,9 @@ def main() -> None:
         def both(codec: Any = codec, body: Any = body) -> object:
             return codec.encode_request(request), codec.decode_response(body)
 
-        enc_b, enc_m, _ = best_and_median(encode, args.repeat)
-        dec_b, dec_m, _ = best_and_median(decode, args.repeat)
-        tot_b, tot_m, _ = best_and_median(both, args.repeat)
+        enc_b, enc_m, _ = best_and_median(encode, args.repeat, args.number)
+        dec_b, dec_m, _ = best_and_median(decode, args.repeat, args.number)
+        tot_b, tot_m, _ = best_and_median(both, args.repeat, args.number)
         print(
             f"{name:<20} {enc_b * 1e6:>7.1f} ({enc_m * 1e6:>6.1f}) "
             f"{dec_b * 1e6:>7.1f} ({dec_m * 1e6:>6.1f}) {tot_b * 1e6:>7.1f} ({tot_m * 1e6:>6.1f})"
@@ -168,8 +173,8 @@ def main() -> None:
                     decoder.feed(event)
             decoder.finish()
 
-        d_best, _, _ = best_and_median(decode_only, args.repeat)
-        p_best, _, _ = best_and_median(parse_and_decode, args.repeat)
+        d_best, _, _ = best_and_median(decode_only, args.repeat, args.number)
+        p_best, _, _ = best_and_median(parse_and_decode, args.repeat, args.number)
         n = len(events)
         print(f"{name:<20} {n:>8} {n / d_best:>14,.0f} {n / p_best:>19,.0f}")
 

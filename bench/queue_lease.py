@@ -26,12 +26,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app.core.lifecycle import RunStatus  # noqa: E402
+from app.service.access import DEFAULT_TENANT  # noqa: E402
 from app.service.live import EventHub  # noqa: E402
 from app.service.queues import QueueService  # noqa: E402
 from app.service.runs import RunService  # noqa: E402
 from app.service.schemas import LeasedResultIn, LeaseIn  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
+from app.store.queues import bell_of  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from bench.common import (  # noqa: E402
     drop_database,
@@ -91,7 +93,10 @@ async def wake_up(queues: QueueService, samples: int) -> None:
     latencies: list[float] = []
     for _ in range(samples):
         waiting = asyncio.ensure_future(queues.lease("w", LeaseIn(limit=2, wait=30), None))
-        while not queues.bell.waiting("w"):
+        deadline = time.monotonic() + 30
+        while not queues.bell.waiting(bell_of(DEFAULT_TENANT, "w")):  # (a tenant's queue)
+            if waiting.done() or time.monotonic() > deadline:
+                raise RuntimeError("the lease request never waited on the queue's bell")
             await asyncio.sleep(0.001)
         await asyncio.sleep(0.01)  # (its first look has found nothing)
         view = await suspended_run(service, tool_queue="w")

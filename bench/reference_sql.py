@@ -78,45 +78,63 @@ Statement = tuple[Compiled, dict[str, Any]]
 
 async def record_statements(service: RunService) -> dict[str, Statement]:
     """The service's own statements for one lifecycle, as its direct pool sends them
-    (text and values), by role: one run driven in this process, its statements recorded."""
-    sent: list[tuple[str, Compiled, dict[str, Any]]] = []
+    (text and values), by role: one run driven in this process, its statements recorded
+    step by step, so each role is told by the step that sent it (not by a function's
+    name in its text, which changes with the store's statements)."""
+    sent: dict[str, list[tuple[str, Compiled, dict[str, Any]]]] = {}
+    step = "create"
     fetchone, fetchall = DirectPool.fetchone, DirectPool.fetchall
 
     async def one(self: DirectPool, compiled: Compiled, values: Any) -> Any:
-        sent.append(("one", compiled, dict(values)))
+        sent.setdefault(step, []).append(("one", compiled, dict(values)))
         return await fetchone(self, compiled, values)
 
     async def many(self: DirectPool, compiled: Compiled, values: Any) -> Any:
-        sent.append(("many", compiled, dict(values)))
+        sent.setdefault(step, []).append(("many", compiled, dict(values)))
         return await fetchall(self, compiled, values)
 
     DirectPool.fetchone, DirectPool.fetchall = one, many  # type: ignore[method-assign]
     try:
         view, _ = await service.create_run(run_body())
+        step = "suspend"
         await drive_once(service.store, service.settings)
+        step = "answers"
         suspended = await service.get_run(view.record.id, scope=Scope.ALL)
+        step = "submit"
         await service.submit_tool_results(
             results_for(suspended), run_id=view.record.id, scope=Scope.ALL
         )
+        step = "complete"
         await drive_once(service.store, service.settings)
         await service.store.flush_wakeups()
     finally:
         DirectPool.fetchone, DirectPool.fetchall = fetchone, fetchall  # type: ignore[method-assign]
-    text = [(kind, " ".join(c.sql.split()), c, v) for kind, c, v in sent]
-    writes = [(c, v) for _, sql, c, v in text if sql.startswith("WITH changed AS (UPDATE")]
-    claims = [(c, v) for kind, sql, c, v in text if kind == "many" and "SKIP LOCKED" in sql]
-    moves = [w for w in writes if "SKIP LOCKED" not in w[0].sql]
-    (create,) = [(c, v) for _, sql, c, v in text if "INSERT INTO runs " in sql]
-    reads = [(c, v) for _, sql, c, v in text if "jsonb_agg" in sql and "SKIP LOCKED" not in sql]
-    (read,) = reads  # (the submission's; a claim reads its round's calls too)
-    suspend, submit, complete = moves
+
+    def only(step: str, role: str, kind: str, write: bool) -> Statement:
+        """The one statement of `kind` (`one`/`many`) that `step` sent, a change or a read."""
+        texts = [(k, " ".join(c.sql.split()), c, v) for k, c, v in sent.get(step, [])]
+        found = [
+            (c, v)
+            for k, sql, c, v in texts
+            if k == kind
+            and sql.startswith("WITH changed AS (UPDATE") == write
+            and "service_secrets" not in sql  # (the callback key, read once per process)
+        ]
+        if len(found) != 1:
+            seen = [sql[:60] for _, sql, _, _ in texts]
+            raise RuntimeError(f"{role}: not one such statement in the {step} step: {seen}")
+        return found[0]
+
+    creates = [(c, v) for _, c, v in sent.get("create", []) if "INSERT INTO runs " in c.sql]
+    if len(creates) != 1:
+        raise RuntimeError(f"create: expected one INSERT INTO runs, got {len(creates)}")
     return {
-        "create": create,
-        "claim": claims[0],
-        "suspend": suspend,
-        "read": read,
-        "submit": submit,
-        "complete": complete,
+        "create": creates[0],
+        "claim": only("suspend", "claim", "many", write=True),
+        "suspend": only("suspend", "suspend", "one", write=True),
+        "read": only("submit", "read", "one", write=False),
+        "submit": only("submit", "submit", "one", write=True),
+        "complete": only("complete", "complete", "one", write=True),
     }
 
 

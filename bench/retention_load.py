@@ -1,17 +1,17 @@
 """Retention under load: the API's latency while a sweep deletes a large day of runs.
 
 A fresh PostgreSQL database is seeded with `--kept` finished runs spread over the last
-29 days, `--day` finished runs created 31 days ago (the day the sweep deletes), 5,000
-suspended and 1,000 queued runs, each finished run with its configuration, 4 events, 2
-log batches, 2 tool calls, 2 ledger rows, a webhook delivery and its attempt (INSERT ...
-SELECT generate_series, then ANALYZE), and folded as workers fold. `agentrun api` (one
-process) then serves a sequential client (`--clients` of them) that cycles through a
-run, its events, lists (all runs, one status) and the usage report, first idle for
-`--idle` seconds, then while this process sweeps the day as a worker does
-(`purge_batch` of `--batch` runs, 50 ms apart). Prints p50/p95 of both phases and the
-sweep's pace.
+29 days, `--day` finished runs created 31 days ago (the day the sweep deletes),
+`--suspended` (5,000) suspended and `--queued` (1,000) queued runs, each finished run
+with its configuration, 4 events, 2 log batches, 2 tool calls, 2 ledger rows, a webhook
+delivery and its attempt (INSERT ... SELECT generate_series, then ANALYZE), and folded as
+workers fold. `agentrun api` (one process) then serves a sequential client (`--clients`
+of them) that cycles through a run, its events, lists (all runs, one status) and the
+usage report: warming up for `--warm` seconds, idle for `--idle` seconds, then while
+this process sweeps the day as a worker does (`purge_batch` of `--batch` runs, 50 ms
+apart). Prints p50/p95 of both phases and the sweep's pace.
 
-Run: `.venv/bin/python bench/retention_load.py [--kept 200000] [--day 20000]`.
+Run: `.venv/bin/python bench/retention_load.py [--kept 200000] [--day 20000] [--idle 20]`.
 """
 
 from __future__ import annotations
@@ -48,26 +48,25 @@ from bench.common import (  # noqa: E402
 from tests.mocks.uvicorn_thread import free_port  # noqa: E402
 
 KEY = "bench-key"
-SUSPENDED, QUEUED = 5_000, 1_000
 
 
-def seed_sql(kept: int, day: int, now: datetime) -> str:
+def seed_sql(kept: int, day: int, now: datetime, suspended: int, queued: int) -> str:
     """Runs numbered 1..kept (finished, the last 29 days), then `day` finished runs of
-    31 days ago, then suspended and queued ones (created in the last day). Every row a
+    31 days ago, then `suspended` and `queued` ones (created in the last day). Every row a
     run owns, as the service writes them (constraints hold: unique keys, one creation
     time in `runs` and `run_configs`; each finished run noted for the fold, as the write
     that ends a run notes it)."""
-    total = kept + day + SUSPENDED + QUEUED
+    total = kept + day + suspended + queued
     n = f"timestamptz '{now.isoformat()}'"
     created = (
         f"CASE WHEN g <= {kept} THEN {n} - interval '29 days' * g / {kept}"
         f" WHEN g <= {kept + day} THEN {n} - interval '31 days' - interval '1 day'"
         f" * (g - {kept}) / {day}"
-        f" ELSE {n} - interval '1 day' * (g - {kept + day}) / {SUSPENDED + QUEUED} END"
+        f" ELSE {n} - interval '1 day' * (g - {kept + day}) / {max(1, suspended + queued)} END"
     )
     status = (
         f"CASE WHEN g <= {kept + day} THEN (CASE WHEN g % 50 = 0 THEN 'failed'"
-        f" ELSE 'completed' END) WHEN g <= {kept + day + SUSPENDED} THEN 'requires_action'"
+        f" ELSE 'completed' END) WHEN g <= {kept + day + suspended} THEN 'requires_action'"
         " ELSE 'queued' END"
     )
     return f"""
@@ -111,10 +110,10 @@ def seed_sql(kept: int, day: int, now: datetime) -> str:
     """
 
 
-def seed(url: str, kept: int, day: int, now: datetime) -> float:
+def seed(url: str, args: argparse.Namespace, now: datetime) -> float:
     started = time.perf_counter()
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(seed_sql(kept, day, now))
+        conn.execute(seed_sql(args.kept, args.day, now, args.suspended, args.queued))
         conn.execute("VACUUM ANALYZE")
     return time.perf_counter() - started
 
@@ -164,6 +163,9 @@ async def main() -> None:
     parser.add_argument("--kept", type=int, default=200_000)
     parser.add_argument("--day", type=int, default=20_000)
     parser.add_argument("--batch", type=int, default=200)
+    parser.add_argument("--suspended", type=int, default=5_000)
+    parser.add_argument("--queued", type=int, default=1_000)
+    parser.add_argument("--warm", type=float, default=3.0, help="seconds before the idle phase")
     parser.add_argument("--idle", type=float, default=20.0)
     parser.add_argument("--clients", type=int, default=1)
     server_argument(parser)
@@ -173,7 +175,7 @@ async def main() -> None:
     try:
         upgrade_to_head(url)
         now = datetime.now(UTC)
-        seconds = seed(url, args.kept, args.day, now)
+        seconds = seed(url, args, now)
         engine = create_engine(url)
         started = time.perf_counter()
         folded = await fold(engine)
@@ -182,10 +184,12 @@ async def main() -> None:
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute("VACUUM ANALYZE")
         print(
-            f"seeded {args.kept + args.day + SUSPENDED + QUEUED} runs in {seconds:.0f} s;"
+            f"seeded {args.kept + args.day + args.suspended + args.queued} runs"
+            f" in {seconds:.0f} s;"
             f" folded {folded} in {fold_seconds:.1f} s ({folded / fold_seconds:.0f}/s)"
         )
-        ids = [f"run_{g:021d}" for g in random.sample(range(1, args.kept + 1), 500)]
+        sample = random.sample(range(1, args.kept + 1), min(500, args.kept))
+        ids = [f"run_{g:021d}" for g in sample]
         port = free_port()
         env = {**os.environ, "AGENTRUN_DATABASE_URL": url, "AGENTRUN_API_KEYS": KEY}
         api = subprocess.Popen(
@@ -204,7 +208,7 @@ async def main() -> None:
                 asyncio.create_task(client_loop(base, ids, stop, phase, out))
                 for _ in range(args.clients)
             ]
-            await asyncio.sleep(3.0)
+            await asyncio.sleep(args.warm)
             phase[0] = "idle"
             await asyncio.sleep(args.idle)
             phase[0] = "sweep"
@@ -222,12 +226,18 @@ async def main() -> None:
         print(f"{'phase':<6} {'requests':>8} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}")
         for name in ("idle", "sweep"):
             values = out.get(name, [])
+            if not values:  # (a sweep shorter than one request)
+                print(f"{name:<6} {0:>8} {'-':>8} {'-':>8} {'-':>8}")
+                continue
             print(
                 f"{name:<6} {len(values):>8} {pct(values, 0.5):>8.1f} {pct(values, 0.95):>8.1f}"
                 f" {pct(values, 0.99):>8.1f}"
             )
-        ratio = pct(out["sweep"], 0.95) / pct(out["idle"], 0.95)
-        print(f"p95 during the sweep / idle: {ratio:.2f}")
+        if out.get("sweep") and out.get("idle"):
+            ratio = pct(out["sweep"], 0.95) / pct(out["idle"], 0.95)
+            print(f"p95 during the sweep / idle: {ratio:.2f}")
+        else:
+            print("p95 during the sweep / idle: - (a phase without a request)")
     finally:
         drop_database(admin, url)
 

@@ -4,12 +4,14 @@ as `bench/lifecycle.py`'s "own statements" row does, against variants of them.
 A lab, not a build: the variants edit the recorded statements' SQL text or the database
 (an index dropped, synchronous commit off) to ask what a redesign would save before it is
 built. Each variant is measured alternately with the unedited statements, `--repeat`
-times, 1000 lifecycles each (median). Then each write statement is issued refused (its
+times, `--lifecycles` (1000) each (median). Then each write statement is issued refused (its
 compare-and-set finds no run at that version, so nothing is written) on one connection,
 with `SELECT 1` and a refused one-table UPDATE beside it: the fixed cost of a statement on
 the server, read from its backend's CPU time (the figures in docs/benchmarks.md).
 
-Run: `.venv/bin/python bench/statement_lab.py [--repeat 3] [--server postgresql://...]`
+Run: `.venv/bin/python bench/statement_lab.py [--repeat 3] [--lifecycles 1000]
+[--executions 3000] [--server postgresql://...]` (`--executions`: of each statement on
+one connection, for its fixed cost)
 """
 
 from __future__ import annotations
@@ -117,18 +119,18 @@ def edited(script: dict[str, Statement], edit: Callable[[str], str]) -> dict[str
     return {role: (Compiled(edit(c.sql), c.slots), v) for role, (c, v) in script.items()}
 
 
-async def variants(url: str, script: dict[str, Statement], repeat: int) -> None:
+async def variants(url: str, script: dict[str, Statement], repeat: int, lifecycles: int) -> None:
     db = url.rsplit("/", 1)[1]
     samples: dict[str, list[dict[str, float]]] = {"as recorded": []}
     for _ in range(repeat):
-        samples["as recorded"].append(await own_statements(url, script, 1000, 8))
+        samples["as recorded"].append(await own_statements(url, script, lifecycles, 8))
         for name, edit in TEXT.items():
-            result = await own_statements(url, edited(script, edit), 1000, 8)
+            result = await own_statements(url, edited(script, edit), lifecycles, 8)
             samples.setdefault(name, []).append(result)
         for name, (change, undo) in DATABASE.items():
             with psycopg.connect(url, autocommit=True) as conn:
                 conn.execute(change.format(db=db))  # type: ignore[arg-type]
-            samples.setdefault(name, []).append(await own_statements(url, script, 1000, 8))
+            samples.setdefault(name, []).append(await own_statements(url, script, lifecycles, 8))
             with psycopg.connect(url, autocommit=True) as conn:
                 conn.execute(undo.format(db=db))  # type: ignore[arg-type]
     print("| variant | lifecycles/s | database CPU | client CPU | WAL |")
@@ -176,6 +178,8 @@ async def fixed_costs(url: str, script: dict[str, Statement], n: int = 3000) -> 
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--lifecycles", type=int, default=1000, help="per sample")
+    parser.add_argument("--executions", type=int, default=3000, help="per fixed cost")
     server_argument(parser)
     args = parser.parse_args()
     admin, url = fresh_database(args.server)
@@ -185,11 +189,14 @@ async def main() -> None:
         store = RunStore(create_engine(url, pool_size=16))
         script = await record_statements(RunService(store, Settings(database_url=url)))
         await store.aclose()
-        print("The service's own statements, 8 clients, 1000 lifecycles per sample, median")
+        print(
+            f"The service's own statements, 8 clients, {args.lifecycles} lifecycles per sample,"
+            " median"
+        )
         print(f"of {args.repeat}, each variant alternated with the statements as recorded:")
         print()
-        await variants(url, script, args.repeat)
-        await fixed_costs(url, script)
+        await variants(url, script, args.repeat, args.lifecycles)
+        await fixed_costs(url, script, args.executions)
     finally:
         drop_database(admin, url)
 

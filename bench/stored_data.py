@@ -11,7 +11,8 @@ of kept runs, beside the same processes on a database without them.
    inside JSON and the log), its timestamps shifted so creations spread over 30 days,
    unique columns kept unique (callback token hashes, webhook ids), webhook attempts
    pointed at their copied delivery, not folded yet (in `unfolded_runs`). The "backlog"
-   one gets the active backlog only: 5,000 suspended and 1,000 queued copies; the "kept"
+   one gets the active backlog only: 5,000 suspended and 1,000 queued copies
+   (`--suspended`, `--queued`; of `--templates` 5 templates of each kind); the "kept"
    one the same backlog (the same ids and times) and N completed copies (`--runs`,
    200,000). Queued copies become due in 30 days, so the workers do not drain them while
    the requests are measured; copies are at most 30 days minus 2 hours old, so the
@@ -66,6 +67,7 @@ from bench.stored_seed import (  # noqa: E402
     KEY,
     QUEUED,
     SUSPENDED,
+    TEMPLATES,
     Service,
     copies,
     copy_database,
@@ -112,12 +114,13 @@ def read_run(client: httpx.Client, run_id: str) -> Any:
     return run.json(), events, messages
 
 
-def verify_sample(client: httpx.Client, templates: dict[str, list[str]], completed: int) -> int:
-    """A sample of each kind's copies read through the API: each equals one of its kind's
-    templates but for ids and times (which one is not known when the databases were kept
-    from an earlier run: the templates are read back in no set order)."""
+def verify_sample(
+    client: httpx.Client, templates: dict[str, list[str]], counts: dict[str, int]
+) -> int:
+    """A sample of each kind's copies (`counts` of each) read through the API: each equals
+    one of its kind's templates but for ids and times (which one is not known when the
+    databases were kept from an earlier run: the templates are read back in no set order)."""
     checked = 0
-    counts = {"completed": completed, "suspended": SUSPENDED, "queued": QUEUED}
     rng = random.Random(22)
     for kind, count in counts.items():
         status = "requires_action" if kind == "suspended" else kind
@@ -262,6 +265,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     server_argument(parser)
     parser.add_argument("--runs", type=int, default=200_000, help="completed runs to seed")
+    parser.add_argument("--suspended", type=int, default=SUSPENDED, help="suspended copies")
+    parser.add_argument("--queued", type=int, default=QUEUED, help="queued copies")
+    parser.add_argument("--templates", type=int, default=TEMPLATES, help="of each kind")
     parser.add_argument("--sequential", type=int, default=20, help="requests one at a time")
     parser.add_argument("--each", type=int, default=5, help="requests per concurrent caller")
     parser.add_argument("--keep", action="store_true", help="leave the three databases")
@@ -294,12 +300,12 @@ def main() -> None:
             made["empty"] = empty
             upgrade_to_head(empty)
             started = time.perf_counter()
-            templates = make_templates(empty, logdir)
+            templates = make_templates(empty, logdir, args.templates)
             builds = {"empty": f"{time.perf_counter() - started:.0f} s"}
             for name, completed in (("backlog", 0), ("seeded", args.runs)):
                 started = time.perf_counter()
                 made[name] = copy_database(admin, empty, name)
-                copy_runs(made[name], templates, completed)
+                copy_runs(made[name], templates, completed, args.suspended, args.queued)
                 builds[name] = f"{time.perf_counter() - started:.0f} s"
             for name, url in made.items():
                 started = time.perf_counter()
@@ -313,7 +319,9 @@ def main() -> None:
         for name in [n for n in ("backlog", "seeded") if n in dbs]:
             checker = Service(dbs[name], logdir, workers=0)  # (the API alone)
             try:
-                checked = verify_sample(checker.client(), templates, copies(dbs[name]))
+                kinds = ("completed", "suspended", "queued")
+                counts = {kind: copies(dbs[name], kind) for kind in kinds}
+                checked = verify_sample(checker.client(), templates, counts)
             finally:
                 checker.stop()
             print(f"{name}: verified {checked} copies against their templates", flush=True)

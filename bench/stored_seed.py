@@ -108,8 +108,8 @@ def wait_status(client: httpx.Client, run_id: str, status: str) -> dict[str, Any
     return run
 
 
-def make_templates(url: str, logdir: Path) -> dict[str, list[str]]:
-    """Run ids of the templates, by kind, written by the service itself."""
+def make_templates(url: str, logdir: Path, per_kind: int = TEMPLATES) -> dict[str, list[str]]:
+    """Run ids of the templates (`per_kind` of each), by kind, written by the service."""
     with webhook_receiver() as receiver:
         env = {"AGENTRUN_WEBHOOK_ALLOW_PRIVATE": "true", "AGENTRUN_WEBHOOK_SECRET": SECRET}
         service = Service(url, logdir, **env)
@@ -120,7 +120,7 @@ def make_templates(url: str, logdir: Path) -> dict[str, list[str]]:
             )
             kinds: dict[str, list[str]] = {"completed": [], "suspended": [], "queued": []}
             for kind in ("completed", "suspended"):
-                for _ in range(TEMPLATES):
+                for _ in range(per_kind):
                     payload = {**body, "expires_in": 365 * 86400} if kind == "suspended" else body
                     run = client.post("/v1/runs", json=payload).json()
                     run = wait_status(client, run["id"], "requires_action")
@@ -134,10 +134,10 @@ def make_templates(url: str, logdir: Path) -> dict[str, list[str]]:
                         client.post(f"/v1/runs/{run['id']}/tool-results", json=answer)
                         wait_status(client, run["id"], "completed")
             deadline = time.monotonic() + 60  # every delivery made before the copies
-            while len(receiver.delivered) < 3 * TEMPLATES and time.monotonic() < deadline:
+            while len(receiver.delivered) < 3 * per_kind and time.monotonic() < deadline:
                 time.sleep(0.1)
             service.stop_workers()
-            for _ in range(TEMPLATES):
+            for _ in range(per_kind):
                 kinds["queued"].append(client.post("/v1/runs", json=body).json()["id"])
         finally:
             service.stop()
@@ -193,10 +193,16 @@ def kind_cast(kind: str) -> str:
     return {"character varying": "varchar"}.get(kind, kind)
 
 
-def copy_runs(url: str, templates: dict[str, list[str]], completed: int) -> None:
-    """`completed` completed copies, and the backlog (SUSPENDED, QUEUED): copy g of a kind
-    has the same id and times in every database seeded with it."""
-    counts = {"completed": completed, "suspended": SUSPENDED, "queued": QUEUED}
+def copy_runs(
+    url: str,
+    templates: dict[str, list[str]],
+    completed: int,
+    suspended: int = SUSPENDED,
+    queued: int = QUEUED,
+) -> None:
+    """`completed` completed copies, and the backlog (`suspended`, `queued`): copy g of a
+    kind has the same id and times in every database seeded with it."""
+    counts = {"completed": completed, "suspended": suspended, "queued": queued}
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(
             "CREATE UNLOGGED TABLE bench_plan (n bigint PRIMARY KEY, kind text, template text,"
@@ -302,10 +308,10 @@ def callback_tokens(conn: psycopg.Connection[Any]) -> None:
         )
 
 
-def copies(url: str) -> int:
-    """How many completed copies a seeded database holds."""
+def copies(url: str, kind: str = "completed") -> int:
+    """How many copies of a kind (completed, suspended, queued) a seeded database holds."""
     with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute("SELECT count(*) FROM runs WHERE id ~ '^run_c[0-9]{20}$'")
+        row = conn.execute(f"SELECT count(*) FROM runs WHERE id ~ '^run_{kind[0]}[0-9]{{20}}$'")
         return int(row.fetchone()[0])  # type: ignore[index]
 
 

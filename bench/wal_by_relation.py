@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import re
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -72,6 +73,14 @@ async def measure(url: str, runs: int) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         end = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()
         assert start is not None and end is not None
+        # Records are read up to the flushed WAL only: another database's unflushed
+        # writes (asynchronous commits) may lie before `end`; the WAL writer flushes them.
+        flushed = "SELECT pg_current_wal_flush_lsn() >= %s"
+        deadline = time.monotonic() + 30
+        while not conn.execute(flushed, (end[0],)).fetchone()[0]:  # type: ignore[index]
+            if time.monotonic() > deadline:
+                raise RuntimeError("the WAL up to the last lifecycle was not flushed in 30 s")
+            time.sleep(0.05)
         names = dict(
             conn.execute(
                 "SELECT pg_relation_filenode(oid)::text, relname FROM pg_class"

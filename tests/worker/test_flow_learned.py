@@ -8,6 +8,7 @@ import uuid
 from datetime import UTC, datetime
 
 from app.core.lifecycle import RunStatus
+from app.core.scope import Scope
 from app.service.runs import RunService
 from app.service.schemas import RunCreate
 from app.settings import Settings
@@ -32,11 +33,13 @@ async def test_a_429_with_nothing_configured_slows_every_worker_on_the_model(
     now = datetime.now(UTC)
     d = await driver(store, settings)  # (no profile limits, no tenant limits)
     assert await claim_and_drive(d, store, now) == RunStatus.QUEUED
-    assert (await service.get_run(view.record.id)).record.waiting_reason["type"] == "backoff"  # type: ignore[index]
+    assert (await service.get_run(view.record.id, scope=Scope.ALL)).record.waiting_reason[
+        "type"
+    ] == "backoff"  # type: ignore[index]
     assert (await store.flow.slow_rates())[key] == 60.0  # as the provider said
     # This worker's next call on the model draws on the row: it waits out the hint.
     assert await claim_and_drive(d, store, now) == RunStatus.QUEUED
-    reason = (await service.get_run(second.record.id)).record.waiting_reason
+    reason = (await service.get_run(second.record.id, scope=Scope.ALL)).record.waiting_reason
     assert reason is not None and (reason["type"], reason["key"]) == ("rate_limit", key)
 
 
@@ -49,7 +52,7 @@ async def test_a_worker_told_of_a_429_draws_on_the_key_and_one_not_told_does_not
         {"prompt": "hi", "model": {"provider": "scripted", "name": model}}
     )
     view, _ = await service.create_run(body)
-    record = (await service.get_run(view.record.id)).record
+    record = (await service.get_run(view.record.id, scope=Scope.ALL)).record
     now = datetime.now(UTC)
     told, spy = counted(store)
     untold = Flow(store.flow, store.slots)

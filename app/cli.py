@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from app import operators_cli
 from app.logs import configure_logging
@@ -119,10 +119,12 @@ def main(argv: list[str] | None = None) -> int:
 
         from app.main import purge as purge_finished
 
-        cutoff = datetime.now(UTC) - args.older_than
         deleted = asyncio.run(
             purge_finished(
-                settings.database_url, cutoff, args.batch, pgbouncer=settings.database_pgbouncer
+                settings.database_url,
+                args.older_than,
+                args.batch,
+                pgbouncer=settings.database_pgbouncer,
             )
         )
         print(f"deleted {deleted} finished runs")

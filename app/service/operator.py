@@ -42,7 +42,7 @@ async def extend_expiry(
             "not requires_action",
             record.status.value,
         )
-    now = service.clock()
+    now = service.clock.now()
     base = record.expires_at if record.expires_at is not None and record.expires_at > now else now
     new_expiry = base + timedelta(seconds=seconds)
     event = NewEvent(
@@ -83,7 +83,7 @@ async def retry_run(
             latest_run_id=head.id,
             active_run_id=head.id,
         )
-    now = service.clock()
+    now = service.clock.now()
     change = changes.retry(record.version, record.status, record.error, actor, now)
     updated, _ = await service.store.apply(run_id, change, now)
     if updated is None:
@@ -112,7 +112,7 @@ async def note(
     """Record who did something to a suspended run that has no event of its own naming
     them (e.g. a partial tool-result submission): an event-only compare-and-set."""
     change = changes.note(NewEvent(event_type, data, actor))
-    updated, _ = await service.store.apply(run_id, change, service.clock())
+    updated, _ = await service.store.apply(run_id, change, service.clock.now())
     if updated is None:
         await _refused(service, run_id, "annotate")
     return updated

@@ -32,6 +32,7 @@ from typing import Any
 import structlog
 
 from app import metrics
+from app.clock import Clock
 from app.providers.base import ModelRequest, ProviderError
 from app.providers.profiles import Profiles, RateLimits
 from app.store.changes import RateLimit
@@ -117,8 +118,10 @@ class Flow:
         *,
         lease_seconds: float = 30.0,
         provider_timeout: float = 120.0,
+        clock: Clock,
     ) -> None:
         self.limits = limits
+        self.clock = clock
         self.slots = slots
         self.profiles = profiles or Profiles({})
         self.tenant_limits = tenant_limits
@@ -316,7 +319,7 @@ class Flow:
         delay = RELEASE_RETRY_SECONDS
         while True:
             await asyncio.sleep(delay)
-            now = datetime.now(UTC)
+            now = self.clock.now()
             if now.timestamp() >= reserved.slots_until:
                 return  # (expired by themselves: nothing left to free)
             try:

@@ -18,13 +18,12 @@ import contextlib
 import os
 import random
 import socket
-import time
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import structlog
 from sqlalchemy.engine import make_url
 
+from app.clock import Clock
 from app.providers.profiles import Profiles
 from app.service import conversations
 from app.service.approvals import ApprovalService
@@ -64,7 +63,7 @@ class Worker:
         concurrency: int = 1,
         worker_id: str | None = None,
         providers: ProviderFactory | None = None,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Clock,
         profiles: Profiles | None = None,
     ) -> None:
         self.store = store
@@ -72,7 +71,7 @@ class Worker:
         self.profiles = profiles  # (their shared limits; None: no profile limits)
         self.concurrency = max(1, concurrency)
         self.worker_id = worker_id or default_worker_id()
-        self.providers = providers or (lambda spec: make_provider(spec, settings))
+        self.providers = providers or (lambda spec: make_provider(spec, settings, clock=clock))
         self.clock = clock
         self.stopping = asyncio.Event()
         self._kick = asyncio.Event()  # runs may be due: the dispatcher should claim
@@ -83,7 +82,7 @@ class Worker:
         # Runs whose drive a database outage broke: released once the database answers.
         self._give_back: dict[str, int] = {}
         self._webhooks_due = asyncio.Event()
-        self._orphans_due = 0.0  # (monotonic) the next sweep of orphaned waiting runs
+        self._orphans_due = clock.monotonic()  # the next sweep of orphaned waiting runs
         self.stops = Stops()  # the model calls in flight, told when their run is taken
         self.driver: RunDriver | None = None
         # (The timeout sweep of approvals: decisions, as a person's, go through the service.)
@@ -115,7 +114,9 @@ class Worker:
         secret = self.settings.webhook_secret or await self.store.secret(
             "webhook_secret", new_secret
         )
-        self.sender = WebhookSender(self.store, self.settings, self.worker_id, secret)
+        self.sender = WebhookSender(
+            self.store, self.settings, self.worker_id, secret, clock=self.clock
+        )
         log.info("worker started", worker=self.worker_id, concurrency=self.concurrency)
         background = [
             asyncio.create_task(self._reaper()),
@@ -198,7 +199,7 @@ class Worker:
             if wanted <= 0 or self.stopping.is_set():
                 continue
             try:
-                now = self.clock()
+                now = self.clock.now()
                 until = now + timedelta(seconds=self.settings.lease_seconds)
                 claimed = await self.store.claim_many(self.worker_id, now, until, wanted)
             except Exception:  # the database may blip; keep the worker alive
@@ -226,7 +227,7 @@ class Worker:
             del self._give_back[run_id]
 
     async def _release(self, run_id: str, version: int) -> bool:
-        now = self.clock()
+        now = self.clock.now()
         done, _ = await self.store.apply(run_id, changes.release(version, self.worker_id, now), now)
         return done is not None
 
@@ -247,7 +248,7 @@ class Worker:
             try:
                 if self._give_back:
                     await self._give_back_interrupted()
-                now = self.clock()
+                now = self.clock.now()
                 requeued = await self.store.reap_expired_leases(now)
                 expired = await self.store.expire_suspended(now)
                 if requeued:
@@ -258,10 +259,10 @@ class Worker:
                     await self._start_waiting(expired, now)
             except Exception:
                 log.exception("reaper failed")
-            if time.monotonic() >= self._orphans_due:  # (every ORPHAN_SWEEP_SECONDS)
-                self._orphans_due = time.monotonic() + ORPHAN_SWEEP_SECONDS
+            if self.clock.monotonic() >= self._orphans_due:  # (every ORPHAN_SWEEP_SECONDS)
+                self._orphans_due = self.clock.monotonic() + ORPHAN_SWEEP_SECONDS
                 try:
-                    orphans = await conversations.start_orphans(self.store, self.clock())
+                    orphans = await conversations.start_orphans(self.store, self.clock.now())
                     if orphans:
                         log.info("started runs waiting for an ended run", runs=orphans)
                 except Exception:
@@ -286,16 +287,16 @@ class Worker:
         """Fold finished runs into the rollups that reports read (app.store.fold), with
         the reaper's period: the lag, and what reports read besides the rollups, stay
         about one period of finished runs."""
-        forgotten = 0.0
+        forgotten: float | None = None  # (the clock's monotonic reading: when, if ever)
         while True:
             await asyncio.sleep(self.settings.reap_interval * (0.5 + random.random()))
             try:
                 folded = FOLD_BATCH
                 while folded == FOLD_BATCH and not self.stopping.is_set():
                     folded = await fold_batch(self.store.engine, FOLD_BATCH)
-                if time.monotonic() - forgotten > 600:
-                    await forget_endings(self.store.engine, self.clock())
-                    forgotten = time.monotonic()
+                if forgotten is None or self.clock.monotonic() - forgotten > 600:
+                    await forget_endings(self.store.engine, self.clock.now())
+                    forgotten = self.clock.monotonic()
             except Exception:
                 log.exception("fold failed")
 
@@ -306,7 +307,7 @@ class Worker:
         while True:
             await asyncio.sleep(self.settings.retention_interval * (0.5 + random.random()))
             try:
-                cutoff = self.clock() - timedelta(days=self.settings.retention_days)
+                cutoff = self.clock.now() - timedelta(days=self.settings.retention_days)
                 deleted = batch
                 total = 0
                 while deleted == batch and not self.stopping.is_set():

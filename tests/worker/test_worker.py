@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from app.clock import SYSTEM_CLOCK
 from app.core.lifecycle import RunStatus
 from app.service.runs import RunService
 from app.settings import Settings
@@ -38,7 +39,7 @@ async def test_a_stop_past_the_grace_releases_every_held_run(
     ids = [
         (await service.create_run(run_body(tools=[], model=SLOW)))[0].record.id for _ in range(6)
     ]
-    worker = Worker(store, settings, concurrency=3, worker_id="stopping")
+    worker = Worker(store, settings, concurrency=3, worker_id="stopping", clock=SYSTEM_CLOCK)
     task = asyncio.create_task(worker.run(grace=0.05))
     await wait_for(lambda: statuses(service, ids), lambda s: s.count(RunStatus.RUNNING) == 3)
     worker.stop()
@@ -85,7 +86,7 @@ async def test_a_background_loop_that_will_not_end_does_not_hold_the_stop(
                 continue  # (ignores its cancel, as the hung cancel did)
 
     monkeypatch.setattr(Worker, "_fold", stubborn)
-    worker = Worker(store, settings)
+    worker = Worker(store, settings, clock=SYSTEM_CLOCK)
     task = asyncio.create_task(worker.run(grace=0.1))
     await asyncio.wait_for(started.wait(), 5)
     worker.stop()

@@ -10,6 +10,12 @@ from pathlib import Path
 import pytest
 
 from app.clock import SYSTEM_CLOCK, FakeClock
+from app.core.lifecycle import KeyState, RunStatus
+from app.service.keys import DbKeys, KeyAdmin
+from app.service.runs import RunService
+from app.settings import Settings
+from app.store.runs import RunStore
+from tests.helpers import run_body, running_worker, wait_status
 
 APP = Path(__file__).resolve().parent.parent / "app"
 CLOCK_MODULE = APP / "clock.py"
@@ -111,3 +117,27 @@ def test_a_fake_clock_moves_only_when_told() -> None:
 def test_the_system_clock_is_aware_utc() -> None:
     assert SYSTEM_CLOCK.now().tzinfo is UTC
     assert abs(SYSTEM_CLOCK.epoch() - SYSTEM_CLOCK.now().timestamp()) < 60
+
+
+async def test_a_fake_clock_moved_on_expires_a_suspended_run_and_a_key(
+    store: RunStore, settings: Settings
+) -> None:
+    """One FakeClock, handed to the service, the worker and the keys: moved two hours on
+    (no sleep), the worker's sweep expires the run the driver stamped with it, and the
+    key its expiry has passed is refused and shown expired."""
+    clock = FakeClock()
+    service = RunService(store, settings, clock)
+    admin = KeyAdmin(store.identities, clock)
+    keys = DbKeys(store.identities, [], open_allowed=False, clock=clock)
+    issued = await admin.create("default", "viewer", "k", expires_in=timedelta(minutes=30))
+    view, _ = await service.create_run(run_body(expires_in=3600))
+    assert view.record.created_at == clock.now()
+    async with running_worker(store, settings, clock=clock):
+        suspended = await wait_status(service, view.record.id, RunStatus.REQUIRES_ACTION)
+        assert suspended.record.expires_at == clock.now() + timedelta(hours=1)
+        assert await keys.authenticate(issued.secret) is not None
+        clock.advance(timedelta(hours=2))
+        assert await keys.authenticate(issued.secret) is None
+        assert (await admin.get(issued.key.id)).state() is KeyState.EXPIRED
+        expired = await wait_status(service, view.record.id, RunStatus.EXPIRED)
+    assert expired.record.error == {"type": "expired", "message": "the run waited past expires_at"}

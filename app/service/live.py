@@ -63,7 +63,7 @@ class RunFeed:
         self.ended = False
         self.generation = 0  # bumped by every notification
         self.refreshed_generation = -1
-        self.refreshed_at = 0.0  # monotonic time of the last read of the log
+        self.refreshed_at = float("-inf")  # (clock.monotonic) the last read of the log
         self.record: RunRecord | None = None  # the run as last read
         self.record_generation = -1
         self.subscribers = 0

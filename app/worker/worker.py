@@ -82,7 +82,7 @@ class Worker:
         # Runs whose drive a database outage broke: released once the database answers.
         self._give_back: dict[str, int] = {}
         self._webhooks_due = asyncio.Event()
-        self._orphans_due = clock.monotonic()  # the next sweep of orphaned waiting runs
+        self._orphans_due = float("-inf")  # (clock.monotonic) the next orphan sweep: at once
         self.stops = Stops()  # the model calls in flight, told when their run is taken
         self.driver: RunDriver | None = None
         # (The timeout sweep of approvals: decisions, as a person's, go through the service.)

@@ -1,7 +1,8 @@
 """The composition root: the one place that builds the engine, the store, the service and
 its reads, the live-event hub and the worker, and wires them into the processes the CLI
 starts (`serve`, `api`, `worker`, `purge`, `migrate`) and its administration (`keys`,
-`tenants`).
+`tenants`). It also picks the clock (`app.clock`): the system's, unless a test hands in
+a `FakeClock`; everything built here reads time from that one clock.
 
 Nothing below imports this module (an import-linter contract). The web stack (FastAPI,
 the dashboard) is imported only by the functions that serve it, so a worker process
@@ -15,12 +16,13 @@ import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 import structlog
 from argon2 import PasswordHasher
 
+from app.clock import SYSTEM_CLOCK, Clock
 from app.providers import profiles
 from app.service import features
 from app.service.approvals import ApprovalService
@@ -53,11 +55,17 @@ class Components:
     worker_task: asyncio.Task[None] | None
     keys: KeyAdmin  # the database's API keys
     tenants: Tenants
+    clock: Clock  # what everything above reads time from
 
 
 @asynccontextmanager
 async def running(
-    settings: Settings, *, pool_size: int | None = None, worker_slots: int = 0, hub: bool = False
+    settings: Settings,
+    *,
+    pool_size: int | None = None,
+    worker_slots: int = 0,
+    hub: bool = False,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> AsyncIterator[Components]:
     """Everything a process needs, started; stopped in reverse order on exit (the worker
     finishes or releases what it holds, the hub drops its watches, the store sends its
@@ -73,12 +81,14 @@ async def running(
     engine = engine_for(settings, pool_size=pool_size)
     store = features.install(RunStore(engine, webhook_url=settings.webhook_url), settings)
     listen_url = settings.direct_database_url
-    event_hub = EventHub(store, listen_url, settings.poll_interval) if hub else None
+    event_hub = EventHub(store, listen_url, settings.poll_interval, clock=clock) if hub else None
     worker = (
-        Worker(store, settings, concurrency=worker_slots, profiles=loaded) if worker_slots else None
+        Worker(store, settings, concurrency=worker_slots, profiles=loaded, clock=clock)
+        if worker_slots
+        else None
     )
     task = asyncio.create_task(worker.run()) if worker is not None else None
-    service = RunService(store, settings)
+    service = RunService(store, settings, clock)
     queues = QueueService(service, event_hub)
     try:
         yield Components(
@@ -89,8 +99,9 @@ async def running(
             queues,
             worker,
             task,
-            KeyAdmin(store.identities),
-            Tenants(store.identities),
+            KeyAdmin(store.identities, clock),
+            Tenants(store.identities, clock),
+            clock,
         )
     finally:
         try:
@@ -109,32 +120,43 @@ def create_app(
     worker_slots: int = 0,
     open_allowed: bool = True,
     authenticator: Authenticator | None = None,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> FastAPI:
     """The HTTP API with the dashboard; with `worker_slots`, workers in the same process
     (`agentrun serve`). Keys: AGENTRUN_API_KEYS and the database's (`DbKeys`; open mode
-    only where `open_allowed`: bound to loopback), unless `authenticator` is given."""
+    only where `open_allowed`: bound to loopback), unless `authenticator` is given. Every
+    part reads time from `clock`."""
     from app import dashboard
     from app.api.app import create_api
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with running(settings, worker_slots=worker_slots, hub=True) as c:
+        async with running(settings, worker_slots=worker_slots, hub=True, clock=clock) as c:
             app.state.service = c.service
             app.state.reads = c.reads
             app.state.event_hub = c.hub
             app.state.queues = c.queues
             app.state.approvals = ApprovalService(c.service)
-            app.state.operators = OperatorService(c.store, hasher=password_hasher(settings))
+            app.state.operators = OperatorService(
+                c.store, hasher=password_hasher(settings), clock=clock
+            )
             app.state.keys = c.keys
             app.state.tenants = c.tenants
             if authenticator is None:
                 app.state.authenticator = DbKeys(
-                    c.store.identities, settings.api_key_list, open_allowed=open_allowed
+                    c.store.identities,
+                    settings.api_key_list,
+                    open_allowed=open_allowed,
+                    clock=clock,
                 )
             yield
 
     app = create_api(
-        settings, lifespan, too_large={"/admin": dashboard.too_large}, authenticator=authenticator
+        settings,
+        lifespan,
+        too_large={"/admin": dashboard.too_large},
+        authenticator=authenticator,
+        clock=clock,
     )
     dashboard.install(app)
     return app
@@ -157,21 +179,23 @@ def serve_http(settings: Settings, *, host: str, port: int, workers: int) -> int
     )
 
 
-async def usable_database_keys(settings: Settings) -> bool:
+async def usable_database_keys(settings: Settings, clock: Clock = SYSTEM_CLOCK) -> bool:
     """Whether the database holds a key that works (the open-mode guard's question)."""
-    async with administration(settings) as (keys, _):
-        return await keys.identities.usable_key_exists(datetime.now(UTC))
+    async with administration(settings, clock) as (keys, _):
+        return await keys.identities.usable_key_exists(clock.now())
 
 
 @asynccontextmanager
-async def administration(settings: Settings) -> AsyncIterator[tuple[KeyAdmin, Tenants]]:
+async def administration(
+    settings: Settings, clock: Clock = SYSTEM_CLOCK
+) -> AsyncIterator[tuple[KeyAdmin, Tenants]]:
     """The keys and tenants of the database, for the command line."""
     engine = create_engine(
         settings.database_url, pool_size=1, pgbouncer=settings.database_pgbouncer
     )
     store = RunStore(engine)
     try:
-        yield KeyAdmin(store.identities), Tenants(store.identities)
+        yield KeyAdmin(store.identities, clock), Tenants(store.identities, clock)
     finally:
         await store.aclose()
 
@@ -193,13 +217,15 @@ def password_hasher(settings: Settings) -> PasswordHasher:
 
 
 @asynccontextmanager
-async def operator_accounts(settings: Settings) -> AsyncIterator[OperatorService]:
+async def operator_accounts(
+    settings: Settings, clock: Clock = SYSTEM_CLOCK
+) -> AsyncIterator[OperatorService]:
     """`agentrun operators …`: the dashboard's accounts over one connection."""
     pgbouncer = settings.database_pgbouncer
     engine = create_engine(settings.database_url, pool_size=1, pgbouncer=pgbouncer)
     store = RunStore(engine)
     try:
-        yield OperatorService(store, hasher=password_hasher(settings))
+        yield OperatorService(store, hasher=password_hasher(settings), clock=clock)
     finally:
         await store.aclose()
 
@@ -210,8 +236,16 @@ def migrate(database_url: str) -> None:
     upgrade_to_head(database_url)
 
 
-async def purge(database_url: str, cutoff: datetime, batch: int, *, pgbouncer: bool = False) -> int:
-    """`agentrun purge`: delete runs that finished before `cutoff`; how many."""
+async def purge(
+    database_url: str,
+    older_than: timedelta,
+    batch: int,
+    *,
+    pgbouncer: bool = False,
+    clock: Clock = SYSTEM_CLOCK,
+) -> int:
+    """`agentrun purge`: delete runs that finished more than `older_than` ago; how many."""
+    cutoff = clock.now() - older_than
     from app.store.retention import purge as purge_finished
 
     engine = create_engine(database_url, pool_size=1, pgbouncer=pgbouncer)

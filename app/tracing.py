@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Any
@@ -33,6 +32,7 @@ from opentelemetry.context import Context
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
+from app.clock import SYSTEM_CLOCK
 from app.logs import Redactor, settings_secrets
 from app.store.waiting import Backoff, ToolResults
 
@@ -237,8 +237,9 @@ def set_attributes(span: Span | None, attributes: Callable[[], Attributes]) -> N
 
 
 def start_time() -> int:
-    """Now, for `record_span` (0 when off)."""
-    return time.time_ns() if ENABLED else 0
+    """Now in epoch nanoseconds, for `record_span` (0 when off). The machine's clock, not
+    the service's: OpenTelemetry times the span's end (and every other span) by it."""
+    return round(SYSTEM_CLOCK.epoch() * 1e9) if ENABLED else 0
 
 
 def record_span(

@@ -25,6 +25,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from app.clock import SYSTEM_CLOCK, FakeClock  # noqa: E402
 from app.core import Text, Usage, UserMessage  # noqa: E402
 from app.providers.base import ModelRequest, ProviderTurn  # noqa: E402
 from app.service.budgets import CachedTenantLimits  # noqa: E402
@@ -95,7 +96,7 @@ async def old_path(n: int) -> float:
 async def new_path(n: int, budgets: Budgets, rec: RunRecord, request: ModelRequest) -> float:
     started = time.process_time()
     for _ in range(n):
-        await budgets.before_call(rec, [], request, lambda: rec.created_at)
+        await budgets.before_call(rec, [], request)
         data = priced_call(budgets.prices, "scripted", "demo", TURN)
         billed_usage(None, [NewEvent("model.called", data)])  # type: ignore[arg-type]
     return (time.process_time() - started) / n
@@ -118,12 +119,14 @@ async def main() -> None:
         async def limits_of(self, tenant: str) -> TenantLimits:
             return TenantLimits()
 
-    prices = PriceBook({})
-    budgets = Budgets(prices, 4096, {}, CachedTenantLimits(NoLimits()))  # type: ignore[arg-type]
-    settings = Settings(database_url="sqlite:///unused.db")
-    limits = RunLimitsService(None, settings, prices, lambda: datetime.now(UTC))  # type: ignore[arg-type]
-    request = ModelRequest(model="demo", prompt=UserMessage((Text("hi"),)))
     rec = record()
+    clock = FakeClock(rec.created_at)  # (the call's time: the run's creation, as before)
+    prices = PriceBook({}, clock=clock)
+    tenants = CachedTenantLimits(NoLimits(), clock=clock)  # type: ignore[arg-type]
+    budgets = Budgets(prices, 4096, {}, tenants, clock=clock)
+    settings = Settings(database_url="sqlite:///unused.db")
+    limits = RunLimitsService(None, settings, prices, SYSTEM_CLOCK)  # type: ignore[arg-type]
+    request = ModelRequest(model="demo", prompt=UserMessage((Text("hi"),)))
     old, new, create = [], [], []
     for _ in range(args.repeat):
         old.append(await old_path(args.n))

@@ -161,8 +161,8 @@ async def _previous_hold(call: Any, interval: float) -> Any:
 
 async def _hold_cost(calls: int) -> tuple[float, float]:
     """CPU µs per hold, (before, after), alternated in rounds."""
-    from datetime import UTC, datetime
 
+    from app.clock import SYSTEM_CLOCK
     from app.store.records import RunRecord
     from app.worker.lease import Claim, Lease
 
@@ -173,7 +173,7 @@ async def _hold_cost(calls: int) -> tuple[float, float]:
     record = RunRecord.__new__(RunRecord)
     object.__setattr__(record, "id", "run_bench")
     claim = Claim(record, 1, [])
-    lease = Lease(None, 30.0, "bench", lambda: datetime.now(UTC))  # type: ignore[arg-type]
+    lease = Lease(None, 30.0, "bench", SYSTEM_CLOCK)  # type: ignore[arg-type]
     before: list[float] = []
     after: list[float] = []
     for _ in range(5):

@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 import psycopg  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
+from app.clock import SYSTEM_CLOCK  # noqa: E402
 from app.core.lifecycle import TERMINAL, RunStatus  # noqa: E402
 from app.core.scope import Scope  # noqa: E402
 from app.main import migrate  # noqa: E402
@@ -68,7 +69,7 @@ async def work(url: str, base_url: str, slots: int, rpm: int, tpm: int) -> None:
     store = RunStore(engine_for(settings, pool_size=slots + 2))
     limits = RateLimits(requests_per_minute=rpm or None, tokens_per_minute=tpm or None)
     profiles = Profiles({"openai": Profile("openai", "openai_chat", limits=limits)})
-    worker = Worker(store, settings, concurrency=slots, profiles=profiles)
+    worker = Worker(store, settings, concurrency=slots, profiles=profiles, clock=SYSTEM_CLOCK)
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, worker.stop)
     try:

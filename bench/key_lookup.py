@@ -28,6 +28,7 @@ import uvloop
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from app.clock import SYSTEM_CLOCK  # noqa: E402
 from app.service.keys import DbKeys, KeyAdmin  # noqa: E402
 from app.service.runs import RunService  # noqa: E402
 from app.settings import Settings  # noqa: E402
@@ -59,8 +60,8 @@ async def per_call(db: DbKeys, secret: str, calls: int) -> float:
 
 
 async def in_process(store: RunStore, secret: str, calls: int) -> dict[str, float]:
-    cached = DbKeys(store.identities, [ENV_KEY])
-    uncached = DbKeys(store.identities, [ENV_KEY], cache_seconds=0)
+    cached = DbKeys(store.identities, [ENV_KEY], clock=SYSTEM_CLOCK)
+    uncached = DbKeys(store.identities, [ENV_KEY], cache_seconds=0, clock=SYSTEM_CLOCK)
     return {
         "env": await per_call(cached, ENV_KEY, calls),
         "db_cached": await per_call(cached, secret, calls),
@@ -118,7 +119,9 @@ async def main() -> None:
     try:
         upgrade_to_head(url)
         store = RunStore(create_engine(url, pool_size=4))
-        issued = await KeyAdmin(store.identities).create("default", "viewer", "bench")
+        issued = await KeyAdmin(store.identities, clock=SYSTEM_CLOCK).create(
+            "default", "viewer", "bench"
+        )
         view, _ = await RunService(store, Settings(database_url=url)).create_run(run_body())
         local, http = [], []
         for _ in range(args.repeat):

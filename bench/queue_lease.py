@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from app.clock import SYSTEM_CLOCK  # noqa: E402
 from app.core.lifecycle import RunStatus  # noqa: E402
 from app.service.access import DEFAULT_TENANT  # noqa: E402
 from app.service.live import EventHub  # noqa: E402
@@ -115,7 +116,7 @@ async def main(args: argparse.Namespace) -> None:
         upgrade_to_head(url)
         settings = make_settings(url)
         store = RunStore(create_engine(url))
-        hub = EventHub(store, url, settings.poll_interval)
+        hub = EventHub(store, url, settings.poll_interval, clock=SYSTEM_CLOCK)
         queues = QueueService(RunService(store, settings), hub)
         try:
             await throughput(queues, args.runs, args.executors, args.limit)

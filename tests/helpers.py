@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from app.clock import SYSTEM_CLOCK
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.service.runs import RunService, RunView
@@ -93,7 +94,7 @@ async def wait_status(
 
 @asynccontextmanager
 async def running_worker(store: RunStore, settings: Settings, **kw: Any) -> AsyncIterator[Worker]:
-    worker = Worker(store, settings, **kw)
+    worker = Worker(store, settings, **{"clock": SYSTEM_CLOCK, **kw})
     task = asyncio.create_task(worker.run(grace=2.0))
     try:
         yield worker
@@ -112,7 +113,14 @@ async def drive_once(store: RunStore, settings: Settings, worker_id: str = "test
     from app.worker.providers import make_provider
 
     key = await store.secret("callback_key", new_key)
-    driver = RunDriver(store, settings, worker_id, lambda s: make_provider(s, settings), key)
+    driver = RunDriver(
+        store,
+        settings,
+        worker_id,
+        lambda s: make_provider(s, settings, clock=SYSTEM_CLOCK),
+        key,
+        clock=SYSTEM_CLOCK,
+    )
     now = datetime.now(UTC)
     record = await store.claim(worker_id, now, now + timedelta(seconds=settings.lease_seconds))
     assert record is not None, "no due run to claim"

@@ -20,6 +20,7 @@ from app.api.problems import CATALOGUE, problem
 from app.api.security import BodyLimit, authorize
 from app.api.throttle import FailureThrottle
 from app.api.unavailable import DatabaseUnavailable
+from app.clock import Clock
 from app.service.access import Permission
 from app.service.errors import RETRY_AFTER_SECONDS
 from app.service.keys import Authenticator, EnvKeys
@@ -48,6 +49,8 @@ def create_api(
     lifespan: Lifespan,
     too_large: Mapping[str, ASGIApp] | None = None,
     authenticator: Authenticator | None = None,
+    *,
+    clock: Clock,
 ) -> FastAPI:
     """The API; `lifespan` must set `app.state.service` (app.service.runs.RunService),
     `app.state.reads` (app.service.reads.RunReads), `app.state.event_hub`
@@ -66,10 +69,11 @@ def create_api(
         responses=problems.responses(503),
     )
     app.state.settings = settings
+    app.state.clock = clock  # (the composition root's: every route reads time from it)
     app.state.authenticator = authenticator or EnvKeys(settings.api_key_list)
     app.state.idempotency_in_flight = set()
     app.state.auth_throttle = FailureThrottle(
-        settings.auth_failure_limit, settings.auth_failure_window
+        settings.auth_failure_limit, settings.auth_failure_window, clock=clock
     )
     problems.install(app)
     openapi.install(app)
@@ -126,7 +130,7 @@ def create_api(
         dependencies=[Depends(authorize(Permission.METRICS_READ))],
     )
     async def metrics(request: Request) -> PlainTextResponse:
-        body = await render_metrics(request.app.state.reads)
+        body = await render_metrics(request.app.state.reads, request.app.state.clock.now())
         return PlainTextResponse(body, media_type=CONTENT_TYPE_LATEST)
 
     @app.get("/problems/{code}", include_in_schema=False, response_class=HTMLResponse)

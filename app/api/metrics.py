@@ -5,7 +5,7 @@ then the gauges that need the database, each read from an index at scrape time."
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import datetime
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -65,8 +65,8 @@ async def database_gauges(reads: RunReads, now: datetime) -> list[Metric]:
     ]
 
 
-async def render(reads: RunReads) -> bytes:
-    families = await database_gauges(reads, datetime.now(UTC))
+async def render(reads: RunReads, now: datetime) -> bytes:
+    families = await database_gauges(reads, now)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(m.ProcessMetrics())
     registry.register(Snapshot(families))

@@ -386,6 +386,7 @@ async def wait_for_run(
     summary="Usage and cost of every model call (attempts included) in a time range",
 )
 async def usage(
+    request: Request,
     reads: Reads,
     principal: UsageReader,
     from_: Annotated[
@@ -407,7 +408,7 @@ async def usage(
         ),
     ] = None,
 ) -> models.UsageOut:
-    end = _instant(to, "to") if to is not None else datetime.now(UTC)
+    end = _instant(to, "to") if to is not None else request.app.state.clock.now()
     start = _instant(from_, "from") if from_ is not None else _day_before(end)
     if start > end:
         raise InvalidRequest("from must not be after to")

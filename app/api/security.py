@@ -104,7 +104,7 @@ async def browser_tokens(request: Request) -> BrowserTokens:
     cached: BrowserTokens | None = getattr(request.app.state, "browser_tokens", None)
     if cached is None:
         reads: RunReads = request.app.state.reads
-        cached = BrowserTokens(await reads.shared_secret(SECRET_NAME))
+        cached = BrowserTokens(await reads.shared_secret(SECRET_NAME), request.app.state.clock)
         request.app.state.browser_tokens = cached
     return cached
 

@@ -13,9 +13,9 @@ Behind a reverse proxy the client address is what uvicorn reports (its `--proxy-
 
 from __future__ import annotations
 
-import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+
+from app.clock import Clock
 
 MAX_ADDRESSES = 100_000
 
@@ -25,7 +25,8 @@ class FailureThrottle:
         self,
         limit: int = 10,
         window: float = 60.0,
-        clock: Callable[[], float] = time.monotonic,
+        *,
+        clock: Clock,
         max_addresses: int = MAX_ADDRESSES,
     ) -> None:
         self.limit = limit
@@ -49,14 +50,14 @@ class FailureThrottle:
         """Seconds until `address` may try again; None when it may now."""
         if self.limit <= 0:
             return None
-        now = self.clock()
+        now = self.clock.monotonic()
         times = self._recent(address, now)
         if times is None or len(times) < self.limit:
             return None
         return max(times[-self.limit] + self.window - now, 0.001)
 
     def failed(self, address: str) -> None:
-        now = self.clock()
+        now = self.clock.monotonic()
         times = self._recent(address, now)
         if times is None:
             times = self._failures[address] = deque(maxlen=max(self.limit, 1))

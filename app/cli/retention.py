@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 from app.settings import Settings
 
@@ -39,9 +39,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from app.main import purge
 
-    cutoff = datetime.now(UTC) - args.older_than
     deleted = asyncio.run(
-        purge(settings.database_url, cutoff, args.batch, pgbouncer=settings.database_pgbouncer)
+        purge(
+            settings.database_url,
+            args.older_than,
+            args.batch,
+            pgbouncer=settings.database_pgbouncer,
+        )
     )
     print(f"deleted {deleted} finished runs")
     return 0

@@ -42,7 +42,7 @@ async def inbox(
             tenant=await tenant_of(request), limit=PAGE_SIZE, cursor=None
         )
     context: dict[str, Any] = {
-        "awaiting": present.pending_of(calls, now()),
+        "awaiting": present.pending_of(calls, now(request)),
         "next_cursor": next_cursor,
         "cursor": cursor,
         "error": error,

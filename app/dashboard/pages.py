@@ -103,7 +103,7 @@ async def rows_of(request: Request, page: Listing) -> tuple[list[present.Row], s
         records, next_cursor = await reads.runs_page(page.filter, limit=PAGE_SIZE, cursor=None)
     pending = await reads.pending_calls(records)
     since = await reads.suspended_since(records)
-    t = now()
+    t = now(request)
     rows = []
     for r in records:
         waiting = since.get(r.id, r.updated_at) if r.status == RunStatus.REQUIRES_ACTION else None
@@ -132,7 +132,7 @@ async def listing_context(
         "next_cursor": next_cursor,
         "statuses": [s.value for s in RunStatus],
         "counts": await reads_of(request).count_by_status(await scope_of(request)),
-        "now": now(),
+        "now": now(request),
     }
 
 
@@ -197,7 +197,7 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
     deliveries = await reads.deliveries(run_id)
     ledger = await reads.ledger(run_id)
     since = await reads.suspended_since([r])
-    t = now()
+    t = now(request)
     waiting = since.get(r.id, r.updated_at) if r.status == RunStatus.REQUIRES_ACTION else None
     answered = [c for c in view.pending if c.result_hash is not None or c.preresolved]
     open_calls = [
@@ -274,7 +274,7 @@ async def run_poll(request: Request, run_id: str, _: Session, v: int = 0, seq: i
 
 @router.get("/overview", response_class=HTMLResponse)
 async def overview(request: Request, session: Session) -> HTMLResponse:
-    t = now()
+    t = now(request)
     o = await reads_of(request).overview(t, await scope_of(request))
     per_minute = [(str(i), n) for i, n in enumerate(o.activity.completed_per_minute)]
     return await render(

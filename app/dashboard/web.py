@@ -4,7 +4,7 @@ rendering with the security headers, and the service handles on the app."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,6 +14,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.datastructures import FormData
 from starlette.types import Receive, Scope, Send
 
+from app.clock import Clock
 from app.core.scope import Scope as TenantScope  # (not starlette's ASGI `Scope`)
 from app.dashboard import actions, auth, present
 from app.service.access import Permission
@@ -152,5 +153,7 @@ def redirect(url: str) -> RedirectResponse:
     return RedirectResponse(url, status_code=303)
 
 
-def now() -> datetime:
-    return datetime.now(UTC)
+def now(request: Request) -> datetime:
+    """The app's clock (`app.state.clock`, the composition root's)."""
+    clock: Clock = request.app.state.clock
+    return clock.now()

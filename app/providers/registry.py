@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
+from app.clock import Clock
 from app.providers.anthropic import AnthropicProvider
 from app.providers.base import Provider
 from app.providers.openai_chat import OpenAIChatProvider
@@ -81,7 +82,9 @@ def provider_from_settings(
     raise ValueError(f"unknown provider {name!r}; expected one of {sorted(PROVIDER_NAMES)}")
 
 
-def provider_for_profile(profile: Profile, model: str, *, timeout: float = 60.0) -> HttpProvider:
+def provider_for_profile(
+    profile: Profile, model: str, *, timeout: float = 60.0, clock: Clock
+) -> HttpProvider:
     """The adapter for one run's model at `profile`: its base URL (`{model}` replaced by the
     model's name, URL-quoted: Azure deployments), key and auth scheme, extra headers, query
     parameters and timeout (the profile's, else `timeout`)."""
@@ -97,6 +100,7 @@ def provider_for_profile(profile: Profile, model: str, *, timeout: float = 60.0)
         headers=dict(profile.headers),
         query=profile.query,
         auth=profile.auth,
+        clock=clock,
     )
 
 

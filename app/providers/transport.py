@@ -7,14 +7,14 @@ constructor (deployment configuration), never from a run's request body.
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar, Protocol, Self
 from urllib.parse import urlencode
 
 import httpx
 import orjson
 
+from app.clock import SYSTEM_CLOCK, Clock
 from app.core import Usage
 from app.providers.base import (
     ModelRequest,
@@ -64,7 +64,7 @@ class HttpProvider:
         headers: dict[str, str] | None = None,
         query: Mapping[str, str] | None = None,
         auth: str | None = None,
-        clock: Callable[[], float] = time.time,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._query = urlencode(dict(query or {}))
@@ -132,7 +132,7 @@ class HttpProvider:
 
     def _status_error(self, response: httpx.Response) -> ProviderError:
         return error_from_response(
-            self.name, response.status_code, response.content, response.headers, self._clock()
+            self.name, response.status_code, response.content, response.headers, self._clock.epoch()
         )
 
     async def complete(self, request: ModelRequest) -> ProviderTurn:

@@ -283,11 +283,11 @@ class ApprovalService:
                 return record
             assert round is not None  # (fresh decisions name calls of the waiting round)
             url = self.service.settings.callback_url(callback_token(key, record.id, round))
-            decided = decide(record, pending.calls, fresh, self.clock(), url)
+            decided = decide(record, pending.calls, fresh, self.clock.now(), url)
             if decided is None:
                 return record
             change, writes = decided
-            updated = await self.store.approvals.decide(record, change, writes, self.clock())
+            updated = await self.store.approvals.decide(record, change, writes, self.clock.now())
             if updated is not None:
                 return updated
         raise RunStateConflict(f"run {run_id} kept changing; try again", record.status.value)
@@ -339,7 +339,7 @@ class ApprovalService:
     async def time_out(self) -> list[str]:
         """Give each pending approval past its deadline its run's `approval_on_timeout`
         decision (actor `system:approval-timeout`); the runs decided."""
-        now = self.clock()
+        now = self.clock.now()
         decided = []
         for run_id in await self.store.approvals.due(now):
             try:

@@ -14,13 +14,12 @@ and lets the log redaction (`app.logs`) recognise one wherever it appears.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from itsdangerous import BadSignature, URLSafeSerializer
 
+from app.clock import Clock
 from app.service.access import Principal, Role
 from app.service.errors import ServiceError
 
@@ -50,10 +49,9 @@ def principal_for(tenant: str, run_id: str) -> Principal:
 
 
 class BrowserTokens:
-    """Mints and verifies tokens under one key; `clock` (seconds since the epoch) is
-    injectable for the expiry tests."""
+    """Mints and verifies tokens under one key; expiry is `clock`'s epoch seconds."""
 
-    def __init__(self, key: str, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, key: str, clock: Clock) -> None:
         self._signer = URLSafeSerializer(key, salt=SALT)
         self._clock = clock
 
@@ -61,7 +59,7 @@ class BrowserTokens:
         """A token for `run_id` of `tenant`, valid `ttl_seconds`; and when it expires."""
         if not 1 <= ttl_seconds <= MAX_TTL_SECONDS:
             raise ValueError(f"ttl_seconds must be within 1..{MAX_TTL_SECONDS}")
-        expires = int(self._clock()) + ttl_seconds
+        expires = int(self._clock.epoch()) + ttl_seconds
         body = self._signer.dumps({"t": tenant, "r": run_id, "e": expires})
         return PREFIX + body, datetime.fromtimestamp(expires, UTC)
 
@@ -81,6 +79,6 @@ class BrowserTokens:
             and isinstance(data.get("e"), int)
         ):
             raise BrowserTokenInvalid("the browser token is not valid")
-        if self._clock() >= data["e"]:
+        if self._clock.epoch() >= data["e"]:
             raise BrowserTokenInvalid("the browser token has expired; mint a new one")
         return principal_for(data["t"], data["r"])

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import math
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from app.clock import Clock
 from app.service.prices import Price
 from app.service.schemas import RunLimits
 from app.service.tenants import Tenants
@@ -138,15 +138,16 @@ class CachedTenantLimits:
     one read refreshes it for every caller that asks meanwhile (a worker's slots all
     reach the lapse together)."""
 
-    def __init__(self, tenants: Tenants, seconds: float = CACHE_SECONDS) -> None:
+    def __init__(self, tenants: Tenants, seconds: float = CACHE_SECONDS, *, clock: Clock) -> None:
         self.tenants = tenants
         self.seconds = seconds
+        self.clock = clock
         self._cache: dict[str, tuple[float, Mapping[str, Any]]] = {}
         self._reading: dict[str, asyncio.Future[Mapping[str, Any]]] = {}
 
     async def __call__(self, tenant: str) -> Mapping[str, Any]:
         cached = self._cache.get(tenant)
-        if cached is not None and cached[0] > time.monotonic():
+        if cached is not None and cached[0] > self.clock.monotonic():
             return cached[1]
         reading = self._reading.get(tenant)
         if reading is None:
@@ -157,7 +158,7 @@ class CachedTenantLimits:
     async def _read(self, tenant: str) -> Mapping[str, Any]:
         limits = (await self.tenants.limits_of(tenant)).stored()
         daily = {k: v for k, v in limits.items() if k in DAILY}
-        self._cache[tenant] = (time.monotonic() + self.seconds, daily)
+        self._cache[tenant] = (self.clock.monotonic() + self.seconds, daily)
         return daily
 
 

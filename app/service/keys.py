@@ -15,11 +15,11 @@ import asyncio
 import hashlib
 import hmac
 import secrets
-import time
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Protocol
 
+from app.clock import Clock
 from app.core.lifecycle import KeyState
 from app.core.scope import Scope
 from app.service.access import DEFAULT_TENANT, OPEN_MODE, Principal, Role
@@ -125,10 +125,10 @@ def key_actor(name: str, key_id: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
-    fresh_until: float  # time.monotonic()
+    fresh_until: float  # the clock's monotonic reading
     principal: Principal | None  # None: no such key, or revoked, or its tenant disabled
     digest: bytes = b""
-    expires_at: float | None = None  # time.time()
+    expires_at: float | None = None  # the clock's epoch seconds
 
 
 class DbKeys:
@@ -146,8 +146,10 @@ class DbKeys:
         *,
         open_allowed: bool = True,
         cache_seconds: float = CACHE_SECONDS,
+        clock: Clock,
     ) -> None:
         self.identities = identities
+        self.clock = clock
         self.env = EnvKeys(env_keys)
         self.open_allowed = open_allowed
         self.cache_seconds = cache_seconds
@@ -158,9 +160,9 @@ class DbKeys:
     async def open_mode(self) -> bool:
         if self.env.keys or not self.open_allowed:
             return False
-        now = time.monotonic()
+        now = self.clock.monotonic()
         if self._open is None or self._open[0] <= now:
-            exists = await self.identities.usable_key_exists(datetime.now(UTC))
+            exists = await self.identities.usable_key_exists(self.clock.now())
             self._open = (now + self.cache_seconds, not exists)
         return self._open[1]
 
@@ -178,13 +180,13 @@ class DbKeys:
 
     async def _database_key(self, key_id: str, presented: str) -> Principal | None:
         entry = self._cache.get(key_id)
-        if entry is None or entry.fresh_until <= time.monotonic():
+        if entry is None or entry.fresh_until <= self.clock.monotonic():
             entry = await self._load(key_id)
         if entry.principal is None:  # an unknown id never reaches the hash
             return None
         if not hmac.compare_digest(entry.digest, digest(presented)):
             return None
-        if entry.expires_at is not None and entry.expires_at <= time.time():
+        if entry.expires_at is not None and entry.expires_at <= self.clock.epoch():
             return None
         return entry.principal
 
@@ -213,7 +215,7 @@ class DbKeys:
         return entry
 
     def _entry(self, record: KeyRecord | None) -> _Entry:
-        fresh_until = time.monotonic() + self.cache_seconds
+        fresh_until = self.clock.monotonic() + self.cache_seconds
         if record is None or record.revoked_at is not None or record.tenant_disabled:
             return _Entry(fresh_until, None)
         try:
@@ -243,9 +245,10 @@ class KeyView:
     expires_at: datetime | None
     revoked_at: datetime | None
     rotated_from: str | None
+    read_at: datetime  # (the clock's time when it was read: its `state` by default)
 
     @classmethod
-    def of(cls, record: KeyRecord) -> KeyView:
+    def of(cls, record: KeyRecord, read_at: datetime) -> KeyView:
         return cls(
             id=record.id,
             tenant=record.tenant_id,
@@ -256,11 +259,13 @@ class KeyView:
             expires_at=record.expires_at,
             revoked_at=record.revoked_at,
             rotated_from=record.rotated_from,
+            read_at=read_at,
         )
 
     def state(self, now: datetime | None = None) -> KeyState:
-        """`active`, `expiring` (a rotated key in its grace period), `expired`, `revoked`."""
-        now = now or datetime.now(UTC)
+        """`active`, `expiring` (a rotated key in its grace period), `expired`, `revoked`,
+        at `now` (default: when the key was read)."""
+        now = now or self.read_at
         if self.revoked_at is not None:
             return KeyState.REVOKED
         if self.expires_at is not None and self.expires_at <= now:
@@ -293,8 +298,9 @@ class KeyAdmin:
     """Create, list, revoke and rotate database keys. `tenant` scopes an operation to one
     tenant's keys (an admin's own); None is the deployment's command line."""
 
-    def __init__(self, identities: Identities) -> None:
+    def __init__(self, identities: Identities, clock: Clock) -> None:
         self.identities = identities
+        self.clock = clock
 
     async def create(
         self,
@@ -305,7 +311,7 @@ class KeyAdmin:
         expires_in: timedelta | None = None,
         created_by: str | None = None,
     ) -> IssuedKey:
-        now = datetime.now(UTC)
+        now = self.clock.now()
         lifetime = _window(expires_in, MAX_LIFETIME, "expires_in")
         record, secret = self._new(tenant, _role(role), check_name(name, limit=80), now)
         record = KeyRecord(
@@ -317,22 +323,24 @@ class KeyAdmin:
         )
         if not await self.identities.create_key(record):
             raise TenantNotFound(f"no tenant {tenant!r}")
-        return IssuedKey(KeyView.of(record), secret)
+        return IssuedKey(KeyView.of(record, now), secret)
 
     async def list(self, scope: Scope) -> list[KeyView]:
-        return [KeyView.of(r) for r in await self.identities.keys(scope)]
+        now = self.clock.now()
+        return [KeyView.of(r, now) for r in await self.identities.keys(scope)]
 
     async def get(self, key_id: str, scope: Scope) -> KeyView:
         record = await self.identities.key(key_id)
         if record is None or not scope.admits(record.tenant_id):
             raise KeyNotFound(f"no key {key_id!r}")
-        return KeyView.of(record)
+        return KeyView.of(record, self.clock.now())
 
     async def revoke(self, key_id: str, scope: Scope) -> KeyView:
-        record = await self.identities.revoke_key(key_id, datetime.now(UTC), scope)
+        now = self.clock.now()
+        record = await self.identities.revoke_key(key_id, now, scope)
         if record is None:
             raise KeyNotFound(f"no key {key_id!r}")
-        return KeyView.of(record)
+        return KeyView.of(record, now)
 
     async def rotate(
         self,
@@ -346,7 +354,7 @@ class KeyAdmin:
         expiry); the old one keeps working for `grace` (or until it expires, if earlier).
         (old, new); a revoked or expired key cannot be rotated."""
         _window(grace, MAX_GRACE, "grace")
-        now = datetime.now(UTC)
+        now = self.clock.now()
         current = await self.get(key_id, scope)
         if current.state(now) in (KeyState.REVOKED, KeyState.EXPIRED):
             raise KeyNotFound(f"key {key_id!r} is {current.state(now)}: it has no successor")
@@ -356,7 +364,7 @@ class KeyAdmin:
         if rotated is None:
             raise KeyNotFound(f"no key {key_id!r}")
         old, successor = rotated
-        return KeyView.of(old), IssuedKey(KeyView.of(successor), secret)
+        return KeyView.of(old, now), IssuedKey(KeyView.of(successor, now), secret)
 
     @staticmethod
     def _new(tenant: str, role: Role, name: str, now: datetime) -> tuple[KeyRecord, str]:

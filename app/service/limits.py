@@ -6,10 +6,10 @@ and reads them at its next claim."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from datetime import datetime
+from collections.abc import Mapping
 from typing import Any
 
+from app.clock import Clock
 from app.core.events import EventType as E
 from app.core.lifecycle import TERMINAL, RunStatus
 from app.core.scope import Scope
@@ -39,7 +39,7 @@ class RunLimitsService:
         store: RunStore,
         settings: Settings,
         prices: PriceBook,
-        clock: Callable[[], datetime],
+        clock: Clock,
     ) -> None:
         self.store = store
         self.settings = settings
@@ -47,13 +47,11 @@ class RunLimitsService:
         self.clock = clock
 
     @classmethod
-    def of(
-        cls, store: RunStore, settings: Settings, clock: Callable[[], datetime]
-    ) -> RunLimitsService:
+    def of(cls, store: RunStore, settings: Settings, clock: Clock) -> RunLimitsService:
         return cls(
             store,
             settings,
-            PriceBook.for_settings(settings),
+            PriceBook.for_settings(settings, clock),
             clock,
         )
 
@@ -94,10 +92,10 @@ class RunLimitsService:
             event = NewEvent(E.RUN_LIMITS_RAISED, {"limits": new, "previous": previous}, actor)
             suspended = record.status is RunStatus.REQUIRES_ACTION
             if suspended and isinstance(record.waiting, Budget):
-                change = changes.resume_budget(record.version, new, self.clock(), event)
+                change = changes.resume_budget(record.version, new, self.clock.now(), event)
             else:
                 change = changes.limit(record.version, new, event)
-            updated, _ = await self.store.apply(run_id, change, self.clock(), scope=scope)
+            updated, _ = await self.store.apply(run_id, change, self.clock.now(), scope=scope)
             if updated is not None:
                 return updated
         current = "" if record is None else record.status.value

@@ -24,6 +24,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Set
 import structlog
 from sqlalchemy.engine import make_url
 
+from app.clock import Clock
 from app.core.lifecycle import TABLE, TERMINAL, RunStatus
 from app.core.scope import Scope
 from app.service.shielded import whole
@@ -54,15 +55,16 @@ class RunFeed:
     """One run's events as seen by this API process: fetched from the log once per
     notification and shared by every subscriber, so 100 subscribers cost one query."""
 
-    def __init__(self, store: RunStore, run_id: str) -> None:
+    def __init__(self, store: RunStore, run_id: str, clock: Clock) -> None:
         self.store = store
         self.run_id = run_id
+        self.clock = clock
         self.events: list[EventRecord] = []
         self.fetched = 0  # highest sequence number fetched
         self.ended = False
         self.generation = 0  # bumped by every notification
         self.refreshed_generation = -1
-        self.refreshed_at = 0.0  # loop time of the last read of the log
+        self.refreshed_at = float("-inf")  # (clock.monotonic) the last read of the log
         self.record: RunRecord | None = None  # the run as last read
         self.record_generation = -1
         self.subscribers = 0
@@ -95,7 +97,7 @@ class RunFeed:
                 self.record = record
             self.record_generation = generation
             self.refreshed_generation = generation
-            self.refreshed_at = asyncio.get_running_loop().time()
+            self.refreshed_at = self.clock.monotonic()
 
     async def refresh_record(self) -> RunRecord | None:
         """The run (not its events: waits need only its status), read once per
@@ -145,7 +147,7 @@ class RunFeed:
             except TimeoutError:
                 if not poll:
                     return
-            stale = asyncio.get_running_loop().time() - self.refreshed_at >= timeout / 2
+            stale = self.clock.monotonic() - self.refreshed_at >= timeout / 2
             if stale and self.generation == seen_generation:
                 self.generation += 1
                 self.changed.notify_all()
@@ -204,8 +206,10 @@ class EventHub:
         *,
         fallback_seconds: float = 5.0,
         first_look_seconds: float = FIRST_LOOK_SECONDS,
+        clock: Clock,
     ) -> None:
         self.store = store
+        self.clock = clock
         self.database_url = database_url
         self.poll_interval = poll_interval
         # On PostgreSQL, a stream that heard nothing looks at the log after this anyway.
@@ -356,7 +360,7 @@ class EventHub:
         self._ensure_listening()
         feed = self._feeds.get(run_id)
         if feed is None:
-            feed = self._feeds[run_id] = RunFeed(self.store, run_id)
+            feed = self._feeds[run_id] = RunFeed(self.store, run_id, self.clock)
         feed.subscribers += 1
         try:
             if self.store.notifies:
@@ -402,8 +406,7 @@ class EventHub:
         no such run (in `scope`: its first read is scoped). Reads the run
         once, then only when one of its commits wakes this process (or the wait's poll
         comes due): no database connection is held between."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        deadline = self.clock.monotonic() + timeout
         record = await whole(self.store.get(run_id, scope=scope))
         if record is None or settled(record, statuses) or timeout <= 0 or self._released:
             return record
@@ -415,7 +418,7 @@ class EventHub:
                 latest = await feed.refresh_record()
                 if latest is None or settled(latest, statuses) or self._released:
                     return latest
-                remaining = deadline - loop.time()
+                remaining = deadline - self.clock.monotonic()
                 if remaining <= 0:
                     return latest
                 await feed.wait(

@@ -43,7 +43,7 @@ async def extend_expiry(
             "not requires_action",
             record.status.value,
         )
-    now = service.clock()
+    now = service.clock.now()
     base = record.expires_at if record.expires_at is not None and record.expires_at > now else now
     new_expiry = base + timedelta(seconds=seconds)
     event = NewEvent(
@@ -82,7 +82,7 @@ async def retry_run(service: RunService, run_id: str, actor: str, scope: Scope) 
             latest_run_id=head.id,
             active_run_id=head.id,
         )
-    now = service.clock()
+    now = service.clock.now()
     change = changes.retry(record.version, record.status, record.error, actor, now)
     updated, _ = await service.store.apply(run_id, change, now, scope=scope)
     if updated is None:
@@ -111,7 +111,7 @@ async def note(
     """Record who did something to a suspended run that has no event of its own naming
     them (e.g. a partial tool-result submission): an event-only compare-and-set."""
     change = changes.note(NewEvent(event_type, data, actor))
-    updated, _ = await service.store.apply(run_id, change, service.clock(), scope=Scope.ALL)
+    updated, _ = await service.store.apply(run_id, change, service.clock.now(), scope=Scope.ALL)
     if updated is None:
         await _refused(service, run_id, "annotate")
     return updated

@@ -18,11 +18,12 @@ import hashlib
 import re
 import secrets
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
+from app.clock import Clock
 from app.core.scope import Scope
 from app.service.access import DEFAULT_TENANT, Principal, Role
 from app.service.errors import ServiceError
@@ -168,8 +169,10 @@ class OperatorService:
         *,
         hasher: PasswordHasher | None = None,
         session_ttl: timedelta = SESSION_TTL,
+        clock: Clock,
     ) -> None:
         self.accounts = OperatorAccounts(store.backend)
+        self.clock = clock
         self.hasher = hasher or PasswordHasher()  # argon2id, RFC 9106's low-memory profile
         self.session_ttl = session_ttl
         self._dummy: str | None = None  # verified against when the username is unknown
@@ -190,7 +193,7 @@ class OperatorService:
                 username=name,
                 role=value.value,
                 password_hash=hashed,
-                now=datetime.now(UTC),
+                now=self.clock.now(),
             )
         except UnknownTenant:
             raise AccountInvalid(f"there is no tenant {tenant!r}") from None
@@ -199,7 +202,7 @@ class OperatorService:
         return _account(record)
 
     async def list_accounts(self, scope: Scope) -> list[Account]:
-        return [_account(r) for r in await self.accounts.list_accounts(scope, datetime.now(UTC))]
+        return [_account(r) for r in await self.accounts.list_accounts(scope, self.clock.now())]
 
     async def get(self, username: str) -> Account:
         """One account (its `active_sessions` not counted: `sessions` lists them)."""
@@ -208,7 +211,7 @@ class OperatorService:
     async def disable(self, username: str) -> int:
         """Disable the account and end its sessions; how many sessions were live."""
         name = await self._existing(username)
-        now = datetime.now(UTC)
+        now = self.clock.now()
         await self.accounts.update(name, disabled_at=now)
         return await self.accounts.revoke(now, username=name)
 
@@ -220,7 +223,7 @@ class OperatorService:
         name = await self._existing(username)
         hashed = await self._hash(check_password(password))
         await self.accounts.update(name, password_hash=hashed)
-        return await self.accounts.revoke(datetime.now(UTC), username=name)
+        return await self.accounts.revoke(self.clock.now(), username=name)
 
     async def set_role(self, username: str, role: str) -> None:
         """Takes effect on the account's next request (sessions read the role live)."""
@@ -231,7 +234,7 @@ class OperatorService:
         name = await self._existing(username)
         return [
             SessionInfo(s.id, s.username, s.created_at, s.expires_at)
-            for s in await self.accounts.sessions(name, datetime.now(UTC))
+            for s in await self.accounts.sessions(name, self.clock.now())
         ]
 
     async def revoke_sessions(self, username: str, session: str | None = None) -> int:
@@ -241,7 +244,7 @@ class OperatorService:
         if session is not None and len(session.strip()) < 8:
             raise AccountInvalid("name a session by its id (at least its first 8 characters)")
         return await self.accounts.revoke(
-            datetime.now(UTC), username=name, session_id=session.strip() if session else None
+            self.clock.now(), username=name, session_id=session.strip() if session else None
         )
 
     # --- signing in and out (the dashboard) --------------------------------------------
@@ -262,7 +265,7 @@ class OperatorService:
         if self.hasher.check_needs_rehash(record.password_hash):
             await self.accounts.update(record.username, password_hash=await self._hash(password))
         secret = secrets.token_urlsafe(32)
-        now = datetime.now(UTC)
+        now = self.clock.now()
         expires = now + self.session_ttl
         await self.accounts.start_session(
             id=session_id(secret), operator_id=record.id, now=now, expires_at=expires
@@ -273,14 +276,14 @@ class OperatorService:
     async def principal(self, secret: str) -> Principal | None:
         """Who the session of `secret` is, while it stands."""
         found: OperatorSessionRecord | None = await self.accounts.live_session(
-            session_id(secret), datetime.now(UTC)
+            session_id(secret), self.clock.now()
         )
         if found is None:
             return None
         return _principal(found.tenant_id, found.role, found.username)
 
     async def sign_out(self, secret: str) -> None:
-        await self.accounts.revoke(datetime.now(UTC), session_id=session_id(secret))
+        await self.accounts.revoke(self.clock.now(), session_id=session_id(secret))
 
     # --- helpers -----------------------------------------------------------------------
 

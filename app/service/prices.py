@@ -13,10 +13,10 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from importlib.metadata import version
 from typing import TYPE_CHECKING, Any
 
+from app.clock import Clock
 from app.settings import Settings
 
 if TYPE_CHECKING:  # (imported when a model is first looked up: ~0.25 s of CPU, which a
@@ -43,6 +43,7 @@ class Price:
     model: gp.ModelInfo | None = None  # (genai-prices' own, for its table's prices)
     provider: gp.Provider | None = None
     context_window: int | None = None
+    clock: Clock | None = None  # (a table's price: its tier is the one in force now)
 
     def cost(self, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0) -> float:
         cached = min(cached_input_tokens, input_tokens)
@@ -54,23 +55,19 @@ class Price:
                 + output_tokens * p.get("output", 0.0)
             )
             return round(usd / _MILLION, 8)
-        assert self.model is not None and self.provider is not None
+        assert self.model is not None and self.provider is not None and self.clock is not None
         from genai_prices import types as gp
 
         usage = gp.Usage(
             input_tokens=input_tokens, output_tokens=output_tokens, cache_read_tokens=cached
         )
-        calc = self.model.calc_price(usage, self.provider, genai_request_timestamp=_now())
+        calc = self.model.calc_price(usage, self.provider, genai_request_timestamp=self.clock.now())
         return round(float(calc.total_price), 8)
 
     def output_rate(self, input_tokens: int) -> float:
         """USD per output token for a call with this many input tokens (its tier's)."""
         base = self.cost(input_tokens, 0)
         return max(0.0, (self.cost(input_tokens, _MILLION) - base) / _MILLION)
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 class PriceBook:
@@ -83,17 +80,21 @@ class PriceBook:
         self,
         overrides: Mapping[str, Mapping[str, float]],
         base_urls: Mapping[str, str | None] | None = None,
+        *,
+        clock: Clock,
     ) -> None:
         self.overrides = overrides
+        self.clock = clock
         self.base_urls = dict(base_urls or {})
         self._cache: dict[tuple[str, str], Price | None] = {}
 
     @classmethod
-    def for_settings(cls, settings: Settings) -> PriceBook:
+    def for_settings(cls, settings: Settings, clock: Clock) -> PriceBook:
         """The deployment's: AGENTRUN_PRICES over genai-prices, for its provider hosts."""
         return cls(
             settings.prices,
             {"openai": settings.openai_base_url, "anthropic": settings.anthropic_base_url},
+            clock=clock,
         )
 
     def of(self, provider: str, model: str) -> Price | None:
@@ -125,9 +126,13 @@ class PriceBook:
                     found, info = snapshot.find_provider_model(model, None, None, url)
                 else:
                     found, info = snapshot.find_provider_model(model, None, provider_id, None)
-                info.get_prices(_now())
+                info.get_prices(self.clock.now())
         except (LookupError, ValueError):
             return None
         return Price(
-            GENAI_PRICES_SOURCE, model=info, provider=found, context_window=info.context_window
+            GENAI_PRICES_SOURCE,
+            model=info,
+            provider=found,
+            context_window=info.context_window,
+            clock=self.clock,
         )

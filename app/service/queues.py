@@ -140,8 +140,7 @@ class QueueService:
     ) -> list[ToolCallRecord]:
         """Up to `body.limit` calls of `tenant`'s `queue`, leased for `body.lease_seconds`;
         waits up to `body.wait` seconds for one when none is leasable (empty: none came)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + body.wait
+        deadline = self.clock.monotonic() + body.wait
         owner = body.executor or actor or "executor"
         await self.key()  # (for the tokens of what it leases)
         bell, name = self.bell, bell_of(tenant, queue)
@@ -149,13 +148,13 @@ class QueueService:
         while True:
             ring = bell.listen(name)  # before looking: a ring meanwhile is kept
             try:
-                now = self.clock()
+                now = self.clock.now()
                 until = now + timedelta(seconds=body.lease_seconds)
                 calls = await whole(
                     self.store.lease_calls(queue, owner, now, until, body.limit, tenant, limited)
                 )
                 metrics.tool_calls_leased(queue, [c.attempts for c in calls])
-                remaining = deadline - loop.time()
+                remaining = deadline - self.clock.monotonic()
                 if calls or remaining <= 0 or bell.released:
                     return calls
                 pause = min(remaining, self.fallback_seconds)
@@ -163,7 +162,7 @@ class QueueService:
                 # look again at once; its bell or the fallback brings it back.)
                 due = None if limited else await whole(self.store.next_offer(queue, tenant))
                 if due is not None:  # a lease lapses then (or a call is due but was busy)
-                    until_due = (due - self.clock()).total_seconds()
+                    until_due = (due - self.clock.now()).total_seconds()
                     pause = min(pause, max(until_due, MIN_PAUSE_SECONDS))
                 try:
                     await asyncio.wait_for(asyncio.shield(ring), pause)
@@ -185,7 +184,7 @@ class QueueService:
         (`LeaseLost`) once the lease moved on; a lease that lapsed but that nobody took
         since is extended."""
         lease, issued = await self._parse(queue, token)
-        until = self.clock() + timedelta(seconds=body.lease_seconds)
+        until = self.clock.now() + timedelta(seconds=body.lease_seconds)
         extended = await self.store.extend_lease(
             lease.run_id, lease.round, lease.position, lease.nonce, queue, until, tenant
         )
@@ -250,7 +249,7 @@ class QueueService:
             if row.lease_token != lease.nonce:
                 metrics.tool_call_lease_lost(queue)
                 raise LeaseLost(lost_reason(row), tool_call_id=row.call_id)
-            now = self.clock()
+            now = self.clock.now()
             mine = dataclasses.replace(submitted, call_id=row.call_id)
             change = decide(record, pending.calls, [mine], now)
             if change is None:  # (answered identically meanwhile)

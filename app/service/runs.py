@@ -17,10 +17,11 @@ import secrets
 import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from app import tracing
+from app.clock import SYSTEM_CLOCK, Clock
 from app.core import AgentRun, stored
 from app.core.events import EventType as E
 from app.core.lifecycle import INITIAL, RunStatus
@@ -55,12 +56,6 @@ from app.store.changes import Change, Resolution
 from app.store.records import NewEvent, RunRecord, ToolCallRecord
 from app.store.runs import RunStore
 from app.store.waiting import Conversation
-
-Clock = Callable[[], datetime]
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +125,7 @@ class RunService:
         self,
         store: RunStore,
         settings: Settings,
-        clock: Clock = utcnow,
+        clock: Clock = SYSTEM_CLOCK,
         resolver: Resolver = system_resolver,
     ) -> None:
         self.resolver = resolver
@@ -140,7 +135,7 @@ class RunService:
         self._callback_key: str | None = None
         self.limits = RunLimitsService.of(store, settings, clock)
         # (the service's clock as read at each call: a test may set `service.clock`)
-        now = lambda: self.clock()  # noqa: E731
+        now = lambda: self.clock.now()  # noqa: E731
         self.busy = conversations.BusyConversations(store, now, self.cancel)
         self.results = ToolResults(store, now)
 
@@ -208,7 +203,7 @@ class RunService:
                 request.pop(added)
         if before is not None:  # what the body left out is inherited: part of the request
             request["fields_set"] = sorted(body.model_fields_set)
-        now = self.clock()
+        now = self.clock.now()
         agent = gates.without_unset_approvals(without_unset_queues(agent))
         config = {
             **agent,
@@ -272,7 +267,7 @@ class RunService:
                 noted = await self.busy.first_waiter_only(before, record, actor, tenant)
             # The run waited for ended before the note: the ending write did not see it.
             if noted is not None and await conversations.start_waiting(
-                self.store, noted, self.clock()
+                self.store, noted, self.clock.now()
             ):
                 record = await self.store.get(record.id, scope=Scope.ALL) or record
         return await self.view(record), created
@@ -312,7 +307,7 @@ class RunService:
             raise RunNotFound(f"no run with id {run_id}")
         view = await self.view(record)
         if record.status == RunStatus.QUEUED:
-            spot = await queue_spot(self.store, record, self.clock())
+            spot = await queue_spot(self.store, record, self.clock.now())
             view = dataclasses.replace(view, queue=spot)
         return view
 
@@ -411,7 +406,7 @@ class RunService:
         record = await self.store.get(run_id, with_log=True, scope=scope)
         if record is None:
             raise RunNotFound(f"no run with id {run_id}")
-        change = resolution_change(record, body, actor, self.clock())
+        change = resolution_change(record, body, actor, self.clock.now())
         updated = await self._apply(run_id, change, scope)
         if updated is None:
             return await self._refused(run_id, "resolve", scope)
@@ -459,7 +454,7 @@ class RunService:
     async def _apply(self, run_id: str, change: Change, scope: Scope) -> RunRecord | None:
         """Apply one change now (to a run in `scope`); None when refused (the run moved on,
         or is not there)."""
-        updated, _ = await self.store.apply(run_id, change, self.clock(), scope=scope)
+        updated, _ = await self.store.apply(run_id, change, self.clock.now(), scope=scope)
         return updated
 
     async def _refused(self, run_id: str, verb: str, scope: Scope) -> RunView:

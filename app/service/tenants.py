@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any
 
 from pydantic import Field, ValidationError
 
+from app.clock import Clock
 from app.service.access import DEFAULT_TENANT, TENANT_PATTERN
 from app.service.errors import InvalidRequest, ServiceError
 from app.service.schemas import _AS_INT as AS_INT
@@ -129,8 +130,9 @@ def check_name(name: str, what: str = "name", limit: int = 200) -> str:
 class Tenants:
     """Create, list, change and read tenants."""
 
-    def __init__(self, identities: Identities) -> None:
+    def __init__(self, identities: Identities, clock: Clock) -> None:
         self.identities = identities
+        self.clock = clock
 
     async def create(
         self, tenant_id: str, name: str | None = None, limits: TenantLimits | None = None
@@ -139,7 +141,7 @@ class Tenants:
             id=check_tenant_id(tenant_id),
             name=check_name(name if name is not None else tenant_id),
             limits=(limits or TenantLimits()).stored(),
-            created_at=datetime.now(UTC),
+            created_at=self.clock.now(),
             disabled_at=None,
         )
         if not await self.identities.create_tenant(record):
@@ -176,7 +178,7 @@ class Tenants:
             if disabled and tenant_id == DEFAULT_TENANT:
                 raise InvalidRequest("the default tenant cannot be disabled")
             if disabled != (current.disabled_at is not None):
-                values["disabled_at"] = datetime.now(UTC) if disabled else None
+                values["disabled_at"] = self.clock.now() if disabled else None
         if not values:
             return current
         record = await self.identities.update_tenant(tenant_id, values)

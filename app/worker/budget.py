@@ -15,7 +15,6 @@ per image (whose bytes do not say what it costs).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -23,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from app.clock import Clock
 from app.core.encode import message_to_dict
 from app.core.scope import Scope
 from app.providers import profiles
@@ -168,8 +168,11 @@ class Budgets:
         deployment: Mapping[str, Any] | None = None,
         tenant_limits: TenantLimits | None = None,
         daily: DailyReader | None = None,
+        *,
+        clock: Clock,
     ) -> None:
         self.prices = prices
+        self.clock = clock
         self.default_cap = default_cap
         self.deployment = {k: v for k, v in (deployment or {}).items() if v is not None}
         self.tenant_limits = tenant_limits
@@ -181,7 +184,6 @@ class Budgets:
         record: RunRecord,
         claimed: list[NewEvent],
         request: ModelRequest,
-        clock: Callable[[], datetime],
     ) -> ModelRequest | Budget:
         """The request to send (its cap clamped where a limit bounds the output), or the
         `Budget` the run suspends with. `claimed`: the events of the claim so far (its
@@ -190,7 +192,7 @@ class Budgets:
         tenant = await self._tenant_limits(record.tenant_id)
         if not limits and not tenant and not self.deployment:
             return request
-        now = clock()
+        now = self.clock.now()
         spec = record.run_config.model
         price = self.prices.of(spec.provider, spec.name)
         usage = billed_usage(record.usage, claimed) or record.usage
@@ -231,12 +233,12 @@ class Budgets:
         deployment's), read at most once a `CACHE_SECONDS` and once a UTC day."""
         start = now.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
         cached = self._totals.get(of)
-        clock = time.monotonic()
-        if cached is not None and cached[0] > clock and cached[1] == start:
+        moment = self.clock.monotonic()
+        if cached is not None and cached[0] > moment and cached[1] == start:
             return cached[2]
         assert self.daily is not None
         totals = await self.daily(of, start)
-        self._totals[of] = (clock + CACHE_SECONDS, start, totals)
+        self._totals[of] = (moment + CACHE_SECONDS, start, totals)
         return totals
 
 
@@ -249,7 +251,7 @@ def _claim_spend(events: list[NewEvent]) -> tuple[int, float]:
     return tokens, cost
 
 
-def budgets_for(store: RunStore, settings: Settings) -> Budgets:
+def budgets_for(store: RunStore, settings: Settings, clock: Clock) -> Budgets:
     """The worker's budget check for this deployment (settings, tenants, the ledger)."""
 
     async def daily(of: Scope, start: datetime) -> tuple[int, float]:
@@ -257,11 +259,12 @@ def budgets_for(store: RunStore, settings: Settings) -> Budgets:
         return int(totals.get("total_tokens") or 0), float(totals.get("cost_usd") or 0.0)
 
     return Budgets(
-        PriceBook.for_settings(settings),
+        PriceBook.for_settings(settings, clock),
         settings.default_max_output_tokens,
         {"daily_tokens": settings.daily_tokens, "daily_cost_usd": settings.daily_cost_usd},
-        CachedTenantLimits(Tenants(store.identities)),
+        CachedTenantLimits(Tenants(store.identities, clock), clock=clock),
         daily,
+        clock=clock,
     )
 
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import time
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
 
 from app import tracing
+from app.clock import Clock
 from app.core import (
     AgentRun,
     AgentRunError,
@@ -67,7 +67,7 @@ class RunDriver:
         worker_id: str,
         providers: ProviderFactory,
         callback_key: str,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Clock,
         rng: random.Random | None = None,
         stops: Stops | None = None,
         budgets: Budgets | None = None,
@@ -81,7 +81,7 @@ class RunDriver:
         self.clock = clock
         self.rng = rng or random.Random()
         self.lease = Lease(store, settings.lease_seconds, worker_id, clock, stops)
-        self.budgets = budgets or budgets_for(store, settings)
+        self.budgets = budgets or budgets_for(store, settings, clock)
         self.flow = Flow(
             store.flow,
             store.slots,
@@ -90,6 +90,7 @@ class RunDriver:
             settings.default_max_output_tokens,
             lease_seconds=settings.lease_seconds,
             provider_timeout=settings.provider_timeout,
+            clock=clock,
         )
 
     async def drive(self, record: RunRecord) -> RunStatus | None:
@@ -160,7 +161,7 @@ class RunDriver:
             # The model calls of this claim happened and were billed: keep them on the
             # ledger (outside the lease; this never touches the run's state or token).
             spent = [e for e in claim.events if e.type in LEDGER_EVENTS]
-            await self.store.append_events(record.id, None, spent, self.clock())
+            await self.store.append_events(record.id, None, spent, self.clock.now())
             return None
 
     async def _apply_answers(self, claim: Claim, run: AgentRun) -> dict[str, Any] | None:
@@ -195,7 +196,7 @@ class RunDriver:
             turn=step.turn,
             attempt=claim.record.model_attempts + 1,
         )
-        checked = await self.budgets.before_call(claim.record, claim.events, request, self.clock)
+        checked = await self.budgets.before_call(claim.record, claim.events, request)
         if isinstance(checked, Budget):
             run.withdraw_model_call()  # (stored as it was before the call was asked for)
             return await self._suspend_budget(claim, run, checked)
@@ -203,7 +204,7 @@ class RunDriver:
         rates = await self.flow.rates(claim.record)
         reserved = None
         if rates:  # (no statement at all when no limit applies to the run)
-            now = self.clock()
+            now = self.clock.now()
             gate = await self.flow.gate(claim.record, claim.honoured, request, rates, now)
             if isinstance(gate, Deferred):  # back to the queue until the limit frees
                 run.withdraw_model_call()  # (stored as it was before the call was asked for)
@@ -217,18 +218,18 @@ class RunDriver:
                 )
                 status = await self._write(claim, change, now)
                 if status is RunStatus.QUEUED and gate.reason.limit == "max_concurrent":
-                    await self.flow.recheck(claim.record.id, gate.reason.key, self.clock())
+                    await self.flow.recheck(claim.record.id, gate.reason.key, self.clock.now())
                 return status
             claim.honoured = claim.honoured or gate.honoured
             reserved = gate
         try:
             provider = self.providers(spec)
         except BaseException:  # (the slots are the call's: it will not happen)
-            await self.flow.release(reserved, self.clock())
+            await self.flow.release(reserved, self.clock.now())
             raise
         streamed = config.stream
-        started = time.perf_counter()
-        progress = streaming.Progress()
+        started = self.clock.monotonic()
+        progress = streaming.Progress(started)
         try:
             with tracing.model_call(spec, request, streamed=streamed) as span:
                 try:
@@ -239,22 +240,28 @@ class RunDriver:
                     else:
                         answer = await self.lease.hold(claim, provider.complete(request))
                 finally:  # (whatever ended the call: its concurrency slots are free now)
-                    await self.flow.release(reserved, self.clock())
+                    await self.flow.release(reserved, self.clock.now())
                 tracing.model_answered(span, answer)
         except ProviderError as err:
             err.provider = err.provider or model.provider
             if err.status == 429:  # (one worker's 429 slows every worker, configured or not)
-                await self.flow.provider_429(rates, err, self.clock(), claim.record)
+                await self.flow.provider_429(rates, err, self.clock.now(), claim.record)
             return await self._provider_failed(claim, err)
         except LeaseLost:  # abandoned mid-flight, its connection closed: on the ledger
             partial = ProviderTurn(choice=(), usage=progress.usage or Usage())
             bill = priced_call(self.budgets.prices, model.provider, model.name, partial)
             aborted = progress.aborted(
-                request, spec, bill["usage"], bill["cost_usd"], streamed, bill["price_source"]
+                request,
+                spec,
+                bill["usage"],
+                bill["cost_usd"],
+                streamed,
+                bill["price_source"],
+                ended=self.clock.monotonic(),
             )
             claim.events.append(aborted)
             raise
-        latency_ms = round((time.perf_counter() - started) * 1000, 2)
+        latency_ms = round((self.clock.monotonic() - started) * 1000, 2)
         if reserved is not None:
             self.flow.used(reserved, answer.usage.total_tokens)
         names = [t.name for t in tools]
@@ -294,7 +301,7 @@ class RunDriver:
     async def _provider_failed(self, claim: Claim, err: ProviderError) -> RunStatus | None:
         attempt = claim.record.model_attempts + 1
         error = err.to_dict()
-        now = self.clock()
+        now = self.clock.now()
         policy = BackoffPolicy(
             max_attempts=self.settings.provider_max_attempts,
             max_total_seconds=self.settings.provider_max_backoff_seconds,
@@ -328,13 +335,13 @@ class RunDriver:
         config = claim.record.run_config
         rows = tool_rounds.rows(step, config)
         approval_required = (
-            tool_rounds.gate(config, rows, round, self.clock) if config.gates else None
+            tool_rounds.gate(config, rows, round, self.clock.now) if config.gates else None
         )
         token = callback_token(self.callback_key, claim.record.id, round)
         requires_action = tool_rounds.requires_action(
             rows, round, self.settings.callback_url(token)
         )
-        now = self.clock()  # (the suspension's time, as its event's)
+        now = self.clock.now()  # (the suspension's time, as its event's)
         change = changes.suspend_for_tools(
             claim.version,
             self._snapshot(claim),
@@ -353,7 +360,7 @@ class RunDriver:
     async def _suspend_resolution(
         self, claim: Claim, run: AgentRun, ctx: InvalidToolCallContext
     ) -> RunStatus | None:
-        now = self.clock()
+        now = self.clock.now()
         change = changes.suspend_for_resolution(
             claim.version,
             self._snapshot(claim),
@@ -370,7 +377,7 @@ class RunDriver:
         self, claim: Claim, run: AgentRun, reason: Budget
     ) -> RunStatus | None:
         """The next model call could pass a limit: suspended before it is made."""
-        now = self.clock()
+        now = self.clock.now()
         change = changes.suspend_for_budget(
             claim.version,
             self._snapshot(claim),
@@ -386,7 +393,7 @@ class RunDriver:
     def _expires_at(self, claim: Claim) -> datetime:
         """A suspension's expiry: after the run's own `expires_in`, else the default."""
         expires_in = claim.record.run_config.expires_in or self.settings.default_expires_in
-        return self.clock() + timedelta(seconds=expires_in)
+        return self.clock.now() + timedelta(seconds=expires_in)
 
     def _snapshot(self, claim: Claim) -> stored.Snapshot:
         if claim.loaded is None:
@@ -428,7 +435,7 @@ class RunDriver:
         """End the claim with `change` at `now` (default: the clock's) (and, when the slot
         wants more, claim its next run in the same statement); `LeaseLost` when the
         fencing token moved on."""
-        now = now or self.clock()
+        now = now or self.clock.now()
         if claim.record.flow_reserved_at is not None and change.transition is not T.THROTTLE:
             # (the reservation was the claim's call's: the next call draws its own)
             change = dataclasses.replace(change, values={**change.values, "flow_reserved_at": None})

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import time
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
@@ -39,6 +38,7 @@ from typing import Any
 import structlog
 
 from app import metrics
+from app.clock import Clock
 from app.providers import ratelimit
 from app.providers.base import ModelRequest, ProviderError
 from app.providers.profiles import Profiles, RateLimits
@@ -119,8 +119,10 @@ class Flow:
         *,
         lease_seconds: float = 30.0,
         provider_timeout: float = 120.0,
+        clock: Clock,
     ) -> None:
         self.limits = limits
+        self.clock = clock
         self.slots = slots
         self.profiles = profiles or Profiles({})
         self.tenant_limits = tenant_limits
@@ -159,7 +161,7 @@ class Flow:
 
     def _learned_keys(self, provider: str, model_key: str) -> list[str]:
         """The run's keys a 429 slowed, still slowed (the lapsed ones are forgotten)."""
-        now = time.time()
+        now = self.clock.epoch()
         for key in [k for k, until in self._learned.items() if until <= now]:
             del self._learned[key]
         return [k for k in (f"profile:{provider}", model_key) if k in self._learned]
@@ -186,7 +188,7 @@ class Flow:
         recent = times.get(key)
         if recent is None:
             recent = times[key] = deque(maxlen=64)
-        recent.append(time.monotonic())
+        recent.append(self.clock.monotonic())
 
     async def gate(
         self,
@@ -368,7 +370,7 @@ class Flow:
         delay = RELEASE_RETRY_SECONDS
         while True:
             await asyncio.sleep(delay)
-            now = datetime.now(UTC)
+            now = self.clock.now()
             if now.timestamp() >= reserved.slots_until:
                 return  # (expired by themselves: nothing left to free)
             try:
@@ -412,7 +414,7 @@ class Flow:
             first = None
             if r.requests_per_minute is None and rpm is None:  # (no rate known: a seed)
                 self._count(self._refused, key)
-                start = time.monotonic() - OBSERVED_SECONDS
+                start = self.clock.monotonic() - OBSERVED_SECONDS
                 answered = _since(self._calls.get(key), start) - _since(self._refused[key], start)
                 first = ratelimit.seed(answered, OBSERVED_SECONDS)
             lr = ratelimit.taught(rpm, r.requests_per_minute)

@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any, TypeVar
 
+from app.clock import Clock
 from app.core.stored import Loaded
 from app.store.records import NewEvent, RunRecord
 from app.store.runs import RunStore
@@ -49,7 +50,7 @@ class Lease:
         store: RunStore,
         lease_seconds: float,
         worker_id: str,
-        clock: Callable[[], datetime],
+        clock: Clock,
         stops: Stops | None = None,
     ) -> None:
         self.store = store
@@ -64,22 +65,21 @@ class Lease:
         once the call is cancelled and has unwound (its connection closed)."""
         task: asyncio.Future[R] = asyncio.ensure_future(call)
         interval = self.lease_seconds / 3
-        loop = asyncio.get_running_loop()
         with self.stops.watch(claim.record.id, claim.version) as watch:
             try:
-                beat_at = loop.time() + interval
+                beat_at = self.clock.monotonic() + interval
                 while True:
-                    timeout = max(0.0, beat_at - loop.time())
+                    timeout = max(0.0, beat_at - self.clock.monotonic())
                     waiting: set[asyncio.Future[Any]] = {task, watch.signalled}
                     done, _ = await asyncio.wait(
                         waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
                     )
                     if task in done:
                         return task.result()
-                    if not watch.signalled.done() and loop.time() < beat_at:
+                    if not watch.signalled.done() and self.clock.monotonic() < beat_at:
                         continue
                     watch.rearm()
-                    now = self.clock()
+                    now = self.clock.now()
                     until = now + timedelta(seconds=self.lease_seconds)
                     if not await self.store.heartbeat(
                         claim.record.id, claim.version, self.worker_id, until, now
@@ -89,7 +89,7 @@ class Lease:
                         if task.done() and not task.cancelled():
                             task.exception()  # (retrieved, and dropped)
                         raise LeaseLost()
-                    beat_at = loop.time() + interval
+                    beat_at = self.clock.monotonic() + interval
             finally:
                 if not task.done():
                     task.cancel()

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -61,8 +60,8 @@ class Progress:
     """What a model call has received so far: the usage the provider reported (None
     before any report: a blocking call's is only in its answer)."""
 
+    started: float  # (the clock's monotonic reading when the call began)
     usage: Usage | None = None
-    started: float = field(default_factory=time.perf_counter)
 
     def aborted(
         self,
@@ -72,9 +71,11 @@ class Progress:
         cost_usd: float | None,
         streamed: bool,
         price_source: str | None = None,
+        *,
+        ended: float,
     ) -> NewEvent:
-        """The `model.aborted` event of the call, abandoned now (the run left the
-        worker), with what the provider reported before that."""
+        """The `model.aborted` event of the call, abandoned at `ended` (the run left the
+        worker; the clock's monotonic reading), with what the provider reported before."""
         return NewEvent(
             EventType.MODEL_ABORTED,
             {
@@ -86,7 +87,7 @@ class Progress:
                 "usage_reported": self.usage is not None,
                 "cost_usd": cost_usd,
                 "price_source": price_source,
-                "latency_ms": round((time.perf_counter() - self.started) * 1000, 2),
+                "latency_ms": round((ended - self.started) * 1000, 2),
                 **({"stream": True} if streamed else {}),
             },
         )
@@ -192,13 +193,13 @@ async def stream_answer(
     """Read one model call as a stream, heartbeating the lease and publishing its text
     (and keeping the usage reported so far in `progress`); the assembled turn. Raises
     `ProviderError` (the worker backs off as for a blocking call) or `LeaseLost`."""
-    progress = progress if progress is not None else Progress()
+    progress = progress if progress is not None else Progress(lease.clock.monotonic())
     publisher = DeltaPublisher(
         lease.store,
         claim.record.id,
         claim.version,
         request.turn,
-        lease.clock,
+        lease.clock.now,
         interval=interval,
         max_chars=max_chars,
     )

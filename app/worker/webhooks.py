@@ -13,9 +13,7 @@ import asyncio
 import base64
 import random
 import secrets
-import time
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import httpx
 import orjson
@@ -24,6 +22,7 @@ from opentelemetry.trace import SpanKind
 from standardwebhooks import Webhook
 
 from app import metrics, tracing
+from app.clock import Clock
 from app.providers.backoff import backoff_delay
 from app.service.destinations import (
     Destination,
@@ -52,7 +51,7 @@ class WebhookSender:
         worker_id: str,
         secret: str,
         *,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Clock,
         rng: random.Random | None = None,
         resolver: Resolver = system_resolver,
     ) -> None:
@@ -74,7 +73,7 @@ class WebhookSender:
         """Send every due delivery (a batch at a time); how many were attempted."""
         total = 0
         while True:
-            now = self.clock()
+            now = self.clock.now()
             lease = now + timedelta(seconds=self.settings.webhook_timeout * 3)
             batch = await self.store.claim_webhooks(now, lease)
             if not batch:
@@ -87,7 +86,7 @@ class WebhookSender:
 
     async def _send(self, delivery: WebhookRecord, trace: dict[str, str]) -> None:
         body = orjson.dumps(delivery.payload).decode()
-        sent_at = datetime.now(UTC)  # what receivers check against their own clock
+        sent_at = self.clock.now()  # what receivers check against their own clock
         headers = {
             "content-type": "application/json",
             "user-agent": "agentrun-service",
@@ -97,7 +96,7 @@ class WebhookSender:
         }
         status_code: int | None = None
         error: str | None = None
-        started = time.perf_counter()
+        started = self.clock.monotonic()
         with tracing.span(
             "agentrun.webhook.deliver",
             lambda: tracing.webhook_attributes(delivery),
@@ -123,9 +122,9 @@ class WebhookSender:
             except (DestinationUnresolved, httpx.HTTPError) as exc:
                 error = f"{type(exc).__name__}: {exc}"
             tracing.webhook_answered(span, status_code, error)
-        seconds = time.perf_counter() - started
+        seconds = self.clock.monotonic() - started
         latency_ms = round(seconds * 1000, 2)
-        now = self.clock()
+        now = self.clock.now()
         retry_at = None
         if error is not None:
             age = (now - delivery.created_at).total_seconds()

@@ -18,13 +18,12 @@ import contextlib
 import os
 import random
 import socket
-import time
-from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import structlog
 from sqlalchemy.engine import make_url
 
+from app.clock import Clock
 from app.core.scope import Scope
 from app.providers.profiles import Profiles
 from app.service.tokens import new_key
@@ -60,7 +59,7 @@ class Worker:
         concurrency: int = 1,
         worker_id: str | None = None,
         providers: ProviderFactory | None = None,
-        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Clock,
         profiles: Profiles | None = None,
     ) -> None:
         self.store = store
@@ -68,7 +67,7 @@ class Worker:
         self.profiles = profiles  # (their shared limits; None: no profile limits)
         self.concurrency = max(1, concurrency)
         self.worker_id = worker_id or default_worker_id()
-        self.providers = providers or (lambda spec: make_provider(spec, settings))
+        self.providers = providers or (lambda spec: make_provider(spec, settings, clock=clock))
         self.clock = clock
         self.stopping = asyncio.Event()
         self._kick = asyncio.Event()  # runs may be due: the dispatcher should claim
@@ -109,7 +108,9 @@ class Worker:
         secret = self.settings.webhook_secret or await self.store.secret(
             "webhook_secret", new_secret
         )
-        self.sender = WebhookSender(self.store, self.settings, self.worker_id, secret)
+        self.sender = WebhookSender(
+            self.store, self.settings, self.worker_id, secret, clock=self.clock
+        )
         log.info("worker started", worker=self.worker_id, concurrency=self.concurrency)
         background = [
             asyncio.create_task(self._reaper()),
@@ -122,7 +123,7 @@ class Worker:
             background.append(asyncio.create_task(self._listen()))
         else:  # (no NOTIFY: one read per poll while a model call is in flight)
             poll = self.stops.poll(self.store.fences, self.settings.stop_poll_interval)
-            await self.driver.flow.catch_up(self.clock())  # (else learned at its own 429)
+            await self.driver.flow.catch_up(self.clock.now())  # (else learned at its own 429)
             background.append(asyncio.create_task(poll))
         dispatcher = asyncio.create_task(self._dispatch())
         slots = [asyncio.create_task(self._slot()) for _ in range(self.concurrency)]
@@ -193,7 +194,7 @@ class Worker:
             if wanted <= 0 or self.stopping.is_set():
                 continue
             try:
-                now = self.clock()
+                now = self.clock.now()
                 until = now + timedelta(seconds=self.settings.lease_seconds)
                 claimed = await self.store.claim_many(self.worker_id, now, until, wanted)
             except Exception:  # the database may blip; keep the worker alive
@@ -221,7 +222,7 @@ class Worker:
             del self._give_back[run_id]
 
     async def _release(self, run_id: str, version: int) -> bool:
-        now = self.clock()
+        now = self.clock.now()
         change = changes.release(version, self.worker_id, now)
         done, _ = await self.store.apply(run_id, change, now, scope=Scope.ALL)
         return done is not None
@@ -243,7 +244,7 @@ class Worker:
             try:
                 if self._give_back:
                     await self._give_back_interrupted()
-                now = self.clock()
+                now = self.clock.now()
                 requeued = await self.store.reap_expired_leases(now)
                 expired = await self.store.expire_suspended(now)
                 if requeued:
@@ -260,11 +261,11 @@ class Worker:
         """The features' sweeps (`app.store.hooks.Sweep`) that are due."""
         for sweep in self.store.hooks.sweeps:
             if sweep.every is not None:
-                if time.monotonic() < self._sweeps_due.get(sweep.name, 0.0):
+                if self.clock.monotonic() < self._sweeps_due.get(sweep.name, float("-inf")):
                     continue
-                self._sweeps_due[sweep.name] = time.monotonic() + sweep.every
+                self._sweeps_due[sweep.name] = self.clock.monotonic() + sweep.every
             try:
-                moved = await sweep.run(self.clock())
+                moved = await sweep.run(self.clock.now())
                 if moved:
                     log.info(sweep.name, runs=list(moved))
             except Exception:
@@ -274,16 +275,16 @@ class Worker:
         """Fold finished runs into the rollups that reports read (app.store.fold), with
         the reaper's period: the lag, and what reports read besides the rollups, stay
         about one period of finished runs."""
-        forgotten = 0.0
+        forgotten: float | None = None  # (the clock's monotonic reading: when, if ever)
         while True:
             await asyncio.sleep(self.settings.reap_interval * (0.5 + random.random()))
             try:
                 folded = FOLD_BATCH
                 while folded == FOLD_BATCH and not self.stopping.is_set():
                     folded = await fold_batch(self.store.engine, FOLD_BATCH)
-                if time.monotonic() - forgotten > 600:
-                    await forget_endings(self.store.engine, self.clock())
-                    forgotten = time.monotonic()
+                if forgotten is None or self.clock.monotonic() - forgotten > 600:
+                    await forget_endings(self.store.engine, self.clock.now())
+                    forgotten = self.clock.monotonic()
             except Exception:
                 log.exception("fold failed")
 
@@ -294,7 +295,7 @@ class Worker:
         while True:
             await asyncio.sleep(self.settings.retention_interval * (0.5 + random.random()))
             try:
-                cutoff = self.clock() - timedelta(days=self.settings.retention_days)
+                cutoff = self.clock.now() - timedelta(days=self.settings.retention_days)
                 deleted = batch
                 total = 0
                 while deleted == batch and not self.stopping.is_set():
@@ -319,7 +320,7 @@ class Worker:
                     await conn.execute(f"LISTEN {STOP_CHANNEL}")
                     await conn.execute(f"LISTEN {FLOW_CHANNEL}")
                     if self.driver is not None:  # (keys a 429 slowed meanwhile)
-                        await self.driver.flow.catch_up(self.clock())
+                        await self.driver.flow.catch_up(self.clock.now())
                     self.wake()  # catch up on what was queued meanwhile
                     self._webhooks_due.set()
                     for run_id in self.stops.held:  # (a stop missed meanwhile: ask now)

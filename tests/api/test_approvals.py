@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.clock import SYSTEM_CLOCK, FakeClock
 from app.core import ToolResult
 from app.core.content import Json, Text
 from app.core.scope import Scope
@@ -69,7 +70,7 @@ class Recorder:
     def __call__(self, spec: Any) -> Any:
         from app.worker.providers import make_provider
 
-        inner = make_provider(spec, self.settings)
+        inner = make_provider(spec, self.settings, clock=SYSTEM_CLOCK)
         recorder = self
 
         class Recording:
@@ -92,7 +93,7 @@ async def drive(store: RunStore, settings: Settings, providers: Callable[[Any], 
     from app.worker.driver import RunDriver
 
     key = await store.secret("callback_key", new_key)
-    driver = RunDriver(store, settings, "test-worker", providers, key)
+    driver = RunDriver(store, settings, "test-worker", providers, key, clock=SYSTEM_CLOCK)
     now = datetime.now(UTC)
     record = await store.claim("test-worker", now, now + timedelta(seconds=30))
     assert record is not None, "no due run to claim"
@@ -342,7 +343,7 @@ async def test_a_timed_out_approval_takes_the_run_default(
     now = ApprovalService(RunService(store, settings))
     assert await now.time_out() == []  # not due yet
     later = ApprovalService(
-        RunService(store, settings, clock=lambda: datetime.now(UTC) + timedelta(minutes=2))
+        RunService(store, settings, clock=FakeClock(datetime.now(UTC) + timedelta(minutes=2)))
     )
     assert await later.time_out() == [run["id"]]
     log = await events(client, run["id"])

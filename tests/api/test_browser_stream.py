@@ -18,6 +18,7 @@ import json
 import os
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -26,6 +27,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
+from app.clock import FakeClock
 from app.core.events import EventType
 from app.main import create_app
 from app.service.browser_tokens import SECRET_NAME, BrowserTokens
@@ -177,9 +179,9 @@ def test_a_page_on_another_origin_follows_a_run_with_a_browser_token(
         minted = admin.post(f"/v1/runs/{run_id}/browser-tokens", json={"ttl_seconds": 300})
         assert minted.status_code == 201, minted.text
         token = minted.json()["token"]
-        expired, _ = BrowserTokens(signing_key(database_url), clock=lambda: 0.0).mint(
-            "default", run_id, 60
-        )
+        expired, _ = BrowserTokens(
+            signing_key(database_url), clock=FakeClock(datetime.fromtimestamp(0, UTC))
+        ).mint("default", run_id, 60)
 
         fragment = httpx.QueryParams(
             {"api": api, "run": run_id, "token": token, "expired": expired}

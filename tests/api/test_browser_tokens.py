@@ -6,15 +6,15 @@ new operation is covered without a new test."""
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest
 
 from app.api.security import ACCESS_TOKEN
+from app.clock import SYSTEM_CLOCK, FakeClock
 from app.main import create_app
 from app.service.browser_tokens import (
     DEFAULT_TTL_SECONDS,
@@ -67,7 +67,7 @@ async def signer(client: httpx.AsyncClient, offset: float = 0.0) -> BrowserToken
     """The service's own signer, its clock moved by `offset` seconds."""
     reads: RunReads = client.app.state.reads  # type: ignore[attr-defined]
     key = await reads.shared_secret(SECRET_NAME)
-    return BrowserTokens(key, clock=lambda: time.time() + offset)
+    return BrowserTokens(key, clock=FakeClock(datetime.now(UTC) + timedelta(seconds=offset)))
 
 
 def assert_problem(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
@@ -198,7 +198,9 @@ async def test_expired_altered_and_foreign_tokens_are_a_401_problem(
     # The first character of the signature: every one of its bits counts (the last
     # character's low bits are base64 padding, so changing it can leave the bytes alone).
     altered = f"{payload}.{'B' if signature[0] == 'A' else 'A'}{signature[1:]}"
-    foreign_key, _ = BrowserTokens("not-this-services-key").mint("default", run_id, 600)
+    foreign_key, _ = BrowserTokens("not-this-services-key", clock=SYSTEM_CLOCK).mint(
+        "default", run_id, 600
+    )
     # The payload of another run, under the signature of this one: not valid either.
     forged = (await signer(client)).mint("default", "run_other", 600)[0].partition(".")[0]
     spliced = f"{forged}.{signature}"

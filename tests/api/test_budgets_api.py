@@ -14,6 +14,7 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
+from app.clock import SYSTEM_CLOCK
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.service.runs import RunService
@@ -217,7 +218,7 @@ async def test_a_tenants_daily_limits_stop_its_runs_and_not_anothers(
     database_url: str, store: RunStore
 ) -> None:
     tenant = f"budget-{secrets.token_hex(4)}"
-    await Tenants(store.identities).create(
+    await Tenants(store.identities, clock=SYSTEM_CLOCK).create(
         tenant, limits=TenantLimits(daily_tokens=700, daily_cost_usd=1.0)
     )
     service = RunService(store, make_settings(database_url, prices=PRICES))

@@ -44,7 +44,7 @@ async def test_a_throttled_run_and_its_keys_use_are_on_metrics(
     # (a bucket holds 90 % of a minute: one of the three goes, two wait for their turns)
     assert outcomes.count(RunStatus.QUEUED) == 2
 
-    text = await metrics.render(RunReads(store))
+    text = await metrics.render(RunReads(store), datetime.now(UTC))
     waiting = samples(text, "agentrun_flow_waiting_runs")
     assert waiting[(("key", key),)] == 2
     used = samples(text, "agentrun_flow_used")
@@ -66,6 +66,6 @@ async def test_the_calls_in_flight_on_a_max_concurrent_key_are_on_metrics(
     # (a slot whose worker died counts no more once it expired)
     assert (await store.slots.take([Slot(key, 3)], "gone", "gone", at - 60, at - 1)).held
 
-    used = samples(await metrics.render(RunReads(store)), "agentrun_flow_used")
+    used = samples(await metrics.render(RunReads(store), datetime.now(UTC)), "agentrun_flow_used")
     assert used[(("key", key), ("limit", "max_concurrent"))] == 2
     assert used[(("key", idle), ("limit", "max_concurrent"))] == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import orjson
 
 from app.api.live import server_sent_events
+from app.clock import SYSTEM_CLOCK
 from app.core.scope import Scope
 from app.service.live import EventHub
 from app.service.runs import RunService
@@ -18,7 +19,7 @@ async def test_events_become_server_sent_events_until_the_run_ends(
     store: RunStore, settings: Settings
 ) -> None:
     service = RunService(store, settings)
-    hub = EventHub(store, settings.database_url, 0.05)
+    hub = EventHub(store, settings.database_url, 0.05, clock=SYSTEM_CLOCK)
     view, _ = await service.create_run(run_body())
     await service.cancel(view.record.id, actor="someone", scope=Scope.ALL)
     try:

@@ -7,6 +7,7 @@ import httpx
 from fastapi import FastAPI
 
 from app.api.throttle import FailureThrottle
+from app.clock import FakeClock
 from app.main import create_app
 from app.settings import Settings
 from tests.api.conftest import KEY
@@ -14,33 +15,25 @@ from tests.conftest import make_settings
 from tests.dashboard.conftest import csrf_of
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_an_address_is_refused_after_limit_failures_until_the_oldest_leaves_the_window() -> None:
-    clock = Clock()
+    clock = FakeClock(monotonic=1000.0)
     throttle = FailureThrottle(limit=3, window=60, clock=clock)
     for _ in range(2):
         throttle.failed("10.0.0.1")
-        clock.now += 10
+        clock.advance(10)
     assert throttle.retry_after("10.0.0.1") is None
     throttle.failed("10.0.0.1")  # failures at 1000, 1010, 1020
     assert throttle.retry_after("10.0.0.1") == 40.0  # the first leaves the window at 1060
     assert throttle.retry_after("10.0.0.2") is None  # per address
-    clock.now = 1060.0
+    clock.advance(40)  # (1060)
     assert throttle.retry_after("10.0.0.1") is None
-    clock.now = 2000.0
+    clock.advance(940)  # (2000)
     throttle.failed("10.0.0.1")
     assert throttle.retry_after("10.0.0.1") is None  # old failures forgotten
 
 
 def test_memory_is_bounded_by_forgetting_the_least_recent_addresses() -> None:
-    throttle = FailureThrottle(limit=1, window=60, clock=Clock(), max_addresses=2)
+    throttle = FailureThrottle(limit=1, window=60, clock=FakeClock(), max_addresses=2)
     for address in ("a", "b", "c"):
         throttle.failed(address)
     assert throttle.retry_after("a") is None
@@ -48,7 +41,7 @@ def test_memory_is_bounded_by_forgetting_the_least_recent_addresses() -> None:
 
 
 def test_a_limit_of_zero_turns_throttling_off() -> None:
-    throttle = FailureThrottle(limit=0, window=60, clock=Clock())
+    throttle = FailureThrottle(limit=0, window=60, clock=FakeClock())
     throttle.failed("a")
     assert throttle.retry_after("a") is None
 

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from app.cli.operators import read_password
+from app.clock import SYSTEM_CLOCK
 from app.core.scope import Scope
 from app.service.access import Role
 from app.service.operators import OperatorService, hasher_for
@@ -29,7 +30,7 @@ def database_url(postgres_url: str) -> str:
 @pytest.fixture
 async def people(store: RunStore) -> AsyncIterator[OperatorService]:
     await reset_people(store)
-    yield OperatorService(store, hasher=hasher_for(8192, 1))
+    yield OperatorService(store, hasher=hasher_for(8192, 1), clock=SYSTEM_CLOCK)
     await reset_people(store)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from app.clock import SYSTEM_CLOCK, Clock
 from app.providers.base import ModelRequest, Provider, ProviderTurn, StreamItem
 from app.settings import Settings
 from app.worker import providers as worker_providers
@@ -38,14 +39,18 @@ class Gate:
 
     def providers(self, settings: Settings) -> ProviderFactory:
         """A `Worker(providers=...)` whose calls pass this gate."""
-        return lambda spec: GatedProvider(worker_providers.make_provider(spec, settings), self)
+        return lambda spec: GatedProvider(
+            worker_providers.make_provider(spec, settings, clock=SYSTEM_CLOCK), self
+        )
 
     def patch(self, monkeypatch: pytest.MonkeyPatch) -> None:
         """Every worker made from now on (those of an app's lifespan too) uses this gate."""
         make = worker_providers.make_provider
 
-        def gated(spec: Mapping[str, Any], settings: Settings, profiles: Any = None) -> Provider:
-            return GatedProvider(make(spec, settings, profiles), self)
+        def gated(
+            spec: Mapping[str, Any], settings: Settings, profiles: Any = None, *, clock: Clock
+        ) -> Provider:
+            return GatedProvider(make(spec, settings, profiles, clock=clock), self)
 
         monkeypatch.setattr("app.worker.worker.make_provider", gated)
 

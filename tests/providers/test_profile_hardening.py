@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.clock import SYSTEM_CLOCK
 from app.providers.profiles import ProfileError, load_profiles
 from app.providers.registry import provider_for_profile
 from app.settings import Settings
@@ -40,7 +41,7 @@ def refused(entry: dict[str, Any]) -> str:
 def test_a_model_name_stays_inside_the_deployment_path(model: str) -> None:
     profile = load(azure()).get("az")
     try:
-        url = provider_for_profile(profile, model).url
+        url = provider_for_profile(profile, model, clock=SYSTEM_CLOCK).url
     except ValueError:
         return  # refused: as good as staying inside
     parsed = httpx.URL(url)
@@ -82,7 +83,9 @@ async def test_a_worker_fails_a_run_whose_model_its_profile_cannot_reach() -> No
     from app.providers.base import ProviderError
     from app.worker.providers import make_provider
 
-    adapter = make_provider({"provider": "az", "name": ".."}, Settings(), load(azure()))
+    adapter = make_provider(
+        {"provider": "az", "name": ".."}, Settings(), load(azure()), clock=SYSTEM_CLOCK
+    )
     with pytest.raises(ProviderError) as caught:
         await adapter.complete(request(model=".."))
     assert not caught.value.retryable and "path segment" in str(caught.value)
@@ -159,7 +162,7 @@ def test_a_model_name_a_server_could_decode_into_another_path_is_refused(model: 
     profile = load(azure()).get("az")
     assert not profile.in_path(model)
     with pytest.raises(ValueError):
-        provider_for_profile(profile, model)
+        provider_for_profile(profile, model, clock=SYSTEM_CLOCK)
     assert load(azure("http://127.0.0.1:9/v1")).get("az").in_path(model)  # (no {model})
 
 

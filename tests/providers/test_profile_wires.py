@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from app.clock import SYSTEM_CLOCK
 from app.providers.base import ProviderError
 from app.providers.profiles import Profiles, load_profiles
 from app.settings import Settings
@@ -43,7 +44,9 @@ async def call(
 ) -> dict[str, Any]:
     """One model call of a run naming `provider`/`model`; what the server received."""
     mock.script(Reply(text="hi"))
-    adapter = make_provider({"provider": provider, "name": model}, Settings(), profiles)
+    adapter = make_provider(
+        {"provider": provider, "name": model}, Settings(), profiles, clock=SYSTEM_CLOCK
+    )
     try:
         turn = await adapter.complete(request(model=model))
     finally:
@@ -99,7 +102,9 @@ async def test_an_azure_deployment_gets_its_path_api_version_and_api_key(
 
 async def test_a_model_name_is_quoted_in_the_url(mock: MockProviderServer) -> None:
     profiles = profiles_for(mock, azure={**azure(mock), "auth": "none", "models": None})
-    adapter = make_provider({"provider": "azure", "name": "a?b c"}, Settings(), profiles)
+    adapter = make_provider(
+        {"provider": "azure", "name": "a?b c"}, Settings(), profiles, clock=SYSTEM_CLOCK
+    )
     assert isinstance(adapter, Measured)
     url: str = adapter.inner.url  # type: ignore[attr-defined]
     assert (
@@ -142,13 +147,17 @@ def test_the_timeout_is_the_profiles_else_the_deployments() -> None:
     settings = Settings(providers=json.dumps({"profiles": doc}), provider_timeout=77)
     profiles = load_profiles(settings)
     for name, timeout in (("slow", 77), ("fast", 5)):
-        adapter = make_provider({"provider": name, "name": "m"}, settings, profiles)
+        adapter = make_provider(
+            {"provider": name, "name": "m"}, settings, profiles, clock=SYSTEM_CLOCK
+        )
         assert isinstance(adapter, Measured)
         assert adapter.inner.timeout == timeout  # type: ignore[attr-defined]
 
 
 async def test_a_run_of_a_profile_no_longer_configured_fails_without_retries() -> None:
-    adapter = make_provider({"provider": "gone", "name": "m"}, Settings(), Profiles({}))
+    adapter = make_provider(
+        {"provider": "gone", "name": "m"}, Settings(), Profiles({}), clock=SYSTEM_CLOCK
+    )
     with pytest.raises(ProviderError) as caught:
         await adapter.complete(request())
     assert not caught.value.retryable and "'gone'" in caught.value.message

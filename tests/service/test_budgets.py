@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from app.clock import SYSTEM_CLOCK
 from app.service.budgets import CachedTenantLimits
 
 
@@ -31,7 +32,7 @@ class CountingTenants:
 
 async def test_callers_at_a_lapse_share_one_read() -> None:
     tenants = CountingTenants()
-    cache = CachedTenantLimits(tenants, seconds=60)  # type: ignore[arg-type]
+    cache = CachedTenantLimits(tenants, seconds=60, clock=SYSTEM_CLOCK)  # type: ignore[arg-type]
     callers = [asyncio.ensure_future(cache("acme")) for _ in range(8)]
     await asyncio.sleep(0)
     tenants.release.set()
@@ -45,7 +46,7 @@ async def test_callers_at_a_lapse_share_one_read() -> None:
 
 async def test_a_lapsed_entry_is_read_again_and_a_caller_that_gives_up_leaves_it() -> None:
     tenants = CountingTenants()
-    cache = CachedTenantLimits(tenants, seconds=0)  # type: ignore[arg-type]
+    cache = CachedTenantLimits(tenants, seconds=0, clock=SYSTEM_CLOCK)  # type: ignore[arg-type]
     impatient = asyncio.ensure_future(cache("acme"))
     patient = asyncio.ensure_future(cache("acme"))
     await asyncio.sleep(0)

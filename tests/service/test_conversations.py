@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from app.clock import SYSTEM_CLOCK
 from app.core import AssistantMessage, Text, UserMessage
 from app.core.events import EventType as E
 from app.core.lifecycle import RunStatus
@@ -56,7 +57,7 @@ async def drive_capturing(service: RunService) -> list[ModelRequest]:
 
     class Capturing:
         def __init__(self, spec: Any) -> None:
-            self.inner = make_provider(spec, service.settings)
+            self.inner = make_provider(spec, service.settings, clock=SYSTEM_CLOCK)
             self.name = self.inner.name
 
         async def complete(self, request: ModelRequest) -> Any:
@@ -69,7 +70,7 @@ async def drive_capturing(service: RunService) -> list[ModelRequest]:
 
     store, settings = service.store, service.settings
     key = await store.secret("callback_key", new_key)
-    driver = RunDriver(store, settings, "capture", Capturing, key)  # type: ignore[arg-type]
+    driver = RunDriver(store, settings, "capture", Capturing, key, clock=SYSTEM_CLOCK)  # type: ignore[arg-type]
     now = datetime.now(UTC)
     record = await store.claim("capture", now, now + timedelta(seconds=settings.lease_seconds))
     assert record is not None

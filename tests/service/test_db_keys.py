@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from app.clock import SYSTEM_CLOCK
 from app.core.scope import Scope
 from app.service import keys as keys_module
 from app.service.access import DEFAULT_TENANT, OPEN_MODE, Role
@@ -29,17 +30,19 @@ def new_tenant_id() -> str:
 
 @pytest.fixture
 def admin(store: RunStore) -> KeyAdmin:
-    return KeyAdmin(store.identities)
+    return KeyAdmin(store.identities, clock=SYSTEM_CLOCK)
 
 
 @pytest.fixture
 def tenants(store: RunStore) -> Tenants:
-    return Tenants(store.identities)
+    return Tenants(store.identities, clock=SYSTEM_CLOCK)
 
 
 def keyed(store: RunStore, cache_seconds: float = FAST) -> DbKeys:
     """Database keys only, never open mode (so a refusal is a refusal)."""
-    return DbKeys(store.identities, [], open_allowed=False, cache_seconds=cache_seconds)
+    return DbKeys(
+        store.identities, [], open_allowed=False, cache_seconds=cache_seconds, clock=SYSTEM_CLOCK
+    )
 
 
 async def refused(db: DbKeys, secret: str) -> None:
@@ -75,7 +78,7 @@ async def test_a_key_is_its_tenant_role_and_name_and_nothing_else_is(
 async def test_an_unknown_lookup_id_never_reaches_the_hash(
     store: RunStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    db = DbKeys(store.identities, ["env-key"])
+    db = DbKeys(store.identities, ["env-key"], clock=SYSTEM_CLOCK)
 
     def no_hash(*_: Any) -> Any:
         raise AssertionError("hashed a key whose lookup id is unknown")
@@ -87,7 +90,7 @@ async def test_an_unknown_lookup_id_never_reaches_the_hash(
 
 async def test_env_keys_stay_admins_of_the_default_tenant(store: RunStore, admin: KeyAdmin) -> None:
     issued = await admin.create(DEFAULT_TENANT, "viewer", "dash")
-    db = DbKeys(store.identities, ["env-key-1"])
+    db = DbKeys(store.identities, ["env-key-1"], clock=SYSTEM_CLOCK)
     env = await db.authenticate("env-key-1")
     assert env is not None and (env.tenant, env.role) == (DEFAULT_TENANT, Role.ADMIN)
     assert env.actor == actor_of("env-key-1")
@@ -120,7 +123,7 @@ async def test_the_cache_serves_repeated_lookups_without_reading_again(
     store: RunStore, admin: KeyAdmin, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     issued = await admin.create(DEFAULT_TENANT, "admin", "ops")
-    db = DbKeys(store.identities, [], cache_seconds=60)
+    db = DbKeys(store.identities, [], cache_seconds=60, clock=SYSTEM_CLOCK)
     reads: list[str] = []
     read = store.identities.key
 
@@ -193,16 +196,20 @@ async def test_a_disabled_tenants_keys_are_refused(
 async def test_open_mode_is_no_usable_key_and_only_where_allowed(
     store: RunStore, admin: KeyAdmin
 ) -> None:
-    db = DbKeys(store.identities, [], cache_seconds=FAST)
+    db = DbKeys(store.identities, [], cache_seconds=FAST, clock=SYSTEM_CLOCK)
     assert await db.open_mode()
     assert await db.authenticate("anything") == OPEN_MODE
-    assert not await DbKeys(store.identities, [], open_allowed=False).open_mode()
+    assert not await DbKeys(
+        store.identities, [], open_allowed=False, clock=SYSTEM_CLOCK
+    ).open_mode()
     issued = await admin.create(DEFAULT_TENANT, "admin", "first")
     await wait_for(db.open_mode, lambda open_: not open_, timeout=1.0)
     assert await db.authenticate("anything") is None
     await admin.revoke(issued.key.id, scope=Scope.ALL)
     await wait_for(db.open_mode, lambda open_: open_, timeout=1.0)
-    assert not await DbKeys(store.identities, [], open_allowed=False).open_mode()
+    assert not await DbKeys(
+        store.identities, [], open_allowed=False, clock=SYSTEM_CLOCK
+    ).open_mode()
 
 
 async def test_a_key_needs_an_existing_tenant_a_known_role_and_a_name(admin: KeyAdmin) -> None:

@@ -56,7 +56,7 @@ async def test_an_operators_retry_needs_no_sql() -> None:
     store = RunStore(None, backend=MemoryBackend())  # type: ignore[arg-type]
     service = RunService(store, make_settings("sqlite:///in-memory.db"))
     view = await suspended_run(service)
-    now = service.clock()
+    now = service.clock.now()
     expired, _ = await store.apply(view.record.id, changes.expire(), now, scope=Scope.ALL)
     assert expired is not None and expired.status is RunStatus.EXPIRED
     retry = changes.retry(expired.version, expired.status, expired.error, "user:op", now)

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from app.clock import SYSTEM_CLOCK
 from app.core.scope import Scope
 from app.service.live import EventHub
 from app.service.runs import RunService
@@ -24,7 +25,14 @@ async def test_a_stream_is_woken_by_its_runs_commits_and_watches_only_while_open
     store: RunStore, settings: Settings
 ) -> None:
     # No fallback look at the log within the test: only a NOTIFY can wake the stream.
-    hub = EventHub(store, settings.database_url, 0.05, fallback_seconds=600, first_look_seconds=600)
+    hub = EventHub(
+        store,
+        settings.database_url,
+        0.05,
+        fallback_seconds=600,
+        first_look_seconds=600,
+        clock=SYSTEM_CLOCK,
+    )
     view, _ = await RunService(store, settings).create_run(run_body())
     run_id = view.record.id
     stream = hub.stream(run_id, after=0)
@@ -50,7 +58,7 @@ async def test_a_stream_is_woken_by_its_runs_commits_and_watches_only_while_open
 
 @POSTGRES
 async def test_closing_the_hub_drops_its_watches(store: RunStore, settings: Settings) -> None:
-    hub = EventHub(store, settings.database_url, 0.05)
+    hub = EventHub(store, settings.database_url, 0.05, clock=SYSTEM_CLOCK)
     view, _ = await RunService(store, settings).create_run(run_body())
     stream = hub.stream(view.record.id, after=0)
     await anext(stream)
@@ -70,7 +78,14 @@ async def test_a_commit_that_missed_its_notify_reaches_the_stream_by_the_log(
     import psycopg
 
     service = RunService(store, settings)
-    hub = EventHub(store, settings.database_url, 0.05, fallback_seconds=1.0, first_look_seconds=0.3)
+    hub = EventHub(
+        store,
+        settings.database_url,
+        0.05,
+        fallback_seconds=1.0,
+        first_look_seconds=0.3,
+        clock=SYSTEM_CLOCK,
+    )
     view, _ = await service.create_run(run_body())
     run_id = view.record.id
     dsn = postgres_url.replace("postgresql+psycopg://", "postgresql://")
@@ -112,7 +127,7 @@ async def test_a_stream_or_wait_cancelled_inside_its_read_lets_the_read_finish(
     store, perhaps inside a transaction, is not cut off (on SQLite, where reads take the
     write lock too, that could leave the lock held): the caller is cancelled at once,
     the read completes."""
-    hub = EventHub(store, settings.database_url, 0.05)
+    hub = EventHub(store, settings.database_url, 0.05, clock=SYSTEM_CLOCK)
     view, _ = await RunService(store, settings).create_run(run_body())
     stream = hub.stream(view.record.id, after=0)
     try:

@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import pytest
 
+from app.clock import SYSTEM_CLOCK
 from app.core.scope import Scope
 from app.service.access import Principal, Role
 from app.service.operators import (
@@ -27,7 +28,9 @@ from tests.people import PASSWORD, TENANT, person, reset_people, set_tenant_disa
 @pytest.fixture
 async def people(store: RunStore) -> AsyncIterator[OperatorService]:
     await reset_people(store)
-    yield OperatorService(store, hasher=hasher_for(8192, 1))  # (cheap: tests hash often)
+    yield OperatorService(
+        store, hasher=hasher_for(8192, 1), clock=SYSTEM_CLOCK
+    )  # (cheap: tests hash often)
     await reset_people(store)
 
 
@@ -94,7 +97,9 @@ async def test_list_shows_accounts_and_live_sessions(people: OperatorService) ->
 
 async def test_a_session_expires(store: RunStore) -> None:
     await reset_people(store)
-    people = OperatorService(store, session_ttl=timedelta(0))  # over as soon as it starts
+    people = OperatorService(
+        store, session_ttl=timedelta(0), clock=SYSTEM_CLOCK
+    )  # over as soon as it starts
     await person(people, "alice")
     signed = await people.sign_in("alice", PASSWORD)
     assert signed is not None
@@ -169,11 +174,13 @@ async def test_an_outdated_hash_is_upgraded_at_sign_in(store: RunStore) -> None:
     from argon2 import PasswordHasher
 
     await reset_people(store)
-    weak = OperatorService(store, hasher=PasswordHasher(time_cost=1, memory_cost=8192))
+    weak = OperatorService(
+        store, hasher=PasswordHasher(time_cost=1, memory_cost=8192), clock=SYSTEM_CLOCK
+    )
     await person(weak, "alice")
     before = await stored_rows(store)
     assert "m=8192,t=1" in before
-    people = OperatorService(store)
+    people = OperatorService(store, clock=SYSTEM_CLOCK)
     assert await people.sign_in("alice", PASSWORD) is not None
     after = await stored_rows(store)
     assert "m=8192,t=1" not in after and "m=65536,t=3" in after

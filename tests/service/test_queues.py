@@ -8,11 +8,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import AsyncIterator, Callable
-from datetime import UTC, datetime, timedelta
+from collections.abc import AsyncIterator
+from datetime import datetime, timedelta
 
 import pytest
 
+from app.clock import SYSTEM_CLOCK, SystemClock
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.service.access import DEFAULT_TENANT
@@ -33,14 +34,14 @@ from app.store.runs import RunStore
 from tests.helpers import cancel_inside, drive_once, run_body, suspended_run, wait_for
 
 
-class Clock:
-    """Now, or later: `advance` moves it on."""
+class Clock(SystemClock):
+    """Now, or later: `advance` moves the wall time on (waits keep the machine's clock)."""
 
     def __init__(self) -> None:
         self.offset = timedelta()
 
-    def __call__(self) -> datetime:
-        return datetime.now(UTC) + self.offset
+    def now(self) -> datetime:
+        return super().now() + self.offset
 
     def advance(self, seconds: float) -> None:
         self.offset += timedelta(seconds=seconds)
@@ -52,13 +53,13 @@ def clock() -> Clock:
 
 
 @pytest.fixture
-def service(store: RunStore, settings: Settings, clock: Callable[[], datetime]) -> RunService:
+def service(store: RunStore, settings: Settings, clock: Clock) -> RunService:
     return RunService(store, settings, clock=clock)
 
 
 @pytest.fixture
 async def hub(store: RunStore, settings: Settings) -> AsyncIterator[EventHub]:
-    hub = EventHub(store, settings.database_url, settings.poll_interval)
+    hub = EventHub(store, settings.database_url, settings.poll_interval, clock=SYSTEM_CLOCK)
     yield hub
     await hub.close()
 
@@ -115,7 +116,7 @@ async def test_a_lapsed_lease_is_offered_again_and_the_old_holder_is_fenced_off(
     assert await queues.lease("q", lease_in(limit=1, executor="ex-2"), "key") != []  # the other
     assert await queues.lease("q", lease_in(executor="ex-2"), "key") == []  # both held
     until = await queues.heartbeat("q", queues.token(a), HeartbeatIn(lease_seconds=10))
-    assert until > clock() + timedelta(seconds=9)
+    assert until > clock.now() + timedelta(seconds=9)
     clock.advance(11)  # a's executor died: its lease lapsed
     (b,) = await queues.lease("q", lease_in(executor="ex-2"), "key")
     assert (b.call_id, b.attempts, b.lease_owner) == (a.call_id, 2, "ex-2")
@@ -290,7 +291,7 @@ async def test_an_expired_run_retried_by_an_operator_offers_its_calls_again(
     (a, _) = await queues.lease("q", lease_in(), "key")
     await queues.submit("q", queues.token(a), result(3), "key")  # one answered, one still open
     done, _ = await service.store.apply(
-        view.record.id, changes.expire(), service.clock(), scope=Scope.ALL
+        view.record.id, changes.expire(), service.clock.now(), scope=Scope.ALL
     )
     assert done is not None and done.status == RunStatus.EXPIRED
     assert await queues.lease("q", lease_in(), "key") == []

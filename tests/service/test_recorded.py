@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 import sqlalchemy as sa
 
+from app.clock import SYSTEM_CLOCK
 from app.core import AgentRun, ToolResult, UserMessage, stored
 from app.core.jsonvalue import compact_json, thaw
 from app.core.lifecycle import RunStatus
@@ -163,8 +164,8 @@ async def test_the_claim_reads_the_round_with_the_run(service: RunService) -> No
     first = await store.claim("w", now, now + timedelta(seconds=30))
     assert first is not None and first.round_calls == ()  # (never suspended: no round)
     key = await store.secret("callback_key", new_key)
-    provider = lambda s: make_provider(s, service.settings)  # noqa: E731
-    await RunDriver(store, service.settings, "w", provider, key).drive(first)
+    provider = lambda s: make_provider(s, service.settings, clock=SYSTEM_CLOCK)  # noqa: E731
+    await RunDriver(store, service.settings, "w", provider, key, clock=SYSTEM_CLOCK).drive(first)
     suspended = await service.get_run(view.record.id, scope=Scope.ALL)
     await service.submit_tool_results(
         results_for(suspended), run_id=view.record.id, scope=Scope.ALL
@@ -233,8 +234,8 @@ async def test_a_claim_chained_to_a_final_write_reads_the_round(service: RunServ
         results_for(resumed), run_id=resumed.record.id, scope=Scope.ALL
     )
     key = await store.secret("callback_key", new_key)
-    provider = lambda s: make_provider(s, service.settings)  # noqa: E731
-    driver = RunDriver(store, service.settings, "w", provider, key)
+    provider = lambda s: make_provider(s, service.settings, clock=SYSTEM_CLOCK)  # noqa: E731
+    driver = RunDriver(store, service.settings, "w", provider, key, clock=SYSTEM_CLOCK)
     nxt, looked = await driver.drive_and_claim(claimed, lambda: True)
     assert looked and nxt is not None and nxt.id == resumed.record.id
     assert nxt.round_calls is not None

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from app.clock import SYSTEM_CLOCK
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.service.live import SETTLED, EventHub
@@ -30,7 +31,7 @@ async def hub(store: RunStore, settings: Settings) -> AsyncIterator[EventHub]:
     # after a silence); on SQLite the hub polls every `poll_interval`.
     hub = EventHub(
         store, settings.database_url, settings.poll_interval, fallback_seconds=600,
-        first_look_seconds=600,
+        first_look_seconds=600, clock=SYSTEM_CLOCK,
     )  # fmt: skip
     yield hub
     await hub.close()

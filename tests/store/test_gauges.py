@@ -190,7 +190,7 @@ async def scrape_statements(url: str, *, with_counts: bool) -> list[tuple[str, A
         reads.count_by_status = _no_counts  # type: ignore[method-assign]
     sa.event.listen(store.engine.sync_engine, "before_cursor_execute", record)
     try:
-        text = (await render(reads)).decode()
+        text = (await render(reads, datetime.now(UTC))).decode()
     finally:
         sa.event.remove(store.engine.sync_engine, "before_cursor_execute", record)
         await store.aclose()

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from app.clock import SYSTEM_CLOCK
 from app.core.lifecycle import RunStatus, Transition
 from app.core.scope import Scope
 from app.service.errors import RunStateConflict
@@ -84,7 +85,14 @@ async def test_a_worker_that_lost_its_lease_cannot_write(service: RunService) ->
     stolen = await store.claim("w2", now + timedelta(seconds=2), now + timedelta(seconds=60))
     assert stolen is not None and stolen.version > claimed.version
     key = await store.secret("callback_key", new_key)
-    late = RunDriver(store, settings, "w1", lambda s: make_provider(s, settings), key)
+    late = RunDriver(
+        store,
+        settings,
+        "w1",
+        lambda s: make_provider(s, settings, clock=SYSTEM_CLOCK),
+        key,
+        clock=SYSTEM_CLOCK,
+    )
     assert await late.drive(claimed) is None  # fenced out: LeaseLost
     current = await store.get(view.record.id, scope=Scope.ALL)
     assert current is not None

@@ -8,6 +8,7 @@ import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from app.clock import SYSTEM_CLOCK
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.service.runs import RunService
@@ -33,8 +34,8 @@ async def backoff_after(
     body = RunCreate.model_validate({"prompt": "hi", "model": {"provider": provider, "name": "m"}})
     view, _ = await service.create_run(body)
     key = await store.secret("callback_key", new_key)
-    factory = lambda spec: make_provider(spec, settings)  # noqa: E731
-    driver = RunDriver(store, settings, "w", factory, key, rng=random.Random(3))
+    factory = lambda spec: make_provider(spec, settings, clock=SYSTEM_CLOCK)  # noqa: E731
+    driver = RunDriver(store, settings, "w", factory, key, rng=random.Random(3), clock=SYSTEM_CLOCK)
     now = datetime.now(UTC)
     record = await store.claim("w", now, now + timedelta(seconds=5))
     assert record is not None
@@ -129,7 +130,7 @@ async def test_a_billed_answer_discarded_by_a_backoff_still_counts_in_usage(
         }
     )
     view, _ = await service.create_run(body)
-    factory = lambda spec: make_provider(spec, settings)  # noqa: E731
+    factory = lambda spec: make_provider(spec, settings, clock=SYSTEM_CLOCK)  # noqa: E731
     async with running_worker(store, settings, providers=factory):
         done = await wait_status(service, view.record.id, RunStatus.COMPLETED, RunStatus.FAILED)
     assert done.record.status == RunStatus.COMPLETED and done.record.output == "done"

@@ -3,6 +3,7 @@ clamped, the input estimate, the check's verdicts, and the price book."""
 
 from __future__ import annotations
 
+from app.clock import SYSTEM_CLOCK
 from app.core import Image, Text, UserMessage
 from app.providers.base import ModelRequest, ToolSpec
 from app.service.budgets import Allowance, Ceiling, Spent, check
@@ -65,7 +66,7 @@ def test_the_input_estimate_counts_the_parameters_billed_as_input() -> None:
 
 
 def test_the_check_names_the_first_limit_the_call_cannot_fit() -> None:
-    price = PriceBook({"p:m": {"input": 1.0, "output": 2.0}}).of("p", "m")
+    price = PriceBook({"p:m": {"input": 1.0, "output": 2.0}}, clock=SYSTEM_CLOCK).of("p", "m")
     assert price is not None and price.source == CONFIG_SOURCE
     run = Spent(tokens=900, cost_usd=0.001, calls=2, seconds=5)
     tokens = Ceiling("max_total_tokens", "run", 1000)
@@ -84,7 +85,7 @@ def test_the_check_names_the_first_limit_the_call_cannot_fit() -> None:
 
 
 def test_the_price_book_knows_the_providers_models_and_not_the_others() -> None:
-    book = PriceBook({})
+    book = PriceBook({}, clock=SYSTEM_CLOCK)
     mini = book.of("openai", "gpt-4o-mini")
     assert mini is not None and mini.source == GENAI_PRICES_SOURCE
     assert abs(mini.cost(1_000_000, 0) - 0.15) < 1e-9
@@ -93,6 +94,13 @@ def test_the_price_book_knows_the_providers_models_and_not_the_others() -> None:
     assert book.of("openai", "no-such-model") is None
     assert book.of("scripted", "demo") is None
     # an OpenAI-compatible server of nobody's is not priced as OpenAI
-    assert PriceBook({}, {"openai": "http://127.0.0.1:9999/v1"}).of("openai", "gpt-4o") is None
-    overridden = PriceBook({"openai:gpt-4o-mini": {"input": 1.0}}).of("openai", "gpt-4o-mini")
+    assert (
+        PriceBook({}, {"openai": "http://127.0.0.1:9999/v1"}, clock=SYSTEM_CLOCK).of(
+            "openai", "gpt-4o"
+        )
+        is None
+    )
+    overridden = PriceBook({"openai:gpt-4o-mini": {"input": 1.0}}, clock=SYSTEM_CLOCK).of(
+        "openai", "gpt-4o-mini"
+    )
     assert overridden is not None and overridden.source == CONFIG_SOURCE

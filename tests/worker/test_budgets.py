@@ -9,6 +9,7 @@ import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from app.clock import FakeClock
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.service.runs import RunService
@@ -165,7 +166,7 @@ async def test_the_output_cap_is_clamped_to_what_the_budget_leaves() -> None:
 
 async def test_a_run_past_its_duration_is_suspended_before_its_call() -> None:
     service = budget_service()
-    service.clock = lambda: datetime.now(UTC) - timedelta(seconds=90)  # (created 90 s ago)
+    service.clock = FakeClock(datetime.now(UTC) - timedelta(seconds=90))  # (created 90 s ago)
     view, _ = await service.create_run(run_body(limits={"max_duration_seconds": 60}))
     await drive_once(service.store, service.settings)
     record = (await service.get_run(view.record.id, scope=Scope.ALL)).record

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from app.clock import SYSTEM_CLOCK, Clock, FakeClock
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.providers.base import ProviderError
@@ -45,7 +46,7 @@ async def driver(
     store: RunStore,
     settings: Settings,
     profiles: Profiles | None = None,
-    clock: Any = None,
+    clock: Clock = SYSTEM_CLOCK,
     budgets: Budgets | None = None,
 ) -> RunDriver:
     key = await store.secret("callback_key", new_key)
@@ -53,9 +54,9 @@ async def driver(
         store,
         settings,
         "w",
-        lambda s: make_provider(s, settings),
+        lambda s: make_provider(s, settings, clock=SYSTEM_CLOCK),
         key,
-        clock=clock or (lambda: datetime.now(UTC)),
+        clock=clock,
         profiles=profiles,
         budgets=budgets,
     )
@@ -90,7 +91,7 @@ async def test_a_run_over_the_limit_waits_for_its_reserved_turn_and_honours_it(
     assert waiting.model_attempts == 0 and waiting.turn == 0
     assert await store.claim("w", now, now + timedelta(seconds=30)) is None  # not before
     # At its turn it goes without drawing again: the next turn is still a minute later.
-    later = await driver(store, settings, profiles, clock=lambda: frees)
+    later = await driver(store, settings, profiles, clock=FakeClock(frees))
     assert await claim_and_drive(later, store, frees) == RunStatus.REQUIRES_ACTION
     after = (await service.get_run(second.record.id, scope=Scope.ALL)).record
     assert after.flow_reserved_at is None
@@ -126,7 +127,12 @@ async def test_a_tenants_rate_limits_its_runs(store: RunStore, settings: Setting
     async def tenant_limits(tenant: str) -> dict[str, Any]:
         return tenant_doc
 
-    budgets = Budgets(PriceBook.for_settings(settings), 4096, tenant_limits=tenant_limits)
+    budgets = Budgets(
+        PriceBook.for_settings(settings, SYSTEM_CLOCK),
+        4096,
+        tenant_limits=tenant_limits,
+        clock=SYSTEM_CLOCK,
+    )
     service = RunService(store, settings)
     views = [(await service.create_run(run_body()))[0] for _ in range(2)]
     d = await driver(store, settings, budgets=budgets)
@@ -250,7 +256,12 @@ async def test_a_tenants_max_concurrent_limits_its_runs(
     async def tenant_limits(tenant: str) -> dict[str, Any]:
         return tenant_doc
 
-    budgets = Budgets(PriceBook.for_settings(settings), 4096, tenant_limits=tenant_limits)
+    budgets = Budgets(
+        PriceBook.for_settings(settings, SYSTEM_CLOCK),
+        4096,
+        tenant_limits=tenant_limits,
+        clock=SYSTEM_CLOCK,
+    )
     service = RunService(store, settings)
     view, _ = await service.create_run(run_body())
     at = datetime.now(UTC).timestamp()
@@ -283,7 +294,9 @@ async def test_a_slot_is_released_when_the_lease_is_lost_mid_call(
     service = RunService(store, settings)
     await service.create_run(run_body(model=model_doc(model)))
     key = await store.secret("callback_key", new_key)
-    d = RunDriver(store, settings, "w", lambda s: _Lost(), key, profiles=profiles)  # type: ignore[arg-type,return-value]
+    d = RunDriver(
+        store, settings, "w", lambda s: _Lost(), key, profiles=profiles, clock=SYSTEM_CLOCK
+    )  # type: ignore[arg-type,return-value]
     assert await claim_and_drive(d, store, datetime.now(UTC)) is None
     at = datetime.now(UTC).timestamp()
     assert await store.slots.in_flight(f"model:scripted/{model}", at) == 0
@@ -306,7 +319,7 @@ class CountedLimits:
 
 def counted(store: RunStore) -> tuple[Flow, CountedLimits]:
     spy = CountedLimits(store.flow)
-    return Flow(spy, store.slots), spy  # type: ignore[arg-type]
+    return Flow(spy, store.slots, clock=SYSTEM_CLOCK), spy  # type: ignore[arg-type]
 
 
 async def test_a_busy_worker_draws_its_calls_in_batches(store: RunStore) -> None:
@@ -360,7 +373,7 @@ async def test_a_slot_release_that_failed_is_retried_until_it_succeeds(
     """The database went away as the call ended: the slot is freed once it is back, not
     held for its whole lifetime."""
     key = f"profile:p-{uuid.uuid4().hex[:8]}"
-    flow = Flow(store.flow, store.slots)
+    flow = Flow(store.flow, store.slots, clock=SYSTEM_CLOCK)
     monkeypatch.setattr("app.worker.flow.RELEASE_RETRY_SECONDS", 0.01)
     now = datetime.now(UTC)
     grant, reserved = await flow.acquire({key: RateLimits(max_concurrent=1)}, 10, now, "r", 30)

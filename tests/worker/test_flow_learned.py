@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
+from app.clock import SYSTEM_CLOCK
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.service.runs import RunService
@@ -55,7 +56,7 @@ async def test_a_worker_told_of_a_429_draws_on_the_key_and_one_not_told_does_not
     record = (await service.get_run(view.record.id, scope=Scope.ALL)).record
     now = datetime.now(UTC)
     told, spy = counted(store)
-    untold = Flow(store.flow, store.slots)
+    untold = Flow(store.flow, store.slots, clock=SYSTEM_CLOCK)
     assert await untold.rates(record) == {} and await told.rates(record) == {}
     told.heard(learned_payload({f"model:scripted/{model}": now.timestamp() + 60}))
     rates = await told.rates(record)
@@ -65,6 +66,6 @@ async def test_a_worker_told_of_a_429_draws_on_the_key_and_one_not_told_does_not
     assert await untold.rates(record) == {}
     # Past the key's slowdown the told worker forgets it: no statement again.
     told.heard(learned_payload({f"model:scripted/{model}": now.timestamp() - 1}))
-    gone = Flow(store.flow, store.slots)
+    gone = Flow(store.flow, store.slots, clock=SYSTEM_CLOCK)
     gone.heard(learned_payload({f"model:scripted/{model}": now.timestamp() - 1}))
     assert await gone.rates(record) == {}

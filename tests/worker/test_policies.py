@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from app.clock import SYSTEM_CLOCK
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.providers.base import ModelRequest, ProviderError, ProviderTurn
@@ -141,7 +142,9 @@ async def test_non_retryable_provider_error_fails_with_status_and_message(
 ) -> None:
     view, _ = await service.create_run(run_body())
     key = await service.store.secret("callback_key", new_key)
-    driver = RunDriver(service.store, service.settings, "w", lambda s: Refusing(), key)
+    driver = RunDriver(
+        service.store, service.settings, "w", lambda s: Refusing(), key, clock=SYSTEM_CLOCK
+    )
     now = datetime.now(UTC)
     record = await service.store.claim("w", now, now + timedelta(seconds=5))
     assert record is not None

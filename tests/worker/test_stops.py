@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from app.clock import SYSTEM_CLOCK
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.service.runs import RunService
@@ -40,7 +41,7 @@ def service(store: RunStore, settings: Settings) -> RunService:
 async def test_a_false_alarm_costs_a_heartbeat_and_the_call_goes_on(service: RunService) -> None:
     claim = await claimed(service)
     stops = Stops()
-    lease = Lease(service.store, 30.0, "w1", lambda: datetime.now(UTC), stops)
+    lease = Lease(service.store, 30.0, "w1", SYSTEM_CLOCK, stops)
     answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
     held = asyncio.create_task(lease.hold(claim, answer))
     while claim.record.id not in stops.held:
@@ -65,7 +66,7 @@ async def test_a_false_alarm_costs_a_heartbeat_and_the_call_goes_on(service: Run
 async def test_a_signal_after_a_cancel_cancels_the_call(service: RunService) -> None:
     claim = await claimed(service)
     stops = Stops()
-    lease = Lease(service.store, 30.0, "w1", lambda: datetime.now(UTC), stops)
+    lease = Lease(service.store, 30.0, "w1", SYSTEM_CLOCK, stops)
     unwound = asyncio.Event()
 
     async def call() -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from app.clock import SYSTEM_CLOCK
 from app.core import AssistantMessage, Text, Usage
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
@@ -59,8 +60,8 @@ async def drive(
 ) -> RunStatus | None:
     """Claim the next due run and drive it until it suspends or ends."""
     key = await store.secret("callback_key", new_key)
-    factory = providers or (lambda spec: make_provider(spec, settings))
-    driver = RunDriver(store, settings, "test-worker", factory, key)
+    factory = providers or (lambda spec: make_provider(spec, settings, clock=SYSTEM_CLOCK))
+    driver = RunDriver(store, settings, "test-worker", factory, key, clock=SYSTEM_CLOCK)
     now = datetime.now(UTC)
     record = await store.claim("test-worker", now, now + timedelta(seconds=settings.lease_seconds))
     assert record is not None, "no due run to claim"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -13,6 +12,7 @@ import httpx
 import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
+from app.clock import SYSTEM_CLOCK, FakeClock
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.service.errors import InvalidRequest
@@ -93,13 +93,15 @@ async def test_receiver_down_then_up_gets_each_event_once_with_a_stable_id(
     service = RunService(store, hook_settings)
     view, _ = await service.create_run(run_body(webhook={"url": receiver.url}))
     await drive_once(store, hook_settings)  # suspended; the delivery waits in the outbox
-    sender = WebhookSender(store, hook_settings, "w", SECRET)
+    clock = FakeClock()
+    sender = WebhookSender(store, hook_settings, "w", SECRET, clock=clock)
     deadline = time.monotonic() + 30
     try:
         while not receiver.of_type("run.requires_action"):
             assert time.monotonic() < deadline
-            # Pretend time has passed so the backoff elapses at once.
-            sender.clock = lambda: datetime.now(UTC) + timedelta(hours=2)
+            # Pretend time has passed so the backoff (under 4 s for a third retry) elapses
+            # at once; the signature's timestamp stays within the receiver's tolerance.
+            clock.advance(5)
             await sender.deliver_due()
             await asyncio.sleep(0.01)
     finally:
@@ -137,12 +139,12 @@ async def test_failing_receiver_gives_up_after_the_attempt_budget(
     service = RunService(store, settings)
     view, _ = await service.create_run(run_body(webhook={"url": receiver.url}))
     await drive_once(store, settings)
-    sender = WebhookSender(store, settings, "w", SECRET)
-    ticks = itertools.count()
-    sender.clock = lambda: datetime.now(UTC) + timedelta(hours=2 * next(ticks))
+    clock = FakeClock()
+    sender = WebhookSender(store, settings, "w", SECRET, clock=clock)
     try:
         for _ in range(10):
             await sender.deliver_due()
+            clock.advance(timedelta(hours=2))
     finally:
         await sender.aclose()
     deliveries = await store.webhook_deliveries(view.record.id)
@@ -156,7 +158,7 @@ async def test_redirects_are_not_followed(
     moved = receiver.url.replace("/hook", "/moved")
     view, _ = await service.create_run(run_body(webhook={"url": moved}))
     await drive_once(store, hook_settings)
-    sender = WebhookSender(store, hook_settings, "w", SECRET)
+    sender = WebhookSender(store, hook_settings, "w", SECRET, clock=SYSTEM_CLOCK)
     try:
         await sender.deliver_due()
     finally:
@@ -176,7 +178,7 @@ async def test_private_destinations_are_refused_at_delivery_too(
     view, _ = await RunService(store, lenient).create_run(run_body(webhook={"url": receiver.url}))
     strict = make_settings(database_url, webhook_secret=SECRET, webhook_allow_private=False)
     await drive_once(store, strict)
-    sender = WebhookSender(store, strict, "w", SECRET)
+    sender = WebhookSender(store, strict, "w", SECRET, clock=SYSTEM_CLOCK)
     try:
         await sender.deliver_due()
     finally:
@@ -215,7 +217,7 @@ async def test_a_delivery_connects_to_the_address_that_was_checked(
     service = RunService(store, settings, resolver=stub)
     view, _ = await service.create_run(run_body(webhook={"url": url}))
     await drive_once(store, settings)
-    sender = WebhookSender(store, settings, "w", SECRET, resolver=stub)
+    sender = WebhookSender(store, settings, "w", SECRET, resolver=stub, clock=SYSTEM_CLOCK)
     try:
         await sender.deliver_due()
     finally:

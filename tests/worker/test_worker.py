@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from app.clock import SYSTEM_CLOCK
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.service.runs import RunService
@@ -40,7 +41,14 @@ async def test_a_stop_past_the_grace_releases_every_held_run(
     ids = [(await service.create_run(run_body(tools=[], model=ONE)))[0].record.id for _ in range(6)]
     gate = Gate()  # every model call held, never released: the runs stay running
     providers = gate.providers(settings)
-    worker = Worker(store, settings, concurrency=3, worker_id="stopping", providers=providers)
+    worker = Worker(
+        store,
+        settings,
+        concurrency=3,
+        worker_id="stopping",
+        providers=providers,
+        clock=SYSTEM_CLOCK,
+    )
     task = asyncio.create_task(worker.run(grace=0.05))
     await gate.holding(3)
     await wait_for(lambda: statuses(service, ids), lambda s: s.count(RunStatus.RUNNING) == 3)
@@ -88,7 +96,7 @@ async def test_a_background_loop_that_will_not_end_does_not_hold_the_stop(
                 continue  # (ignores its cancel, as the hung cancel did)
 
     monkeypatch.setattr(Worker, "_fold", stubborn)
-    worker = Worker(store, settings)
+    worker = Worker(store, settings, clock=SYSTEM_CLOCK)
     task = asyncio.create_task(worker.run(grace=0.1))
     await asyncio.wait_for(started.wait(), 5)
     worker.stop()

@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import ConnectionPoolEntry, Pool, PoolProxiedConnection, QueuePool
 from sqlalchemy.util import await_, greenlet_spawn
 
+from app.clock import SYSTEM_CLOCK
 from app.store.backend.engines import transaction_pooled
 
 
@@ -100,7 +101,8 @@ LEND_SECONDS = 1.0
 
 @dataclass(slots=True)
 class _Held:
-    """A connection the direct path took from `pool`, and when (the loop's clock)."""
+    """A connection the direct path took from `pool`, and when: the machine's monotonic
+    clock, not the service's (how long a connection is really held; no test moves it)."""
 
     fairy: PoolProxiedConnection
     pool: Pool
@@ -209,7 +211,7 @@ class DirectPool:
             fairy = await self._checkout()
         finally:
             _direct.reset(token)
-        held = _Held(fairy, pool, asyncio.get_running_loop().time())
+        held = _Held(fairy, pool, SYSTEM_CLOCK.monotonic())
         if self._settings and not fairy.info.get(_LIFECYCLE):
             try:
                 await fairy.driver_connection.execute(_SET)  # type: ignore[union-attr]
@@ -240,7 +242,7 @@ class DirectPool:
         if (
             self._closed
             or not self._room_in_pool()
-            or loop.time() - held.since > LEND_SECONDS
+            or SYSTEM_CLOCK.monotonic() - held.since > LEND_SECONDS
             or (self._settings and not fairy.info.get(_LIFECYCLE))  # its SET failed
         ):
             fairy.close()  # no round trip: no transaction was begun through SQLAlchemy

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING
 import structlog
 from argon2 import PasswordHasher
 
+from app.approvals.service import ApprovalService
 from app.clock import SYSTEM_CLOCK, Clock
 from app.providers import profiles
 from app.service import features
-from app.service.approvals import ApprovalService
 from app.service.keys import Authenticator, DbKeys, KeyAdmin
 from app.service.live import EventHub
 from app.service.operators import OperatorService, hasher_for
@@ -128,6 +128,7 @@ def create_app(
     part reads time from `clock`."""
     from app import dashboard
     from app.api.app import create_api
+    from app.approvals import routes as approval_routes
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -157,6 +158,7 @@ def create_app(
         too_large={"/admin": dashboard.too_large},
         authenticator=authenticator,
         clock=clock,
+        routers=[approval_routes.router],
     )
     dashboard.install(app)
     return app

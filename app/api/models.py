@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from app.core.lifecycle import RunStatus
-from app.service import conversations, gates
+from app.service import conversations, convert
 from app.service.access import without_callback
 from app.service.budgets import Budget
 from app.service.runs import RunView
@@ -128,8 +128,14 @@ class RunOut(BaseModel):
             ]
             url = view.callback_url if callbacks else None
             if isinstance(r.waiting, Approval):
-                approvals = [
-                    ApprovalItem(**gates.approval_doc(c.call_id, c.name, c.arguments, c.position))
+                approvals = [  # (the hash: app.approvals.policies.arguments_hash's)
+                    ApprovalItem(
+                        id=c.call_id,
+                        name=c.name,
+                        arguments=c.arguments,
+                        arguments_hash=convert.canonical_hash(c.arguments),
+                        position=c.position,
+                    )
                     for c in view.pending
                     if c.awaits_approval
                 ]

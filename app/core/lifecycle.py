@@ -106,7 +106,7 @@ class OutboxStatus(StrEnum):
 
 
 class ApprovalStatus(StrEnum):
-    """A gated tool call's decision (`tool_calls.approval`; app.service.approvals)."""
+    """A gated tool call's decision (`tool_calls.approval`; app.approvals.service)."""
 
     PENDING = "pending"  # no executor sees it until decided
     APPROVED = "approved"

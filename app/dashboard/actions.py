@@ -20,8 +20,8 @@ from typing import Any, ClassVar, Self, get_args
 from pydantic import ValidationError
 from starlette.datastructures import FormData
 
+from app.approvals import policies
 from app.dashboard import present
-from app.service import gates
 from app.service.access import Permission
 from app.service.jsonrules import MAX_DEPTH
 from app.service.operator import MAX_EXTENSION_SECONDS
@@ -441,7 +441,7 @@ class Approve:
                 return Invalid({"arguments": f"nested deeper than {MAX_DEPTH} levels"})
             if not isinstance(edited, dict):
                 return Invalid({"arguments": "the arguments are a JSON object: {...}"})
-            if gates.arguments_hash(edited) != gated.arguments_hash:  # (canonical JSON)
+            if policies.arguments_hash(edited) != gated.arguments_hash:  # (canonical JSON)
                 item["arguments"] = edited
             else:
                 text = ""

@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from app.approvals import policies
 from app.core import (
     AgentRun,
     AssistantMessage,
@@ -24,7 +25,6 @@ from app.core import (
 )
 from app.core.events import EventType
 from app.core.jsonvalue import thaw
-from app.service import gates
 from app.service.types import EventRecord, RunRecord, ToolCallRecord
 
 
@@ -180,7 +180,7 @@ def pending_of(calls: list[ToolCallRecord], at: datetime) -> list[Pending]:
         out.append(
             Pending(
                 c,
-                gates.arguments_hash(c.arguments),
+                policies.arguments_hash(c.arguments),
                 (at - since).total_seconds() if since is not None else None,
                 (c.approval_due_at - at).total_seconds() if c.approval_due_at else None,
             )

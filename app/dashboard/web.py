@@ -14,11 +14,11 @@ from fastapi.templating import Jinja2Templates
 from starlette.datastructures import FormData
 from starlette.types import Receive, Scope, Send
 
+from app.approvals.service import ApprovalService
 from app.clock import Clock
 from app.core.scope import Scope as TenantScope  # (not starlette's ASGI `Scope`)
 from app.dashboard import actions, auth, present
 from app.service.access import Permission
-from app.service.approvals import ApprovalService
 from app.service.reads import RunReads
 from app.service.runs import RunService
 from app.service.types import RunRecord

@@ -1,6 +1,6 @@
 """A round's answers are input, recorded where they arrive and applied where the run goes on.
 
-A tool result (`app.service.submissions`), a rejection (`app.service.approvals`) or a
+A tool result (`app.service.submissions`), a rejection (`app.approvals.service`) or a
 queue executor's result is written to its call's row; the change that answers the last
 open call queues the run, and nothing on the way in decodes the run's state. The state
 still waits for the round (`ExecutingTools`) until the worker that claims the run feeds

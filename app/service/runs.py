@@ -27,7 +27,7 @@ from app.core.events import EventType as E
 from app.core.lifecycle import INITIAL, RunStatus
 from app.core.scope import Scope
 from app.core.serde import SCHEMA_VERSION
-from app.service import conversations, convert, gates, recorded
+from app.service import conversations, convert, recorded
 from app.service.access import DEFAULT_TENANT
 from app.service.destinations import (
     DestinationRefused,
@@ -196,15 +196,17 @@ class RunService:
         if before is not None:
             history = [*before.history, *history]
         run = conversations.initial_run(body.prompt, history, max_turns, agent)
-        gates.check_approvals(agent)
-        request = gates.without_unset_approvals(without_unset_queues(body.model_dump(mode="json")))
+        hooks = self.store.hooks
+        for check in hooks.create_checks:  # (approvals: their policies)
+            check(agent)
+        request = hooks.trim(without_unset_queues(body.model_dump(mode="json")))
         for added, default in (("if_busy", "reject"), ("priority", 0)):
             if request.get(added) == default:  # (a default: hashed as before it existed)
                 request.pop(added)
         if before is not None:  # what the body left out is inherited: part of the request
             request["fields_set"] = sorted(body.model_fields_set)
         now = self.clock.now()
-        agent = gates.without_unset_approvals(without_unset_queues(agent))
+        agent = hooks.trim(without_unset_queues(agent))
         config = {
             **agent,
             "tools": agent["tools"] or [],

@@ -181,7 +181,7 @@ class ApprovalRule(Strict):
     )
 
 
-#: Which calls wait for a person's decision (app.service.gates).
+#: Which calls wait for a person's decision (app.approvals.policies).
 ApprovalPolicy = Literal["never", "always"] | ApprovalRule
 
 

@@ -42,7 +42,7 @@ class RunConfig:
     approval: Any = None  # the approval policy of tools that name none (None: never)
     approval_timeout: float | None = None  # seconds a gated call waits for a decision
     approval_on_timeout: str = "reject"  # the decision it then gets
-    gates: bool = False  # whether any call could be gated (app.service.gates)
+    gates: bool = False  # whether any call could be gated (app.approvals.policies)
 
     @classmethod
     def parse(cls, doc: Mapping[str, Any]) -> RunConfig:

@@ -8,6 +8,11 @@ store (or any of its callers) knowing the feature exists, as Temporal's intercep
 - `sweeps`: periodic work a feature needs done by some worker (the runs a crash left
   waiting, approvals past their deadline), run by each worker's reaper at the sweep's
   period; what a sweep did is logged with its name.
+- `round_gates`: asked by a worker suspending a run for a tool round whose configuration
+  may gate calls (`RunConfig.gates`): a gate holds calls back from executors (approvals).
+- `create_checks` / `create_trims`: a create's configuration is checked (a refusal is
+  raised: 422) and its unset options trimmed (a run that uses no feature is configured
+  and hashed as before the feature existed).
 
 A hook runs after the commit, so it cannot undo the write; a hook that fails is logged
 and the next hook still runs (a feature keeps a sweep for what a crash between the
@@ -16,18 +21,29 @@ commit and its hook leaves undone). With nothing registered a write pays one tru
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import structlog
 
-from app.store.records import RunRecord
+from app.store.config import RunConfig
+from app.store.records import NewToolCall, RunRecord
 
 log = structlog.get_logger("agentrun.store")
 
 #: `(the run as its ending write left it, the write's time)`.
 RunEnded = Callable[[RunRecord, datetime], Awaitable[object]]
+#: `(the run's configuration, the round's rows, the round, the clock)`: marks the rows it
+#: holds (in place) and returns the data of the `run.approval_required` event, or None.
+RoundGate = Callable[
+    [RunConfig, list[NewToolCall], int, Callable[[], datetime]], dict[str, Any] | None
+]
+#: `(the agent configuration a create is about to store)`: raises to refuse it.
+CreateCheck = Callable[[Mapping[str, Any]], None]
+#: `(a create's request or configuration)`: it without the options left unset.
+CreateTrim = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -45,12 +61,38 @@ class Hooks:
     def __init__(self) -> None:
         self.run_ended: tuple[RunEnded, ...] = ()
         self.sweeps: tuple[Sweep, ...] = ()
+        self.round_gates: tuple[RoundGate, ...] = ()
+        self.create_checks: tuple[CreateCheck, ...] = ()
+        self.create_trims: tuple[CreateTrim, ...] = ()
 
     def on_run_ended(self, hook: RunEnded) -> None:
         self.run_ended = (*self.run_ended, hook)
 
     def add_sweep(self, sweep: Sweep) -> None:
         self.sweeps = (*self.sweeps, sweep)
+
+    def add_round_gate(self, gate: RoundGate) -> None:
+        self.round_gates = (*self.round_gates, gate)
+
+    def on_create(self, check: CreateCheck, trim: CreateTrim) -> None:
+        self.create_checks = (*self.create_checks, check)
+        self.create_trims = (*self.create_trims, trim)
+
+    def gate_round(
+        self, config: RunConfig, rows: list[NewToolCall], round: int, clock: Callable[[], datetime]
+    ) -> dict[str, Any] | None:
+        """Ask every round gate about a round's `rows` (held ones marked in place); the data
+        of its `run.approval_required` event (the last gate's that held any), or None."""
+        required = None
+        for gate in self.round_gates:
+            required = gate(config, rows, round, clock) or required
+        return required
+
+    def trim(self, request: dict[str, Any]) -> dict[str, Any]:
+        """`request` without the options the features' trims drop."""
+        for trim in self.create_trims:
+            request = trim(request)
+        return request
 
     async def ended(self, records: list[RunRecord], now: datetime) -> None:
         """Tell every `run_ended` hook of each of `records` (runs a write just ended)."""

@@ -209,7 +209,7 @@ class ToolCallRecord:
     lease_expires_at: datetime | None = None  # a call never leased: when it was offered
     attempts: int = 0  # leases it has had
     tenant_id: str = DEFAULT_TENANT  # its run's (a queue is per tenant)
-    # A gated call (app.service.gates): its `ApprovalStatus`; None: not gated.
+    # A gated call (app.approvals.policies): its `ApprovalStatus`; None: not gated.
     approval: str | None = None
     executed_arguments: Any = None  # approved with edited arguments: the ones executed
     approval_requested_at: datetime | None = None

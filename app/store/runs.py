@@ -8,7 +8,6 @@ their methods so the service and the worker hold one object.
 - `outbox` (`app.store.outbox`): webhook deliveries;
 - `watchers` (`app.store.watchers`): which runs live streams watch;
 - `identities` (`app.store.identities`): tenants and API keys;
-- `approvals` (`app.store.approvals`): gated calls, their decisions and inbox;
 - `flow` (`app.store.flow`): the shared limits' buckets.
 - `slots` (`app.store.slots`): the shared limits' concurrency slots.
 """
@@ -17,7 +16,6 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.store.approvals import Approvals
 from app.store.backend.base import (
     EVENTS_CHANNEL,
     NOTIFY_CHANNEL,
@@ -96,8 +94,6 @@ class RunStore:
         self.watch, self.unwatch, self.watched = w.watch, w.unwatch, w.watched
 
         self.identities = Identities(self.backend)
-
-        self.approvals = Approvals(self.backend)
 
         self.conversations = ConversationRows(self.backend)
         self.flow = FlowLimits(self.backend)

@@ -334,8 +334,10 @@ class RunDriver:
         round = run.turn()
         config = claim.record.run_config
         rows = tool_rounds.rows(step, config)
-        approval_required = (
-            tool_rounds.gate(config, rows, round, self.clock.now) if config.gates else None
+        approval_required = (  # (the store's round gates: approvals)
+            self.store.hooks.gate_round(config, rows, round, self.clock.now)
+            if config.gates
+            else None
         )
         token = callback_token(self.callback_key, claim.record.id, round)
         requires_action = tool_rounds.requires_action(

@@ -11,8 +11,8 @@ from typing import Any
 
 import httpx
 
+from app.approvals import policies
 from app.core.lifecycle import RunStatus
-from app.service import gates
 from app.service.runs import RunService, RunView
 from tests.helpers import ADD_TOOL, snapshot, suspended_run
 
@@ -44,7 +44,7 @@ async def decide(
 def fields(call: Any, **extra: str) -> dict[str, str]:
     return {
         "call_id": call.call_id,
-        "arguments_hash": gates.arguments_hash(call.arguments),
+        "arguments_hash": policies.arguments_hash(call.arguments),
         **extra,
     }
 
@@ -174,7 +174,7 @@ async def test_a_stale_hash_or_a_form_without_csrf_changes_nothing(
     run_id = view.record.id
     before = await snapshot(service.store, run_id)
     stale = fields(gated)
-    stale["arguments_hash"] = gates.arguments_hash({"a": 3, "b": 5})
+    stale["arguments_hash"] = policies.arguments_hash({"a": 3, "b": 5})
     refused = await decide(admin, run_id, "approve", stale, confirm=True)
     assert refused.status_code == 409 and "other arguments than the hash names" in text(refused)
     for bad in ("nothex", "A" * 64, ""):

@@ -9,8 +9,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy.engine import make_url
 
+from app.approvals import policies
 from app.core.scope import Scope
-from app.service import convert, gates
+from app.service import convert
 from app.service.runs import RunService, without_unset_queues
 from app.settings import Settings
 from app.store.backend.pg_statements import Shape
@@ -210,7 +211,7 @@ async def test_the_default_priority_is_hashed_as_before_it_existed(
     service = RunService(store, settings)
     body = run_body()
     view, _ = await service.create_run(body, idempotency_key="k-prio")
-    request = gates.without_unset_approvals(without_unset_queues(body.model_dump(mode="json")))
+    request = policies.without_unset_approvals(without_unset_queues(body.model_dump(mode="json")))
     for added in ("priority", "if_busy"):
         request.pop(added)
     assert view.record.request_hash == convert.canonical_hash(request)

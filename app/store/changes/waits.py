@@ -69,7 +69,7 @@ def resume(
 
 
 def decide(version: int, waiting: ToolResults | Approval, events: Sequence[NewEvent]) -> Change:
-    """Decisions on gated calls (their rows: `app.store.approvals`); the run still waits
+    """Decisions on gated calls (their rows: `app.approvals.rows`); the run still waits
     for the results of the calls handed out, or for other decisions."""
     return Change(T.DECIDE, waiting_column(waiting), tuple(events), version)
 

@@ -49,7 +49,7 @@ tool_calls = sa.Table(
     sa.Column("lease_expires_at", Timestamp),
     sa.Column("attempts", sa.Integer, nullable=False, server_default="0"),
     tenant_column(),  # (its run's: a queue is per tenant)
-    # Approvals (app.store.approvals): a gated call's `approval` (pending, approved,
+    # Approvals (app.approvals.rows): a gated call's `approval` (pending, approved,
     # rejected; null: not gated), the arguments executed when a person edited them, when
     # it was gated, its deadline (the run's `approval_timeout`), who decided and when.
     sa.Column("approval", sa.String(16)),

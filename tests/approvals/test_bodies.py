@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.service import gates
+from app.approvals import policies
 from tests.api.test_json_edge import _ENGINES, ANY_JSON, ANY_TEXT, _send, live
 from tests.conftest import make_settings
 
@@ -29,7 +29,7 @@ TOOL = {
     "parameters": {"type": "object", "properties": {"amount": {"type": "integer"}}},
     "approval": "always",
 }
-HASH = gates.arguments_hash(ARGUMENTS)
+HASH = policies.arguments_hash(ARGUMENTS)
 
 DECISION = st.fixed_dictionaries(
     {
@@ -47,6 +47,7 @@ BODY = st.fixed_dictionaries({"decisions": st.lists(DECISION, max_size=3)}) | AN
 
 
 def _gated_run(client: httpx.Client, url: str) -> str:
+    from app.service import features
     from app.store.backend.engines import create_engine
     from app.store.runs import RunStore
     from tests.helpers import drive_once
@@ -55,7 +56,7 @@ def _gated_run(client: httpx.Client, url: str) -> str:
     assert created.status_code == 201, created.text
 
     async def drive() -> None:
-        store = RunStore(create_engine(url))
+        store = features.install(RunStore(create_engine(url)), make_settings(url))
         try:
             await drive_once(store, make_settings(url))
         finally:

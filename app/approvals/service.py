@@ -2,7 +2,7 @@
 
 A run whose approval policies gated some calls of a round waits (`requires_action`, an
 `approval` reason) with those calls hidden from every executor. A decision names the call
-and the hash of the arguments it saw (`app.service.gates.arguments_hash`):
+and the hash of the arguments it saw (`app.approvals.policies.arguments_hash`):
 
 - approve: the call is handed out (a new `run.requires_action` listing the released calls,
   with the round's callback URL; its queue may lease it), with the person's edited
@@ -15,7 +15,7 @@ one for a decided call is refused (409 `approval-conflict`). A decision addresse
 when two calls of the round share an id it names the call's `position` (else 422). When no decision
 and no result is left to wait for, the run resumes with its results. As a submission, a
 decision reads the run, decides here (pure), and writes one compare-and-set on the version
-read (`app.store.approvals`); a concurrent change moves the version: read and decide again.
+read (`app.approvals.rows`); a concurrent change moves the version: read and decide again.
 """
 
 from __future__ import annotations
@@ -28,10 +28,12 @@ from datetime import datetime
 from typing import Any
 
 from app import tracing
+from app.approvals import policies
+from app.approvals.rows import Approvals, CallDecision
 from app.core.events import EventType as E
 from app.core.lifecycle import TERMINAL, ApprovalStatus, RunStatus
 from app.core.scope import Scope
-from app.service import convert, gates
+from app.service import convert
 from app.service.errors import (
     ApprovalConflict,
     ApprovalStale,
@@ -49,10 +51,8 @@ from app.service.submissions import (
 )
 from app.service.tokens import callback_token
 from app.store import changes
-from app.store.approvals import CallDecision
 from app.store.changes import Change
 from app.store.errors import NotFoundError
-from app.store.hooks import Sweep
 from app.store.records import (
     APPROVAL_APPROVED,
     APPROVAL_REJECTED,
@@ -112,7 +112,7 @@ def check_replayed(gated: Sequence[ToolCallRecord], d: Decision) -> None:
     """A decision for calls decided already (in any round): looked up by id and hash,
     the same again passes (nothing to do), another is refused."""
     named = [c for c in gated if d.names(c) and c.approval is not None]
-    seen = [c for c in named if gates.arguments_hash(c.arguments) == d.arguments_hash]
+    seen = [c for c in named if policies.arguments_hash(c.arguments) == d.arguments_hash]
     if not seen:
         raise ApprovalStale(
             f"tool call {d.call_id!r} has other arguments than the hash names",
@@ -166,14 +166,14 @@ def decide(
         if not call.awaits_approval:
             check_replayed([call], d)
             continue
-        if gates.arguments_hash(call.arguments) != d.arguments_hash:
+        if policies.arguments_hash(call.arguments) != d.arguments_hash:
             raise ApprovalStale(
                 f"tool call {d.call_id!r} has other arguments than the hash names",
                 tool_call_id=d.call_id,
             )
         if d.arguments is not None:
             tool = config.tool(call.name)
-            gates.check_arguments(tool.parameters if tool else {}, d.arguments, call.name)
+            policies.check_arguments(tool.parameters if tool else {}, d.arguments, call.name)
         chosen[call.position] = (call, d)
     if not chosen:
         return None
@@ -249,6 +249,7 @@ class ApprovalService:
         self.service = service
         self.store = service.store
         self.clock = service.clock
+        self.rows = Approvals(service.store.backend)  # (its SQL; the store knows none)
 
     async def decide(
         self, run_id: str, body: DecisionsIn, *, actor: str | None, scope: Scope
@@ -287,7 +288,7 @@ class ApprovalService:
             if decided is None:
                 return record
             change, writes = decided
-            updated = await self.store.approvals.decide(record, change, writes, self.clock.now())
+            updated = await self.rows.decide(record, change, writes, self.clock.now())
             if updated is not None:
                 return updated
         raise RunStateConflict(f"run {run_id} kept changing; try again", record.status.value)
@@ -297,7 +298,7 @@ class ApprovalService:
         run (any round) already had, by id and hash (a retry: 200, nothing written); a
         different one is `approval-conflict`, another hash `approval-stale`; an id of no
         gated call `tool-call-not-pending` (waiting) or `run-state-conflict` (not)."""
-        calls = await self.store.approvals.of_run(record.id)
+        calls = await self.rows.of_run(record.id)
         for d in decisions:
             named = [c for c in calls if d.names(c)]
             if all(c.awaits_approval for c in named):  # (none, or left undecided: run ended)
@@ -317,7 +318,7 @@ class ApprovalService:
     ) -> tuple[list[ToolCallRecord], str | None]:
         """A page of `tenant`'s pending approvals, newest first."""
         before = decode_cursor(cursor) if cursor else None
-        calls = await self.store.approvals.awaiting(tenant, limit + 1, before)
+        calls = await self.rows.awaiting(tenant, limit + 1, before)
         more = len(calls) > limit
         calls = calls[:limit]
         return calls, (encode_cursor(calls[-1]) if more and calls else None)
@@ -326,7 +327,7 @@ class ApprovalService:
         """Every gated call of a run (in `scope`), decided or not; the ones left pending
         when the run ended are `closed` (never decided, never executed)."""
         record = await self.service.owned(run_id, scope)
-        calls = await self.store.approvals.of_run(run_id)
+        calls = await self.rows.of_run(run_id)
         if record.status in TERMINAL:
             calls = [
                 dataclasses.replace(c, approval=ApprovalStatus.CLOSED.value)
@@ -341,7 +342,7 @@ class ApprovalService:
         decision (actor `system:approval-timeout`); the runs decided."""
         now = self.clock.now()
         decided = []
-        for run_id in await self.store.approvals.due(now):
+        for run_id in await self.rows.due(now):
             try:
                 pending = await self.store.pending(run_id=run_id, scope=Scope.ALL)  # (a sweep)
             except NotFoundError:
@@ -353,11 +354,11 @@ class ApprovalService:
             due = [
                 Decision(
                     c.call_id,
-                    gates.arguments_hash(c.arguments),
+                    policies.arguments_hash(c.arguments),
                     action,
                     "The tool call was not approved in time." if action == "reject" else None,
                     None,
-                    gates.TIMEOUT_ACTOR,
+                    policies.TIMEOUT_ACTOR,
                     c.position,
                 )
                 for c in pending.calls
@@ -377,14 +378,3 @@ class ApprovalService:
                 continue  # (someone decided first)
             decided.append(run_id)
         return decided
-
-
-def install(service: RunService) -> None:
-    """Plug approvals into `service`'s store: a worker's reaper gives each pending
-    approval past its deadline its run's `approval_on_timeout` decision (`time_out`)."""
-    approvals = ApprovalService(service)
-
-    async def timed_out(now: datetime) -> list[str]:  # (its clock is the service's)
-        return await approvals.time_out()
-
-    service.store.hooks.add_sweep(Sweep("approvals timed out", timed_out))

@@ -1,5 +1,5 @@
 """The approvals routes: decide a run's gated tool calls, a tenant's inbox of pending
-approvals, and a run's approvals (`app.service.approvals`)."""
+approvals, and a run's approvals (`app.approvals.service`)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from app.api import models
 from app.api.problems import responses
 from app.api.routes import AUTH, REFERENCE, PageCursor, Reader, RunId, json_body
 from app.api.security import authorize
+from app.approvals import policies
+from app.approvals.service import ApprovalService
 from app.core.lifecycle import ApprovalStatus
-from app.service import gates
 from app.service.access import Permission, Principal, sees_callbacks
-from app.service.approvals import ApprovalService
 from app.service.schemas import DecisionsIn
 from app.service.types import ToolCallRecord
 from app.timestamps import Timestamp
@@ -60,7 +60,7 @@ class ApprovalOut(BaseModel):
             position=call.position,
             name=call.name,
             arguments=call.arguments,
-            arguments_hash=gates.arguments_hash(call.arguments),
+            arguments_hash=policies.arguments_hash(call.arguments),
             status=ApprovalStatus(call.approval or ApprovalStatus.PENDING),
             executed_arguments=call.executed_arguments,
             message=call.result.get("output") if rejected else None,

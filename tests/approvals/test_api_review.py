@@ -11,10 +11,12 @@ from typing import Any
 import httpx
 import pytest
 
+from app.approvals import policies
 from app.core.content import Text
-from app.service import convert, gates
+from app.service import convert
 from app.store.runs import RunStore
-from tests.api.test_approvals import (
+from tests.api.test_runs_api import assert_problem, body
+from tests.approvals.test_api import (
     LOOKUP,
     PAY,
     Recorder,
@@ -28,9 +30,14 @@ from tests.api.test_approvals import (
     script,
     suspended,
 )
-from tests.api.test_runs_api import assert_problem, body
 
 __all__ = ["recorder"]  # (the fixture, imported)
+
+
+def unchecked(client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Creates check no approval policy (as before policies were checked at create)."""
+    hooks = client.app.state.service.store.hooks  # type: ignore[attr-defined]
+    monkeypatch.setattr(hooks, "create_checks", ())
 
 
 def ruled(when: Any) -> dict[str, Any]:
@@ -93,9 +100,9 @@ async def test_a_pattern_matches_in_linear_time(
     run = (await client.get(f"/v1/runs/{created.json()['id']}")).json()
     assert run["required_action"]["type"] == "submit_tool_results"  # (no match: not gated)
     started = time.monotonic()
-    assert gates.gated({"when": {"patternProperties": {"^(a+)+$": False}}}, {evil: 1})
+    assert policies.gated({"when": {"patternProperties": {"^(a+)+$": False}}}, {evil: 1})
     only = {"additionalProperties": False, "patternProperties": {"^(a+)+$": {}}}
-    assert not gates.gated({"when": only}, {evil: 1})
+    assert not policies.gated({"when": only}, {evil: 1})
     assert time.monotonic() - started < 1
 
 
@@ -106,7 +113,7 @@ async def test_a_stored_rule_that_fails_gates_the_call_and_never_crashes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A run stored before rules were checked: its call waits, the model is called once."""
-    monkeypatch.setattr(gates, "check_approvals", lambda agent: None)
+    unchecked(client, monkeypatch)
     run = await suspended(client, store, ruled({"$ref": "#/$defs/nope"}), recorder)
     assert run["status"] == "requires_action"
     assert [a["arguments"]["amount"] for a in run["required_action"]["approvals"]] == [500, 20]
@@ -146,7 +153,7 @@ async def test_an_edit_against_stored_bad_parameters_is_a_422(
 ) -> None:
     """A run stored before parameters were checked: an edit is refused, never a 500 and
     never approved against nothing."""
-    monkeypatch.setattr(gates, "check_approvals", lambda agent: None)
+    unchecked(client, monkeypatch)
     tool = {"name": "pay", "parameters": parameters, "approval": "always"}
     doc = body(model=script({"name": "pay", "arguments": {"amount": 500}}), tools=[tool])
     run = await suspended(client, store, doc, recorder)

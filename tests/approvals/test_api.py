@@ -13,13 +13,14 @@ from typing import Any
 import httpx
 import pytest
 
+from app.approvals import policies
+from app.approvals.service import ApprovalService
 from app.clock import SYSTEM_CLOCK, FakeClock
 from app.core import ToolResult
 from app.core.content import Json, Text
 from app.core.scope import Scope
 from app.providers.base import ModelRequest
-from app.service import convert, gates
-from app.service.approvals import ApprovalService
+from app.service import convert
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.runs import RunStore
@@ -149,7 +150,7 @@ async def test_gated_call_is_listed_for_approval_only(
     assert action["type"] == "approve_tool_calls"
     (approval,) = action["approvals"]
     assert approval["name"] == "pay" and approval["arguments"] == {"amount": 500, "to": "bob"}
-    assert approval["arguments_hash"] == gates.arguments_hash({"amount": 500, "to": "bob"})
+    assert approval["arguments_hash"] == policies.arguments_hash({"amount": 500, "to": "bob"})
     assert [c["name"] for c in action["tool_calls"]] == ["pay", "lookup"]
     assert action["tool_calls"][0]["arguments"]["amount"] == 20
     assert action["callback_url"]

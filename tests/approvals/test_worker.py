@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from app.approvals.service import ApprovalService
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
-from app.service.approvals import ApprovalService
 from app.service.runs import RunService
 from app.service.schemas import DecisionsIn, RunCreate, ToolResultsIn
 from app.settings import Settings

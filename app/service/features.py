@@ -3,7 +3,8 @@ list the composition root (and a test that builds its own store) installs."""
 
 from __future__ import annotations
 
-from app.service import approvals, conversations
+from app import conversations
+from app.service import approvals
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.runs import RunStore

@@ -7,9 +7,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from app.core.lifecycle import RunStatus
-from app.service import conversations, convert
+from app.service import convert, lineage
 from app.service.access import without_callback
 from app.service.budgets import Budget
+from app.service.messages import Entry
 from app.service.runs import RunView
 from app.service.types import APPROVAL_APPROVED, Approval, EventRecord
 from app.timestamps import Timestamp
@@ -170,8 +171,8 @@ class RunOut(BaseModel):
             created_at=r.created_at,
             updated_at=r.updated_at,
             expires_at=r.expires_at if r.status == RunStatus.REQUIRES_ACTION else None,
-            previous_run_id=conversations.previous_of(r),
-            conversation_id=conversations.conversation_of(r),
+            previous_run_id=lineage.previous_of(r),
+            conversation_id=lineage.conversation_of(r),
             priority=r.priority,
             queue=view.queue,
         )
@@ -226,7 +227,7 @@ class ConversationMessageOut(BaseModel):
     message: HistoryMessageOut
 
     @classmethod
-    def of(cls, e: conversations.Entry) -> ConversationMessageOut:
+    def of(cls, e: Entry) -> ConversationMessageOut:
         return cls(
             index=e.index,
             from_history=e.from_history,

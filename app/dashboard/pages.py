@@ -16,7 +16,7 @@ from app.core.scope import Scope
 from app.dashboard import actions, auth, present
 from app.dashboard.web import Session, error_page, now, reads_of, render, scope_of, service_of
 from app.providers import profiles
-from app.service import conversations
+from app.service import lineage
 from app.service.access import Permission
 from app.service.errors import ServiceError
 from app.service.reads import RunReads
@@ -216,8 +216,8 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
         else None,
         "messages": messages,
         "state_error": state_error,
-        "conversation_id": conversations.conversation_of(r),
-        "previous_run_id": conversations.previous_of(r),
+        "conversation_id": lineage.conversation_of(r),
+        "previous_run_id": lineage.previous_of(r),
         "continued_by": await continued_by(reads, run_id, events),
         # A callback URL answers the run's calls: shown only to who may submit results.
         "timeline": present.timeline(events, callbacks=session.can(Permission.TOOL_RESULTS_SUBMIT)),

@@ -3,8 +3,7 @@ list the composition root (and a test that builds its own store) installs."""
 
 from __future__ import annotations
 
-from app import approvals
-from app.service import conversations
+from app import approvals, conversations
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.runs import RunStore

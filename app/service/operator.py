@@ -14,10 +14,9 @@ from datetime import timedelta
 from typing import Any, NoReturn
 
 from app.core.events import EventType as E
-from app.core.lifecycle import TERMINAL, RunStatus, Transition, sources
+from app.core.lifecycle import RunStatus, Transition, sources
 from app.core.scope import Scope
-from app.service import conversations
-from app.service.errors import ConversationBusy, InvalidRequest, RunNotFound, RunStateConflict
+from app.service.errors import InvalidRequest, RunNotFound, RunStateConflict
 from app.service.runs import RunService
 from app.service.schemas import ToolResultsIn
 from app.service.submissions import SubmitOutcome
@@ -73,15 +72,8 @@ async def retry_run(service: RunService, run_id: str, actor: str, scope: Scope) 
             f"cannot retry run {run_id}: it is {record.status.value}, not failed or expired",
             record.status.value,
         )
-    head, _ = await conversations.latest(service.store, record, scope)
-    if head.id != record.id and head.status not in TERMINAL:  # (a run went on from it)
-        raise ConversationBusy(
-            f"cannot retry run {run_id}: run {head.id} continues its conversation and is "
-            f"{head.status.value}",
-            record.status.value,
-            latest_run_id=head.id,
-            active_run_id=head.id,
-        )
+    for may_reopen in service.store.hooks.may_reopen:  # (a conversation went on from it)
+        await may_reopen(record, scope)
     now = service.clock.now()
     change = changes.retry(record.version, record.status, record.error, actor, now)
     updated, _ = await service.store.apply(run_id, change, now, scope=scope)

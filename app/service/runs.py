@@ -27,7 +27,7 @@ from app.core.events import EventType as E
 from app.core.lifecycle import INITIAL, RunStatus
 from app.core.scope import Scope
 from app.core.serde import SCHEMA_VERSION
-from app.service import conversations, convert, recorded
+from app.service import convert, recorded
 from app.service.access import DEFAULT_TENANT
 from app.service.destinations import (
     DestinationRefused,
@@ -38,7 +38,11 @@ from app.service.destinations import (
 )
 from app.service.errors import IdempotencyKeyReused, InvalidRequest, RunNotFound, RunStateConflict
 from app.service.fairness import fair_key, queue_spot
+from app.service.initial import agent_settings, initial_run
 from app.service.limits import RunLimitsService
+from app.service.lineage import CONVERSATION_KEY, PREVIOUS_KEY
+from app.service.messages import Entry, page
+from app.service.messages import decode_cursor as decode_message_cursor
 from app.service.resolutions import resolution_change
 from app.service.schemas import (
     InvalidToolCallPolicy,
@@ -53,9 +57,10 @@ from app.service.tool_results import ToolResults
 from app.settings import Settings
 from app.store import changes
 from app.store.changes import Change, Resolution
+from app.store.hooks import Continuation, Continuations, Continuing
 from app.store.records import NewEvent, RunRecord, ToolCallRecord
 from app.store.runs import RunStore
-from app.store.waiting import Conversation
+from app.store.waiting import NEVER, Conversation
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +141,6 @@ class RunService:
         self.limits = RunLimitsService.of(store, settings, clock)
         # (the service's clock as read at each call: a test may set `service.clock`)
         now = lambda: self.clock.now()  # noqa: E731
-        self.busy = conversations.BusyConversations(store, now, self.cancel)
         self.results = ToolResults(store, now)
 
     async def callback_key(self) -> str:
@@ -170,12 +174,13 @@ class RunService:
     async def _create_run(
         self, body: RunCreate, idempotency_key: str | None, actor: str | None, tenant: str
     ) -> tuple[RunView, bool]:
-        before, waits_for = None, None
+        before, continuing = None, None
         if body.previous_run_id is not None:  # (another tenant's run: not found)
-            before, waits_for = await self.busy.continued(body, idempotency_key, actor, tenant)
+            continuing = self._continuing(body, idempotency_key, actor, tenant)
+            before = await self._continuations().continued(continuing)
         elif body.model is None:
             raise InvalidRequest("model is required unless previous_run_id names a run to continue")
-        agent = conversations.agent_settings(body, before)
+        agent = agent_settings(body, before)
         names = [t["name"] for t in agent["tools"] or []]
         choice = convert.tool_choice_from_config(agent["tool_choice"])
         if choice is not None and choice.kind == "specific":
@@ -195,7 +200,7 @@ class RunService:
         history = [convert.history_message(m) for m in body.history]
         if before is not None:
             history = [*before.history, *history]
-        run = conversations.initial_run(body.prompt, history, max_turns, agent)
+        run = initial_run(body.prompt, history, max_turns, agent)
         hooks = self.store.hooks
         for check in hooks.create_checks:  # (approvals: their policies)
             check(agent)
@@ -216,8 +221,8 @@ class RunService:
         created_data: dict[str, Any] = {"model": config["model"], "max_turns": max_turns}
         if before is not None:
             continued = {
-                conversations.PREVIOUS_KEY: before.previous_id,
-                conversations.CONVERSATION_KEY: before.conversation_id,
+                PREVIOUS_KEY: before.previous_id,
+                CONVERSATION_KEY: before.conversation_id,
             }
             config.update(continued)
             created_data.update(continued)
@@ -249,10 +254,10 @@ class RunService:
         }
         if limits:
             created_data["limits"] = limits
-        if waits_for is not None:  # not due until the run it waits for ends
-            reason = Conversation(waits_for.id)
+        if before is not None and before.waits_for is not None:  # not due until it ends
+            reason = Conversation(before.waits_for)
             values["waiting_reason"] = reason.doc()
-            values["available_at"] = now + conversations.NEVER
+            values["available_at"] = now + NEVER
             created_data["waiting_reason"] = reason.doc()
         event = NewEvent(E.RUN_CREATED, created_data, actor)
         record, created = await self.store.create(values, [event], stored.initial(run), now)
@@ -261,31 +266,42 @@ class RunService:
                 "this Idempotency-Key was used for a different request body",
                 run_id=record.id,
             )
-        if before is not None:
-            noted = await self._note_continued(
-                before, record, actor, replayed=not created, waits=waits_for is not None
-            )
-            if waits_for is not None and created and noted is not None:
-                noted = await self.busy.first_waiter_only(before, record, actor, tenant)
-            # The run waited for ended before the note: the ending write did not see it.
-            if noted is not None and await conversations.start_waiting(
-                self.store, noted, self.clock.now()
-            ):
-                record = await self.store.get(record.id, scope=Scope.ALL) or record
+        if (  # (the run waited for ended before the note: started now; read it again)
+            continuing is not None
+            and before is not None
+            and await self._note_continued(continuing, before, record, replayed=not created)
+        ):
+            record = await self.store.get(record.id, scope=Scope.ALL) or record
         return await self.view(record), created
 
+    def _continuing(
+        self, body: RunCreate, idempotency_key: str | None, actor: str | None, tenant: str
+    ) -> Continuing:
+        return Continuing(
+            previous_id=body.previous_run_id or "",
+            if_busy=body.if_busy,
+            inherits_model="model" not in body.model_fields_set,
+            idempotency_key=idempotency_key,
+            actor=actor,
+            tenant=tenant,
+            now=lambda: self.clock.now(),  # (the service's clock as read at each call)
+            cancel=self.cancel,
+        )
+
+    def _continuations(self) -> Continuations:
+        """The store's `Continuations` (conversations); without one a create cannot
+        continue a run."""
+        if self.store.hooks.continuations is None:
+            raise InvalidRequest("previous_run_id: this deployment does not continue runs")
+        return self.store.hooks.continuations
+
     async def _note_continued(
-        self,
-        before: conversations.Continuation,
-        record: RunRecord,
-        actor: str | None,
-        *,
-        replayed: bool,
-        waits: bool = False,
-    ) -> RunRecord | None:
-        """The note after the new run's commit (`BusyConversations.note_continued`): the
-        step a crash may skip, which the create's idempotent replay then takes."""
-        return await self.busy.note_continued(before, record, actor, replayed=replayed, waits=waits)
+        self, continuing: Continuing, before: Continuation, record: RunRecord, *, replayed: bool
+    ) -> bool:
+        """Tell `Continuations` of the new run after its commit (the `run.continued`
+        note): the step a crash may skip, which the create's idempotent replay then takes.
+        True when the new run was started meanwhile."""
+        return await self._continuations().created(continuing, before, record, replayed=replayed)
 
     async def _check_webhook(self, url: str) -> None:
         """Refuse a destination no delivery could reach (SSRF guard, unresolvable host);
@@ -323,14 +339,14 @@ class RunService:
 
     async def messages(
         self, run_id: str, *, limit: int, cursor: str | None, scope: Scope
-    ) -> tuple[list[conversations.Entry], str | None]:
-        """A page of the run's conversation, oldest first (`app.service.conversations`)."""
+    ) -> tuple[list[Entry], str | None]:
+        """A page of the run's conversation, oldest first (`app.service.messages`)."""
         if cursor:
-            conversations.decode_cursor(cursor)  # a malformed cursor costs no read
+            decode_message_cursor(cursor)  # a malformed cursor costs no read
         record = await self.store.get(run_id, with_log=True, scope=scope)
         if record is None:
             raise RunNotFound(f"no run with id {run_id}")
-        return conversations.page(await recorded.loaded_run(self.store, record), limit, cursor)
+        return page(await recorded.loaded_run(self.store, record), limit, cursor)
 
     async def list_runs(
         self,

@@ -13,6 +13,11 @@ store (or any of its callers) knowing the feature exists, as Temporal's intercep
 - `create_checks` / `create_trims`: a create's configuration is checked (a refusal is
   raised: 422) and its unset options trimmed (a run that uses no feature is configured
   and hashed as before the feature existed).
+- `continuations`: asked by a create that names a run to continue (`previous_run_id`):
+  what the new run continues and whether it waits, then told once the run is committed
+  (`Continuations`; conversations). None registered: such a create is refused.
+- `may_reopen`: asked before an operator's retry puts an ended run back in the queue;
+  a check refuses by raising (a conversation that went on from the run).
 
 A hook runs after the commit, so it cannot undo the write; a hook that fails is logged
 and the next hook still runs (a feature keeps a sweep for what a crash between the
@@ -24,10 +29,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
+from app.core import Message
+from app.core.scope import Scope
 from app.store.config import RunConfig
 from app.store.records import NewToolCall, RunRecord
 
@@ -55,6 +62,62 @@ class Sweep:
     every: float | None = None  # seconds between two runs; None: at every reap
 
 
+#: `(the ended run an operator is about to retry, the caller's scope)`: raises to refuse.
+MayReopen = Callable[[RunRecord, Scope], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Continuation:
+    """What a new run takes from the run it continues: its conversation as history, its
+    configuration (what the body leaves out is inherited); `waits_for`: the active run it
+    waits for (it is created parked until that one ends, then started with its history)."""
+
+    previous_id: str
+    conversation_id: str  # (the first run's id)
+    history: tuple[Message, ...]
+    config: Mapping[str, Any]
+    waits_for: str | None = None
+
+
+class Cancel(Protocol):
+    """The service's cancel: a run cancelled as a client's cancel would (its waiter
+    started, its span recorded); `RunStateConflict` when it has ended already."""
+
+    async def __call__(self, run_id: str, *, actor: str | None, scope: Scope) -> object: ...
+
+
+@dataclass(frozen=True)
+class Continuing:
+    """A create that names a run to continue, as `Continuations` is asked about it; with
+    the service's clock (read at each call) and cancel."""
+
+    previous_id: str
+    if_busy: str  # reject | enqueue | interrupt
+    inherits_model: bool  # (the body leaves `model` out)
+    idempotency_key: str | None
+    actor: str | None
+    tenant: str
+    now: Callable[[], datetime]
+    cancel: Cancel
+
+
+class Continuations(Protocol):
+    """Runs that continue others (a feature's): the create asks `continued` before its
+    write and tells `created` after its commit (also on an idempotent replay: the step
+    a crash may skip)."""
+
+    async def continued(self, create: Continuing) -> Continuation:
+        """What the new run continues; raises the create's refusal (404, 409, 422)."""
+        ...
+
+    async def created(
+        self, create: Continuing, before: Continuation, record: RunRecord, *, replayed: bool
+    ) -> bool:
+        """The new run `record` is committed (`replayed`: by an earlier request); True
+        when it was started meanwhile (the kernel reads it again)."""
+        ...
+
+
 class Hooks:
     """The hooks registered on one store (the composition root registers the features')."""
 
@@ -64,6 +127,8 @@ class Hooks:
         self.round_gates: tuple[RoundGate, ...] = ()
         self.create_checks: tuple[CreateCheck, ...] = ()
         self.create_trims: tuple[CreateTrim, ...] = ()
+        self.continuations: Continuations | None = None
+        self.may_reopen: tuple[MayReopen, ...] = ()
 
     def on_run_ended(self, hook: RunEnded) -> None:
         self.run_ended = (*self.run_ended, hook)
@@ -93,6 +158,12 @@ class Hooks:
         for trim in self.create_trims:
             request = trim(request)
         return request
+
+    def continue_with(self, continuations: Continuations) -> None:
+        self.continuations = continuations
+
+    def on_may_reopen(self, check: MayReopen) -> None:
+        self.may_reopen = (*self.may_reopen, check)
 
     async def ended(self, records: list[RunRecord], now: datetime) -> None:
         """Tell every `run_ended` hook of each of `records` (runs a write just ended)."""

@@ -25,7 +25,6 @@ from app.store.backend.base import (
     Backend,
 )
 from app.store.backend.factory import backend_for
-from app.store.conversations import ConversationRows
 from app.store.errors import NotFoundError
 from app.store.flow import FlowLimits
 from app.store.hooks import Hooks
@@ -95,7 +94,6 @@ class RunStore:
 
         self.identities = Identities(self.backend)
 
-        self.conversations = ConversationRows(self.backend)
         self.flow = FlowLimits(self.backend)
         self.slots = FlowSlots(self.backend, self.flow)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from app.core.lifecycle import RunStatus
@@ -128,10 +128,14 @@ class Budget:
         }
 
 
+#: How far off a run waiting for its conversation is due: never, until it is started.
+NEVER = timedelta(days=36500)
+
+
 @dataclass(frozen=True, slots=True)
 class Conversation:
     """A run created with `if_busy: enqueue`: it starts when `run_id`, the latest run of
-    its conversation when it was created, ends (app.service.conversations)."""
+    its conversation when it was created, ends (app.conversations)."""
 
     run_id: str
 

@@ -48,7 +48,7 @@ runs = sa.Table(
     # `max_duration_seconds`: app.service.budgets); null: none. Raised by
     # `POST /v1/runs/{id}/limits`, so not part of the configuration written once.
     sa.Column("limits", Json),
-    # The run waiting for this one to end (`if_busy: enqueue`, app.service.conversations);
+    # The run waiting for this one to end (`if_busy: enqueue`, app.conversations);
     # the ending write returns it, so a run nobody waits for costs no look.
     sa.Column("awaited_by", sa.String(40)),
     # A shared-limit reservation the run holds (app.store.flow): set by a throttle (the

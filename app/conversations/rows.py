@@ -1,4 +1,4 @@
-"""The store's side of busy conversations (`if_busy`, app.service.conversations): which
+"""The store's side of busy conversations (`if_busy`, app.conversations): which
 run continues a run, and the restart of a run that waited for its conversation.
 
 A conversation is a chain: each continuing run writes `run.continued` on the run it

@@ -15,7 +15,7 @@ from app.core.events import EventType as E
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.providers.base import ModelRequest
-from app.service import conversations
+from app.service import messages
 from app.service.errors import InvalidRequest, RunNotFound, RunStateConflict
 from app.service.runs import RunService, RunView
 from app.service.schemas import RunCreate
@@ -246,7 +246,7 @@ async def test_messages_page_through_the_conversation_oldest_first(service: RunS
     )
     await drive_once(service.store, service.settings)
     run = await service.load_run(view.record.id, scope=Scope.ALL)
-    everything: list[conversations.Entry] = []
+    everything: list[messages.Entry] = []
     cursor = None
     pages = 0
     while True:
@@ -291,7 +291,7 @@ async def test_messages_refusals(service: RunService) -> None:
     with pytest.raises(RunNotFound):
         await service.messages("run_missing", limit=10, cursor=None, scope=Scope.ALL)
     view, _ = await service.create_run(run_body())
-    for bad in ("x", "bXg", "AAAA", conversations.encode_cursor(1)[:-1] + "!"):
+    for bad in ("x", "bXg", "AAAA", messages.encode_cursor(1)[:-1] + "!"):
         with pytest.raises(InvalidRequest, match="cursor"):
             await service.messages(view.record.id, limit=10, cursor=bad, scope=Scope.ALL)
     entries, cursor = await service.messages(view.record.id, limit=10, cursor=None, scope=Scope.ALL)
@@ -300,6 +300,6 @@ async def test_messages_refusals(service: RunService) -> None:
     ]
     assert cursor is None
     past, cursor = await service.messages(
-        view.record.id, limit=10, cursor=conversations.encode_cursor(5), scope=Scope.ALL
+        view.record.id, limit=10, cursor=messages.encode_cursor(5), scope=Scope.ALL
     )
     assert past == [] and cursor is None

@@ -10,14 +10,14 @@ from typing import Any
 import httpx
 import pytest
 
+from app.conversations import busy
 from app.core.scope import Scope
-from app.service import conversations
 from app.service.errors import ConversationBusy
 from app.service.operator import retry_run
 from app.service.runs import RunService
 from app.store.runs import RunStore
-from tests.api.test_conversations_api import all_messages, completed
 from tests.api.test_runs_api import answers, assert_problem, suspend
+from tests.conversations.test_api import all_messages, completed
 from tests.helpers import drive_once
 
 
@@ -199,7 +199,7 @@ async def test_two_enqueues_at_once_leave_no_run_waiting_forever(
     ) -> tuple[Any, bool]:
         return record, False
 
-    monkeypatch.setattr(conversations, "latest", before_the_first_note)
+    monkeypatch.setattr(busy, "latest", before_the_first_note)
     second = await client.post(
         "/v1/runs", json={"prompt": "x", "previous_run_id": active["id"], "if_busy": "enqueue"}
     )

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from app.conversations.service import start_orphans
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
-from app.service import conversations
 from app.service.runs import RunService
 from app.service.schemas import RunCreate
 from app.settings import Settings
@@ -108,4 +108,4 @@ async def test_a_run_whose_ender_stopped_before_starting_it_is_started_by_the_sw
             service, second.record.id, RunStatus.REQUIRES_ACTION, RunStatus.COMPLETED, timeout=10
         )
     assert started.record.turn == 1
-    assert await conversations.start_orphans(store, datetime.now(UTC)) == []  # (done once)
+    assert await start_orphans(store, datetime.now(UTC)) == []  # (done once)

@@ -29,13 +29,13 @@ from app.service.approvals import ApprovalService
 from app.service.keys import Authenticator, DbKeys, KeyAdmin
 from app.service.live import EventHub
 from app.service.operators import OperatorService, hasher_for
-from app.service.queues import QueueService
 from app.service.reads import RunReads
 from app.service.runs import RunService
 from app.service.tenants import Tenants
 from app.settings import Settings
 from app.store.backend.engines import create_engine, engine_for
 from app.store.runs import RunStore
+from app.toolqueue.service import QueueService
 from app.worker.worker import Worker
 
 if TYPE_CHECKING:
@@ -128,6 +128,7 @@ def create_app(
     part reads time from `clock`."""
     from app import dashboard
     from app.api.app import create_api
+    from app.toolqueue import routes as queue_routes
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -157,6 +158,7 @@ def create_app(
         too_large={"/admin": dashboard.too_large},
         authenticator=authenticator,
         clock=clock,
+        routers=[queue_routes.router],
     )
     dashboard.install(app)
     return app

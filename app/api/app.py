@@ -4,16 +4,16 @@ composition root (app.main) passes in."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.types import ASGIApp
 
-from app.api import approvals, browser, identities, openapi, problems, providers, queues, routes
+from app.api import approvals, browser, identities, openapi, problems, providers, routes
 from app.api.metrics import render as render_metrics
 from app.api.models import Health
 from app.api.problems import CATALOGUE, problem
@@ -51,15 +51,18 @@ def create_api(
     authenticator: Authenticator | None = None,
     *,
     clock: Clock,
+    routers: Sequence[APIRouter] = (),
 ) -> FastAPI:
     """The API; `lifespan` must set `app.state.service` (app.service.runs.RunService),
     `app.state.reads` (app.service.reads.RunReads), `app.state.event_hub`
-    (app.service.live.EventHub), `app.state.queues` (app.service.queues.QueueService),
-    `app.state.keys` (app.service.keys.KeyAdmin) and `app.state.tenants`
-    (app.service.tenants.Tenants) for as long as the app serves. `too_large`: who answers
-    a body over the limit under a path prefix (the dashboard's page under /admin) instead
-    of the JSON problem. `authenticator`: who a bearer key is (default: the keys of
-    AGENTRUN_API_KEYS; the lifespan may replace it: app.main puts `DbKeys` there)."""
+    (app.service.live.EventHub), `app.state.keys` (app.service.keys.KeyAdmin) and
+    `app.state.tenants` (app.service.tenants.Tenants) for as long as the app serves.
+    `too_large`: who answers a body over the limit under a path prefix (the dashboard's
+    page under /admin) instead of the JSON problem. `authenticator`: who a bearer key
+    is (default: the keys of AGENTRUN_API_KEYS; the lifespan may replace it: app.main
+    puts `DbKeys` there).
+    `routers`: the features' routes (each names what its own routes need in `app.state`,
+    as `app.state.queues` for `app.toolqueue.routes`)."""
     app = FastAPI(
         title="agentrun-service",
         version="0.1.0",
@@ -79,7 +82,8 @@ def create_api(
     openapi.install(app)
     app.include_router(routes.router)
     app.include_router(routes.callbacks)
-    app.include_router(queues.router)
+    for router in routers:  # (the features' routes: the composition root names them)
+        app.include_router(router)
     app.include_router(approvals.router)
     app.include_router(browser.router)
     app.include_router(identities.keys_router)

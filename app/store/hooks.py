@@ -8,6 +8,9 @@ store (or any of its callers) knowing the feature exists, as Temporal's intercep
 - `sweeps`: periodic work a feature needs done by some worker (the runs a crash left
   waiting, approvals past their deadline), run by each worker's reaper at the sweep's
   period; what a sweep did is logged with its name.
+- `background`: a feature's loop each worker runs beside its slots while it runs (the
+  webhook sender), opened before the worker starts and closed after it stops, woken by
+  a NOTIFY on its channel.
 
 A hook runs after the commit, so it cannot undo the write; a hook that fails is logged
 and the next hook still runs (a feature keeps a sweep for what a crash between the
@@ -16,12 +19,16 @@ commit and its hook leaves undone). With nothing registered a write pays one tru
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Protocol
 
 import structlog
 
+from app.clock import Clock
+from app.settings import Settings
 from app.store.records import RunRecord
 
 log = structlog.get_logger("agentrun.store")
@@ -39,18 +46,46 @@ class Sweep:
     every: float | None = None  # seconds between two runs; None: at every reap
 
 
+class Loop(Protocol):
+    """One worker's instance of a background loop."""
+
+    async def run(self, woken: asyncio.Event) -> None:
+        """Work until cancelled; `woken` is set when a NOTIFY on the loop's channel
+        arrives (and when the worker's LISTEN connection is re-established)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the loop holds (the worker calls it once the loop has ended)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Background:
+    """A feature's loop that each worker runs: `open(worker id, the worker's settings,
+    its clock)` before the worker starts (a failure stops the worker's start, as its own
+    setup would)."""
+
+    name: str
+    open: Callable[[str, Settings, Clock], Awaitable[Loop]]
+    channel: str | None = None  # the NOTIFY channel that wakes it (None: none)
+
+
 class Hooks:
     """The hooks registered on one store (the composition root registers the features')."""
 
     def __init__(self) -> None:
         self.run_ended: tuple[RunEnded, ...] = ()
         self.sweeps: tuple[Sweep, ...] = ()
+        self.background: tuple[Background, ...] = ()
 
     def on_run_ended(self, hook: RunEnded) -> None:
         self.run_ended = (*self.run_ended, hook)
 
     def add_sweep(self, sweep: Sweep) -> None:
         self.sweeps = (*self.sweeps, sweep)
+
+    def add_background(self, loop: Background) -> None:
+        self.background = (*self.background, loop)
 
     async def ended(self, records: list[RunRecord], now: datetime) -> None:
         """Tell every `run_ended` hook of each of `records` (runs a write just ended)."""

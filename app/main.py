@@ -29,13 +29,13 @@ from app.service import features
 from app.service.keys import Authenticator, DbKeys, KeyAdmin
 from app.service.live import EventHub
 from app.service.operators import OperatorService, hasher_for
-from app.service.queues import QueueService
 from app.service.reads import RunReads
 from app.service.runs import RunService
 from app.service.tenants import Tenants
 from app.settings import Settings
 from app.store.backend.engines import create_engine, engine_for
 from app.store.runs import RunStore
+from app.toolqueue.service import QueueService
 from app.worker.worker import Worker
 
 if TYPE_CHECKING:
@@ -129,6 +129,7 @@ def create_app(
     from app import dashboard
     from app.api.app import create_api
     from app.approvals import routes as approval_routes
+    from app.toolqueue import routes as queue_routes
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -158,7 +159,7 @@ def create_app(
         too_large={"/admin": dashboard.too_large},
         authenticator=authenticator,
         clock=clock,
-        routers=[approval_routes.router],
+        routers=[queue_routes.router, approval_routes.router],
     )
     dashboard.install(app)
     return app

@@ -47,7 +47,7 @@ class Settings(BaseSettings):
     # {"provider:model": {"input": usd, "output": usd, "cached_input": usd}} per 1M tokens
     prices: dict[str, dict[str, float]] = Field(default_factory=dict)
     # {"<queue>": {"max_in_flight": N}}: at most N calls of each tenant's queue of that
-    # name under a live lease at once, across every API process (app.store.queues).
+    # name under a live lease at once, across every API process (app.toolqueue.sql).
     queue_limits: dict[str, dict[str, int]] = Field(default_factory=dict)
     # The deployment's daily budget (every tenant's model calls per UTC day; unset: none),
     # and the output cap a budgeted call gets when its request names none

@@ -29,13 +29,13 @@ from app.clock import SYSTEM_CLOCK  # noqa: E402
 from app.core.lifecycle import RunStatus  # noqa: E402
 from app.service.access import DEFAULT_TENANT  # noqa: E402
 from app.service.live import EventHub  # noqa: E402
-from app.service.queues import QueueService  # noqa: E402
 from app.service.runs import RunService  # noqa: E402
 from app.service.schemas import LeasedResultIn, LeaseIn  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
+from app.store.backend.leases import bell_of  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
-from app.store.queues import bell_of  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
+from app.toolqueue.service import QueueService  # noqa: E402
 from bench.common import (  # noqa: E402
     drop_database,
     fresh_database,

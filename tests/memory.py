@@ -21,10 +21,10 @@ from app.store import changes
 from app.store.backend.base import Changed, ChangeWrite, Lease, NewRun, Row, Wake
 from app.store.changes import Change
 from app.store.lookups import events_after, queue_ahead, secret_named
-from app.store.queues import call_statement
 from app.store.records import NewEvent, RunRecord, ToolCallRecord
 from app.store.rows import tool_row
 from app.store.schema import DEFAULT_TENANT, runs, service_secrets
+from app.toolqueue.sql import call_statement
 
 JSON_COLUMNS = {"waiting_reason", "error", "usage", "config", "metadata", "limits"}
 

@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.types import ASGIApp
 
-from app.api import browser, identities, openapi, problems, providers, queues, routes
+from app.api import browser, identities, openapi, problems, providers, routes
 from app.api.metrics import render as render_metrics
 from app.api.models import Health
 from app.api.problems import CATALOGUE, problem
@@ -55,13 +55,14 @@ def create_api(
 ) -> FastAPI:
     """The API; `lifespan` must set `app.state.service` (app.service.runs.RunService),
     `app.state.reads` (app.service.reads.RunReads), `app.state.event_hub`
-    (app.service.live.EventHub), `app.state.queues` (app.service.queues.QueueService),
-    `app.state.keys` (app.service.keys.KeyAdmin) and `app.state.tenants`
-    (app.service.tenants.Tenants) for as long as the app serves. `too_large`: who answers
-    a body over the limit under a path prefix (the dashboard's page under /admin) instead
-    of the JSON problem. `authenticator`: who a bearer key is (default: the keys of
-    AGENTRUN_API_KEYS; the lifespan may replace it: app.main puts `DbKeys` there).
-    `routers`: the features' routes (app.main passes them: this module knows no feature)."""
+    (app.service.live.EventHub), `app.state.keys` (app.service.keys.KeyAdmin) and
+    `app.state.tenants` (app.service.tenants.Tenants) for as long as the app serves.
+    `too_large`: who answers a body over the limit under a path prefix (the dashboard's
+    page under /admin) instead of the JSON problem. `authenticator`: who a bearer key
+    is (default: the keys of AGENTRUN_API_KEYS; the lifespan may replace it: app.main
+    puts `DbKeys` there).
+    `routers`: the features' routes (each names what its own routes need in `app.state`,
+    as `app.state.queues` for `app.toolqueue.routes`)."""
     app = FastAPI(
         title="agentrun-service",
         version="0.1.0",
@@ -81,8 +82,7 @@ def create_api(
     openapi.install(app)
     app.include_router(routes.router)
     app.include_router(routes.callbacks)
-    app.include_router(queues.router)
-    for router in routers:
+    for router in routers:  # (the features' routes: the composition root names them)
         app.include_router(router)
     app.include_router(browser.router)
     app.include_router(identities.keys_router)

@@ -24,8 +24,8 @@ from app import metrics
 from app.core.lifecycle import ApprovalStatus, RunStatus
 from app.core.scope import Scope
 from app.store.backend.base import QUEUE_CHANNEL, Backend, ChangeWrite, Wake
+from app.store.backend.leases import bell_of
 from app.store.changes import Change
-from app.store.queues import bell_of
 from app.store.records import RunRecord, ToolCallRecord
 from app.store.schema import Timestamp, runs, tool_calls
 

@@ -7,10 +7,12 @@ from app import approvals, conversations
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.runs import RunStore
+from app.webhooks import hooks as webhooks
 
 
 def install(store: RunStore, settings: Settings) -> RunStore:
     """Register every feature's hooks on `store`; returns it."""
     conversations.install(store)
     approvals.install(RunService(store, settings))
+    webhooks.install(store)
     return store

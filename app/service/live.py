@@ -154,7 +154,7 @@ class RunFeed:
 
 
 class QueueBell:
-    """Wakes lease requests waiting for calls of a queue (`app.service.queues`): rung by
+    """Wakes lease requests waiting for calls of a queue (`app.toolqueue.service`): rung by
     the hub's LISTEN connection when a commit offered calls of the queue (NOTIFY, the
     queue's name as payload). A waiter registers before it looks, so a ring while it
     looks is not lost."""

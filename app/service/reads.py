@@ -93,7 +93,7 @@ class RunReads:
 
     async def queue_depths(self, now: datetime) -> list[QueueDepth]:
         """Per tool-call queue: calls waiting for a lease, calls under a live lease."""
-        return await self.store.queue_depths(now)
+        return await gauges.queue_depths(self.store.engine, now)
 
     # --- the dashboard ------------------------------------------------------------------
 

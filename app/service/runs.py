@@ -29,13 +29,6 @@ from app.core.scope import Scope
 from app.core.serde import SCHEMA_VERSION
 from app.service import convert, recorded
 from app.service.access import DEFAULT_TENANT
-from app.service.destinations import (
-    DestinationRefused,
-    DestinationUnresolved,
-    Resolver,
-    check_destination,
-    system_resolver,
-)
 from app.service.errors import IdempotencyKeyReused, InvalidRequest, RunNotFound, RunStateConflict
 from app.service.fairness import fair_key, queue_spot
 from app.service.initial import agent_settings, initial_run
@@ -61,6 +54,13 @@ from app.store.hooks import Continuation, Continuations, Continuing
 from app.store.records import NewEvent, RunRecord, ToolCallRecord
 from app.store.runs import RunStore
 from app.store.waiting import NEVER, Conversation
+from app.webhooks.destinations import (
+    DestinationRefused,
+    DestinationUnresolved,
+    Resolver,
+    check_destination,
+    system_resolver,
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -397,7 +397,7 @@ class ResolutionIn(Body):
     reason: str | None = None
 
 
-# --- the tool-call queue (app.service.queues) ----------------------------------------------
+# --- the tool-call queue (app.toolqueue.service) ----------------------------------------------
 
 #: The longest a lease request may wait for calls (proxies commonly cut idle requests at 60 s).
 MAX_LEASE_WAIT_SECONDS = 60.0

@@ -11,8 +11,7 @@ changes the service can put views of its own here, in one place.
 from __future__ import annotations
 
 from app.service.submissions import SubmitOutcome
-from app.store.gauges import Gauges
-from app.store.queues import QueueDepth
+from app.store.gauges import Gauges, QueueDepth
 from app.store.records import (
     APPROVAL_APPROVED,
     APPROVAL_PENDING,

@@ -25,7 +25,7 @@ class ToolDef:
     name: str
     description: str
     parameters: Any  # the tool's JSON Schema
-    queue: str | None  # the executors' queue that serves it (app.store.queues)
+    queue: str | None  # the executors' queue that serves it (app.toolqueue.sql)
     approval: Any = None  # its approval policy as given (None: the run's)
 
 

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.core.lifecycle import OutboxStatus, RunStatus
 from app.store.backend.forms import forms_for
 from app.store.records import utc
-from app.store.schema import runs, webhook_outbox
+from app.store.schema import runs, tool_calls, webhook_outbox
 
 #: Deliveries a scrape counts: waiting to be sent, and given up (delivered ones pile up).
 OPEN_DELIVERIES = (OutboxStatus.PENDING.value, OutboxStatus.FAILED.value)
@@ -82,6 +82,33 @@ async def read(engine: AsyncEngine, now: datetime, edges: Sequence[float]) -> Ga
         oldest_suspended=utc(oldest),
         deliveries={s: states.get(s, 0) for s in OPEN_DELIVERIES},
     )
+
+
+@dataclass(frozen=True, slots=True)
+class QueueDepth:
+    queue: str
+    queued: int  # unanswered calls no live lease holds (never leased, or lapsed)
+    leased: int  # calls under a live lease
+
+
+async def queue_depths(engine: AsyncEngine, now: datetime) -> list[QueueDepth]:
+    """Per tool-call queue: unanswered calls waiting for a lease, and calls under a live
+    lease (the executors' queue, `app.toolqueue`, as /metrics shows it)."""
+    tc = tool_calls
+    live = sa.and_(tc.c.lease_owner.is_not(None), tc.c.lease_expires_at > now)
+    stmt = (
+        sa.select(
+            tc.c.queue,
+            sa.func.sum(sa.case((live, 0), else_=1)),
+            sa.func.sum(sa.case((live, 1), else_=0)),
+        )
+        .where(tc.c.queue.is_not(None), tc.c.result_hash.is_(None))
+        .group_by(tc.c.queue)
+        .order_by(tc.c.queue)
+    )
+    async with engine.connect() as conn:
+        rows = (await conn.execute(stmt)).all()
+    return [QueueDepth(q, int(a), int(b)) for q, a, b in rows]
 
 
 def throttled_statement(now: datetime) -> Any:

@@ -18,6 +18,9 @@ store (or any of its callers) knowing the feature exists, as Temporal's intercep
   (`Continuations`; conversations). None registered: such a create is refused.
 - `may_reopen`: asked before an operator's retry puts an ended run back in the queue;
   a check refuses by raising (a conversation that went on from the run).
+- `background`: a feature's loop each worker runs beside its slots while it runs (the
+  webhook sender), opened before the worker starts and closed after it stops, woken by
+  a NOTIFY on its channel.
 
 A hook runs after the commit, so it cannot undo the write; a hook that fails is logged
 and the next hook still runs (a feature keeps a sweep for what a crash between the
@@ -26,6 +29,7 @@ commit and its hook leaves undone). With nothing registered a write pays one tru
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -33,8 +37,10 @@ from typing import Any, Protocol
 
 import structlog
 
+from app.clock import Clock
 from app.core import Message
 from app.core.scope import Scope
+from app.settings import Settings
 from app.store.config import RunConfig
 from app.store.records import NewToolCall, RunRecord
 
@@ -118,6 +124,30 @@ class Continuations(Protocol):
         ...
 
 
+class Loop(Protocol):
+    """One worker's instance of a background loop."""
+
+    async def run(self, woken: asyncio.Event) -> None:
+        """Work until cancelled; `woken` is set when a NOTIFY on the loop's channel
+        arrives (and when the worker's LISTEN connection is re-established)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the loop holds (the worker calls it once the loop has ended)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Background:
+    """A feature's loop that each worker runs: `open(worker id, the worker's settings,
+    its clock)` before the worker starts (a failure stops the worker's start, as its own
+    setup would)."""
+
+    name: str
+    open: Callable[[str, Settings, Clock], Awaitable[Loop]]
+    channel: str | None = None  # the NOTIFY channel that wakes it (None: none)
+
+
 class Hooks:
     """The hooks registered on one store (the composition root registers the features')."""
 
@@ -129,6 +159,7 @@ class Hooks:
         self.create_trims: tuple[CreateTrim, ...] = ()
         self.continuations: Continuations | None = None
         self.may_reopen: tuple[MayReopen, ...] = ()
+        self.background: tuple[Background, ...] = ()
 
     def on_run_ended(self, hook: RunEnded) -> None:
         self.run_ended = (*self.run_ended, hook)
@@ -164,6 +195,9 @@ class Hooks:
 
     def on_may_reopen(self, check: MayReopen) -> None:
         self.may_reopen = (*self.may_reopen, check)
+
+    def add_background(self, loop: Background) -> None:
+        self.background = (*self.background, loop)
 
     async def ended(self, records: list[RunRecord], now: datetime) -> None:
         """Tell every `run_ended` hook of each of `records` (runs a write just ended)."""

@@ -203,7 +203,7 @@ class ToolCallRecord:
     result: Any
     result_hash: str | None
     submitted_at: datetime | None
-    queue: str | None = None  # the executors' queue that leases it (app.store.queues)
+    queue: str | None = None  # the executors' queue that leases it (app.toolqueue.sql)
     lease_owner: str | None = None
     lease_token: str | None = None
     lease_expires_at: datetime | None = None  # a call never leased: when it was offered

@@ -129,7 +129,7 @@ def webhook_targets(config: dict[str, Any], global_url: str | None) -> list[tupl
 
 def tool_row(c: NewToolCall, round: int | None, now: datetime) -> dict[str, Any]:
     """The `tool_calls` columns of one pending call. A queued call is leasable from
-    now on (`lease_expires_at`: see app.store.queues); a gated call (`approval`
+    now on (`lease_expires_at`: see app.toolqueue.sql); a gated call (`approval`
     pending) is in no queue until approved (app.approvals.rows)."""
     queued = c.queue is not None and c.preresolved_result is None and c.approval is None
     return {

@@ -4,8 +4,9 @@ their methods so the service and the worker hold one object.
 
 - `transitions` (`app.store.transitions`): create, apply a change, claim, sweeps;
 - `lookups` (`app.store.lookups`): runs, their pending calls, events, counts, secrets;
-- `queue` (`app.store.queues`): the executors' tool-call queue;
-- `outbox` (`app.store.outbox`): webhook deliveries;
+- `outbox` (`app.webhooks.outbox`): webhook deliveries (a debt: the kernel composes a
+  feature's repository; the tool-call queue's, `app.toolqueue.sql`, is built by its
+  feature from `backend`);
 - `watchers` (`app.store.watchers`): which runs live streams watch;
 - `identities` (`app.store.identities`): tenants and API keys;
 - `flow` (`app.store.flow`): the shared limits' buckets.
@@ -30,11 +31,10 @@ from app.store.flow import FlowLimits
 from app.store.hooks import Hooks
 from app.store.identities import Identities
 from app.store.lookups import Lookups
-from app.store.outbox import Outbox
-from app.store.queues import ToolCallQueue
 from app.store.slots import FlowSlots
 from app.store.transitions import Transitions
 from app.store.watchers import Watchers
+from app.webhooks.outbox import Outbox
 
 __all__ = [
     "EVENTS_CHANNEL",
@@ -79,10 +79,6 @@ class RunStore:
             r.usage_totals,
             r.secret,
         )
-
-        self.queue = q = ToolCallQueue(self.backend)
-        self.lease_calls, self.extend_lease = q.lease_calls, q.extend_lease
-        self.next_offer, self.call_row, self.queue_depths = q.next_offer, q.call_row, q.queue_depths
 
         self.outbox = o = Outbox(self.backend)
         self.claim_webhooks, self.finish_webhook = o.claim_webhooks, o.finish_webhook

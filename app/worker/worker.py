@@ -32,13 +32,13 @@ from app.store import changes
 from app.store.errors import is_unavailable
 from app.store.flow import FLOW_CHANNEL
 from app.store.fold import FOLD_BATCH, fold_batch, forget_endings
+from app.store.hooks import Background, Loop
 from app.store.records import RunRecord
 from app.store.retention import purge_batch
-from app.store.runs import NOTIFY_CHANNEL, STOP_CHANNEL, WEBHOOKS_CHANNEL, RunStore
+from app.store.runs import NOTIFY_CHANNEL, STOP_CHANNEL, RunStore
 from app.worker.driver import ProviderFactory, RunDriver
 from app.worker.providers import make_provider
 from app.worker.stops import Stops
-from app.worker.webhooks import WebhookSender, new_secret
 
 log = structlog.get_logger("agentrun.worker")
 
@@ -77,11 +77,12 @@ class Worker:
         self._held: dict[str, int] = {}  # run id -> fencing token, claimed until released
         # Runs whose drive a database outage broke: released once the database answers.
         self._give_back: dict[str, int] = {}
-        self._webhooks_due = asyncio.Event()
         self._sweeps_due: dict[str, float] = {}  # (monotonic) when a periodic sweep is next due
         self.stops = Stops()  # the model calls in flight, told when their run is taken
         self.driver: RunDriver | None = None
-        self.sender: WebhookSender | None = None
+        # The features' background loops (`app.store.hooks.Background`), opened by `run`,
+        # each with what wakes it.
+        self.loops: list[tuple[Background, Loop, asyncio.Event]] = []
 
     def wake(self) -> None:
         """Runs may be due (a notification, a re-queue): claim for the idle slots."""
@@ -105,17 +106,14 @@ class Worker:
             stops=self.stops,
             profiles=self.profiles,
         )
-        secret = self.settings.webhook_secret or await self.store.secret(
-            "webhook_secret", new_secret
-        )
-        self.sender = WebhookSender(
-            self.store, self.settings, self.worker_id, secret, clock=self.clock
-        )
+        for loop in self.store.hooks.background:
+            opened = await loop.open(self.worker_id, self.settings, self.clock)
+            self.loops.append((loop, opened, asyncio.Event()))
         log.info("worker started", worker=self.worker_id, concurrency=self.concurrency)
         background = [
             asyncio.create_task(self._reaper()),
-            asyncio.create_task(self._deliver_webhooks()),
             asyncio.create_task(self._fold()),
+            *[asyncio.create_task(opened.run(woken)) for _, opened, woken in self.loops],
         ]
         if self.settings.retention_days > 0:
             background.append(asyncio.create_task(self._retention()))
@@ -145,7 +143,8 @@ class Worker:
                 task.exception()  # (retrieved: an ended loop already logged its failure)
         if stuck:
             log.warning("background tasks did not stop in time", tasks=len(stuck))
-        await self.sender.aclose()
+        for _, opened, _ in self.loops:
+            await opened.aclose()
         log.info("worker stopped", worker=self.worker_id)
 
     async def _slot(self) -> None:
@@ -227,18 +226,6 @@ class Worker:
         done, _ = await self.store.apply(run_id, change, now, scope=Scope.ALL)
         return done is not None
 
-    async def _deliver_webhooks(self) -> None:
-        assert self.sender is not None
-        timeout = self.settings.poll_interval if not self.store.notifies else 1.0
-        while True:
-            try:
-                await self.sender.deliver_due()
-            except Exception:
-                log.exception("webhook delivery loop failed")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._webhooks_due.wait(), timeout)
-            self._webhooks_due.clear()
-
     async def _reaper(self) -> None:
         while True:
             try:
@@ -316,20 +303,23 @@ class Worker:
             try:
                 async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
-                    await conn.execute(f"LISTEN {WEBHOOKS_CHANNEL}")
                     await conn.execute(f"LISTEN {STOP_CHANNEL}")
                     await conn.execute(f"LISTEN {FLOW_CHANNEL}")
+                    woken = {b.channel: e for b, _, e in self.loops if b.channel is not None}
+                    for channel in woken:  # (the features' background loops')
+                        await conn.execute(f"LISTEN {channel}")
                     if self.driver is not None:  # (keys a 429 slowed meanwhile)
                         await self.driver.flow.catch_up(self.clock.now())
                     self.wake()  # catch up on what was queued meanwhile
-                    self._webhooks_due.set()
+                    for event in woken.values():
+                        event.set()
                     for run_id in self.stops.held:  # (a stop missed meanwhile: ask now)
                         self.stops.signal(run_id)
                     async for notification in conn.notifies():
                         if notification.channel == STOP_CHANNEL:
                             self.stops.signal(notification.payload)
-                        elif notification.channel == WEBHOOKS_CHANNEL:
-                            self._webhooks_due.set()
+                        elif notification.channel in woken:
+                            woken[notification.channel].set()
                         elif notification.channel == FLOW_CHANNEL:  # (a 429 slowed keys)
                             if self.driver is not None:
                                 self.driver.flow.heard(notification.payload)

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 
 from app.service.runs import RunService
+from app.toolqueue.sql import ToolCallQueue
 from tests.helpers import suspended_run
 
 
@@ -18,8 +19,9 @@ async def test_the_run_page_shows_each_calls_queue_and_lease(
     assert "Queue <code>gpu</code>: waiting for an executor." in page
     now = datetime.now(UTC)
     store = service.store
-    await store.lease_calls("gpu", "box-1:77", now, now + timedelta(seconds=60), 1)
-    await store.lease_calls("gpu", "box-2:78", now, now - timedelta(seconds=1), 1)
+    queue = ToolCallQueue(store.backend)
+    await queue.lease_calls("gpu", "box-1:77", now, now + timedelta(seconds=60), 1)
+    await queue.lease_calls("gpu", "box-2:78", now, now - timedelta(seconds=1), 1)
     page = (await admin.get(f"/admin/runs/{view.record.id}")).text
     first = page.split('id="lease-0"')[1].split("</p>")[0]
     second = page.split('id="lease-1"')[1].split("</p>")[0]

@@ -34,6 +34,7 @@ from app.store.migrate import alembic_config, upgrade_to_head
 from app.store.records import RUN_USAGE_KEYS, NewEvent
 from app.store.runs import RunStore
 from app.store.schema import metadata
+from app.toolqueue.sql import ToolCallQueue
 from tests.conftest import fresh_database, make_settings
 from tests.helpers import drive_once, results_for, run_body, suspended_run
 
@@ -333,8 +334,9 @@ async def test_runs_stored_before_0013_land_in_the_default_tenant_and_complete(
         # The queued call is the default tenant's `gpu` queue's (and no other tenant's).
         now = datetime.now(UTC)
         later = now + timedelta(seconds=30)
-        assert await store.lease_calls("gpu", "ex", now, later, 9, "acme") == []
-        leased = await store.lease_calls("gpu", "ex", now, later, 9, DEFAULT_TENANT)
+        queue = ToolCallQueue(store.backend)
+        assert await queue.lease_calls("gpu", "ex", now, later, 9, "acme") == []
+        leased = await queue.lease_calls("gpu", "ex", now, later, 9, DEFAULT_TENANT)
         assert {c.run_id for c in leased} == {suspended[1].record.id}
         for view in suspended:
             current = await service.get_run(view.record.id, scope=Scope.of(DEFAULT_TENANT))

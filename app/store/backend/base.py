@@ -76,7 +76,7 @@ class NewRun:
 
 @dataclass(frozen=True, slots=True)
 class Lease:
-    """A lease of a queue's calls (`app.store.queues.ToolCallQueue.lease_calls`)."""
+    """A lease of a queue's calls (`app.toolqueue.sql.ToolCallQueue.lease_calls`)."""
 
     queue: str
     owner: str
@@ -193,7 +193,7 @@ class Backend(Forms, Protocol):
         ...
 
     async def lease_calls(self, lease: Lease) -> list[ToolCallRecord]:
-        """Lease a queue's due calls, with their runs' events (`app.store.queues`)."""
+        """Lease a queue's due calls, with their runs' events (`app.store.backend.leases`)."""
         ...
 
     async def watch(self, watcher: str, run_ids: Sequence[str], ttl_seconds: float) -> None:

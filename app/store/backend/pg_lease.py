@@ -1,4 +1,4 @@
-"""PostgreSQL's lease of a queue's calls: one statement (`app.store.queues` says what a
+"""PostgreSQL's lease of a queue's calls: one statement (`app.toolqueue.sql` says what a
 lease does)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sqlalchemy as sa
 
 from app.core.events import EventType as E
 from app.store.backend.base import EVENTS_CHANNEL
+from app.store.backend.leases import leasable_calls
 from app.store.backend.pg_statements import notify_each
-from app.store.queues import leasable_calls
 from app.store.schema import Timestamp, run_events, runs, tool_calls
 
 tc = tool_calls

@@ -34,12 +34,12 @@ from app.store.backend.base import (
 )
 from app.store.backend.direct import Compiled, DirectPool, compile_statement
 from app.store.backend.forms import PostgresForms
+from app.store.backend.leases import bell_of, in_flight_statement
 from app.store.backend.pg_lease import lease_statement
 from app.store.backend.pg_reads import PgReads
 from app.store.backend.pg_statements import PgStatements, Shape
 from app.store.changes import Change
 from app.store.lookups import key_params, run_by
-from app.store.queues import bell_of, in_flight_statement
 from app.store.records import NewEvent, RunRecord, ToolCallRecord
 from app.store.rows import EventPlan, ledger_row, tool_row, webhook_targets
 from app.store.schema import run_watchers

@@ -47,7 +47,7 @@ class Change:
     round: int | None = None
     answers: tuple[Answer, ...] = ()
     notify: bool = False  # wake the workers once committed (the run is due now)
-    closes_calls: bool = False  # its unanswered calls leave their queue (app.store.queues)
+    closes_calls: bool = False  # its unanswered calls leave their queue (app.toolqueue.sql)
     # A worker may hold the run mid-call: tell it to stop at once (STOP_CHANNEL, the run id)
     # rather than at its next heartbeat (app.worker.stops).
     stops: bool = False

@@ -39,7 +39,7 @@ tool_calls = sa.Table(
     sa.Column("result", GivenJson),  # (a tool's output as given: the model sees it)
     sa.Column("result_hash", sa.String(64)),
     sa.Column("submitted_at", Timestamp),
-    # The tool-call queue (app.store.queues): the queue whose executors lease the call
+    # The tool-call queue (app.toolqueue.sql): the queue whose executors lease the call
     # (null: served by whoever answers the run); its current lease, fenced by a token
     # that each lease draws anew; and until when: for a call never leased, when it was
     # offered (it is leasable once this has passed); the leases it has had.

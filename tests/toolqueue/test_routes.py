@@ -12,7 +12,7 @@ import pytest
 
 from app.service.access import DEFAULT_TENANT
 from app.settings import Settings
-from app.store.queues import bell_of
+from app.store.backend.leases import bell_of
 from app.store.runs import RunStore
 from tests.api.test_runs_api import assert_problem, body, suspend
 from tests.metrics_support import sample

@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from app.service.destinations import (
+from app.webhooks.destinations import (
     DestinationRefused,
     DestinationUnresolved,
     address_refusal,

@@ -1,5 +1,5 @@
 """`/v1/queues`: executors without a public address lease tool calls of the runs that
-name their queue, extend their leases, and answer through them (`app.service.queues`;
+name their queue, extend their leases, and answer through them (`app.toolqueue.service`;
 the protocol: docs/queue.md)."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from app.api.live import ClientGone, while_connected
 from app.api.models import ToolResultsOut
 from app.api.problems import responses
 from app.api.routes import AUTH, Service, Worker, json_body, results_out
-from app.service.queues import QueueService
 from app.service.schemas import QUEUE_NAME, HeartbeatIn, LeasedResultIn, LeaseIn
 from app.service.types import ToolCallRecord
 from app.timestamps import Timestamp
+from app.toolqueue.service import QueueService
 
 router = APIRouter(prefix="/v1/queues", tags=["queues"])
 

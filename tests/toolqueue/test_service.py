@@ -24,13 +24,13 @@ from app.service.errors import (
     ToolResultConflict,
 )
 from app.service.live import EventHub
-from app.service.queues import Lease, QueueService
 from app.service.runs import RunService
 from app.service.schemas import HeartbeatIn, LeasedResultIn, LeaseIn
 from app.settings import Settings
-from app.store.queues import bell_of
+from app.store.backend.leases import bell_of
 from app.store.records import ToolCallRecord
 from app.store.runs import RunStore
+from app.toolqueue.service import Lease, QueueService
 from tests.helpers import cancel_inside, drive_once, run_body, suspended_run, wait_for
 
 
@@ -312,4 +312,4 @@ async def test_a_lease_cancelled_inside_its_store_call_lets_the_call_finish(
     a transaction, is not cut off (on SQLite that could leave the write lock held): the
     caller is cancelled at once, the call completes."""
     polling = queues.lease("q", lease_in(wait=5), "key")
-    assert await cancel_inside(queues.store, "lease_calls", polling, monkeypatch) == [[]]
+    assert await cancel_inside(queues.calls, "lease_calls", polling, monkeypatch) == [[]]

@@ -48,9 +48,10 @@ from app.service.schemas import HeartbeatIn, LeasedResultIn, LeaseIn
 from app.service.shielded import whole
 from app.service.submissions import SUBMIT_ATTEMPTS, SubmitOutcome, SubmittedResult, decide
 from app.service.tokens import lease_signature
+from app.store.backend.leases import bell_of
 from app.store.errors import NotFoundError
-from app.store.queues import bell_of
 from app.store.records import ToolCallRecord
+from app.toolqueue.sql import ToolCallQueue
 
 #: A lease token: the call (run, round, position), the lease's own random part and the
 #: service's signature of them (absent from tokens of earlier releases).
@@ -103,6 +104,7 @@ class QueueService:
     ) -> None:
         self.service = service
         self.store = service.store
+        self.calls = ToolCallQueue(service.store.backend)  # (this feature's SQL)
         self.clock = service.clock
         self.hub = hub  # its LISTEN connection rings the bell (started at the first lease)
         self._bell = hub.bell if hub is not None else QueueBell()
@@ -151,7 +153,7 @@ class QueueService:
                 now = self.clock.now()
                 until = now + timedelta(seconds=body.lease_seconds)
                 calls = await whole(
-                    self.store.lease_calls(queue, owner, now, until, body.limit, tenant, limited)
+                    self.calls.lease_calls(queue, owner, now, until, body.limit, tenant, limited)
                 )
                 metrics.tool_calls_leased(queue, [c.attempts for c in calls])
                 remaining = deadline - self.clock.monotonic()
@@ -160,7 +162,7 @@ class QueueService:
                 pause = min(remaining, self.fallback_seconds)
                 # (A limited queue may have due calls it may not hand out: not a reason to
                 # look again at once; its bell or the fallback brings it back.)
-                due = None if limited else await whole(self.store.next_offer(queue, tenant))
+                due = None if limited else await whole(self.calls.next_offer(queue, tenant))
                 if due is not None:  # a lease lapses then (or a call is due but was busy)
                     until_due = (due - self.clock.now()).total_seconds()
                     pause = min(pause, max(until_due, MIN_PAUSE_SECONDS))
@@ -185,12 +187,12 @@ class QueueService:
         since is extended."""
         lease, issued = await self._parse(queue, token)
         until = self.clock.now() + timedelta(seconds=body.lease_seconds)
-        extended = await self.store.extend_lease(
+        extended = await self.calls.extend_lease(
             lease.run_id, lease.round, lease.position, lease.nonce, queue, until, tenant
         )
         if extended is not None:
             return extended
-        row = await self.store.call_row(lease.run_id, lease.round, lease.position, Scope.of(tenant))
+        row = await self.calls.call_row(lease.run_id, lease.round, lease.position, Scope.of(tenant))
         if row is None or (row.queue is not None and row.queue != queue):
             raise LeaseNotFound(f"no lease {token} in queue {queue}")
         if not (issued or row.lease_token == lease.nonce):
@@ -226,7 +228,7 @@ class QueueService:
             row = (
                 next((c for c in pending.calls if c.position == lease.position), None)
                 if current
-                else await self.store.call_row(
+                else await self.calls.call_row(
                     lease.run_id, lease.round, lease.position, Scope.of(tenant)
                 )
             )

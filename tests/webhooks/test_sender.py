@@ -20,7 +20,7 @@ from app.service.runs import RunService
 from app.service.schemas import ToolResultsIn
 from app.settings import Settings
 from app.store.runs import RunStore
-from app.worker.webhooks import WebhookSender
+from app.webhooks.sender import WebhookSender
 from tests.conftest import make_settings
 from tests.helpers import drive_once, results_for, run_body, running_worker, wait_for, wait_status
 from tests.metrics_support import counted, sample

@@ -15,7 +15,13 @@ from app.service.runs import RunService
 from app.settings import Settings
 from app.store.backend.engines import create_engine
 from app.store.runs import RunStore
+from app.toolqueue.sql import ToolCallQueue
 from tests.helpers import counts_at_once, suspended_run
+
+
+def queue(store: RunStore) -> ToolCallQueue:
+    """The queue's SQL over `store`'s backend (`app.toolqueue.sql`)."""
+    return ToolCallQueue(store.backend)
 
 
 def later(seconds: float) -> datetime:
@@ -33,19 +39,22 @@ async def test_a_lease_hands_out_no_more_than_the_limit(
     store: RunStore, settings: Settings
 ) -> None:
     await offered(store, settings, 3)
-    first = await store.lease_calls("gpu", "ex-1", later(0), later(30), 10, max_in_flight=4)
+    first = await queue(store).lease_calls("gpu", "ex-1", later(0), later(30), 10, max_in_flight=4)
     assert len(first) == 4
-    assert await store.lease_calls("gpu", "ex-2", later(0), later(30), 10, max_in_flight=4) == []
-    unlimited = await store.lease_calls("gpu", "ex-3", later(0), later(30), 10)
+    assert (
+        await queue(store).lease_calls("gpu", "ex-2", later(0), later(30), 10, max_in_flight=4)
+        == []
+    )
+    unlimited = await queue(store).lease_calls("gpu", "ex-3", later(0), later(30), 10)
     assert len(unlimited) == 2  # (no limit given: the rest)
     # Lapsed leases are not in flight: past their expiry, four may go again.
-    again = await store.lease_calls("gpu", "ex-4", later(60), later(90), 10, max_in_flight=4)
+    again = await queue(store).lease_calls("gpu", "ex-4", later(60), later(90), 10, max_in_flight=4)
     assert len(again) == 4
 
 
 async def test_answered_calls_free_their_place(store: RunStore, settings: Settings) -> None:
     await offered(store, settings, 2)
-    leased = await store.lease_calls("gpu", "ex-1", later(0), later(30), 10, max_in_flight=2)
+    leased = await queue(store).lease_calls("gpu", "ex-1", later(0), later(30), 10, max_in_flight=2)
     assert len(leased) == 2 and leased[0].run_id == leased[1].run_id
     service = RunService(store, settings)
     from app.service.schemas import ToolResultsIn
@@ -54,7 +63,7 @@ async def test_answered_calls_free_their_place(store: RunStore, settings: Settin
         {"results": [{"tool_call_id": c.call_id, "output": "3"} for c in leased]}
     )
     await service.submit_tool_results(body, run_id=leased[0].run_id, scope=Scope.ALL)
-    more = await store.lease_calls("gpu", "ex-2", later(0), later(30), 10, max_in_flight=2)
+    more = await queue(store).lease_calls("gpu", "ex-2", later(0), later(30), 10, max_in_flight=2)
     assert len(more) == 2 and more[0].run_id != leased[0].run_id
 
 
@@ -68,7 +77,9 @@ async def test_concurrent_leases_from_many_processes_never_overshoot(
         for round_ in range(3):
             now = later(100 * round_)  # each round: the previous round's leases lapsed
             leases = [
-                s.lease_calls("gpu", f"ex-{i}", now, now + timedelta(seconds=30), 3, "default", 5)
+                queue(s).lease_calls(
+                    "gpu", f"ex-{i}", now, now + timedelta(seconds=30), 3, "default", 5
+                )
                 for i, s in enumerate(others * 2)
             ]
             got = [c for batch in await asyncio.gather(*leases) for c in batch]
@@ -84,15 +95,17 @@ import asyncio, os, sys
 from datetime import UTC, datetime, timedelta
 from app.store.backend.engines import create_engine
 from app.store.runs import RunStore
+from app.toolqueue.sql import ToolCallQueue
 
 async def main() -> None:
     store = RunStore(create_engine(sys.argv[1]))
-    await store.next_offer("gpu")  # connected: the lease below is all that is left
+    queue = ToolCallQueue(store.backend)
+    await queue.next_offer("gpu")  # connected: the lease below is all that is left
     print("ready", flush=True)
     sys.stdin.readline()
     now = datetime.now(UTC)
     until = now + timedelta(seconds=30)
-    calls = await store.lease_calls("gpu", f"p{os.getpid()}", now, until, 3, "default", 5)
+    calls = await queue.lease_calls("gpu", f"p{os.getpid()}", now, until, 3, "default", 5)
     print(len(calls), flush=True)
     await store.aclose()
 

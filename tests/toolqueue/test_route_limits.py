@@ -11,10 +11,10 @@ import pytest
 from app.settings import Settings
 from app.store.runs import RunStore
 from tests.api.conftest import KEY
-from tests.api.test_queues import lease
 from tests.api.test_runs_api import suspend
 from tests.conftest import make_settings
 from tests.helpers import api_client
+from tests.toolqueue.test_routes import lease
 
 
 @pytest.fixture

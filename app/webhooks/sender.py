@@ -3,7 +3,7 @@
 Rows reach the outbox in the same transaction as the state change they announce, so a
 crash loses none; workers deliver them at least once. `webhook-id` is stable across
 retries, so receivers deduplicate. Destinations are checked before every delivery and
-the request connects to the address that was checked (`app.service.destinations`, the
+the request connects to the address that was checked (`app.webhooks.destinations`, the
 SSRF guard); redirects are never followed; every request times out.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import random
 import secrets
 from datetime import timedelta
@@ -24,7 +25,10 @@ from standardwebhooks import Webhook
 from app import metrics, tracing
 from app.clock import Clock
 from app.providers.backoff import backoff_delay
-from app.service.destinations import (
+from app.settings import Settings
+from app.store.records import WebhookRecord
+from app.store.runs import RunStore
+from app.webhooks.destinations import (
     Destination,
     DestinationRefused,
     DestinationUnresolved,
@@ -32,9 +36,6 @@ from app.service.destinations import (
     check_destination,
     system_resolver,
 )
-from app.settings import Settings
-from app.store.records import WebhookRecord
-from app.store.runs import RunStore
 
 log = structlog.get_logger("agentrun.webhooks")
 
@@ -68,6 +69,19 @@ class WebhookSender:
 
     async def aclose(self) -> None:
         await self.client.aclose()
+
+    async def run(self, woken: asyncio.Event) -> None:
+        """Deliver what is due, then again when woken (a commit wrote outbox rows) or
+        after a poll (the poll interval without NOTIFY), until cancelled."""
+        timeout = self.settings.poll_interval if not self.store.notifies else 1.0
+        while True:
+            try:
+                await self.deliver_due()
+            except Exception:
+                log.exception("webhook delivery loop failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(woken.wait(), timeout)
+            woken.clear()
 
     async def deliver_due(self) -> int:
         """Send every due delivery (a batch at a time); how many were attempted."""

@@ -18,9 +18,14 @@ from app.settings import Settings
 from app.store import changes
 from app.store.backend.pg_lease import lease_statement
 from app.store.backend.postgres import PostgresBackend
-from app.store.queues import call_statement, extend_statement, next_due_statement
 from app.store.runs import RunStore
+from app.toolqueue.sql import ToolCallQueue, call_statement, extend_statement, next_due_statement
 from tests.helpers import ADD_TOOL, drive_once, run_body, suspended_run
+
+
+def queue(store: RunStore) -> ToolCallQueue:
+    """The queue's SQL over `store`'s backend (`app.toolqueue.sql`)."""
+    return ToolCallQueue(store.backend)
 
 
 @pytest.fixture
@@ -41,7 +46,7 @@ async def test_a_suspension_offers_its_calls_and_a_lease_takes_them(
     assert [c.queue for c in view.pending] == ["math", "math"]
     assert all(c.lease_expires_at is not None and c.attempts == 0 for c in view.pending)
 
-    leased = await store.lease_calls("math", "ex-1", later(0), later(30), 10)
+    leased = await queue(store).lease_calls("math", "ex-1", later(0), later(30), 10)
 
     assert [(c.run_id, c.position, c.attempts, c.lease_owner) for c in leased] == [
         (view.record.id, 0, 1, "ex-1"),
@@ -66,8 +71,8 @@ async def test_a_suspension_offers_its_calls_and_a_lease_takes_them(
     }
     assert events[0].data["lease_expires_at"].endswith("Z")
     # Held: nothing more to lease, of this queue or another.
-    assert await store.lease_calls("math", "ex-2", later(0), later(30), 10) == []
-    assert await store.lease_calls("other", "ex-2", later(0), later(30), 10) == []
+    assert await queue(store).lease_calls("math", "ex-2", later(0), later(30), 10) == []
+    assert await queue(store).lease_calls("other", "ex-2", later(0), later(30), 10) == []
 
 
 async def test_a_lease_takes_at_most_limit_calls_oldest_offer_first(
@@ -75,13 +80,13 @@ async def test_a_lease_takes_at_most_limit_calls_oldest_offer_first(
 ) -> None:
     first = await suspended_run(service, tool_queue="q")
     second = await suspended_run(service, tool_queue="q")
-    taken = await store.lease_calls("q", "ex", later(0), later(30), 3)
+    taken = await queue(store).lease_calls("q", "ex", later(0), later(30), 3)
     assert [(c.run_id, c.position) for c in taken] == [
         (first.record.id, 0),
         (first.record.id, 1),
         (second.record.id, 0),
     ]
-    rest = await store.lease_calls("q", "ex", later(0), later(30), 3)
+    rest = await queue(store).lease_calls("q", "ex", later(0), later(30), 3)
     assert [(c.run_id, c.position) for c in rest] == [(second.record.id, 1)]
 
 
@@ -89,10 +94,12 @@ async def test_a_lapsed_lease_is_taken_again_with_a_new_token(
     store: RunStore, service: RunService
 ) -> None:
     view = await suspended_run(service, tool_queue="q")
-    first = await store.lease_calls("q", "ex-1", later(0), later(1), 1)
+    first = await queue(store).lease_calls("q", "ex-1", later(0), later(1), 1)
     assert len(first) == 1
-    assert await store.lease_calls("q", "ex-2", later(0.5), later(30), 1) != first  # the other
-    again = await store.lease_calls("q", "ex-2", later(2), later(30), 5)
+    assert (
+        await queue(store).lease_calls("q", "ex-2", later(0.5), later(30), 1) != first
+    )  # the other
+    again = await queue(store).lease_calls("q", "ex-2", later(2), later(30), 5)
     assert [(c.position, c.attempts, c.lease_owner) for c in again] == [(0, 2, "ex-2")]
     assert again[0].lease_token != first[0].lease_token
     events = await store.events(view.record.id)
@@ -114,36 +121,36 @@ async def test_heartbeats_extend_only_the_current_lease(
     store: RunStore, service: RunService
 ) -> None:
     await suspended_run(service, tool_queue="q")
-    (call,) = await store.lease_calls("q", "ex-1", later(0), later(1), 1)
+    (call,) = await queue(store).lease_calls("q", "ex-1", later(0), later(1), 1)
     assert call.lease_token is not None
     key = (call.run_id, call.round, call.position)
     until = later(60)
-    assert await store.extend_lease(*key, call.lease_token, "q", until) == until
-    assert await store.extend_lease(*key, call.lease_token, "other", until) is None
-    assert await store.extend_lease(*key, "0" * 32, "q", until) is None
+    assert await queue(store).extend_lease(*key, call.lease_token, "q", until) == until
+    assert await queue(store).extend_lease(*key, call.lease_token, "other", until) is None
+    assert await queue(store).extend_lease(*key, "0" * 32, "q", until) is None
     # Extended: not lapsed at +2 s; at +61 s it is, and the next lease takes it.
-    other = await store.lease_calls("q", "ex-2", later(2), later(600), 9)
+    other = await queue(store).lease_calls("q", "ex-2", later(2), later(600), 9)
     assert [c.position for c in other] == [1]
-    (again,) = await store.lease_calls("q", "ex-2", later(61), later(90), 9)
+    (again,) = await queue(store).lease_calls("q", "ex-2", later(61), later(90), 9)
     assert again.position == 0 and again.attempts == 2
-    assert await store.extend_lease(*key, call.lease_token, "q", later(120)) is None
-    row = await store.call_row(*key, scope=Scope.ALL)
+    assert await queue(store).extend_lease(*key, call.lease_token, "q", later(120)) is None
+    row = await queue(store).call_row(*key, scope=Scope.ALL)
     assert row is not None and row.lease_token == again.lease_token
 
 
 async def test_next_offer_is_the_earliest_call_or_lapse(
     store: RunStore, service: RunService
 ) -> None:
-    assert await store.next_offer("q") is None
+    assert await queue(store).next_offer("q") is None
     view = await suspended_run(service, tool_queue="q")
-    offered = await store.next_offer("q")
+    offered = await queue(store).next_offer("q")
     assert offered is not None and offered <= later(0)
     until = later(30)
-    await store.lease_calls("q", "ex", later(0), until, 2)
-    due = await store.next_offer("q")
+    await queue(store).lease_calls("q", "ex", later(0), until, 2)
+    due = await queue(store).next_offer("q")
     assert due is not None and abs((due - until).total_seconds()) < 0.001
     await service.cancel(view.record.id, scope=Scope.ALL)
-    assert await store.next_offer("q") is None
+    assert await queue(store).next_offer("q") is None
 
 
 @pytest.mark.parametrize("end", ["cancel", "expire"])
@@ -151,13 +158,13 @@ async def test_a_run_that_stops_waiting_takes_its_calls_out_of_the_queue(
     store: RunStore, service: RunService, end: str
 ) -> None:
     view = await suspended_run(service, tool_queue="q")
-    await store.lease_calls("q", "ex", later(0), later(1), 1)
+    await queue(store).lease_calls("q", "ex", later(0), later(1), 1)
     if end == "cancel":
         await service.cancel(view.record.id, scope=Scope.ALL)
     else:
         done, _ = await store.apply(view.record.id, changes.expire(), later(0), scope=Scope.ALL)
         assert done is not None and done.status == RunStatus.EXPIRED
-    assert await store.lease_calls("q", "ex", later(5), later(30), 9) == []
+    assert await queue(store).lease_calls("q", "ex", later(5), later(30), 9) == []
     rows = await store.tool_calls(view.record.id)
     assert [r.queue for r in rows] == [None, None]
 
@@ -166,7 +173,7 @@ async def test_runs_without_a_queue_offer_nothing_and_a_tool_may_name_its_own(
     store: RunStore, service: RunService
 ) -> None:
     await suspended_run(service)
-    assert await store.lease_calls("q", "ex", later(0), later(30), 9) == []
+    assert await queue(store).lease_calls("q", "ex", later(0), later(30), 9) == []
     mul = {**ADD_TOOL, "name": "mul", "queue": "slow"}
     script = [
         {"tool_calls": [{"name": "add", "arguments": {"a": 1, "b": 2}}, {"name": "mul"}]},
@@ -177,7 +184,7 @@ async def test_runs_without_a_queue_offer_nothing_and_a_tool_may_name_its_own(
     await drive_once(store, service.settings)
     rows = await store.tool_calls(view.record.id)
     assert [(r.name, r.queue) for r in rows] == [("add", None), ("mul", "slow")]
-    (call,) = await store.lease_calls("slow", "ex", later(0), later(30), 9)
+    (call,) = await queue(store).lease_calls("slow", "ex", later(0), later(30), 9)
     assert call.name == "mul"
     got = await service.get_run(view.record.id, scope=Scope.ALL)
     assert got.record.config["tools"][0] == ADD_TOOL  # (no `queue` key when none is named)
@@ -189,12 +196,12 @@ async def test_concurrent_leases_never_take_one_call_twice(
     for _ in range(5):
         await suspended_run(service, tool_queue="q")
     got = await asyncio.gather(
-        *[store.lease_calls("q", f"ex-{i}", later(0), later(30), 3) for i in range(6)]
+        *[queue(store).lease_calls("q", f"ex-{i}", later(0), later(30), 3) for i in range(6)]
     )
     keys = [(c.run_id, c.position) for batch in got for c in batch]
     # (A lease skips a call whose run another lease holds locked at that moment, so the
     # burst may leave some for the next lease; none is ever taken twice.)
-    while more := await store.lease_calls("q", "ex-late", later(0), later(30), 10):
+    while more := await queue(store).lease_calls("q", "ex-late", later(0), later(30), 10):
         keys += [(c.run_id, c.position) for c in more]
     assert len(keys) == 10 and len(set(keys)) == 10
     for run_id in {k[0] for k in keys}:

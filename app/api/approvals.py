@@ -14,8 +14,8 @@ from app.api.routes import AUTH, REFERENCE, PageCursor, Reader, RunId, json_body
 from app.api.security import authorize
 from app.core.lifecycle import ApprovalStatus
 from app.service import gates
-from app.service.access import Permission, Principal, sees_callbacks
 from app.service.approvals import ApprovalService
+from app.service.principals import Permission, Principal, sees_callbacks
 from app.service.schemas import DecisionsIn
 from app.service.types import ToolCallRecord
 from app.timestamps import Timestamp

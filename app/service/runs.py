@@ -28,7 +28,6 @@ from app.core.lifecycle import INITIAL, RunStatus
 from app.core.scope import Scope
 from app.core.serde import SCHEMA_VERSION
 from app.service import conversations, convert, gates, recorded
-from app.service.access import DEFAULT_TENANT
 from app.service.destinations import (
     DestinationRefused,
     DestinationUnresolved,
@@ -39,6 +38,7 @@ from app.service.destinations import (
 from app.service.errors import IdempotencyKeyReused, InvalidRequest, RunNotFound, RunStateConflict
 from app.service.fairness import fair_key, queue_spot
 from app.service.limits import RunLimitsService
+from app.service.principals import DEFAULT_TENANT
 from app.service.resolutions import resolution_change
 from app.service.schemas import (
     InvalidToolCallPolicy,

@@ -7,7 +7,6 @@ their methods so the service and the worker hold one object.
 - `queue` (`app.store.queues`): the executors' tool-call queue;
 - `outbox` (`app.store.outbox`): webhook deliveries;
 - `watchers` (`app.store.watchers`): which runs live streams watch;
-- `identities` (`app.store.identities`): tenants and API keys;
 - `approvals` (`app.store.approvals`): gated calls, their decisions and inbox;
 - `flow` (`app.store.flow`): the shared limits' buckets.
 - `slots` (`app.store.slots`): the shared limits' concurrency slots.
@@ -31,7 +30,6 @@ from app.store.conversations import ConversationRows
 from app.store.errors import NotFoundError
 from app.store.flow import FlowLimits
 from app.store.hooks import Hooks
-from app.store.identities import Identities
 from app.store.lookups import Lookups
 from app.store.outbox import Outbox
 from app.store.queues import ToolCallQueue
@@ -94,8 +92,6 @@ class RunStore:
 
         self.watchers = w = Watchers(self.backend)
         self.watch, self.unwatch, self.watched = w.watch, w.unwatch, w.watched
-
-        self.identities = Identities(self.backend)
 
         self.approvals = Approvals(self.backend)
 

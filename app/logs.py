@@ -48,7 +48,7 @@ _SHAPES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"), "sk-" + REDACTED),  # OpenAI and Anthropic keys
     (re.compile(r"(/callbacks/)[A-Za-z0-9_-]+"), r"\1" + REDACTED),
     (re.compile(r"\barb_[A-Za-z0-9_.-]+"), "arb_" + REDACTED),  # browser tokens
-    # API keys of the database (app.service.keys): the lookup id is public, the rest not
+    # API keys of the database (app.tenancy.keys): the lookup id is public, the rest not
     (re.compile(r"\b(ark_[0-9a-f]{16}_)[A-Za-z0-9_-]+"), r"\1" + REDACTED),
 )
 

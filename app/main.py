@@ -26,15 +26,20 @@ from app.approvals.service import ApprovalService
 from app.clock import SYSTEM_CLOCK, Clock
 from app.providers import profiles
 from app.service import features
-from app.service.keys import Authenticator, DbKeys, KeyAdmin
 from app.service.live import EventHub
-from app.service.operators import OperatorService, hasher_for
+from app.service.principals import Authenticator
 from app.service.reads import RunReads
 from app.service.runs import RunService
-from app.service.tenants import Tenants
 from app.settings import Settings
 from app.store.backend.engines import create_engine, engine_for
 from app.store.runs import RunStore
+from app.tenancy import routers as tenancy_routers
+from app.tenancy.access import GRANTS
+from app.tenancy.browser_tokens import BrowserTokenSigner
+from app.tenancy.identities import Identities
+from app.tenancy.keys import DbKeys, EnvKeys, KeyAdmin
+from app.tenancy.operators import OperatorService, hasher_for
+from app.tenancy.tenants import Tenants
 from app.toolqueue.service import QueueService
 from app.worker.worker import Worker
 
@@ -90,6 +95,7 @@ async def running(
     task = asyncio.create_task(worker.run()) if worker is not None else None
     service = RunService(store, settings, clock)
     queues = QueueService(service, event_hub)
+    identities = Identities(store.backend)
     try:
         yield Components(
             store,
@@ -99,8 +105,8 @@ async def running(
             queues,
             worker,
             task,
-            KeyAdmin(store.identities, clock),
-            Tenants(store.identities, clock),
+            KeyAdmin(identities, clock),
+            Tenants(identities, clock),
             clock,
         )
     finally:
@@ -144,9 +150,10 @@ def create_app(
             )
             app.state.keys = c.keys
             app.state.tenants = c.tenants
+            app.state.run_tokens = BrowserTokenSigner(c.reads.shared_secret, clock)
             if authenticator is None:
                 app.state.authenticator = DbKeys(
-                    c.store.identities,
+                    c.keys.identities,
                     settings.api_key_list,
                     open_allowed=open_allowed,
                     clock=clock,
@@ -157,9 +164,10 @@ def create_app(
         settings,
         lifespan,
         too_large={"/admin": dashboard.too_large},
-        authenticator=authenticator,
+        authenticator=authenticator or EnvKeys(settings.api_key_list),
         clock=clock,
-        routers=[queue_routes.router, approval_routes.router],
+        grants=GRANTS,
+        routers=[queue_routes.router, approval_routes.router, *tenancy_routers()],
     )
     dashboard.install(app)
     return app
@@ -197,8 +205,9 @@ async def administration(
         settings.database_url, pool_size=1, pgbouncer=settings.database_pgbouncer
     )
     store = RunStore(engine)
+    identities = Identities(store.backend)
     try:
-        yield KeyAdmin(store.identities, clock), Tenants(store.identities, clock)
+        yield KeyAdmin(identities, clock), Tenants(identities, clock)
     finally:
         await store.aclose()
 

@@ -31,9 +31,9 @@ from app.providers.base import ModelRequest, ProviderTurn  # noqa: E402
 from app.service.budgets import CachedTenantLimits  # noqa: E402
 from app.service.limits import RunLimitsService  # noqa: E402
 from app.service.prices import PriceBook  # noqa: E402
-from app.service.tenants import TenantLimits  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.store.records import NewEvent, RunRecord  # noqa: E402
+from app.tenancy.tenants import TenantLimits  # noqa: E402
 from app.worker.budget import Budgets, billed_usage, priced_call  # noqa: E402
 
 SPEC = {"provider": "scripted", "name": "demo"}

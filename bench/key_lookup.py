@@ -29,12 +29,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app.clock import SYSTEM_CLOCK  # noqa: E402
-from app.service.keys import DbKeys, KeyAdmin  # noqa: E402
 from app.service.runs import RunService  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
+from app.tenancy.identities import Identities  # noqa: E402
+from app.tenancy.keys import DbKeys, KeyAdmin  # noqa: E402
 from bench.common import (  # noqa: E402
     AGENTRUN,
     drop_database,
@@ -60,8 +61,9 @@ async def per_call(db: DbKeys, secret: str, calls: int) -> float:
 
 
 async def in_process(store: RunStore, secret: str, calls: int) -> dict[str, float]:
-    cached = DbKeys(store.identities, [ENV_KEY], clock=SYSTEM_CLOCK)
-    uncached = DbKeys(store.identities, [ENV_KEY], cache_seconds=0, clock=SYSTEM_CLOCK)
+    identities = Identities(store.backend)
+    cached = DbKeys(identities, [ENV_KEY], clock=SYSTEM_CLOCK)
+    uncached = DbKeys(identities, [ENV_KEY], cache_seconds=0, clock=SYSTEM_CLOCK)
     return {
         "env": await per_call(cached, ENV_KEY, calls),
         "db_cached": await per_call(cached, secret, calls),
@@ -119,7 +121,7 @@ async def main() -> None:
     try:
         upgrade_to_head(url)
         store = RunStore(create_engine(url, pool_size=4))
-        issued = await KeyAdmin(store.identities, clock=SYSTEM_CLOCK).create(
+        issued = await KeyAdmin(Identities(store.backend), clock=SYSTEM_CLOCK).create(
             "default", "viewer", "bench"
         )
         view, _ = await RunService(store, Settings(database_url=url)).create_run(run_body())

@@ -27,8 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from app.clock import SYSTEM_CLOCK  # noqa: E402
 from app.core.lifecycle import RunStatus  # noqa: E402
-from app.service.access import DEFAULT_TENANT  # noqa: E402
 from app.service.live import EventHub  # noqa: E402
+from app.service.principals import DEFAULT_TENANT  # noqa: E402
 from app.service.runs import RunService  # noqa: E402
 from app.service.schemas import LeasedResultIn, LeaseIn  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402

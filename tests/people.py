@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import sqlalchemy as sa
 
-from app.service.operators import Account, OperatorService
 from app.store.runs import RunStore
 from app.store.schema import operator_sessions, operators, tenants
+from app.tenancy.operators import Account, OperatorService
 
 TENANT = "acme"
 PASSWORD = "correct horse battery staple"

@@ -12,10 +12,11 @@ import pytest
 from app.clock import SYSTEM_CLOCK, FakeClock
 from app.core.lifecycle import KeyState, RunStatus
 from app.core.scope import Scope
-from app.service.keys import DbKeys, KeyAdmin
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.runs import RunStore
+from app.tenancy.identities import Identities
+from app.tenancy.keys import DbKeys, KeyAdmin
 from tests.helpers import run_body, running_worker, wait_status
 
 APP = Path(__file__).resolve().parent.parent / "app"
@@ -128,8 +129,9 @@ async def test_a_fake_clock_moved_on_expires_a_suspended_run_and_a_key(
     key its expiry has passed is refused and shown expired."""
     clock = FakeClock()
     service = RunService(store, settings, clock)
-    admin = KeyAdmin(store.identities, clock)
-    keys = DbKeys(store.identities, [], open_allowed=False, clock=clock)
+    identities = Identities(store.backend)
+    admin = KeyAdmin(identities, clock)
+    keys = DbKeys(identities, [], open_allowed=False, clock=clock)
     issued = await admin.create("default", "viewer", "k", expires_in=timedelta(minutes=30))
     view, _ = await service.create_run(run_body(expires_in=3600))
     assert view.record.created_at == clock.now()

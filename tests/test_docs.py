@@ -103,7 +103,8 @@ def test_every_example_is_run_by_a_test() -> None:
 
 
 def test_the_roles_table_is_what_the_service_grants() -> None:
-    from app.service.access import GRANTS, Permission, Role
+    from app.service.principals import Permission
+    from app.tenancy.access import GRANTS, Role
 
     access = section("Access")
     header = re.search(r"^\| permission \|(.*)\|$", access, re.MULTILINE)

@@ -16,14 +16,15 @@ from pathlib import Path
 import pytest
 
 from app.core.scope import Scope
-from app.service.access import DEFAULT_TENANT, OPEN_MODE, Principal, Role
+from app.service.principals import DEFAULT_TENANT, OPEN_MODE
+from app.tenancy.access import Role, principal_of
 
 APP = Path(__file__).resolve().parent.parent / "app"
 NAMES = {"tenant", "tenants", "tenant_id"}
 #: (file, function) whose `tenant` may be None: the `?tenant=` query of /v1/keys, which
-#: `app.api.identities.scope` turns into one tenant (the caller's by default).
+#: `app.tenancy.routes.scope` turns into one tenant (the caller's by default).
 ALLOWED = {
-    ("api/identities.py", name)
+    ("tenancy/routes.py", name)
     for name in ("create_key", "list_keys", "get_key", "revoke_key", "rotate_key")
 }
 #: Where `Scope.ALL` may appear in the front ends: /metrics (deployment-wide gauges,
@@ -86,7 +87,7 @@ def test_the_walk_finds_the_old_form() -> None:
 def test_a_principal_of_any_tenant_and_role_gets_its_tenants_scope(role: Role, tenant: str) -> None:
     """Keys, dashboard accounts and browser tokens all resolve to a `Principal`; the
     API and the dashboard scope every read and write by `principal.scope`."""
-    scope = Principal(tenant, role, "someone").scope
+    scope = principal_of(tenant, role, "someone").scope
     assert scope == Scope.of(tenant) and scope is not Scope.ALL and not scope.is_all
     assert not scope.admits("other-tenant")
     assert OPEN_MODE.scope == Scope.of(DEFAULT_TENANT)
@@ -94,7 +95,7 @@ def test_a_principal_of_any_tenant_and_role_gets_its_tenants_scope(role: Role, t
 
 def test_a_principal_without_a_tenant_has_no_scope_at_all() -> None:
     with pytest.raises(ValueError):
-        _ = Principal("", Role.ADMIN, "someone").scope
+        _ = principal_of("", Role.ADMIN, "someone").scope
 
 
 def test_the_front_ends_name_all_only_for_deployment_wide_reads() -> None:

@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.types import ASGIApp
 
-from app.api import browser, identities, openapi, problems, providers, routes
+from app.api import openapi, problems, providers, routes
 from app.api.metrics import render as render_metrics
 from app.api.models import Health
 from app.api.problems import CATALOGUE, problem
@@ -21,9 +21,8 @@ from app.api.security import BodyLimit, authorize
 from app.api.throttle import FailureThrottle
 from app.api.unavailable import DatabaseUnavailable
 from app.clock import Clock
-from app.service.access import Permission
 from app.service.errors import RETRY_AFTER_SECONDS
-from app.service.keys import Authenticator, EnvKeys
+from app.service.principals import ADMIN, Authenticator, Grants, Permission, RunTokens
 from app.service.reads import RunReads
 from app.settings import Settings
 
@@ -48,21 +47,22 @@ def create_api(
     settings: Settings,
     lifespan: Lifespan,
     too_large: Mapping[str, ASGIApp] | None = None,
-    authenticator: Authenticator | None = None,
     *,
+    authenticator: Authenticator,
     clock: Clock,
+    grants: Grants | None = None,
+    run_tokens: RunTokens | None = None,
     routers: Sequence[APIRouter] = (),
 ) -> FastAPI:
     """The API; `lifespan` must set `app.state.service` (app.service.runs.RunService),
     `app.state.reads` (app.service.reads.RunReads), `app.state.event_hub`
-    (app.service.live.EventHub), `app.state.keys` (app.service.keys.KeyAdmin) and
-    `app.state.tenants` (app.service.tenants.Tenants) for as long as the app serves.
+    (app.service.live.EventHub) and what `routers` read, for as long as the app serves.
     `too_large`: who answers a body over the limit under a path prefix (the dashboard's
-    page under /admin) instead of the JSON problem. `authenticator`: who a bearer key
-    is (default: the keys of AGENTRUN_API_KEYS; the lifespan may replace it: app.main
-    puts `DbKeys` there).
-    `routers`: the features' routes (each names what its own routes need in `app.state`,
-    as `app.state.queues` for `app.toolqueue.routes`)."""
+    page under /admin) instead of the JSON problem. `authenticator`: who a bearer key is
+    (the lifespan may replace it); `grants`: the roles and their permissions (default:
+    open mode's admin alone); `run_tokens`: browser tokens (the lifespan may set them;
+    without, every bearer is tried as a key); `routers`: the features' routes (app.main
+    mounts them: the tool queue's, approvals', app.tenancy's)."""
     app = FastAPI(
         title="agentrun-service",
         version="0.1.0",
@@ -73,7 +73,9 @@ def create_api(
     )
     app.state.settings = settings
     app.state.clock = clock  # (the composition root's: every route reads time from it)
-    app.state.authenticator = authenticator or EnvKeys(settings.api_key_list)
+    app.state.authenticator = authenticator
+    app.state.grants = grants if grants is not None else {ADMIN: frozenset(Permission)}
+    app.state.run_tokens = run_tokens
     app.state.idempotency_in_flight = set()
     app.state.auth_throttle = FailureThrottle(
         settings.auth_failure_limit, settings.auth_failure_window, clock=clock
@@ -84,9 +86,6 @@ def create_api(
     app.include_router(routes.callbacks)
     for router in routers:  # (the features' routes: the composition root names them)
         app.include_router(router)
-    app.include_router(browser.router)
-    app.include_router(identities.keys_router)
-    app.include_router(identities.tenants_router)
     app.include_router(providers.router)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes, pages=too_large)
     app.add_middleware(DatabaseUnavailable)  # sees every route's exceptions

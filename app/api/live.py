@@ -16,8 +16,8 @@ from starlette.requests import Request
 
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
-from app.service.access import without_callback
 from app.service.live import EventHub
+from app.service.principals import without_callback
 from app.service.types import EventRecord, RunRecord
 from app.timestamps import iso
 
@@ -71,7 +71,7 @@ async def server_sent_events(
     hub: EventHub, run_id: str, after: int, *, callbacks: bool = True
 ) -> AsyncIterator[ServerSentEvent]:
     """The run's events after `after`, then live ones until the run has ended (without
-    callback URLs unless `callbacks`: `app.service.access.sees_callbacks`)."""
+    callback URLs unless `callbacks`: `app.tenancy.access.sees_callbacks`)."""
     # aclosing: a client that goes away ends the hub's stream now (it stops watching the
     # run), not whenever the abandoned generator is collected.
     async with contextlib.aclosing(hub.stream(run_id, after)) as events:

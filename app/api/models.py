@@ -8,9 +8,9 @@ from pydantic import BaseModel, Field
 
 from app.core.lifecycle import RunStatus
 from app.service import convert, lineage
-from app.service.access import without_callback
 from app.service.budgets import Budget
 from app.service.messages import Entry
+from app.service.principals import without_callback
 from app.service.runs import RunView
 from app.service.types import APPROVAL_APPROVED, Approval, EventRecord
 from app.timestamps import Timestamp
@@ -109,7 +109,7 @@ class RunOut(BaseModel):
     @classmethod
     def of(cls, view: RunView, *, callbacks: bool = True) -> RunOut:
         """`callbacks`: whether the caller is shown the callback URL
-        (`app.service.access.sees_callbacks`); `callback_url` is null otherwise."""
+        (`app.tenancy.access.sees_callbacks`); `callback_url` is null otherwise."""
         r = view.record
         action: (
             SubmitToolResults | ApproveToolCalls | ResolveInvalidToolCall | RaiseLimits | None

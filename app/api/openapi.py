@@ -30,7 +30,7 @@ from app.api.problems import MEDIA_TYPE, responses
 from app.core import MAX_JSON_INT, MIN_JSON_INT
 from app.providers import profiles
 from app.providers.params import EXTRA_BODY, TABLES
-from app.service.access import Permission, roles_with
+from app.service.principals import Grants, Permission, roles_with
 
 #: The OpenAPI extension that names an operation's permission and the roles holding it.
 PERMISSION_KEY = "x-permission"
@@ -195,8 +195,10 @@ def permission_of(dependant: Dependant) -> Permission | None:
     return None if found is None else found.permission
 
 
-def _document_access(operation: dict[str, Any], permission: Permission, browser: bool) -> None:
-    roles = [r.value for r in roles_with(permission)]
+def _document_access(
+    operation: dict[str, Any], permission: Permission, browser: bool, grants: Grants
+) -> None:
+    roles = roles_with(permission, grants)
     operation[PERMISSION_KEY] = permission.value
     operation[ROLES_KEY] = roles
     note = f"Needs the permission `{permission.value}` (roles: {', '.join(roles)})."
@@ -235,7 +237,8 @@ def build(app: FastAPI) -> dict[str, Any]:
         for method in route.methods or ():
             operation = paths[route.path_format].get(method.lower())
             if operation is not None:
-                _document_access(operation, authorizer.permission, authorizer.browser)
+                grants = app.state.grants  # (the roles `create_api` was handed)
+                _document_access(operation, authorizer.permission, authorizer.browser, grants)
     for path in paths.values():
         for operation in path.values():
             _fix_operation(operation)

@@ -15,7 +15,7 @@ from app.api.security import authorize
 from app.logs import REDACTED
 from app.providers import profiles
 from app.providers.profiles import Profile, RateLimits
-from app.service.access import Permission, Principal, Role
+from app.service.principals import ADMIN, Permission, Principal
 
 router = APIRouter(prefix="/v1", tags=["providers"])
 
@@ -78,7 +78,7 @@ def _shown(url: str | None) -> str | None:
 @router.get("/providers", response_model=ProvidersOut, responses=AUTH)
 async def list_providers(principal: Creator) -> ProvidersOut:
     """The provider profiles a run may name (docs/reference.md, "Provider profiles")."""
-    admin = principal.role == Role.ADMIN
+    admin = principal.role == ADMIN
     return ProvidersOut(
         data=[_out(p, admin) for p in sorted(profiles.active(), key=lambda p: p.name)]
     )

@@ -15,9 +15,9 @@ from app.api.live import ClientGone, server_sent_events, wait_while_connected
 from app.api.problems import responses
 from app.api.security import authorize
 from app.core.lifecycle import RunStatus
-from app.service.access import Permission, Principal, sees_callbacks
 from app.service.errors import IdempotencyInFlight, InvalidRequest, RunNotFound
 from app.service.live import FINAL, SETTLED, EventHub
+from app.service.principals import Permission, Principal, sees_callbacks
 from app.service.reads import RunReads
 from app.service.runs import RunService
 from app.service.schemas import LimitsIn, ResolutionIn, RunCreate, ToolResultsIn
@@ -38,7 +38,7 @@ Canceller = Annotated[Principal, Depends(authorize(Permission.RUNS_CANCEL))]
 Operator = Annotated[Principal, Depends(authorize(Permission.RUNS_OPERATE))]
 UsageReader = Annotated[Principal, Depends(authorize(Permission.USAGE_READ))]
 Worker = Annotated[Principal, Depends(authorize(Permission.QUEUES_WORK))]
-# A reader of one run who may also be a browser token for it (`app.api.browser`).
+# A reader of one run who may also be a browser token for it (`app.tenancy.browser_routes`).
 RunReader = Annotated[Principal, Depends(authorize(Permission.RUNS_READ, browser=True))]
 RunId = Annotated[
     str, Path(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_-]+$", description="a run id")

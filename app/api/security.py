@@ -1,6 +1,7 @@
-"""Who the caller is and whether it may (bearer keys through `app.service.keys`, browser
-tokens through `app.service.browser_tokens`, roles through `app.service.access`), and the
-request-size limit."""
+"""Who the caller is and whether it may, and the request-size limit. Callers are
+resolved through what the composition root hands `create_api` (`app.service.principals`:
+an `Authenticator` for bearer keys, `RunTokens` for browser tokens, the roles' `Grants`);
+this module knows no implementation of them."""
 
 from __future__ import annotations
 
@@ -13,16 +14,17 @@ from fastapi import Query, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.problems import problem
-from app.service.access import OPEN_MODE, Permission, Principal, roles_with
-from app.service.browser_tokens import (
-    SECRET_NAME,
-    BrowserTokenInvalid,
-    BrowserTokens,
-    is_browser_token,
-)
 from app.service.errors import RunNotFound, ServiceError
-from app.service.keys import Authenticator
-from app.service.reads import RunReads
+from app.service.principals import (
+    OPEN_MODE,
+    Authenticator,
+    BrowserTokenInvalid,
+    Grants,
+    Permission,
+    Principal,
+    RunTokens,
+    roles_with,
+)
 
 #: The query parameter that carries a browser token where no header can (EventSource).
 ACCESS_TOKEN = "access_token"
@@ -39,13 +41,13 @@ class Forbidden(ServiceError):
     status = 403
     title = "Permission missing"
 
-    def __init__(self, permission: Permission, principal: Principal) -> None:
-        roles = ", ".join(roles_with(permission))
+    def __init__(self, permission: Permission, principal: Principal, grants: Grants) -> None:
+        roles = ", ".join(roles_with(permission, grants))
         super().__init__(
             f"this operation needs the permission {permission.value} "
-            f"(held by: {roles}); the caller's role is {principal.role.value}",
+            f"(held by: {roles}); the caller's role is {principal.role}",
             permission=permission.value,
-            role=principal.role.value,
+            role=principal.role,
         )
 
 
@@ -57,7 +59,7 @@ class Confined(Forbidden):
             self,
             "a browser token may only read its run's events, wait and messages",
             permission=permission.value,
-            role=principal.role.value,
+            role=principal.role,
         )
 
 
@@ -99,14 +101,9 @@ def bearer_of(request: Request) -> str | None:
     return presented
 
 
-async def browser_tokens(request: Request) -> BrowserTokens:
-    """The signer of browser tokens, its key read once per process (shared by all)."""
-    cached: BrowserTokens | None = getattr(request.app.state, "browser_tokens", None)
-    if cached is None:
-        reads: RunReads = request.app.state.reads
-        cached = BrowserTokens(await reads.shared_secret(SECRET_NAME), request.app.state.clock)
-        request.app.state.browser_tokens = cached
-    return cached
+def forbidden(request: Request, permission: Permission, principal: Principal) -> Forbidden:
+    """The 403 for `principal` lacking `permission`, naming the roles that hold it."""
+    return Forbidden(permission, principal, request.app.state.grants)
 
 
 async def authenticate(request: Request, query_token: str | None = None) -> Principal:
@@ -117,19 +114,20 @@ async def authenticate(request: Request, query_token: str | None = None) -> Prin
     if cached is not None:
         return cached
     authenticator: Authenticator = request.app.state.authenticator
+    tokens: RunTokens | None = request.app.state.run_tokens
     presented = bearer_of(request)
     if presented is None and query_token:
-        if not is_browser_token(query_token):
+        if tokens is None or not tokens.recognises(query_token):
             request.app.state.auth_throttle.failed(check_throttle(request))
             raise BrowserTokenInvalid(
                 f"`{ACCESS_TOKEN}` takes a browser token only; send an API key as "
                 "`Authorization: Bearer <key>`"
             )
         presented = query_token
-    if presented is not None and is_browser_token(presented):
+    if presented is not None and tokens is not None and tokens.recognises(presented):
         address = check_throttle(request)
         try:
-            principal = (await browser_tokens(request)).verify(presented)
+            principal = await tokens.verify(presented)
         except BrowserTokenInvalid:
             request.app.state.auth_throttle.failed(address)
             raise
@@ -154,7 +152,7 @@ def _check(request: Request, principal: Principal, permission: Permission, runs:
         if run_id != principal.run_id:  # another run is one that does not exist
             raise RunNotFound(f"no run with id {run_id}")
     if not principal.can(permission):
-        raise Forbidden(permission, principal)
+        raise forbidden(request, permission, principal)
 
 
 def authorize(

@@ -15,7 +15,7 @@ from app.api.security import authorize
 from app.approvals import policies
 from app.approvals.service import ApprovalService
 from app.core.lifecycle import ApprovalStatus
-from app.service.access import Permission, Principal, sees_callbacks
+from app.service.principals import Permission, Principal, sees_callbacks
 from app.service.schemas import DecisionsIn
 from app.service.types import ToolCallRecord
 from app.timestamps import Timestamp

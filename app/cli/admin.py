@@ -14,11 +14,12 @@ from datetime import timedelta
 from typing import Any
 
 from app.core.scope import Scope
-from app.service.access import DEFAULT_TENANT, Role
 from app.service.errors import ServiceError
-from app.service.keys import IssuedKey, KeyView
-from app.service.tenants import TenantView, parse_limits
+from app.service.principals import DEFAULT_TENANT
 from app.settings import Settings
+from app.tenancy.access import Role
+from app.tenancy.keys import IssuedKey, KeyView
+from app.tenancy.tenants import TenantView, parse_limits
 from app.timestamps import iso
 
 UNITS = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}

@@ -27,7 +27,7 @@ from app.core.scope import Scope
 from app.settings import Settings
 
 if TYPE_CHECKING:
-    from app.service.operators import OperatorService
+    from app.tenancy.operators import OperatorService
 
 ROLES = ("admin", "operator", "viewer")
 

@@ -117,7 +117,7 @@ class ApprovalStatus(StrEnum):
 
 
 class KeyState(StrEnum):
-    """An API key's state (`app.service.keys`), derived from its revocation and expiry:
+    """An API key's state (`app.tenancy.keys`), derived from its revocation and expiry:
     spelled here with the other statuses, whose words it shares."""
 
     ACTIVE = "active"

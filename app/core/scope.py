@@ -4,7 +4,7 @@ Every read and write of tenant-owned data takes a `Scope`, never an optional ten
 argument forgotten is a TypeError (and a mypy error), not a silent widening to every
 tenant. `Scope.ALL` is an explicit value that only deployment-wide operations name (the
 sweeps, retention, metrics gauges, deployment admins' tools); a caller authenticated as a
-tenant gets `Scope.of(its tenant)` (`app.service.access.Principal.scope`).
+tenant gets `Scope.of(its tenant)` (`app.tenancy.access.Principal.scope`).
 
 Runs stored before tenants existed belong to the `default` tenant (the column is never
 null), so "the default tenant" is `Scope.of("default")`, one tenant like any other.

@@ -46,7 +46,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(auth.PermissionRefused)
     async def permission_refused(request: Request, exc: auth.PermissionRefused) -> HTMLResponse:
         message = (
-            f"Your role ({exc.principal.role.value}) does not hold the permission "
+            f"Your role ({exc.principal.role}) does not hold the permission "
             f"{exc.permission.value} this needs. Nothing was changed."
         )
         return await error_page(request, message, 403)

@@ -5,7 +5,7 @@ bound to the session.
 The cookie is signed with a service-wide key kept in the database (every API process
 shares it) and holds `{"csrf", "session"}` for a person or `{"csrf", "actor"}` for a key:
 - a person's `session` is the secret of a row of `operator_sessions` (which stores only
-  its hash, app.service.operators); every request looks it up again, so a revoked or
+  its hash, app.tenancy.operators); every request looks it up again, so a revoked or
   expired session, a disabled account or tenant is signed out on its next request, and a
   change of role applies at once;
 - a key's `actor` is `actor_of(key)` (never the key), re-checked against the configured
@@ -26,10 +26,11 @@ from fastapi import Request
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from starlette.responses import Response
 
-from app.service.access import DEFAULT_TENANT, OPEN_MODE, Permission, Principal, Role
-from app.service.keys import Authenticator, actor_of, key_matches
-from app.service.operators import SESSION_TTL, OperatorService
+from app.service.principals import DEFAULT_TENANT, OPEN_MODE, Authenticator, Permission, Principal
 from app.service.reads import RunReads
+from app.tenancy.access import Role, principal_of
+from app.tenancy.keys import actor_of, key_matches
+from app.tenancy.operators import SESSION_TTL, OperatorService
 
 COOKIE = "agentrun_admin"
 COOKIE_PATH = "/admin"
@@ -76,7 +77,7 @@ class Session:
 
     @property
     def role(self) -> str | None:
-        return None if self.principal is None else self.principal.role.value
+        return None if self.principal is None else self.principal.role
 
     def can(self, permission: Permission | str) -> bool:
         return self.principal is not None and self.principal.can(Permission(permission))
@@ -115,7 +116,7 @@ async def key_principal(request: Request, actor: object) -> Principal | None:
     if actor == OPEN_MODE.actor:
         return OPEN_MODE if await open_mode(request) else None
     if actor in {actor_of(k) for k in env_keys(request)}:
-        return Principal(DEFAULT_TENANT, Role.ADMIN, actor)
+        return principal_of(DEFAULT_TENANT, Role.ADMIN, actor)
     return None
 
 
@@ -164,7 +165,7 @@ async def check_key(request: Request, presented: str) -> Principal | None:
     presented = presented.strip()
     if not keys or not presented or not key_matches(presented, keys):
         return None
-    return Principal(DEFAULT_TENANT, Role.ADMIN, actor_of(presented))
+    return principal_of(DEFAULT_TENANT, Role.ADMIN, actor_of(presented))
 
 
 async def check_person(request: Request, username: str, password: str) -> Session | None:

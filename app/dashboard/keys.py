@@ -17,9 +17,9 @@ from fastapi.responses import HTMLResponse, Response
 
 from app.dashboard import auth
 from app.dashboard.web import Form, error_page, redirect, render, requiring
-from app.service.access import Permission, Principal
 from app.service.errors import ServiceError
-from app.service.keys import KeyAdmin
+from app.service.principals import Permission, Principal
+from app.tenancy.keys import KeyAdmin
 
 router = APIRouter(prefix="/admin/keys", include_in_schema=False)
 

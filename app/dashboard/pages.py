@@ -17,8 +17,8 @@ from app.dashboard import actions, auth, present
 from app.dashboard.web import Session, error_page, now, reads_of, render, scope_of, service_of
 from app.providers import profiles
 from app.service import lineage
-from app.service.access import Permission
 from app.service.errors import ServiceError
+from app.service.principals import Permission
 from app.service.reads import RunReads
 from app.service.types import BadCursor, RunFilter
 

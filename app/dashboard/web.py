@@ -18,7 +18,7 @@ from app.approvals.service import ApprovalService
 from app.clock import Clock
 from app.core.scope import Scope as TenantScope  # (not starlette's ASGI `Scope`)
 from app.dashboard import actions, auth, present
-from app.service.access import Permission
+from app.service.principals import Permission
 from app.service.reads import RunReads
 from app.service.runs import RunService
 from app.service.types import RunRecord

@@ -22,8 +22,8 @@ from typing import Any
 from app.clock import Clock
 from app.service.prices import Price
 from app.service.schemas import RunLimits
-from app.service.tenants import Tenants
 from app.store.waiting import Budget
+from app.tenancy.tenants import Tenants
 
 #: What a call's cost is checked with beyond its arithmetic: each call's cost is rounded
 #: to 1e-8 USD on the ledger, so a budget keeps this much per call in hand.

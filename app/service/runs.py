@@ -28,7 +28,6 @@ from app.core.lifecycle import INITIAL, RunStatus
 from app.core.scope import Scope
 from app.core.serde import SCHEMA_VERSION
 from app.service import convert, recorded
-from app.service.access import DEFAULT_TENANT
 from app.service.errors import IdempotencyKeyReused, InvalidRequest, RunNotFound, RunStateConflict
 from app.service.fairness import fair_key, queue_spot
 from app.service.initial import agent_settings, initial_run
@@ -36,6 +35,7 @@ from app.service.limits import RunLimitsService
 from app.service.lineage import CONVERSATION_KEY, PREVIOUS_KEY
 from app.service.messages import Entry, page
 from app.service.messages import decode_cursor as decode_message_cursor
+from app.service.principals import DEFAULT_TENANT
 from app.service.resolutions import resolution_change
 from app.service.schemas import (
     InvalidToolCallPolicy,

@@ -8,7 +8,6 @@ their methods so the service and the worker hold one object.
   feature's repository; the tool-call queue's, `app.toolqueue.sql`, is built by its
   feature from `backend`);
 - `watchers` (`app.store.watchers`): which runs live streams watch;
-- `identities` (`app.store.identities`): tenants and API keys;
 - `flow` (`app.store.flow`): the shared limits' buckets.
 - `slots` (`app.store.slots`): the shared limits' concurrency slots.
 """
@@ -29,7 +28,6 @@ from app.store.backend.factory import backend_for
 from app.store.errors import NotFoundError
 from app.store.flow import FlowLimits
 from app.store.hooks import Hooks
-from app.store.identities import Identities
 from app.store.lookups import Lookups
 from app.store.slots import FlowSlots
 from app.store.transitions import Transitions
@@ -87,8 +85,6 @@ class RunStore:
 
         self.watchers = w = Watchers(self.backend)
         self.watch, self.unwatch, self.watched = w.watch, w.unwatch, w.watched
-
-        self.identities = Identities(self.backend)
 
         self.flow = FlowLimits(self.backend)
         self.slots = FlowSlots(self.backend, self.flow)

@@ -35,7 +35,6 @@ from app import metrics, tracing
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.service import convert
-from app.service.access import DEFAULT_TENANT
 from app.service.errors import (
     LeaseLost,
     LeaseNotFound,
@@ -43,6 +42,7 @@ from app.service.errors import (
     ToolResultConflict,
 )
 from app.service.live import EventHub, QueueBell
+from app.service.principals import DEFAULT_TENANT
 from app.service.runs import RunService
 from app.service.schemas import HeartbeatIn, LeasedResultIn, LeaseIn
 from app.service.shielded import whole

@@ -39,11 +39,12 @@ from app.service.budgets import (
     check,
 )
 from app.service.prices import PriceBook
-from app.service.tenants import Tenants
 from app.settings import Settings
 from app.store.records import NewEvent, RunRecord
 from app.store.runs import RunStore
 from app.store.waiting import Budget
+from app.tenancy.identities import Identities
+from app.tenancy.tenants import Tenants
 
 MESSAGE_OVERHEAD = 16
 TOOLS_OVERHEAD = 600
@@ -262,7 +263,7 @@ def budgets_for(store: RunStore, settings: Settings, clock: Clock) -> Budgets:
         PriceBook.for_settings(settings, clock),
         settings.default_max_output_tokens,
         {"daily_tokens": settings.daily_tokens, "daily_cost_usd": settings.daily_cost_usd},
-        CachedTenantLimits(Tenants(store.identities, clock), clock=clock),
+        CachedTenantLimits(Tenants(Identities(store.backend), clock), clock=clock),
         daily,
         clock=clock,
     )

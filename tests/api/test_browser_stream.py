@@ -30,8 +30,8 @@ from sqlalchemy.engine import make_url
 from app.clock import FakeClock
 from app.core.events import EventType
 from app.main import create_app
-from app.service.browser_tokens import SECRET_NAME, BrowserTokens
 from app.store.schema import service_secrets
+from app.tenancy.browser_tokens import SECRET_NAME, BrowserTokens
 from tests.conftest import make_settings
 from tests.dashboard.test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
 from tests.helpers import run_body

@@ -18,11 +18,12 @@ from app.clock import SYSTEM_CLOCK
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.service.runs import RunService
-from app.service.tenants import TenantLimits, Tenants
 from app.settings import Settings
 from app.store.runs import RunStore
 from app.store.schema import model_calls, webhook_outbox
 from app.store.waiting import Budget
+from app.tenancy.identities import Identities
+from app.tenancy.tenants import TenantLimits, Tenants
 from tests.api.conftest import KEY
 from tests.api.test_runs_api import answers, assert_problem, body
 from tests.conftest import make_settings
@@ -218,7 +219,7 @@ async def test_a_tenants_daily_limits_stop_its_runs_and_not_anothers(
     database_url: str, store: RunStore
 ) -> None:
     tenant = f"budget-{secrets.token_hex(4)}"
-    await Tenants(store.identities, clock=SYSTEM_CLOCK).create(
+    await Tenants(Identities(store.backend), clock=SYSTEM_CLOCK).create(
         tenant, limits=TenantLimits(daily_tokens=700, daily_cost_usd=1.0)
     )
     service = RunService(store, make_settings(database_url, prices=PRICES))

@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 
 from app.main import create_app
-from app.service.access import Role
-from app.service.keys import KeyAdmin
 from app.settings import Settings
+from app.tenancy.access import Role
+from app.tenancy.keys import KeyAdmin
 from tests.api.conftest import KEY
 from tests.api.sse_client import read_events
 from tests.conftest import make_settings

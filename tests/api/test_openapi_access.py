@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.main import create_app
-from app.service.access import Permission, roles_with
+from app.service.principals import Permission
+from app.tenancy.access import roles_with
 from tests.conftest import make_settings
 
 #: The operations anyone may call: health, and the callback URL (its token is the key).

@@ -14,9 +14,9 @@ import pytest
 
 from app.core.lifecycle import RunStatus
 from app.providers import profiles
-from app.service.access import Role
 from app.settings import Settings
 from app.store.runs import RunStore
+from app.tenancy.access import Role
 from tests.api.conftest import KEY
 from tests.api.test_runs_api import assert_problem
 from tests.conftest import make_settings

@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from app.api.problems import CATALOGUE
-from app.service.keys import actor_of
 from app.store.runs import RunStore
+from app.tenancy.keys import actor_of
 from tests.api.conftest import KEY
 from tests.helpers import drive_once, run_body
 

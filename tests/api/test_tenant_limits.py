@@ -20,7 +20,7 @@ from tests.api.test_json_edge import ANY_JSON, ANY_TEXT, live
 
 __all__ = ["live"]  # (the fixture: a server per database)
 
-#: Each shared limit and the largest value it takes (`app.service.tenants.TenantLimits`).
+#: Each shared limit and the largest value it takes (`app.tenancy.tenants.TenantLimits`).
 BOUNDS = {"requests_per_minute": 10**9, "tokens_per_minute": 10**12, "max_concurrent": 10**6}
 
 #: What no limit takes: too small, not integers, not numbers, past the bound, past the

@@ -1,7 +1,7 @@
 """`agentrun operators …` as real processes: the password comes from stdin (or a prompt),
 never the command line; what the commands print; what they change (read back through the
 service). On PostgreSQL only: the accounts' store is tested on both back ends in
-tests/service/test_operators.py, and each command here is a process start."""
+tests/tenancy/test_operators.py, and each command here is a process start."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import pytest
 from app.cli.operators import read_password
 from app.clock import SYSTEM_CLOCK
 from app.core.scope import Scope
-from app.service.access import Role
-from app.service.operators import OperatorService, hasher_for
 from app.store.runs import RunStore
+from app.tenancy.access import Role
+from app.tenancy.operators import OperatorService, hasher_for
 from tests.e2e.processes import AGENTRUN
 from tests.people import PASSWORD, TENANT, reset_people
 

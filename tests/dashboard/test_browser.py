@@ -27,8 +27,8 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from app.main import create_app
-from app.service.keys import actor_of
 from app.store.migrate import upgrade_to_head
+from app.tenancy.keys import actor_of
 from tests.conftest import make_settings
 from tests.e2e.processes import AGENTRUN
 from tests.helpers import run_body

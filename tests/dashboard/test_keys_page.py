@@ -10,10 +10,10 @@ import httpx
 from fastapi import FastAPI
 
 from app.core.scope import Scope
-from app.service.keys import KeyAdmin
-from app.service.operators import OperatorService
-from app.service.tenants import Tenants
 from app.store.runs import RunStore
+from app.tenancy.keys import KeyAdmin
+from app.tenancy.operators import OperatorService
+from app.tenancy.tenants import Tenants
 
 
 def keys_of(app: FastAPI) -> KeyAdmin:

@@ -17,10 +17,11 @@ from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.dashboard import actions, auth
 from app.dashboard.web import requiring
-from app.service.access import Permission, Principal, Role
-from app.service.operators import OperatorService
+from app.service.principals import Permission, Principal
 from app.service.runs import RunService
 from app.store.runs import RunStore
+from app.tenancy.access import Role
+from app.tenancy.operators import OperatorService
 from tests.dashboard.conftest import csrf_of
 from tests.dashboard.helpers import failed_run, parked_run
 from tests.helpers import results_for, snapshot, suspended_run

@@ -12,8 +12,8 @@ from fastapi import FastAPI
 
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
-from app.service.keys import actor_of
 from app.service.runs import RunService
+from app.tenancy.keys import actor_of
 from tests.dashboard.conftest import KEY, csrf_of, log_in
 from tests.dashboard.helpers import act, completed_run, csrf, expired_run, parked_run
 from tests.helpers import snapshot, suspended_run

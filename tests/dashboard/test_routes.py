@@ -16,9 +16,9 @@ from fastapi import FastAPI
 from app.core import AgentRun, AssistantMessage, Reasoning, Text, UserMessage
 from app.core.scope import Scope
 from app.dashboard import pages
-from app.service.keys import actor_of
 from app.service.runs import RunService
 from app.store.schema import runs
+from app.tenancy.keys import actor_of
 from tests.dashboard.conftest import KEY, csrf_of, log_in
 from tests.dashboard.helpers import completed_run, csrf, failed_run
 from tests.helpers import run_body, suspended_run

@@ -12,10 +12,10 @@ import pytest
 from fastapi import FastAPI
 
 from app.core.scope import Scope
-from app.service.access import DEFAULT_TENANT
-from app.service.operators import OperatorService
+from app.service.principals import DEFAULT_TENANT
 from app.service.runs import RunService
 from app.store.runs import RunStore
+from app.tenancy.operators import OperatorService
 from tests.dashboard.helpers import failed_run
 from tests.dashboard.test_people import browser, signed_in
 from tests.helpers import run_body, snapshot, suspended_run

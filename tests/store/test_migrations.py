@@ -21,8 +21,8 @@ from app.core.events import EventType
 from app.core.lifecycle import RunStatus, Transition
 from app.core.scope import Scope
 from app.core.types import USAGE_FIELDS
-from app.service.access import DEFAULT_TENANT
 from app.service.errors import RunNotFound
+from app.service.principals import DEFAULT_TENANT
 from app.service.runs import RunService
 from app.service.schemas import ToolResultsIn
 from app.store import reports

@@ -13,7 +13,7 @@ import pytest
 
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
-from app.service.access import DEFAULT_TENANT
+from app.service.principals import DEFAULT_TENANT
 from app.service.runs import RunService
 from app.store.backend.direct import SESSION_SETTINGS, Compiled, DirectPool
 from app.store.backend.engines import create_engine

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.service.access import DEFAULT_TENANT
+from app.service.principals import DEFAULT_TENANT
 from app.settings import Settings
 from app.store.backend.leases import bell_of
 from app.store.runs import RunStore

@@ -16,7 +16,6 @@ import pytest
 from app.clock import SYSTEM_CLOCK, SystemClock
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
-from app.service.access import DEFAULT_TENANT
 from app.service.errors import (
     LeaseLost,
     LeaseNotFound,
@@ -24,6 +23,7 @@ from app.service.errors import (
     ToolResultConflict,
 )
 from app.service.live import EventHub
+from app.service.principals import DEFAULT_TENANT
 from app.service.runs import RunService
 from app.service.schemas import HeartbeatIn, LeasedResultIn, LeaseIn
 from app.settings import Settings

@@ -6,14 +6,14 @@ import sqlalchemy as sa
 
 from app.store.schema.base import Json, Timestamp, metadata
 
-# Who may call (app.service.access). A tenant owns runs and everything of them; keys and
+# Who may call (app.tenancy.access). A tenant owns runs and everything of them; keys and
 # dashboard accounts belong to one tenant each. `default` exists from the migration on.
 tenants = sa.Table(
     "tenants",
     metadata,
     sa.Column("id", sa.String(64), primary_key=True),
     sa.Column("name", sa.String(200), nullable=False),
-    # The tenant's limits (app.service.tenants.TenantLimits): active runs, tokens and cost
+    # The tenant's limits (app.tenancy.tenants.TenantLimits): active runs, tokens and cost
     # per day. Kept here for the budget and flow-control work to enforce.
     sa.Column("limits", Json, nullable=False),
     sa.Column("created_at", Timestamp, nullable=False),

@@ -23,7 +23,7 @@ GivenJson = sa.JSON()
 Timestamp = sa.DateTime(timezone=True)
 
 #: The tenant of every row stored before tenants existed (revision 0013), as
-#: `app.service.access.DEFAULT_TENANT` names it.
+#: `app.tenancy.access.DEFAULT_TENANT` names it.
 DEFAULT_TENANT = "default"
 
 

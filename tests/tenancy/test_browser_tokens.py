@@ -16,14 +16,14 @@ import pytest
 from app.api.security import ACCESS_TOKEN
 from app.clock import SYSTEM_CLOCK, FakeClock
 from app.main import create_app
-from app.service.browser_tokens import (
+from app.service.reads import RunReads
+from app.settings import Settings
+from app.tenancy.browser_tokens import (
     DEFAULT_TTL_SECONDS,
     MAX_TTL_SECONDS,
     SECRET_NAME,
     BrowserTokens,
 )
-from app.service.reads import RunReads
-from app.settings import Settings
 from tests.api.conftest import KEY
 from tests.api.sse_client import read_events
 from tests.conftest import make_settings

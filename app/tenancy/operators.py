@@ -25,16 +25,17 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 from app.clock import Clock
 from app.core.scope import Scope
-from app.service.access import DEFAULT_TENANT, Principal, Role
 from app.service.errors import ServiceError
-from app.store.operators import (
+from app.service.principals import DEFAULT_TENANT, Principal
+from app.store.runs import RunStore
+from app.tenancy.access import Role, principal_of
+from app.tenancy.operator_rows import (
     OperatorAccounts,
     OperatorRecord,
     OperatorSessionRecord,
     UnknownTenant,
     UsernameTaken,
 )
-from app.store.runs import RunStore
 
 #: How long a dashboard session lasts from its sign-in.
 SESSION_TTL = timedelta(hours=12)
@@ -152,7 +153,7 @@ def _account(record: OperatorRecord) -> Account:
 
 
 def _principal(tenant: str, role: str, username: str) -> Principal:
-    return Principal(tenant, Role(role), actor_of_person(username))
+    return principal_of(tenant, Role(role), actor_of_person(username))
 
 
 def hasher_for(memory_kib: int, time_cost: int) -> PasswordHasher:

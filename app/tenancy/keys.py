@@ -1,5 +1,6 @@
-"""API keys: who a presented bearer key is (`Authenticator`), and the actor tag the event
-log records for it. Shared by the API's bearer check and the dashboard's login.
+"""API keys: who a presented bearer key is (an `app.service.principals.Authenticator`),
+and the actor tag the event log records for it. Shared by the API's bearer check and the
+dashboard's login.
 
 `EnvKeys` knows the keys of AGENTRUN_API_KEYS: each is an admin of the default tenant.
 `DbKeys` knows those and the keys in the database (`KeyAdmin` makes them): a key is
@@ -17,15 +18,15 @@ import hmac
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
 
 from app.clock import Clock
 from app.core.lifecycle import KeyState
 from app.core.scope import Scope
-from app.service.access import DEFAULT_TENANT, OPEN_MODE, Principal, Role
 from app.service.errors import InvalidRequest, ServiceError
-from app.service.tenants import TenantNotFound, check_name
-from app.store.identities import Identities, KeyRecord
+from app.service.principals import DEFAULT_TENANT, OPEN_MODE, Principal
+from app.tenancy.access import Role, principal_of
+from app.tenancy.identities import Identities, KeyRecord
+from app.tenancy.tenants import TenantNotFound, check_name
 
 
 def key_matches(presented: str, keys: list[str]) -> bool:
@@ -43,18 +44,6 @@ def actor_of(key: str | None) -> str:
     return "key:" + hashlib.sha256(key.encode()).hexdigest()[:12]
 
 
-class Authenticator(Protocol):
-    """Resolves a presented bearer secret to a caller."""
-
-    async def open_mode(self) -> bool:
-        """True when no key exists at all: every caller is `OPEN_MODE` (loopback only)."""
-        ...
-
-    async def authenticate(self, presented: str) -> Principal | None:
-        """The caller `presented` identifies, or None when it is no valid key."""
-        ...
-
-
 class EnvKeys:
     """The keys of AGENTRUN_API_KEYS: admins of the default tenant."""
 
@@ -69,7 +58,7 @@ class EnvKeys:
             return OPEN_MODE
         if not presented or not key_matches(presented, self.keys):
             return None
-        return Principal(DEFAULT_TENANT, Role.ADMIN, actor_of(presented))
+        return principal_of(DEFAULT_TENANT, Role.ADMIN, actor_of(presented))
 
 
 # --- keys in the database ------------------------------------------------------------------
@@ -222,7 +211,7 @@ class DbKeys:
             role = Role(record.role)
         except ValueError:
             return _Entry(fresh_until, None)
-        principal = Principal(
+        principal = principal_of(
             record.tenant_id, role, key_actor(record.name, record.id), key_id=record.id
         )
         expires = None if record.expires_at is None else record.expires_at.timestamp()

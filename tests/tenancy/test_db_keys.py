@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import weakref
 from datetime import timedelta
 from typing import Any
 
@@ -13,15 +14,28 @@ import pytest
 
 from app.clock import SYSTEM_CLOCK
 from app.core.scope import Scope
-from app.service import keys as keys_module
-from app.service.access import DEFAULT_TENANT, OPEN_MODE, Role
 from app.service.errors import InvalidRequest
-from app.service.keys import DbKeys, KeyAdmin, KeyNotFound, actor_of, key_actor, lookup_id
-from app.service.tenants import TenantExists, TenantLimits, TenantNotFound, Tenants
+from app.service.principals import DEFAULT_TENANT, OPEN_MODE
 from app.store.runs import RunStore
+from app.tenancy import keys as keys_module
+from app.tenancy.access import Role
+from app.tenancy.identities import Identities
+from app.tenancy.keys import DbKeys, KeyAdmin, KeyNotFound, actor_of, key_actor, lookup_id
+from app.tenancy.tenants import TenantExists, TenantLimits, TenantNotFound, Tenants
 from tests.helpers import wait_for
 
 FAST = 0.05  # a short cache, so that the tests wait tens of milliseconds, not half seconds
+
+
+_IDENTITIES: weakref.WeakKeyDictionary[RunStore, Identities] = weakref.WeakKeyDictionary()
+
+
+def identities_of(store: RunStore) -> Identities:
+    """One `Identities` per store, so that a test's patched read is the one keys use."""
+    found = _IDENTITIES.get(store)
+    if found is None:
+        found = _IDENTITIES[store] = Identities(store.backend)
+    return found
 
 
 def new_tenant_id() -> str:
@@ -30,18 +44,22 @@ def new_tenant_id() -> str:
 
 @pytest.fixture
 def admin(store: RunStore) -> KeyAdmin:
-    return KeyAdmin(store.identities, clock=SYSTEM_CLOCK)
+    return KeyAdmin(identities_of(store), clock=SYSTEM_CLOCK)
 
 
 @pytest.fixture
 def tenants(store: RunStore) -> Tenants:
-    return Tenants(store.identities, clock=SYSTEM_CLOCK)
+    return Tenants(identities_of(store), clock=SYSTEM_CLOCK)
 
 
 def keyed(store: RunStore, cache_seconds: float = FAST) -> DbKeys:
     """Database keys only, never open mode (so a refusal is a refusal)."""
     return DbKeys(
-        store.identities, [], open_allowed=False, cache_seconds=cache_seconds, clock=SYSTEM_CLOCK
+        identities_of(store),
+        [],
+        open_allowed=False,
+        cache_seconds=cache_seconds,
+        clock=SYSTEM_CLOCK,
     )
 
 
@@ -71,14 +89,14 @@ async def test_a_key_is_its_tenant_role_and_name_and_nothing_else_is(
     assert await db.authenticate(f"ark_{'0' * 16}_{'x' * 43}") is None
     assert await db.authenticate("") is None
     # Nothing stored holds the secret.
-    (row,) = [k for k in await store.identities.keys(Scope.of(tenant))]
+    (row,) = [k for k in await identities_of(store).keys(Scope.of(tenant))]
     assert issued.secret not in repr(row) and row.secret_hash != issued.secret
 
 
 async def test_an_unknown_lookup_id_never_reaches_the_hash(
     store: RunStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    db = DbKeys(store.identities, ["env-key"], clock=SYSTEM_CLOCK)
+    db = DbKeys(identities_of(store), ["env-key"], clock=SYSTEM_CLOCK)
 
     def no_hash(*_: Any) -> Any:
         raise AssertionError("hashed a key whose lookup id is unknown")
@@ -90,7 +108,7 @@ async def test_an_unknown_lookup_id_never_reaches_the_hash(
 
 async def test_env_keys_stay_admins_of_the_default_tenant(store: RunStore, admin: KeyAdmin) -> None:
     issued = await admin.create(DEFAULT_TENANT, "viewer", "dash")
-    db = DbKeys(store.identities, ["env-key-1"], clock=SYSTEM_CLOCK)
+    db = DbKeys(identities_of(store), ["env-key-1"], clock=SYSTEM_CLOCK)
     env = await db.authenticate("env-key-1")
     assert env is not None and (env.tenant, env.role) == (DEFAULT_TENANT, Role.ADMIN)
     assert env.actor == actor_of("env-key-1")
@@ -123,16 +141,16 @@ async def test_the_cache_serves_repeated_lookups_without_reading_again(
     store: RunStore, admin: KeyAdmin, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     issued = await admin.create(DEFAULT_TENANT, "admin", "ops")
-    db = DbKeys(store.identities, [], cache_seconds=60, clock=SYSTEM_CLOCK)
+    db = DbKeys(identities_of(store), [], cache_seconds=60, clock=SYSTEM_CLOCK)
     reads: list[str] = []
-    read = store.identities.key
+    read = identities_of(store).key
 
     async def counted(key_id: str) -> Any:
         reads.append(key_id)
         await asyncio.sleep(0)  # let the other lookups arrive while this one reads
         return await read(key_id)
 
-    monkeypatch.setattr(store.identities, "key", counted)
+    monkeypatch.setattr(identities_of(store), "key", counted)
     found = await asyncio.gather(*(db.authenticate(issued.secret) for _ in range(20)))
     assert all(p is not None and p.key_id == issued.key.id for p in found)
     for _ in range(5):
@@ -196,11 +214,11 @@ async def test_a_disabled_tenants_keys_are_refused(
 async def test_open_mode_is_no_usable_key_and_only_where_allowed(
     store: RunStore, admin: KeyAdmin
 ) -> None:
-    db = DbKeys(store.identities, [], cache_seconds=FAST, clock=SYSTEM_CLOCK)
+    db = DbKeys(identities_of(store), [], cache_seconds=FAST, clock=SYSTEM_CLOCK)
     assert await db.open_mode()
     assert await db.authenticate("anything") == OPEN_MODE
     assert not await DbKeys(
-        store.identities, [], open_allowed=False, clock=SYSTEM_CLOCK
+        identities_of(store), [], open_allowed=False, clock=SYSTEM_CLOCK
     ).open_mode()
     issued = await admin.create(DEFAULT_TENANT, "admin", "first")
     await wait_for(db.open_mode, lambda open_: not open_, timeout=1.0)
@@ -208,7 +226,7 @@ async def test_open_mode_is_no_usable_key_and_only_where_allowed(
     await admin.revoke(issued.key.id, scope=Scope.ALL)
     await wait_for(db.open_mode, lambda open_: open_, timeout=1.0)
     assert not await DbKeys(
-        store.identities, [], open_allowed=False, clock=SYSTEM_CLOCK
+        identities_of(store), [], open_allowed=False, clock=SYSTEM_CLOCK
     ).open_mode()
 
 
@@ -265,7 +283,7 @@ async def test_a_cancelled_request_neither_cancels_the_read_nor_fails_the_others
     issued = await admin.create(DEFAULT_TENANT, "viewer", "shared")
     db = keyed(store, cache_seconds=60)
     reading, go_on = asyncio.Event(), asyncio.Event()
-    read = store.identities.key
+    read = identities_of(store).key
     reads: list[str] = []
 
     async def held(key_id: str) -> Any:
@@ -274,7 +292,7 @@ async def test_a_cancelled_request_neither_cancels_the_read_nor_fails_the_others
         await go_on.wait()
         return await read(key_id)
 
-    monkeypatch.setattr(store.identities, "key", held)
+    monkeypatch.setattr(identities_of(store), "key", held)
     first = asyncio.ensure_future(db.authenticate(issued.secret))
     await asyncio.wait_for(reading.wait(), 5)
     first.cancel()
@@ -291,15 +309,15 @@ async def test_a_failed_read_reaches_its_waiters_and_is_not_cached(
 ) -> None:
     issued = await admin.create(DEFAULT_TENANT, "viewer", "flaky")
     db = keyed(store, cache_seconds=60)
-    read = store.identities.key
+    read = identities_of(store).key
 
     async def down(key_id: str) -> Any:
         raise ConnectionError("database unreachable")
 
-    monkeypatch.setattr(store.identities, "key", down)
+    monkeypatch.setattr(identities_of(store), "key", down)
     results = await asyncio.gather(
         db.authenticate(issued.secret), db.authenticate(issued.secret), return_exceptions=True
     )
     assert all(isinstance(r, ConnectionError) for r in results)
-    monkeypatch.setattr(store.identities, "key", read)
+    monkeypatch.setattr(identities_of(store), "key", read)
     assert await db.authenticate(issued.secret) is not None

@@ -3,7 +3,7 @@
 An account belongs to one tenant and has one role; its password is stored only as the
 service's hash of it. A session row's id is the hash of the secret the browser's cookie
 holds, so the table can be read without handing out a way in. Nothing here hashes or
-decides: the service (app.service.operators) does; this is the rows.
+decides: the service (app.tenancy.operators) does; this is the rows.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ kept in the database, `RunReads.shared_secret`): every API process verifies one 
 lookup, and there is nothing to revoke, which is why a token lives 24 h at most. It
 carries the tenant of the key that minted it, the run id and the expiry, and stands for a
 `Principal` of role viewer confined to that run (`app.api.security.authorize`).
+`BrowserTokenSigner` is what the kernel verifies them through (its `RunTokens`).
 
 The prefix `arb_` lets `authenticate` tell a token from an API key without trying both,
 and lets the log redaction (`app.logs`) recognise one wherever it appears.
@@ -14,14 +15,15 @@ and lets the log redaction (`app.logs`) recognise one wherever it appears.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from itsdangerous import BadSignature, URLSafeSerializer
 
 from app.clock import Clock
-from app.service.access import Principal, Role
-from app.service.errors import ServiceError
+from app.service.principals import BrowserTokenInvalid, Principal
+from app.tenancy.access import Role, principal_of
 
 PREFIX = "arb_"
 #: The name of the signing key in the service secrets (never the dashboard's key).
@@ -33,19 +35,13 @@ MAX_TTL_SECONDS = 24 * 3600
 ACTOR_PREFIX = "browser:"
 
 
-class BrowserTokenInvalid(ServiceError):
-    code = "browser-token-invalid"
-    status = 401
-    title = "Browser token invalid or expired"
-
-
 def is_browser_token(presented: str) -> bool:
     return presented.startswith(PREFIX)
 
 
 def principal_for(tenant: str, run_id: str) -> Principal:
     """The caller a token for `run_id` stands for: a viewer of that run only."""
-    return Principal(tenant, Role.VIEWER, actor=ACTOR_PREFIX + run_id, run_id=run_id)
+    return principal_of(tenant, Role.VIEWER, ACTOR_PREFIX + run_id, run_id=run_id)
 
 
 class BrowserTokens:
@@ -82,3 +78,25 @@ class BrowserTokens:
         if self._clock.epoch() >= data["e"]:
             raise BrowserTokenInvalid("the browser token has expired; mint a new one")
         return principal_for(data["t"], data["r"])
+
+
+class BrowserTokenSigner:
+    """The process's browser tokens (`app.service.principals.RunTokens`): the signer is
+    built at first use from the key `secret(SECRET_NAME)` reads (`RunReads.shared_secret`),
+    then shared by every request of the process."""
+
+    def __init__(self, secret: Callable[[str], Awaitable[str]], clock: Clock) -> None:
+        self._secret = secret
+        self._clock = clock
+        self._signer: BrowserTokens | None = None
+
+    async def signer(self) -> BrowserTokens:
+        if self._signer is None:
+            self._signer = BrowserTokens(await self._secret(SECRET_NAME), self._clock)
+        return self._signer
+
+    def recognises(self, presented: str) -> bool:
+        return is_browser_token(presented)
+
+    async def verify(self, presented: str) -> Principal:
+        return (await self.signer()).verify(presented)

@@ -1,5 +1,5 @@
 """`POST /v1/runs/{run_id}/browser-tokens`: a backend mints a short-lived read-only token
-for one run and hands it to its frontend (`app.service.browser_tokens`; what a token may
+for one run and hands it to its frontend (`app.tenancy.browser_tokens`; what a token may
 read: `app.api.security.authorize(..., browser=True)`)."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from pydantic import BaseModel, BeforeValidator, Field
 
 from app.api.problems import responses
 from app.api.routes import AUTH, REFERENCE, RunId, Service, json_body
-from app.api.security import ACCESS_TOKEN, authorize, browser_tokens
-from app.service.access import Permission, Principal
-from app.service.browser_tokens import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS
+from app.api.security import ACCESS_TOKEN, authorize
+from app.service.principals import Permission, Principal
 from app.service.schemas import Body as StrictBody
 from app.service.schemas import integral
+from app.tenancy.browser_tokens import DEFAULT_TTL_SECONDS, MAX_TTL_SECONDS, BrowserTokenSigner
 from app.timestamps import Timestamp
 
 router = APIRouter(prefix="/v1", tags=["runs"])
@@ -71,6 +71,7 @@ async def create_browser_token(
 ) -> Response:
     ttl = (body or BrowserTokenIn()).ttl_seconds
     await service.get_run(run_id, scope=principal.scope)  # 404: another tenant's run
-    token, expires_at = (await browser_tokens(request)).mint(principal.tenant, run_id, ttl)
+    tokens: BrowserTokenSigner = request.app.state.run_tokens  # (app.main's)
+    token, expires_at = (await tokens.signer()).mint(principal.tenant, run_id, ttl)
     out = BrowserTokenOut(token=token, run_id=run_id, expires_at=expires_at)
     return json_body(out, 201)

@@ -1,6 +1,6 @@
 """`/v1/keys` (admins: the keys of their own tenant) and `/v1/tenants` (deployment admins:
-tenants:manage). A thin layer over `app.service.keys.KeyAdmin` and
-`app.service.tenants.Tenants`; a new key's secret is in the answer that made it, once.
+tenants:manage). A thin layer over `app.tenancy.keys.KeyAdmin` and
+`app.tenancy.tenants.Tenants`; a new key's secret is in the answer that made it, once.
 
 `?tenant=` on a /v1/keys route names another tenant's keys: only a caller that holds
 tenants:manage may (a 403 naming it otherwise), so a deployment admin can give a new
@@ -19,11 +19,12 @@ from app.api.problems import responses
 from app.api.routes import AUTH, json_body
 from app.api.security import Forbidden, authorize
 from app.core.scope import Scope
-from app.service.access import TENANT_PATTERN, Permission, Principal, Role
-from app.service.keys import MAX_GRACE, MAX_LIFETIME, IssuedKey, KeyAdmin, KeyView
+from app.service.principals import Permission, Principal
 from app.service.schemas import _AS_INT as AS_INT
 from app.service.schemas import Body
-from app.service.tenants import NAME, TenantLimits, Tenants, TenantView
+from app.tenancy.access import GRANTS, TENANT_PATTERN, Role
+from app.tenancy.keys import MAX_GRACE, MAX_LIFETIME, IssuedKey, KeyAdmin, KeyView
+from app.tenancy.tenants import NAME, TenantLimits, Tenants, TenantView
 from app.timestamps import Timestamp
 
 keys_router = APIRouter(prefix="/v1/keys", tags=["keys"])
@@ -62,7 +63,7 @@ def scope(principal: Principal, asked: str | None) -> str:
     if asked is None or asked == principal.tenant:
         return principal.tenant
     if not principal.can(Permission.TENANTS_MANAGE):
-        raise Forbidden(Permission.TENANTS_MANAGE, principal)
+        raise Forbidden(Permission.TENANTS_MANAGE, principal, GRANTS)
     return asked
 
 

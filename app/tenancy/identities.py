@@ -1,4 +1,4 @@
-"""Tenants and API keys: the rows `app.service.keys` and `app.service.tenants` decide on.
+"""Tenants and API keys: the rows `app.tenancy.keys` and `app.tenancy.tenants` decide on.
 
 A key row holds a public lookup id and a hash of the secret, never the secret. The
 authenticator reads one key by id (`key`, joined with its tenant's `disabled_at`); the

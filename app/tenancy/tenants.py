@@ -2,7 +2,7 @@
 its limits (`TenantLimits`), which the flow-control and budget work will enforce; this
 module only keeps them valid and answers `limits_of(tenant)`.
 
-A disabled tenant's keys are refused (`app.service.keys.DbKeys`); its runs stay stored.
+A disabled tenant's keys are refused (`app.tenancy.keys.DbKeys`); its runs stay stored.
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from typing import Annotated, Any
 from pydantic import Field, ValidationError
 
 from app.clock import Clock
-from app.service.access import DEFAULT_TENANT, TENANT_PATTERN
 from app.service.errors import InvalidRequest, ServiceError
+from app.service.principals import DEFAULT_TENANT
 from app.service.schemas import _AS_INT as AS_INT
 from app.service.schemas import Strict
-from app.store.identities import Identities, TenantRecord
+from app.tenancy.access import TENANT_PATTERN
+from app.tenancy.identities import Identities, TenantRecord
 
 
 class TenantNotFound(ServiceError):

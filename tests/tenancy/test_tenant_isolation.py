@@ -21,19 +21,19 @@ import pytest
 from fastapi import FastAPI
 
 from app.core.lifecycle import RunStatus
-from app.service.access import Principal, Role
 from app.settings import Settings
 from app.store.fold import fold
 from app.store.runs import RunStore
 from app.store.schema import tenants
+from app.tenancy.access import Role, principal_of
 from tests.api.test_runs_api import answers, body
 from tests.conftest import make_settings
 from tests.helpers import drive_once
 
 A, B = "tenant-a", "tenant-b"
 KEYS = {
-    "key-of-a": Principal(A, Role.ADMIN, "key:a"),
-    "key-of-b": Principal(B, Role.ADMIN, "key:b"),
+    "key-of-a": principal_of(A, Role.ADMIN, "key:a"),
+    "key-of-b": principal_of(B, Role.ADMIN, "key:b"),
 }
 #: Text only A's runs hold (prompt, metadata): it must never reach B.
 MARKER = "alpha-only-7f3c"
@@ -50,7 +50,7 @@ async def tenant_clients(
     """The app, and clients holding an admin key of A and of B (database keys, made as
     `agentrun keys create` makes them); A's key's id."""
     from app.main import create_app
-    from app.service.keys import KeyAdmin
+    from app.tenancy.keys import KeyAdmin
 
     app = create_app(settings)
     transport = httpx.ASGITransport(app=app)

@@ -11,8 +11,10 @@ import pytest
 
 from app.clock import SYSTEM_CLOCK
 from app.core.scope import Scope
-from app.service.access import Principal, Role
-from app.service.operators import (
+from app.settings import Settings
+from app.store.runs import RunStore
+from app.tenancy.access import Role, principal_of
+from app.tenancy.operators import (
     AccountExists,
     AccountInvalid,
     AccountNotFound,
@@ -20,8 +22,6 @@ from app.service.operators import (
     hasher_for,
     session_id,
 )
-from app.settings import Settings
-from app.store.runs import RunStore
 from tests.people import PASSWORD, TENANT, person, reset_people, set_tenant_disabled, stored_rows
 
 
@@ -40,7 +40,7 @@ async def test_an_account_signs_in_as_a_person_of_its_tenant(people: OperatorSer
     assert account.actor == "user:alice"
     signed = await people.sign_in("alice", PASSWORD)
     assert signed is not None
-    expected = Principal(TENANT, Role.OPERATOR, "user:alice")
+    expected = principal_of(TENANT, Role.OPERATOR, "user:alice")
     assert signed.principal == expected
     assert await people.principal(signed.secret) == expected
     assert await people.sign_in("ALICE", PASSWORD) is not None  # usernames are lower case

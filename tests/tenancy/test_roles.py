@@ -20,10 +20,11 @@ from typing import Any
 import httpx
 import pytest
 
-from app.service.access import DEPLOYMENT, Permission, Role
-from app.service.keys import KeyAdmin
-from app.service.tenants import Tenants
+from app.service.principals import Permission
 from app.settings import Settings
+from app.tenancy.access import DEPLOYMENT, Role
+from app.tenancy.keys import KeyAdmin
+from app.tenancy.tenants import Tenants
 from tests.helpers import api_client
 
 #: A value of the right form for each path parameter (unknown names get "x").

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.service.keys import actor_of, key_matches
+from app.tenancy.keys import actor_of, key_matches
 
 
 def test_key_comparison() -> None:

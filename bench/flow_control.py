@@ -177,7 +177,7 @@ async def acquire_cpu(server: str, n: int) -> dict[str, float]:
     server process of a one-connection pool (/proc: the server must be local)."""
     import sqlalchemy as sa
 
-    from app.store.flow import Demand
+    from app.limits.rates_sql import Demand
     from bench.common import (
         process_cpu,
     )

@@ -9,9 +9,8 @@ from pydantic import BaseModel, Field
 from app.core.lifecycle import RunStatus
 from app.service import conversations, gates
 from app.service.access import without_callback
-from app.service.budgets import Budget
 from app.service.runs import RunView
-from app.service.types import APPROVAL_APPROVED, Approval, EventRecord
+from app.service.types import APPROVAL_APPROVED, Approval, Budget, EventRecord
 from app.timestamps import Timestamp
 
 

@@ -3,6 +3,7 @@ list the composition root (and a test that builds its own store) installs."""
 
 from __future__ import annotations
 
+from app.limits import hooks as limits
 from app.service import approvals, conversations
 from app.service.runs import RunService
 from app.settings import Settings
@@ -13,4 +14,5 @@ def install(store: RunStore, settings: Settings) -> RunStore:
     """Register every feature's hooks on `store`; returns it."""
     conversations.install(store)
     approvals.install(RunService(store, settings))
+    limits.install(store)
     return store

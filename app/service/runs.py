@@ -27,6 +27,7 @@ from app.core.events import EventType as E
 from app.core.lifecycle import INITIAL, RunStatus
 from app.core.scope import Scope
 from app.core.serde import SCHEMA_VERSION
+from app.limits.run_limits import RunLimitsService
 from app.service import conversations, convert, gates, recorded
 from app.service.access import DEFAULT_TENANT
 from app.service.destinations import (
@@ -38,7 +39,6 @@ from app.service.destinations import (
 )
 from app.service.errors import IdempotencyKeyReused, InvalidRequest, RunNotFound, RunStateConflict
 from app.service.fairness import fair_key, queue_spot
-from app.service.limits import RunLimitsService
 from app.service.resolutions import resolution_change
 from app.service.schemas import (
     InvalidToolCallPolicy,
@@ -424,7 +424,7 @@ class RunService:
     async def set_limits(
         self, run_id: str, body: LimitsIn, *, actor: str | None = None, scope: Scope
     ) -> RunView:
-        """`POST /v1/runs/{id}/limits` (app.service.limits)."""
+        """`POST /v1/runs/{id}/limits` (app.limits.run_limits)."""
         return await self.view(await self.limits.set_limits(run_id, body, actor=actor, scope=scope))
 
     # --- cancel -------------------------------------------------------------------------

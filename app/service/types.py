@@ -22,7 +22,7 @@ from app.store.records import (
     ToolCallRecord,
 )
 from app.store.reports import Activity, BadCursor, RunFilter
-from app.store.waiting import Approval
+from app.store.waiting import Approval, Budget
 
 __all__ = [
     "APPROVAL_APPROVED",
@@ -31,6 +31,7 @@ __all__ = [
     "Activity",
     "Approval",
     "BadCursor",
+    "Budget",
     "EventRecord",
     "Gauges",
     "QueueDepth",

@@ -8,6 +8,10 @@ store (or any of its callers) knowing the feature exists, as Temporal's intercep
 - `sweeps`: periodic work a feature needs done by some worker (the runs a crash left
   waiting, approvals past their deadline), run by each worker's reaper at the sweep's
   period; what a sweep did is logged with its name.
+- `model_gates`: makers of the gates each driver asks before a model call and tells after
+  it (`app.worker.gates`: go, defer, suspend; usage, a 429, release), called with the
+  driver's `(settings, clock, profiles)`. Typed as `ModelGate` there: the store sits below
+  the worker. Budgets and shared limits (`app.limits`) register here.
 
 A hook runs after the commit, so it cannot undo the write; a hook that fails is logged
 and the next hook still runs (a feature keeps a sweep for what a crash between the
@@ -28,6 +32,8 @@ log = structlog.get_logger("agentrun.store")
 
 #: `(the run as its ending write left it, the write's time)`.
 RunEnded = Callable[[RunRecord, datetime], Awaitable[object]]
+#: `(settings, clock, profiles) -> the gates of one driver` (`app.worker.gates.ModelGate`).
+GateMaker = Callable[..., Sequence[object]]
 
 
 @dataclass(frozen=True)
@@ -45,12 +51,16 @@ class Hooks:
     def __init__(self) -> None:
         self.run_ended: tuple[RunEnded, ...] = ()
         self.sweeps: tuple[Sweep, ...] = ()
+        self.model_gates: tuple[GateMaker, ...] = ()
 
     def on_run_ended(self, hook: RunEnded) -> None:
         self.run_ended = (*self.run_ended, hook)
 
     def add_sweep(self, sweep: Sweep) -> None:
         self.sweeps = (*self.sweeps, sweep)
+
+    def add_model_gates(self, maker: GateMaker) -> None:
+        self.model_gates = (*self.model_gates, maker)
 
     async def ended(self, records: list[RunRecord], now: datetime) -> None:
         """Tell every `run_ended` hook of each of `records` (runs a write just ended)."""

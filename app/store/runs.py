@@ -9,14 +9,16 @@ their methods so the service and the worker hold one object.
 - `watchers` (`app.store.watchers`): which runs live streams watch;
 - `identities` (`app.store.identities`): tenants and API keys;
 - `approvals` (`app.store.approvals`): gated calls, their decisions and inbox;
-- `flow` (`app.store.flow`): the shared limits' buckets.
-- `slots` (`app.store.slots`): the shared limits' concurrency slots.
+- `flow` (`app.limits.rates_sql`): the shared limits' buckets.
+- `slots` (`app.limits.slots_sql`): the shared limits' concurrency slots.
 """
 
 from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.limits.rates_sql import FlowLimits
+from app.limits.slots_sql import FlowSlots
 from app.store.approvals import Approvals
 from app.store.backend.base import (
     EVENTS_CHANNEL,
@@ -29,13 +31,11 @@ from app.store.backend.base import (
 from app.store.backend.factory import backend_for
 from app.store.conversations import ConversationRows
 from app.store.errors import NotFoundError
-from app.store.flow import FlowLimits
 from app.store.hooks import Hooks
 from app.store.identities import Identities
 from app.store.lookups import Lookups
 from app.store.outbox import Outbox
 from app.store.queues import ToolCallQueue
-from app.store.slots import FlowSlots
 from app.store.transitions import Transitions
 from app.store.watchers import Watchers
 

@@ -30,7 +30,6 @@ from app.service.tokens import new_key
 from app.settings import Settings
 from app.store import changes
 from app.store.errors import is_unavailable
-from app.store.flow import FLOW_CHANNEL
 from app.store.fold import FOLD_BATCH, fold_batch, forget_endings
 from app.store.records import RunRecord
 from app.store.retention import purge_batch
@@ -123,7 +122,8 @@ class Worker:
             background.append(asyncio.create_task(self._listen()))
         else:  # (no NOTIFY: one read per poll while a model call is in flight)
             poll = self.stops.poll(self.store.fences, self.settings.stop_poll_interval)
-            await self.driver.flow.catch_up(self.clock.now())  # (else learned at its own 429)
+            for gate in self.driver.gates:  # (else learned at its own 429)
+                await gate.catch_up(self.clock.now())
             background.append(asyncio.create_task(poll))
         dispatcher = asyncio.create_task(self._dispatch())
         slots = [asyncio.create_task(self._slot()) for _ in range(self.concurrency)]
@@ -318,9 +318,11 @@ class Worker:
                     await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                     await conn.execute(f"LISTEN {WEBHOOKS_CHANNEL}")
                     await conn.execute(f"LISTEN {STOP_CHANNEL}")
-                    await conn.execute(f"LISTEN {FLOW_CHANNEL}")
-                    if self.driver is not None:  # (keys a 429 slowed meanwhile)
-                        await self.driver.flow.catch_up(self.clock.now())
+                    gates = self.driver.gates if self.driver is not None else ()
+                    for gate in gates:  # (the gates' channels: keys a 429 slowed meanwhile)
+                        if gate.channel is not None:
+                            await conn.execute(f"LISTEN {gate.channel}")
+                        await gate.catch_up(self.clock.now())
                     self.wake()  # catch up on what was queued meanwhile
                     self._webhooks_due.set()
                     for run_id in self.stops.held:  # (a stop missed meanwhile: ask now)
@@ -330,9 +332,10 @@ class Worker:
                             self.stops.signal(notification.payload)
                         elif notification.channel == WEBHOOKS_CHANNEL:
                             self._webhooks_due.set()
-                        elif notification.channel == FLOW_CHANNEL:  # (a 429 slowed keys)
-                            if self.driver is not None:
-                                self.driver.flow.heard(notification.payload)
+                        elif any(g.channel == notification.channel for g in gates):
+                            for gate in gates:  # (a gate's: a 429 slowed keys)
+                                if gate.channel == notification.channel:
+                                    gate.heard(notification.payload)
                         else:
                             self.wake()
             except asyncio.CancelledError:

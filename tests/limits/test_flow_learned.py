@@ -16,8 +16,8 @@ from app.service.runs import RunService
 from app.service.schemas import RunCreate
 from app.settings import Settings
 from app.store.runs import RunStore
-from tests.mocks.server import MockProviderServer
 from tests.limits.test_flow import claim_and_drive, counted, driver, script_429
+from tests.mocks.server import MockProviderServer
 from tests.worker.test_model_params import wire_settings
 
 

@@ -51,7 +51,7 @@ class Settings(BaseSettings):
     queue_limits: dict[str, dict[str, int]] = Field(default_factory=dict)
     # The deployment's daily budget (every tenant's model calls per UTC day; unset: none),
     # and the output cap a budgeted call gets when its request names none
-    # (app.service.budgets).
+    # (app.limits.rules).
     daily_tokens: int | None = Field(default=None, ge=1)
     daily_cost_usd: float | None = Field(default=None, gt=0)
     default_max_output_tokens: int = Field(default=4096, ge=16)

@@ -27,14 +27,15 @@ sys.path.insert(0, str(ROOT))
 
 from app.clock import SYSTEM_CLOCK, FakeClock  # noqa: E402
 from app.core import Text, Usage, UserMessage  # noqa: E402
+from app.limits.budgets import Budgets  # noqa: E402
+from app.limits.rules import CachedTenantLimits  # noqa: E402
+from app.limits.run_limits import RunLimitsService  # noqa: E402
 from app.providers.base import ModelRequest, ProviderTurn  # noqa: E402
-from app.service.budgets import CachedTenantLimits  # noqa: E402
-from app.service.limits import RunLimitsService  # noqa: E402
 from app.service.prices import PriceBook  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.store.records import NewEvent, RunRecord  # noqa: E402
 from app.tenancy.tenants import TenantLimits  # noqa: E402
-from app.worker.budget import Budgets, billed_usage, priced_call  # noqa: E402
+from app.worker.billing import billed_usage, priced_call  # noqa: E402
 
 SPEC = {"provider": "scripted", "name": "demo"}
 TURN = ProviderTurn(choice=(Text("ok"),), usage=Usage(10, 5, 15))

@@ -38,6 +38,7 @@ from app.core.lifecycle import TERMINAL, RunStatus  # noqa: E402
 from app.core.scope import Scope  # noqa: E402
 from app.main import migrate  # noqa: E402
 from app.providers.profiles import Profile, Profiles, RateLimits  # noqa: E402
+from app.service import features  # noqa: E402
 from app.service.runs import RunService  # noqa: E402
 from app.service.schemas import RunCreate  # noqa: E402
 from app.settings import Settings  # noqa: E402
@@ -66,7 +67,7 @@ async def work(url: str, base_url: str, slots: int, rpm: int, tpm: int) -> None:
     import signal
 
     settings = settings_for(url, base_url)
-    store = RunStore(engine_for(settings, pool_size=slots + 2))
+    store = features.install(RunStore(engine_for(settings, pool_size=slots + 2)), settings)
     limits = RateLimits(requests_per_minute=rpm or None, tokens_per_minute=tpm or None)
     profiles = Profiles({"openai": Profile("openai", "openai_chat", limits=limits)})
     worker = Worker(store, settings, concurrency=slots, profiles=profiles, clock=SYSTEM_CLOCK)
@@ -177,7 +178,7 @@ async def acquire_cpu(server: str, n: int) -> dict[str, float]:
     server process of a one-connection pool (/proc: the server must be local)."""
     import sqlalchemy as sa
 
-    from app.store.flow import Demand
+    from app.limits.rates_sql import Demand
     from bench.common import (
         process_cpu,
     )

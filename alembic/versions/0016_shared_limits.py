@@ -4,7 +4,7 @@ Revision ID: 0016
 Revises: 0015
 Create Date: 2027-01-20 10:00:00
 
-`flow_limits`: one row per limit key (app.store.flow), GCRA buckets of requests and tokens
+`flow_limits`: one row per limit key (app.limits.rates_sql), GCRA buckets of requests and tokens
 per minute and what a provider's 429 taught. `runs.flow_reserved_at`: when the model call a
 throttled run reserved may go (honoured by its next call, so it does not reserve twice).
 """
@@ -22,9 +22,7 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    op.add_column(
-        "runs", sa.Column("flow_reserved_at", sa.DateTime(timezone=True), nullable=True)
-    )
+    op.add_column("runs", sa.Column("flow_reserved_at", sa.DateTime(timezone=True), nullable=True))
     op.create_table(
         "flow_limits",
         sa.Column("key", sa.String(length=300), nullable=False),

@@ -5,7 +5,7 @@ Revises: 0018
 Create Date: 2027-01-21 10:00:00
 
 `flow_slots`: one row per model call in flight on a limit key with a `max_concurrent`
-(app.store.slots), freed when the call ends or, for a worker that died, at `expires_at`.
+(app.limits.slots_sql), freed when the call ends or, for a worker that died, at `expires_at`.
 `flow_waiters`: the runs a full key sent back to the queue; a released slot makes the
 oldest of them due. `flow_limits.max_concurrent`: the key's limit, set as a call takes a
 slot, so one statement checks every key and takes its slots.

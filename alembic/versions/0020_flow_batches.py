@@ -4,7 +4,7 @@ Revision ID: 0020
 Revises: 0019
 Create Date: 2027-01-28 10:00:00
 
-`flow_limits.granted`: how many calls the last acquire of the key reserved (app.store.flow):
+`flow_limits.granted`: how many calls the last acquire of the key reserved (app.limits.rates_sql):
 a worker asks for as many as it drew on the key in the last second, and gets them only
 while the bucket stays at most half used after them, else one.
 """

@@ -8,11 +8,10 @@ from pydantic import BaseModel, Field
 
 from app.core.lifecycle import RunStatus
 from app.service import convert, lineage
-from app.service.budgets import Budget
 from app.service.messages import Entry
 from app.service.principals import without_callback
 from app.service.runs import RunView
-from app.service.types import APPROVAL_APPROVED, Approval, EventRecord
+from app.service.types import APPROVAL_APPROVED, Approval, Budget, EventRecord
 from app.timestamps import Timestamp
 
 

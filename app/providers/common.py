@@ -193,7 +193,7 @@ def error_from_response(
 
 
 def _rate_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    """A 429's rate-limit headers, lower-cased (what `app.worker.flow` learns from)."""
+    """A 429's rate-limit headers, lower-cased (what `app.limits.rates` learns from)."""
     return {
         k.lower(): v
         for k, v in headers.items()

@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from app.core import AgentRun
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
+from app.limits.rates_sql import Bucket
 from app.service import recorded
 from app.service.tokens import new_key
 from app.service.types import (
@@ -31,7 +32,6 @@ from app.service.types import (
     ToolCallRecord,
 )
 from app.store import gauges, reports
-from app.store.flow import Bucket
 from app.store.runs import RunStore
 
 

@@ -27,11 +27,11 @@ from app.core.events import EventType as E
 from app.core.lifecycle import INITIAL, RunStatus
 from app.core.scope import Scope
 from app.core.serde import SCHEMA_VERSION
+from app.limits.run_limits import RunLimitsService
 from app.service import convert, recorded
 from app.service.errors import IdempotencyKeyReused, InvalidRequest, RunNotFound, RunStateConflict
 from app.service.fairness import fair_key, queue_spot
 from app.service.initial import agent_settings, initial_run
-from app.service.limits import RunLimitsService
 from app.service.lineage import CONVERSATION_KEY, PREVIOUS_KEY
 from app.service.messages import Entry, page
 from app.service.messages import decode_cursor as decode_message_cursor
@@ -442,7 +442,7 @@ class RunService:
     async def set_limits(
         self, run_id: str, body: LimitsIn, *, actor: str | None = None, scope: Scope
     ) -> RunView:
-        """`POST /v1/runs/{id}/limits` (app.service.limits)."""
+        """`POST /v1/runs/{id}/limits` (app.limits.run_limits)."""
         return await self.view(await self.limits.set_limits(run_id, body, actor=actor, scope=scope))
 
     # --- cancel -------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from app.store.records import (
     ToolCallRecord,
 )
 from app.store.reports import Activity, BadCursor, RunFilter
-from app.store.waiting import Approval
+from app.store.waiting import Approval, Budget
 
 __all__ = [
     "APPROVAL_APPROVED",
@@ -30,6 +30,7 @@ __all__ = [
     "Activity",
     "Approval",
     "BadCursor",
+    "Budget",
     "EventRecord",
     "Gauges",
     "QueueDepth",

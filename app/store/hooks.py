@@ -21,6 +21,10 @@ store (or any of its callers) knowing the feature exists, as Temporal's intercep
 - `background`: a feature's loop each worker runs beside its slots while it runs (the
   webhook sender), opened before the worker starts and closed after it stops, woken by
   a NOTIFY on its channel.
+- `model_gates`: makers of the gates each driver asks before a model call and tells after
+  it (`app.worker.gates`: go, defer, suspend; usage, a 429, release), called with the
+  driver's `(settings, clock, profiles)`. Typed as `ModelGate` there: the store sits below
+  the worker. Budgets and shared limits (`app.limits`) register here.
 
 A hook runs after the commit, so it cannot undo the write; a hook that fails is logged
 and the next hook still runs (a feature keeps a sweep for what a crash between the
@@ -57,6 +61,8 @@ RoundGate = Callable[
 CreateCheck = Callable[[Mapping[str, Any]], None]
 #: `(a create's request or configuration)`: it without the options left unset.
 CreateTrim = Callable[[dict[str, Any]], dict[str, Any]]
+#: `(settings, clock, profiles) -> the gates of one driver` (`app.worker.gates.ModelGate`).
+GateMaker = Callable[..., Sequence[object]]
 
 
 @dataclass(frozen=True)
@@ -160,6 +166,7 @@ class Hooks:
         self.continuations: Continuations | None = None
         self.may_reopen: tuple[MayReopen, ...] = ()
         self.background: tuple[Background, ...] = ()
+        self.model_gates: tuple[GateMaker, ...] = ()
 
     def on_run_ended(self, hook: RunEnded) -> None:
         self.run_ended = (*self.run_ended, hook)
@@ -198,6 +205,9 @@ class Hooks:
 
     def add_background(self, loop: Background) -> None:
         self.background = (*self.background, loop)
+
+    def add_model_gates(self, maker: GateMaker) -> None:
+        self.model_gates = (*self.model_gates, maker)
 
     async def ended(self, records: list[RunRecord], now: datetime) -> None:
         """Tell every `run_ended` hook of each of `records` (runs a write just ended)."""

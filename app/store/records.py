@@ -80,9 +80,9 @@ class RunRecord:
     created_at: datetime
     updated_at: datetime
     tenant_id: str = DEFAULT_TENANT  # whose run it is
-    limits: dict[str, Any] | None = None  # its budget (app.service.budgets), if any
+    limits: dict[str, Any] | None = None  # its budget (app.limits.rules), if any
     awaited_by: str | None = None  # the run waiting for it to end (`if_busy: enqueue`)
-    flow_reserved_at: datetime | None = None  # a shared-limit reservation (app.store.flow)
+    flow_reserved_at: datetime | None = None  # a shared-limit reservation (app.limits.rates_sql)
     priority: int = 0  # claim order: higher first (-100..100)
     fair_key: str = ""  # whose turn it takes within its priority (app.service.fairness)
     fair_rank: int = 0  # its turn: start-time fair queuing rank, set at enqueue

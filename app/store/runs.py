@@ -8,14 +8,16 @@ their methods so the service and the worker hold one object.
   feature's repository; the tool-call queue's, `app.toolqueue.sql`, is built by its
   feature from `backend`);
 - `watchers` (`app.store.watchers`): which runs live streams watch;
-- `flow` (`app.store.flow`): the shared limits' buckets.
-- `slots` (`app.store.slots`): the shared limits' concurrency slots.
+- `flow` (`app.limits.rates_sql`): the shared limits' buckets.
+- `slots` (`app.limits.slots_sql`): the shared limits' concurrency slots.
 """
 
 from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.limits.rates_sql import FlowLimits
+from app.limits.slots_sql import FlowSlots
 from app.store.backend.base import (
     EVENTS_CHANNEL,
     NOTIFY_CHANNEL,
@@ -26,10 +28,8 @@ from app.store.backend.base import (
 )
 from app.store.backend.factory import backend_for
 from app.store.errors import NotFoundError
-from app.store.flow import FlowLimits
 from app.store.hooks import Hooks
 from app.store.lookups import Lookups
-from app.store.slots import FlowSlots
 from app.store.transitions import Transitions
 from app.store.watchers import Watchers
 from app.webhooks.outbox import Outbox

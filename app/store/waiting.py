@@ -145,7 +145,7 @@ class Conversation:
 
 @dataclass(frozen=True, slots=True)
 class RateLimit:
-    """A run a shared limit deferred before its model call (app.worker.flow): which limit
+    """A run a shared limit deferred before its model call (app.limits.rates): which limit
     (`requests_per_minute`, `tokens_per_minute`, `max_concurrent`, `provider_429`), whose
     (`key`: `profile:<p>`, `model:<p>/<m>`, `tenant:<t>`), and when its reserved call may
     go (`frees_at`; None: when a slot is released)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -41,6 +41,7 @@ from app.providers.backoff import BackoffPolicy
 from app.providers.base import ModelRequest, Provider, ProviderError, ProviderTurn, ToolSpec
 from app.providers.profiles import Profiles
 from app.service import convert, recorded
+from app.service.prices import PriceBook
 from app.service.tokens import callback_token, token_hash
 from app.settings import Settings
 from app.store import changes
@@ -48,8 +49,8 @@ from app.store.changes import Budget, Change, Resolution
 from app.store.records import NewEvent, RunRecord
 from app.store.runs import RunStore
 from app.worker import streaming, tool_rounds
-from app.worker.budget import Budgets, billed_usage, budgets_for, priced_call
-from app.worker.flow import Deferred, Flow
+from app.worker.billing import billed_usage, priced_call
+from app.worker.gates import Defer, Go, ModelGate, gates_of
 from app.worker.lease import Claim, Lease, LeaseLost
 from app.worker.stops import Stops
 from app.worker.turns import backoff_reason, invalid_call_action, model_turn
@@ -70,8 +71,8 @@ class RunDriver:
         clock: Clock,
         rng: random.Random | None = None,
         stops: Stops | None = None,
-        budgets: Budgets | None = None,
         profiles: Profiles | None = None,
+        gates: Sequence[ModelGate] | None = None,
     ) -> None:
         self.store = store
         self.settings = settings
@@ -81,17 +82,10 @@ class RunDriver:
         self.clock = clock
         self.rng = rng or random.Random()
         self.lease = Lease(store, settings.lease_seconds, worker_id, clock, stops)
-        self.budgets = budgets or budgets_for(store, settings, clock)
-        self.flow = Flow(
-            store.flow,
-            store.slots,
-            profiles,
-            self.budgets.tenant_limits,
-            settings.default_max_output_tokens,
-            lease_seconds=settings.lease_seconds,
-            provider_timeout=settings.provider_timeout,
-            clock=clock,
-        )
+        self.prices = PriceBook.for_settings(settings, clock)  # (every call is billed)
+        # Asked before each model call, in order (`app.worker.gates`); by default the ones
+        # the store's hooks make (the features': budgets, shared limits).
+        self.gates = tuple(gates_of(store, settings, clock, profiles) if gates is None else gates)
 
     async def drive(self, record: RunRecord) -> RunStatus | None:
         """Advance a claimed run until it suspends or ends; the status it ended in, or
@@ -196,36 +190,26 @@ class RunDriver:
             turn=step.turn,
             attempt=claim.record.model_attempts + 1,
         )
-        checked = await self.budgets.before_call(claim.record, claim.events, request)
-        if isinstance(checked, Budget):
+        passed: list[tuple[ModelGate, object]] = []  # (the gates that said go: told after)
+        for gate in self.gates:  # (none registered: nothing asked)
+            try:
+                verdict = await gate.before(claim, request)
+            except BaseException:
+                await _release(passed)
+                raise
+            if isinstance(verdict, Go):
+                request = verdict.request
+                passed.append((gate, verdict.ticket))
+                continue
+            await _release(passed)  # (the call will not happen)
             run.withdraw_model_call()  # (stored as it was before the call was asked for)
-            return await self._suspend_budget(claim, run, checked)
-        request = checked
-        rates = await self.flow.rates(claim.record)
-        reserved = None
-        if rates:  # (no statement at all when no limit applies to the run)
-            now = self.clock.now()
-            gate = await self.flow.gate(claim.record, claim.honoured, request, rates, now)
-            if isinstance(gate, Deferred):  # back to the queue until the limit frees
-                run.withdraw_model_call()  # (stored as it was before the call was asked for)
-                change = changes.throttle(
-                    claim.version,
-                    gate.reason,
-                    gate.due,
-                    gate.held,
-                    claim.events,
-                    self._usage(claim),
-                )
-                status = await self._write(claim, change, now)
-                if status is RunStatus.QUEUED and gate.reason.limit == "max_concurrent":
-                    await self.flow.recheck(claim.record.id, gate.reason.key, self.clock.now())
-                return status
-            claim.honoured = claim.honoured or gate.honoured
-            reserved = gate
+            if isinstance(verdict, Defer):
+                return await self._throttle(claim, verdict)
+            return await self._suspend_budget(claim, run, verdict.reason)
         try:
             provider = self.providers(spec)
-        except BaseException:  # (the slots are the call's: it will not happen)
-            await self.flow.release(reserved, self.clock.now())
+        except BaseException:  # (what the gates hold is the call's: it will not happen)
+            await _release(passed)
             raise
         streamed = config.stream
         started = self.clock.monotonic()
@@ -240,16 +224,18 @@ class RunDriver:
                     else:
                         answer = await self.lease.hold(claim, provider.complete(request))
                 finally:  # (whatever ended the call: its concurrency slots are free now)
-                    await self.flow.release(reserved, self.clock.now())
+                    if passed:
+                        await _release(passed)
                 tracing.model_answered(span, answer)
         except ProviderError as err:
             err.provider = err.provider or model.provider
             if err.status == 429:  # (one worker's 429 slows every worker, configured or not)
-                await self.flow.provider_429(rates, err, self.clock.now(), claim.record)
+                for gate, ticket in passed:
+                    await gate.throttled(ticket, err)
             return await self._provider_failed(claim, err)
         except LeaseLost:  # abandoned mid-flight, its connection closed: on the ledger
             partial = ProviderTurn(choice=(), usage=progress.usage or Usage())
-            bill = priced_call(self.budgets.prices, model.provider, model.name, partial)
+            bill = priced_call(self.prices, model.provider, model.name, partial)
             aborted = progress.aborted(
                 request,
                 spec,
@@ -262,8 +248,8 @@ class RunDriver:
             claim.events.append(aborted)
             raise
         latency_ms = round((self.clock.monotonic() - started) * 1000, 2)
-        if reserved is not None:
-            self.flow.used(reserved, answer.usage.total_tokens)
+        for gate, ticket in passed:
+            gate.answered(ticket, answer.usage)
         names = [t.name for t in tools]
         turn = model_turn(answer, frozenset(names), convert.allowed_tool_names(names, choice))
         outcome = streaming.ingest_streamed(run, turn) if streamed else run.model_response(turn)
@@ -274,7 +260,7 @@ class RunDriver:
                     "turn": step.turn,
                     "provider": model.provider,
                     "model": model.name,
-                    **priced_call(self.budgets.prices, model.provider, model.name, answer),
+                    **priced_call(self.prices, model.provider, model.name, answer),
                     "finish_reason": answer.finish_reason,
                     "latency_ms": latency_ms,
                     "message_id": answer.message_id,
@@ -297,6 +283,16 @@ class RunDriver:
             except AgentRunError as err:
                 return await self._fail(claim, run, err)
         return None
+
+    async def _throttle(self, claim: Claim, defer: Defer) -> RunStatus | None:
+        """A gate deferred the call: back to the queue until its limit frees."""
+        change = changes.throttle(
+            claim.version, defer.reason, defer.due, defer.held, claim.events, self._usage(claim)
+        )
+        status = await self._write(claim, change, defer.at)
+        if status is RunStatus.QUEUED and defer.queued is not None:
+            await defer.queued()
+        return status
 
     async def _provider_failed(self, claim: Claim, err: ProviderError) -> RunStatus | None:
         attempt = claim.record.model_attempts + 1
@@ -456,3 +452,9 @@ class RunDriver:
             raise LeaseLost()
         tracing.claim_ended(record)
         return record.status
+
+
+async def _release(passed: list[tuple[ModelGate, object]]) -> None:
+    """Tell the gates that said go that the call ended (or will not be made)."""
+    for gate, ticket in passed:
+        await gate.release(ticket)

@@ -30,7 +30,6 @@ from app.service.tokens import new_key
 from app.settings import Settings
 from app.store import changes
 from app.store.errors import is_unavailable
-from app.store.flow import FLOW_CHANNEL
 from app.store.fold import FOLD_BATCH, fold_batch, forget_endings
 from app.store.hooks import Background, Loop
 from app.store.records import RunRecord
@@ -121,7 +120,8 @@ class Worker:
             background.append(asyncio.create_task(self._listen()))
         else:  # (no NOTIFY: one read per poll while a model call is in flight)
             poll = self.stops.poll(self.store.fences, self.settings.stop_poll_interval)
-            await self.driver.flow.catch_up(self.clock.now())  # (else learned at its own 429)
+            for gate in self.driver.gates:  # (else learned at its own 429)
+                await gate.catch_up(self.clock.now())
             background.append(asyncio.create_task(poll))
         dispatcher = asyncio.create_task(self._dispatch())
         slots = [asyncio.create_task(self._slot()) for _ in range(self.concurrency)]
@@ -304,12 +304,14 @@ class Worker:
                 async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {NOTIFY_CHANNEL}")
                     await conn.execute(f"LISTEN {STOP_CHANNEL}")
-                    await conn.execute(f"LISTEN {FLOW_CHANNEL}")
                     woken = {b.channel: e for b, _, e in self.loops if b.channel is not None}
                     for channel in woken:  # (the features' background loops')
                         await conn.execute(f"LISTEN {channel}")
-                    if self.driver is not None:  # (keys a 429 slowed meanwhile)
-                        await self.driver.flow.catch_up(self.clock.now())
+                    gates = self.driver.gates if self.driver is not None else ()
+                    for gate in gates:  # (the gates' channels: keys a 429 slowed meanwhile)
+                        if gate.channel is not None:
+                            await conn.execute(f"LISTEN {gate.channel}")
+                        await gate.catch_up(self.clock.now())
                     self.wake()  # catch up on what was queued meanwhile
                     for event in woken.values():
                         event.set()
@@ -320,9 +322,10 @@ class Worker:
                             self.stops.signal(notification.payload)
                         elif notification.channel in woken:
                             woken[notification.channel].set()
-                        elif notification.channel == FLOW_CHANNEL:  # (a 429 slowed keys)
-                            if self.driver is not None:
-                                self.driver.flow.heard(notification.payload)
+                        elif any(g.channel == notification.channel for g in gates):
+                            for gate in gates:  # (a gate's: a 429 slowed keys)
+                                if gate.channel == notification.channel:
+                                    gate.heard(notification.payload)
                         else:
                             self.wake()
             except asyncio.CancelledError:

@@ -20,7 +20,7 @@ async def test_tool_results_are_written_at_the_services_clock(
     service = RunService(store, settings)
     view = await suspended_run(service)
     later = datetime.now(UTC) + timedelta(hours=1)
-    service.clock = FakeClock(later)  # (as tests/worker/test_budgets.py does)
+    service.clock = FakeClock(later)  # (as tests/limits/test_budgets.py does)
     out = await service.submit_tool_results(
         results_for(view), run_id=view.record.id, scope=Scope.ALL
     )

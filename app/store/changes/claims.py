@@ -147,7 +147,7 @@ def suspend_for_budget(
     usage: Mapping[str, Any] | None,
     now: datetime,
 ) -> Change:
-    """The run's next model call could pass a limit (app.service.budgets): it waits for
+    """The run's next model call could pass a limit (app.limits.rules): it waits for
     someone to raise the limit (`POST /v1/runs/{id}/limits`), cancel it, or its expiry."""
     values = (
         {"turn": turn, "expires_at": expires_at, "suspended_at": now}

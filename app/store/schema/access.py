@@ -69,7 +69,7 @@ operator_sessions = sa.Table(
 )
 sa.Index("ix_operator_sessions_operator_id", operator_sessions.c.operator_id)
 
-# Shared limits (app.store.flow): one row per limit key (`profile:<p>`, `model:<p>/<m>`,
+# Shared limits (app.limits.rates_sql): one row per limit key (`profile:<p>`, `model:<p>/<m>`,
 # `tenant:<t>`), a GCRA bucket per kind. Times are Unix seconds (plain arithmetic in both
 # dialects). `*_tat`: the theoretical arrival time (the bucket is empty at tat, full at
 # tat - 60 s); `*_interval`: the configured seconds per request / token; `slow_*`: the
@@ -87,13 +87,13 @@ flow_limits = sa.Table(
     sa.Column("slow_token_interval", sa.Float, nullable=False),
     sa.Column("slow_until", sa.Float, nullable=False),
     sa.Column("provider_429s", sa.BigInteger, nullable=False),
-    # (`max_concurrent`: the key's calls in flight at once, app.store.slots; null: none)
+    # (`max_concurrent`: the key's calls in flight at once, app.limits.slots_sql; null: none)
     sa.Column("max_concurrent", sa.Integer),
-    # (`granted`: the calls the last acquire reserved, a worker's batch: app.store.flow)
+    # (`granted`: the calls the last acquire reserved, a worker's batch: app.limits.rates_sql)
     sa.Column("granted", sa.Integer, nullable=False, server_default=sa.text("1")),
 )
 
-# Concurrency slots (app.store.slots): one row per model call in flight on a key with a
+# Concurrency slots (app.limits.slots_sql): one row per model call in flight on a key with a
 # `max_concurrent`; `expires_at` (Unix seconds) frees the slot of a worker that died. The
 # runs a full key sent back to the queue wait in `flow_waiters` (oldest `since` first).
 flow_slots = sa.Table(

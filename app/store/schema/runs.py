@@ -45,13 +45,13 @@ runs = sa.Table(
     # Whose run it is: every read by id, list, queue and rollup is scoped to it.
     tenant_column(),
     # The run's budget (`max_total_tokens`, `max_cost_usd`, `max_model_calls`,
-    # `max_duration_seconds`: app.service.budgets); null: none. Raised by
+    # `max_duration_seconds`: app.limits.rules); null: none. Raised by
     # `POST /v1/runs/{id}/limits`, so not part of the configuration written once.
     sa.Column("limits", Json),
     # The run waiting for this one to end (`if_busy: enqueue`, app.conversations);
     # the ending write returns it, so a run nobody waits for costs no look.
     sa.Column("awaited_by", sa.String(40)),
-    # A shared-limit reservation the run holds (app.store.flow): set by a throttle (the
+    # A shared-limit reservation the run holds (app.limits.rates_sql): set by a throttle (the
     # time its reserved call may go), honoured by its next model call, cleared after.
     sa.Column("flow_reserved_at", Timestamp),
     # Claim order (revision 0017): higher `priority` first (-100..100); within one, the

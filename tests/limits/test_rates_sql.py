@@ -1,4 +1,4 @@
-"""The shared limits' buckets (app.store.flow) on both databases: reservations, the
+"""The shared limits' buckets (app.limits.rates_sql) on both databases: reservations, the
 minute's burst, refunds, a 429's block and slower rate, concurrent acquires."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from app.store.flow import SLOW_SECONDS, Demand, Learned
+from app.limits.rates_sql import SLOW_SECONDS, Demand, Learned
 from app.store.runs import RunStore
 
 T0 = 1_800_000_000.0

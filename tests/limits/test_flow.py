@@ -1,4 +1,4 @@
-"""Shared limits through the driver (app.worker.flow): a run over a limit is throttled back
+"""Shared limits through the driver (app.limits.rates): a run over a limit is throttled back
 to the queue with waiting reason `rate_limit` and its reserved turn, honours that turn
 when it comes back, a provider's 429 slows every worker, and nothing is touched when no
 limit applies."""
@@ -15,6 +15,11 @@ import pytest
 from app.clock import SYSTEM_CLOCK, Clock, FakeClock
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
+from app.limits.budgets import Budgets
+from app.limits.gates import model_gates
+from app.limits.rates import PERMIT_SECONDS, Flow
+from app.limits.rates_sql import Demand, FlowLimits, Grant
+from app.limits.slots_sql import Slot
 from app.providers.base import ProviderError
 from app.providers.profiles import Profile, Profiles, RateLimits
 from app.service.prices import PriceBook
@@ -22,12 +27,8 @@ from app.service.runs import RunService
 from app.service.schemas import RunCreate
 from app.service.tokens import new_key
 from app.settings import Settings
-from app.store.flow import Demand, FlowLimits, Grant
 from app.store.runs import RunStore
-from app.store.slots import Slot
-from app.worker.budget import Budgets
 from app.worker.driver import RunDriver
-from app.worker.flow import PERMIT_SECONDS, Flow
 from app.worker.lease import LeaseLost
 from app.worker.providers import make_provider
 from tests.helpers import run_body
@@ -58,7 +59,7 @@ async def driver(
         key,
         clock=clock,
         profiles=profiles,
-        budgets=budgets,
+        gates=None if budgets is None else model_gates(store, settings, clock, profiles, budgets),
     )
 
 
@@ -182,7 +183,7 @@ async def test_a_429_slows_every_worker_on_the_key(
     assert bucket.provider_429s == 1
 
 
-# --- max_concurrent: concurrency slots (app.store.slots) ---------------------------------
+# --- max_concurrent: concurrency slots (app.limits.slots_sql) ---------------------------------
 
 
 async def test_a_full_key_throttles_the_run_and_a_release_wakes_it(
@@ -374,7 +375,7 @@ async def test_a_slot_release_that_failed_is_retried_until_it_succeeds(
     held for its whole lifetime."""
     key = f"profile:p-{uuid.uuid4().hex[:8]}"
     flow = Flow(store.flow, store.slots, clock=SYSTEM_CLOCK)
-    monkeypatch.setattr("app.worker.flow.RELEASE_RETRY_SECONDS", 0.01)
+    monkeypatch.setattr("app.limits.rates.RELEASE_RETRY_SECONDS", 0.01)
     now = datetime.now(UTC)
     grant, reserved = await flow.acquire({key: RateLimits(max_concurrent=1)}, 10, now, "r", 30)
     assert reserved.slot_keys == (key,) and grant.limit is None

@@ -1,4 +1,4 @@
-"""A provider's 429 with no limit configured (app.worker.flow): the worker that saw it
+"""A provider's 429 with no limit configured (app.limits.rates): the worker that saw it
 and every worker told of it draw the run's model key on the shared row from then on;
 one told nothing, with nothing configured, sends no statement."""
 
@@ -10,14 +10,14 @@ from datetime import UTC, datetime
 from app.clock import SYSTEM_CLOCK
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
+from app.limits.rates import Flow
+from app.limits.rates_sql import learned_payload
 from app.service.runs import RunService
 from app.service.schemas import RunCreate
 from app.settings import Settings
-from app.store.flow import learned_payload
 from app.store.runs import RunStore
-from app.worker.flow import Flow
+from tests.limits.test_flow import claim_and_drive, counted, driver, script_429
 from tests.mocks.server import MockProviderServer
-from tests.worker.test_flow import claim_and_drive, counted, driver, script_429
 from tests.worker.test_model_params import wire_settings
 
 

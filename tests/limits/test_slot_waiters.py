@@ -1,4 +1,4 @@
-"""Concurrency slots (app.store.slots): a run that got its slots but was
+"""Concurrency slots (app.limits.slots_sql): a run that got its slots but was
 deferred by a rate no longer waits for a slot; a release must wake a run that does."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
+from app.limits.rates_sql import Demand
+from app.limits.slots_sql import Slot
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store import changes
-from app.store.flow import Demand
 from app.store.runs import RunStore
-from app.store.slots import Slot
 from app.store.waiting import RateLimit
 from tests.helpers import run_body
 

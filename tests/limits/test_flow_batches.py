@@ -1,4 +1,4 @@
-"""The batches of shared limits (app.worker.flow) under limits that change: a worker's
+"""The batches of shared limits (app.limits.rates) under limits that change: a worker's
 cached batch lets no call through that the limits in force at the time would not."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from app.clock import SYSTEM_CLOCK
+from app.limits.rates import Flow
 from app.providers.base import ProviderError
 from app.providers.profiles import RateLimits
 from app.store.runs import RunStore
-from app.worker.flow import Flow
 
 
 def _key() -> str:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from app.clock import SYSTEM_CLOCK
 from app.core import Image, Text, UserMessage
+from app.limits.budgets import IMAGE_TOKENS, TOOLS_OVERHEAD, cap_param, clamped, input_estimate
+from app.limits.rules import Allowance, Ceiling, Spent, check
 from app.providers.base import ModelRequest, ToolSpec
-from app.service.budgets import Allowance, Ceiling, Spent, check
 from app.service.prices import CONFIG_SOURCE, GENAI_PRICES_SOURCE, PriceBook
 from app.store.waiting import Budget
-from app.worker.budget import IMAGE_TOKENS, TOOLS_OVERHEAD, cap_param, clamped, input_estimate
 
 
 def test_each_provider_is_clamped_where_it_takes_its_cap() -> None:

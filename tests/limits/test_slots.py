@@ -1,4 +1,4 @@
-"""Concurrency slots (app.store.slots) on both databases: never more than `max_concurrent`
+"""Concurrency slots (app.limits.slots_sql) on both databases: never more than `max_concurrent`
 held under concurrent takers (on PostgreSQL also from many processes), a leaked slot frees
 at its expiry, a full key reserves no rate, a release makes the oldest waiting run due."""
 
@@ -12,12 +12,12 @@ import pytest
 
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
+from app.limits.rates_sql import Demand
+from app.limits.slots_sql import Slot
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store import changes
-from app.store.flow import Demand
 from app.store.runs import RunStore
-from app.store.slots import Slot
 from app.store.waiting import RateLimit
 from tests.helpers import counts_at_once, run_body
 
@@ -202,7 +202,7 @@ TAKER = """
 import asyncio, os, sys
 from app.store.backend.engines import create_engine
 from app.store.runs import RunStore
-from app.store.slots import Slot
+from app.limits.slots_sql import Slot
 
 async def main() -> None:
     store = RunStore(create_engine(sys.argv[1]))

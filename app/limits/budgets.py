@@ -25,10 +25,7 @@ import orjson
 from app.clock import Clock
 from app.core.encode import message_to_dict
 from app.core.scope import Scope
-from app.providers import profiles
-from app.providers.anthropic import DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT
-from app.providers.base import ModelRequest, ProviderTurn
-from app.service.budgets import (
+from app.limits.rules import (
     CACHE_SECONDS,
     DAILY,
     Allowance,
@@ -38,6 +35,9 @@ from app.service.budgets import (
     ceilings,
     check,
 )
+from app.providers import profiles
+from app.providers.anthropic import DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT
+from app.providers.base import ModelRequest
 from app.service.prices import PriceBook
 from app.settings import Settings
 from app.store.records import NewEvent, RunRecord
@@ -45,6 +45,7 @@ from app.store.runs import RunStore
 from app.store.waiting import Budget
 from app.tenancy.identities import Identities
 from app.tenancy.tenants import Tenants
+from app.worker.billing import billed_usage
 
 MESSAGE_OVERHEAD = 16
 TOOLS_OVERHEAD = 600
@@ -267,44 +268,3 @@ def budgets_for(store: RunStore, settings: Settings, clock: Clock) -> Budgets:
         daily,
         clock=clock,
     )
-
-
-def billed_usage(usage: Mapping[str, Any] | None, events: list[NewEvent]) -> dict[str, Any] | None:
-    """The run's usage after a claim: what it had plus every model call the claim made
-    (`model.called`), whether or not the run kept the answer (a failed run, a turn
-    asked again after a backoff): its token counters, `model_calls`, and `cost_usd` (the
-    priced calls' sum; absent while none was priced). None when the claim made no call:
-    nothing changes."""
-    calls = [e.data for e in events if e.type == "model.called"]
-    if not calls:
-        return None
-    total = dict(usage or {})
-    for call in calls:
-        for key, value in (call.get("usage") or {}).items():
-            if isinstance(value, int):
-                total[key] = int(total.get(key) or 0) + value
-        total["model_calls"] = int(total.get("model_calls") or 0) + 1
-        cost = call.get("cost_usd")
-        if cost is not None:
-            total["cost_usd"] = round(float(total.get("cost_usd") or 0.0) + cost, 8)
-    return total
-
-
-def priced_call(prices: PriceBook, provider: str, model: str, turn: ProviderTurn) -> dict[str, Any]:
-    """A `model.called` event's `usage`, `cost_usd` and `price_source` (both null for a
-    model without a price)."""
-    u = turn.usage
-    price = prices.of(provider, model)
-    return {
-        "usage": {
-            "input_tokens": u.input_tokens,
-            "output_tokens": u.output_tokens,
-            "total_tokens": u.total_tokens,
-            "cached_input_tokens": u.cached_input_tokens,
-            "reasoning_tokens": u.reasoning_tokens,
-        },
-        "cost_usd": None
-        if price is None
-        else price.cost(u.input_tokens, u.output_tokens, u.cached_input_tokens),
-        "price_source": None if price is None else price.source,
-    }

@@ -2,7 +2,7 @@
 check the worker makes BEFORE each model call (`check`).
 
 A call is allowed only if what it could add at most fits every limit in force: its input
-(an upper estimate, `app.worker.budget.input_estimate`) plus its output cap. The cap is
+(an upper estimate, `app.limits.budgets.input_estimate`) plus its output cap. The cap is
 clamped down to what the limits leave (`Allowance.cap`), so the provider itself stops the
 answer before it passes a limit: the bill can never be more than what was checked. A call
 that cannot fit even its smallest useful answer (`min_output` tokens) is not made: the run

@@ -218,7 +218,7 @@ class FlowLimits:
     def acquire_statement(
         self, demands: Sequence[Demand], now: float
     ) -> tuple[Any, dict[str, Any]]:
-        """The reservation's statement and parameters (`app.store.slots` runs it in the
+        """The reservation's statement and parameters (`app.limits.slots_sql` runs it in the
         transaction that takes the slots)."""
         per_call = max((d.per_call for d in demands), default=0.0)
         params: dict[str, Any] = {"p_now": now, "p_per_call": per_call}

@@ -7,7 +7,7 @@ has a `max_concurrent`, in one transaction: an upsert locks the keys' `flow_limi
 takes a slot on every key unless one is full. Concurrent takers queue on the lock, and the
 insert, started once the lock is held, sees every slot committed before it (PostgreSQL's
 READ COMMITTED takes a snapshot per statement; SQLite has one writer), so none counts the
-same free slot. The rate reservation (`app.store.flow`) follows in the same transaction,
+same free slot. The rate reservation (`app.limits.rates_sql`) follows in the same transaction,
 so a refused call reserves nothing. A slot expires by itself (the call's timeout or a
 lease: a SIGKILLed worker's slot frees then) and is otherwise deleted when the call ends
 (`release`, which also deletes its keys' expired slots). A full key records the refused
@@ -27,8 +27,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from app.core.lifecycle import RunStatus
+from app.limits.rates_sql import Demand, FlowLimits, Grant
 from app.store.backend.base import NOTIFY_CHANNEL, Backend
-from app.store.flow import Demand, FlowLimits, Grant
 from app.store.schema import flow_limits, flow_slots, flow_waiters, runs
 
 f, s, w = flow_limits, flow_slots, flow_waiters

@@ -11,13 +11,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from app.api import metrics
 from app.core.lifecycle import RunStatus
+from app.limits.slots_sql import Slot
 from app.service.reads import RunReads
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.runs import RunStore
-from app.store.slots import Slot
 from tests.helpers import run_body
-from tests.worker.test_flow import claim_and_drive, driver, limited, model_doc
+from tests.limits.test_flow import claim_and_drive, driver, limited, model_doc
 
 
 def samples(text: bytes, family: str) -> dict[tuple[tuple[str, str], ...], float]:

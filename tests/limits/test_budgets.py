@@ -12,6 +12,7 @@ from typing import Any
 from app.clock import FakeClock
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
+from app.service import features
 from app.service.runs import RunService
 from app.service.schemas import LimitsIn
 from app.store.runs import RunStore
@@ -25,9 +26,9 @@ PRICE = {"input": 3.0, "output": 15.0}
 
 
 def budget_service() -> RunService:
-    store = RunStore(None, backend=MemoryBackend())  # type: ignore[arg-type]
     settings = make_settings("sqlite:///in-memory.db", prices={"scripted:priced": PRICE})
-    return RunService(store, settings)
+    store = RunStore(None, backend=MemoryBackend())  # type: ignore[arg-type]
+    return RunService(features.install(store, settings), settings)
 
 
 def script(rng: random.Random, turns: int) -> list[dict[str, Any]]:

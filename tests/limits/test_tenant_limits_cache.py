@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from app.clock import SYSTEM_CLOCK
-from app.service.budgets import CachedTenantLimits
+from app.limits.rules import CachedTenantLimits
 
 
 class Limits:

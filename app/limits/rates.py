@@ -1,10 +1,10 @@
-"""The worker's side of the shared limits (`app.store.flow`): which limit keys a model call
+"""The worker's side of the shared limits (`app.limits.rates_sql`): which limit keys a model call
 draws on, what it reserves, and what a provider's 429 teaches every worker.
 
 A run's keys: `profile:<provider>` (the profile's limits), `model:<provider>/<model>` (its
 `model_limits`) and `tenant:<tenant>` (the tenant's `requests_per_minute` /
 `tokens_per_minute` / `max_concurrent`). A key with a `max_concurrent` also holds a
-concurrency slot (`app.store.slots`) for the call's duration, freed right after it. A call
+concurrency slot (`app.limits.slots_sql`) for the call's duration, freed right after it. A call
 with no limit on any of them costs nothing: no statement, and with no limit configured
 anywhere (`Profiles.limited()` false, no tenant limits) not even a lookup. Tokens are
 reserved at most (the budget's input estimate plus the output cap) and the difference to
@@ -39,14 +39,14 @@ import structlog
 
 from app import metrics
 from app.clock import Clock
+from app.limits.budgets import cap_param, input_estimate
+from app.limits.rates_sql import Demand, FlowLimits, Grant, Learned, parse_learned
+from app.limits.slots_sql import FlowSlots, Slot
 from app.providers import ratelimit
 from app.providers.base import ModelRequest, ProviderError
 from app.providers.profiles import Profiles, RateLimits
 from app.store.changes import RateLimit
-from app.store.flow import Demand, FlowLimits, Grant, Learned, parse_learned
 from app.store.records import RunRecord
-from app.store.slots import FlowSlots, Slot
-from app.worker.budget import cap_param, input_estimate
 
 log = structlog.get_logger("agentrun.worker")
 

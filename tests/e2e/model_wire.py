@@ -30,3 +30,10 @@ def agent(calls: Callable[[str], list[dict[str, Any]]], final: Callable[[str], s
         return Reply(tool_calls=wanted)
 
     return respond
+
+
+#: What `tests.helpers.run_body()`'s script answers: two `add` calls, then the sums.
+RUN_BODY = agent(
+    lambda _: [{"name": "add", "arguments": {"a": a, "b": b}} for a, b in ((1, 2), (3, 4))],
+    lambda _: "the sums are 3 and 7",
+)

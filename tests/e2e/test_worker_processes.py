@@ -18,18 +18,13 @@ from app.store.backend.engines import create_engine
 from app.store.runs import RunStore
 from tests.conftest import make_settings
 from tests.e2e.checks import assert_all_completed_once
-from tests.e2e.model_wire import MODEL, agent
+from tests.e2e.model_wire import MODEL, RUN_BODY
 from tests.e2e.processes import spawn, stop, wait_until
 from tests.helpers import CLEAN_TABLES, results_for, run_body
 from tests.mocks.server import MockProviderServer
 
 RUNS = 200
 SLOTS = 8
-#: run_body()'s first turn, answered by the mock provider.
-ADDS = [
-    {"name": "add", "arguments": {"a": 1, "b": 2}},
-    {"name": "add", "arguments": {"a": 3, "b": 4}},
-]
 
 
 @pytest.fixture
@@ -92,7 +87,7 @@ async def test_a_worker_killed_mid_model_call_loses_nothing(
 ) -> None:
     """Every model call is held at the mock until both workers have one in each of their
     slots: the victim is killed with its calls provably in flight, then they are let go."""
-    mock.responder = agent(lambda _: ADDS, lambda _: "the sums are 3 and 7")
+    mock.responder = RUN_BODY
     mock.hold()
     args = ["worker", "--concurrency", str(SLOTS)]
     victim = spawn(args, postgres_url, tmp_path / "victim.log", **mock.env())

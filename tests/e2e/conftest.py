@@ -1,10 +1,14 @@
-"""Fixtures of the end-to-end tests (real processes on PostgreSQL)."""
+"""Fixtures of the end-to-end tests (real processes on PostgreSQL; `mock`: the mock
+provider the processes may call over HTTP)."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.helpers import CLEAN_TABLES
+from tests.mocks.server import mock, mock_server
+
+__all__ = ["clean_postgres", "mock", "mock_server"]
 
 
 @pytest.fixture

@@ -1,6 +1,8 @@
 """A queue executor process for the end-to-end test: `python -m tests.e2e.queue_executor
 QUEUE JOURNAL` serves one slow tool from queue QUEUE with a short lease, and appends a
-line to JOURNAL when a call starts and when it ends (the test kills it in between)."""
+line to JOURNAL when a call starts and when it ends (the test kills it in between). The
+tool holds its call until the test has made the file `released(JOURNAL)`, not for a
+time that might run out under load before the test kills."""
 
 from __future__ import annotations
 
@@ -11,7 +13,13 @@ from pathlib import Path
 
 from agentrun_client import Client, ToolCallContext, ToolRegistry
 
-SLOW_SECONDS = float(os.environ.get("SLOW_SECONDS", "2"))
+#: How long a call waits at most for the release (the test fails long before).
+HOLD_SECONDS = 60.0
+
+
+def released(journal: Path) -> Path:
+    """The file whose existence lets the slow tool's calls end."""
+    return journal.with_name(journal.name + ".release")
 
 
 def main(queue: str, journal: Path) -> None:
@@ -21,7 +29,9 @@ def main(queue: str, journal: Path) -> None:
     def slow_add(a: float, b: float, ctx: ToolCallContext) -> float:
         """Add two numbers, slowly."""
         note(journal, "start", ctx)
-        time.sleep(SLOW_SECONDS)
+        deadline = time.monotonic() + HOLD_SECONDS
+        while not released(journal).exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
         note(journal, "end", ctx)
         return a + b
 

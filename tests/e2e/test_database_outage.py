@@ -2,7 +2,9 @@
 `agentrun api` and two `agentrun worker` processes are driving runs, every route is asked
 during the outage (each answers 503 problem+json with Retry-After, on a connection that
 stays usable), then the cluster comes back and every run completes well before the
-leases of the interrupted drives would have lapsed (the workers give them back)."""
+leases of the interrupted drives would have lapsed (the workers give them back). The
+model calls in flight are held at the mock provider until the database is down, so
+their drives' writes meet the outage."""
 
 from __future__ import annotations
 
@@ -15,8 +17,10 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.e2e.model_wire import MODEL, agent
 from tests.e2e.private_postgres import available, private_postgres
 from tests.e2e.processes import AGENTRUN, spawn, stop, wait_until
+from tests.mocks.server import MockProviderServer
 from tests.mocks.uvicorn_thread import free_port
 
 pytestmark = pytest.mark.skipif(not available(), reason="needs PostgreSQL's initdb/pg_ctl")
@@ -26,21 +30,29 @@ RUNS = 30
 LEASE = 60  # far longer than the test may take: runs must come back by the give-back
 
 
+#: Model calls in flight when the database goes (as many as the shared limits allow).
+IN_FLIGHT = 3
+INTERRUPTED = "drive interrupted by a database outage"
+
+
 def _run(i: int) -> dict[str, Any]:
     return {
         "prompt": f"run {i}",
-        "model": {
-            "provider": "scripted",
-            "name": "demo",
-            "delay_ms": 400,
-            "script": [
-                {"tool_calls": [{"name": "add", "arguments": {"a": i, "b": 1}}]},
-                {"text": f"done {i}"},
-            ],
-        },
+        "model": MODEL,
         "tools": [{"name": "add", "parameters": {"type": "object"}}],
         "max_turns": 3,
     }
+
+
+def _index(prompt: str) -> int:
+    return int(prompt.rsplit(" ", 1)[1])
+
+
+#: What the model answers run i: add(i, 1), then "done i".
+RESPONDER = agent(
+    lambda prompt: [{"name": "add", "arguments": {"a": _index(prompt), "b": 1}}],
+    lambda prompt: f"done {_index(prompt)}",
+)
 
 
 def _routes(run_id: str) -> list[tuple[str, str, dict[str, Any] | None, dict[str, str]]]:
@@ -65,13 +77,13 @@ def _routes(run_id: str) -> list[tuple[str, str, dict[str, Any] | None, dict[str
 #: Shared limits on every call (a rate far above the traffic, three calls in flight at once
 #: over both workers): an outage must not leave the key's slots held for their lifetime.
 LIMITS = json.dumps(
-    {"profiles": {"scripted": {"limits": {"requests_per_minute": 100000, "max_concurrent": 3}}}}
+    {"profiles": {"openai": {"limits": {"requests_per_minute": 100000, "max_concurrent": 3}}}}
 )
 
 
 @pytest.mark.parametrize("limits", [None, LIMITS], ids=["no-limits", "shared-limits"])
 def test_an_outage_answers_503_everywhere_and_loses_no_run(
-    tmp_path: Path, limits: str | None
+    tmp_path: Path, limits: str | None, mock: MockProviderServer
 ) -> None:
     """With shared limits too: a slot whose release failed in the outage is released once
     the database is back, and no run waits for a slot that is free."""
@@ -80,6 +92,7 @@ def test_an_outage_answers_503_everywhere_and_loses_no_run(
             "AGENTRUN_DATABASE_URL": pg.url,
             "AGENTRUN_API_KEYS": KEY,
             "AGENTRUN_LEASE_SECONDS": str(LEASE),
+            **mock.env(),
         }
         if limits is not None:
             env["AGENTRUN_PROVIDERS"] = limits
@@ -103,15 +116,15 @@ def test_an_outage_answers_503_everywhere_and_loses_no_run(
         )
         try:
             wait_until(lambda: _get(client, "/readyz") == 200, 30, "the API to become ready")
+            mock.responder = RESPONDER
+            mock.hold()
             ids = []
             for i in range(RUNS):
                 created = client.post("/v1/runs", json=_run(i))
                 assert created.status_code == 201, created.text
                 ids.append(created.json()["id"])
 
-            wait_until(
-                lambda: _count(client, "running") >= 2, 20, "model calls in flight to interrupt"
-            )
+            mock.wait_held(IN_FLIGHT, 30)  # model calls in flight to interrupt
             pg.stop()
             for method, path, body, headers in _routes(ids[0]):
                 response = client.request(method, path, json=body, headers=headers)
@@ -121,7 +134,8 @@ def test_an_outage_answers_503_everywhere_and_loses_no_run(
                 assert response.json()["type"] == "/problems/service-unavailable", where
                 assert int(response.headers["retry-after"]) > 0, where
                 assert response.headers.get("connection") != "close", where
-            time.sleep(1.5)  # let the workers' writes fail against the stopped server
+            mock.release()  # the answers come: the drives' writes fail against the stopped server
+            wait_until(lambda: INTERRUPTED in _logs(tmp_path), 30, "a drive to meet the outage")
             pg.start()
 
             restarted = time.monotonic()
@@ -160,8 +174,11 @@ def test_an_outage_answers_503_everywhere_and_loses_no_run(
             stop(api)
             for worker in workers:
                 stop(worker)
-        logs = "".join((tmp_path / name).read_text() for name in ("w0.log", "w1.log"))
-        assert "drive interrupted by a database outage" in logs  # the give-back path ran
+        assert INTERRUPTED in _logs(tmp_path)  # the give-back path ran
+
+
+def _logs(tmp_path: Path) -> str:
+    return "".join((tmp_path / name).read_text() for name in ("w0.log", "w1.log"))
 
 
 def _get(client: httpx.Client, path: str) -> int:
@@ -169,10 +186,6 @@ def _get(client: httpx.Client, path: str) -> int:
         return client.get(path).status_code
     except httpx.TransportError:
         return 0
-
-
-def _count(client: httpx.Client, status: str) -> int:
-    return len(client.get("/v1/runs", params={"status": status, "limit": 100}).json()["data"])
 
 
 def _list(client: httpx.Client) -> list[dict[str, Any]]:

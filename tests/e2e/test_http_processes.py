@@ -1,5 +1,6 @@
 """`agentrun api` + two `agentrun worker` processes on PostgreSQL, driven over HTTP only,
-with one worker killed by SIGKILL while model calls are in flight."""
+with one worker killed by SIGKILL while model calls are in flight (held at the mock
+provider until every slot of both workers is in one, released after the kill)."""
 
 from __future__ import annotations
 
@@ -10,42 +11,51 @@ from typing import Any
 
 import httpx
 
+from tests.e2e.model_wire import MODEL, agent
 from tests.e2e.processes import spawn, stop, wait_until
+from tests.mocks.server import MockProviderServer
 from tests.mocks.uvicorn_thread import free_port
 
 KEY = "e2e-key"
 RUNS = 60
+SLOTS = 4
 
 
 def run_request(i: int) -> dict[str, Any]:
     return {
         "prompt": f"add for run {i}",
-        "model": {
-            "provider": "scripted",
-            "name": "demo",
-            "delay_ms": 200,
-            "script": [
-                {
-                    "tool_calls": [
-                        {"name": "add", "arguments": {"a": i, "b": 1}},
-                        {"name": "add", "arguments": {"a": i, "b": 2}},
-                    ]
-                },
-                {"text": f"done {i}"},
-            ],
-        },
+        "model": MODEL,
         "tools": [{"name": "add", "parameters": {"type": "object"}}],
         "max_turns": 3,
         "metadata": {"i": i},
     }
 
 
-def test_http_only_lifecycle_survives_a_killed_worker(clean_postgres: str, tmp_path: Path) -> None:
+def _index(prompt: str) -> int:
+    return int(prompt.rsplit(" ", 1)[1])
+
+
+def _adds(prompt: str) -> list[dict[str, Any]]:
+    i = _index(prompt)
+    return [{"name": "add", "arguments": {"a": i, "b": b}} for b in (1, 2)]
+
+
+def test_http_only_lifecycle_survives_a_killed_worker(
+    clean_postgres: str, tmp_path: Path, mock: MockProviderServer
+) -> None:
+    mock.responder = agent(_adds, lambda prompt: f"done {_index(prompt)}")
+    mock.hold()
     port = free_port()
-    env = {"AGENTRUN_API_KEYS": KEY, "AGENTRUN_PUBLIC_URL": f"http://127.0.0.1:{port}"}
+    env = {
+        "AGENTRUN_API_KEYS": KEY,
+        "AGENTRUN_PUBLIC_URL": f"http://127.0.0.1:{port}",
+        **mock.env(),
+    }
     api = spawn(["api", "--port", str(port)], clean_postgres, tmp_path / "api.log", **env)
     workers = [
-        spawn(["worker", "--concurrency", "4"], clean_postgres, tmp_path / f"w{i}.log", **env)
+        spawn(
+            ["worker", "--concurrency", str(SLOTS)], clean_postgres, tmp_path / f"w{i}.log", **env
+        )
         for i in range(2)
     ]
     client = httpx.Client(
@@ -58,7 +68,6 @@ def test_http_only_lifecycle_survives_a_killed_worker(clean_postgres: str, tmp_p
         except httpx.TransportError:
             return False
 
-    killed = False
     try:
         wait_until(ready, 30, "the API to become ready")
         ids = []
@@ -68,22 +77,18 @@ def test_http_only_lifecycle_survives_a_killed_worker(clean_postgres: str, tmp_p
             )
             assert response.status_code == 201, response.text
             ids.append(response.json()["id"])
+        # Every slot of both workers in a held call: the victim's are provably in flight.
+        mock.wait_held(2 * SLOTS, 60)
+        running = client.get("/v1/runs", params={"status": "running"}).json()["data"]
+        holders = {r["waiting_reason"]["worker"].rsplit(":", 1)[-1] for r in running}
+        assert str(workers[1].pid) in holders, holders
+        workers[1].send_signal(signal.SIGKILL)
+        workers[1].wait(10)
+        mock.release()
         deadline = time.monotonic() + 120
         completed: set[str] = set()
         while len(completed) < RUNS:
             assert time.monotonic() < deadline, f"only {len(completed)} of {RUNS} completed"
-            if not killed and len(completed) >= 5:
-                # Kill whichever worker holds a run mid-model-call now (under load one
-                # worker may take every run for a while: waiting for a given one flaked).
-                running = client.get("/v1/runs", params={"status": "running"}).json()["data"]
-                holders = {r["waiting_reason"]["worker"].rsplit(":", 1)[-1] for r in running}
-                victims = [w for w in workers if str(w.pid) in holders]
-                if victims:
-                    victims[0].send_signal(signal.SIGKILL)
-                    victims[0].wait(10)
-                    workers.remove(victims[0])
-                    workers.append(victims[0])  # last: the survivor is workers[0]
-                    killed = True
             page = client.get(
                 "/v1/runs", params={"status": "requires_action", "limit": 100}
             ).json()["data"]
@@ -117,7 +122,6 @@ def test_http_only_lifecycle_survives_a_killed_worker(clean_postgres: str, tmp_p
         stop(workers[1], signal.SIGKILL)  # the victim (already dead once killed)
         worker_code = stop(workers[0])
         api_code = stop(api)
-    assert killed, "the worker was never killed mid-run"
     for log in tmp_path.glob("*.log"):  # AGENTRUN_PUBLIC_URL is set: nothing to warn about
         assert "public_url_unset" not in log.read_text(), log.name
     assert worker_code == 0 and api_code == 0

@@ -2,7 +2,8 @@
 a PROMETHEUS_MULTIPROC_DIR, so the API's `/metrics` shows what the workers counted (model
 calls, claims, completions) beside its own (creations); each worker also serves its own
 counters on `--metrics-port`. What a worker counted stays in the API's sum after it
-stops (counters never go back)."""
+stops (counters never go back). The first model calls are held at the mock provider
+until both workers (one slot each) are in one, so each has counted something."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ from pathlib import Path
 
 import httpx
 
+from tests.e2e.model_wire import MODEL, agent
 from tests.e2e.processes import spawn, stop, wait_until
 from tests.metrics_support import sample
+from tests.mocks.server import MockProviderServer
 from tests.mocks.uvicorn_thread import free_port
 
 RUNS = 6
-MODEL = {"provider": "scripted", "name": "demo", "script": [{"text": "done"}], "delay_ms": 200}
 
 
 def ready(url: str) -> bool:
@@ -32,15 +34,17 @@ def scrape(url: str) -> str:
 
 
 def model_calls(text: str) -> float:
-    return sample(text, "agentrun_model_calls_total", provider="scripted", outcome="ok") or 0.0
+    return sample(text, "agentrun_model_calls_total", provider="openai", outcome="ok") or 0.0
 
 
 def test_the_api_shows_what_every_worker_process_of_its_host_counted(
-    clean_postgres: str, tmp_path: Path
+    clean_postgres: str, tmp_path: Path, mock: MockProviderServer
 ) -> None:
+    mock.responder = agent(lambda _: [], lambda _: "done")
+    mock.hold()
     shared = tmp_path / "prometheus"
     shared.mkdir()
-    env = {"PROMETHEUS_MULTIPROC_DIR": str(shared)}
+    env = {"PROMETHEUS_MULTIPROC_DIR": str(shared), **mock.env()}
     port, ports = free_port(), [free_port(), free_port()]
     base = f"http://127.0.0.1:{port}"
     api = spawn(["api", "--port", str(port)], clean_postgres, tmp_path / "api.log", **env)
@@ -60,6 +64,8 @@ def test_the_api_shows_what_every_worker_process_of_its_host_counted(
             wait_until(lambda log=log: "worker started" in log.read_text(), 30, log.name)
         body = {"prompt": "hello", "model": MODEL}
         ids = [httpx.post(f"{base}/v1/runs", json=body).json()["id"] for _ in range(RUNS)]
+        mock.wait_held(len(workers), 30)  # each worker in a model call: both take part
+        mock.release()
         for run_id in ids:
             done = httpx.get(
                 f"{base}/v1/runs/{run_id}/wait",

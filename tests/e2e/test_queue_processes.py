@@ -1,8 +1,9 @@
 """The tool-call queue with real processes on PostgreSQL: `agentrun api`, `agentrun
 worker`, and two executor processes (`tests.e2e.queue_executor`, a `QueueExecutor` with a
-1.5 s lease) serving a slow tool. The executor that starts the call is killed with SIGKILL
-mid-call; its lease lapses, the other executor gets the call (same call id, attempt 2),
-and the run completes. The survivor then stops cleanly on SIGTERM."""
+1.5 s lease) serving a slow tool (it holds the call until the test releases it). The
+executor that starts the call is killed with SIGKILL mid-call; its lease lapses, the
+other executor gets the call (same call id, attempt 2), and the run completes. The
+survivor then stops cleanly on SIGTERM."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 import httpx
 
 from tests.e2e.processes import spawn, stop, wait_until
+from tests.e2e.queue_executor import released
 from tests.mocks.uvicorn_thread import free_port
 
 KEY = "queue-e2e"
@@ -85,9 +87,10 @@ def test_a_call_of_a_killed_executor_is_run_again_by_the_other(
         wait_until(lambda: lines(journal, "start"), 30, "an executor to start the call")
         (first,) = lines(journal, "start")
         victim = by_pid[first[1]]
-        victim.send_signal(signal.SIGKILL)  # mid-call: its tool sleeps
+        victim.send_signal(signal.SIGKILL)  # mid-call: its tool holds the call
         killed_at = time.time()
         assert victim.wait(10) == -signal.SIGKILL
+        released(journal).touch()  # the call's next attempt may end
         survivor = next(p for p in executors if p is not victim)
         done = httpx.get(
             f"{base}/v1/runs/{run['id']}/wait",

@@ -1,4 +1,5 @@
-"""Two `agentrun api` processes serve the same run's live stream (NOTIFY fan-out)."""
+"""Two `agentrun api` processes serve the same run's live stream (NOTIFY fan-out): the
+run's first model call is held at the mock provider until both streams are open."""
 
 from __future__ import annotations
 
@@ -9,16 +10,22 @@ from typing import Any
 import httpx
 
 from tests.api.sse_client import read_events
+from tests.e2e.model_wire import MODEL, RUN_BODY
 from tests.e2e.processes import spawn, stop, wait_until
 from tests.helpers import run_body
+from tests.mocks.server import MockProviderServer
 from tests.mocks.uvicorn_thread import free_port
 
 KEY = "sse-e2e"
 
 
-def test_two_api_processes_stream_the_same_run(clean_postgres: str, tmp_path: Path) -> None:
+def test_two_api_processes_stream_the_same_run(
+    clean_postgres: str, tmp_path: Path, mock: MockProviderServer
+) -> None:
+    mock.responder = RUN_BODY
+    mock.hold()
     ports = [free_port(), free_port()]
-    env = {"AGENTRUN_API_KEYS": KEY}
+    env = {"AGENTRUN_API_KEYS": KEY, **mock.env()}
     apis = [
         spawn(["api", "--port", str(p)], clean_postgres, tmp_path / f"api{p}.log", **env)
         for p in ports
@@ -39,19 +46,24 @@ def test_two_api_processes_stream_the_same_run(clean_postgres: str, tmp_path: Pa
     try:
         for client in clients:
             wait_until(lambda c=client: ready(c), 30, "API ready")
-        model = {**run_body().model.model_dump(), "delay_ms": 300}
-        body = run_body(model=model).model_dump(mode="json", exclude_none=True)
+        body = run_body(model=MODEL).model_dump(mode="json", exclude_none=True)
         run_id = clients[0].post("/v1/runs", json=body).json()["id"]
 
         def follow(i: int) -> None:
             with clients[i].stream(
                 "GET", f"/v1/runs/{run_id}/events", headers={"Accept": "text/event-stream"}
             ) as r:
-                streams[i].extend(read_events(r))
+                for event in read_events(r):
+                    streams[i].append(event)
 
         threads = [threading.Thread(target=follow, args=(i,)) for i in range(2)]
         for t in threads:
             t.start()
+        # Both streams open (what was logged replayed) while the model call is held: the
+        # rest reaches them live.
+        mock.wait_held(1, 30)
+        wait_until(lambda: all(streams), 30, "both streams to open")
+        mock.release()
         wait_until(
             lambda: clients[1].get(f"/v1/runs/{run_id}").json()["status"] == "requires_action",
             30,

@@ -1,5 +1,6 @@
 """Two real `agentrun worker` processes on PostgreSQL, results through the service layer;
-then the same while one worker is killed with SIGKILL in the middle of model calls."""
+then the same while one worker is killed with SIGKILL in the middle of model calls (held
+at the mock provider, over HTTP, until the kill)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,13 @@ from app.store.backend.engines import create_engine
 from app.store.runs import RunStore
 from tests.conftest import make_settings
 from tests.e2e.checks import assert_all_completed_once
+from tests.e2e.model_wire import MODEL, RUN_BODY
 from tests.e2e.processes import spawn, stop, wait_until
 from tests.helpers import CLEAN_TABLES, results_for, run_body
+from tests.mocks.server import MockProviderServer
 
 RUNS = 200
+SLOTS = 8
 
 
 @pytest.fixture
@@ -84,44 +88,40 @@ async def test_two_worker_processes_complete_every_run_once(
 
 
 async def test_a_worker_killed_mid_model_call_loses_nothing(
-    pg_service: RunService, postgres_url: str, tmp_path: Path
+    pg_service: RunService, postgres_url: str, tmp_path: Path, mock: MockProviderServer
 ) -> None:
-    slow = {"delay_ms": 150}
-    victim = spawn(["worker", "--concurrency", "8"], postgres_url, tmp_path / "victim.log")
-    survivor = spawn(["worker", "--concurrency", "8"], postgres_url, tmp_path / "survivor.log")
-    killed = False
-
-    async def kill_midway(completed: int) -> None:
-        nonlocal killed
-        if not killed and completed >= 10:
-            running, _ = await pg_service.list_runs(
-                status=RunStatus.RUNNING, limit=100, cursor=None, scope=Scope.ALL
-            )
-            held = [v for v in running if (v.record.lease_owner or "").endswith(f":{victim.pid}")]
-            if held:  # the victim is in the middle of model calls right now
-                victim.send_signal(signal.SIGKILL)
-                victim.wait(10)
-                killed = True
-
+    """Every model call is held at the mock until both workers have one in each of their
+    slots: the victim is killed with its calls provably in flight, then they are let go."""
+    mock.responder = RUN_BODY
+    mock.hold()
+    args = ["worker", "--concurrency", str(SLOTS)]
+    victim = spawn(args, postgres_url, tmp_path / "victim.log", **mock.env())
+    survivor = spawn(args, postgres_url, tmp_path / "survivor.log", **mock.env())
     try:
-        body = run_body()
-        model = {**body.model.model_dump(), **slow}
-        ids = [
-            (await pg_service.create_run(run_body(model=model)))[0].record.id for _ in range(RUNS)
-        ]
-        await answer_until_done(pg_service, ids, timeout=180, on_progress=kill_midway)
+        model = run_body(model=MODEL)
+        ids = [(await pg_service.create_run(model))[0].record.id for _ in range(RUNS)]
+        await asyncio.to_thread(mock.wait_held, 2 * SLOTS, 60)  # every slot of both
+        running, _ = await pg_service.list_runs(
+            status=RunStatus.RUNNING, limit=100, cursor=None, scope=Scope.ALL
+        )
+        owner = f":{victim.pid}"
+        stranded = {v.record.id for v in running if (v.record.lease_owner or "").endswith(owner)}
+        assert stranded, "the victim holds no run while its calls are held"
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(10)
+        mock.release()
+        await answer_until_done(pg_service, ids, timeout=180)
     finally:
         stop(victim, signal.SIGKILL)
         code = stop(survivor)
-    assert killed, "the victim was never killed mid-run"
     assert code == 0
     await assert_all_completed_once(pg_service.store, ids, turns=2)
-    lost = [
+    lost = {
         run_id
         for run_id in ids
         if any(e.type == "run.lease_lost" for e in await pg_service.store.events(run_id))
-    ]
-    assert lost, "the kill should have stranded at least one run that the reaper re-queued"
+    }
+    assert stranded <= lost, "each run the kill stranded is re-queued by the reaper"
 
 
 async def test_a_run_suspended_by_one_process_is_resumed_by_another(

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tests.mocks.replies import MESSAGES_PATH, RENDER_EVENTS, RESPONSES_PATH, Reply, sse_bytes
+from tests.mocks.server import wire_env
 
 #: Events sent of a streamed answer before the hold: Anthropic's message_start, ping,
 #: content_block_start and a first text delta; Responses' created, in_progress, item and
@@ -52,12 +53,7 @@ class HoldingProvider:
 
     def env(self) -> dict[str, str]:
         """The environment that points a deployment's OpenAI and Anthropic wires here."""
-        return {
-            "OPENAI_API_KEY": "sk-test",
-            "OPENAI_BASE_URL": self.origin + "/v1",
-            "ANTHROPIC_API_KEY": "ak-test",
-            "ANTHROPIC_BASE_URL": self.origin,
-        }
+        return wire_env(self.origin)
 
     def wait_for(self, count: int, timeout: float) -> list[Held]:
         """Once `count` requests have arrived (their answer started, when streamed)."""

@@ -7,8 +7,14 @@ Tests script it with a FIFO queue of `Reply`s (answers or faults); every receive
 is recorded (path, headers, JSON body). The server runs in a background thread with its
 own event loop, so it works with any test event loop.
 
+A test that needs a model call still in flight when it looks `hold()`s the server: the
+requests that arrive from then on are recorded and answered only once the test
+`release()`s them (`wait_held` waits until N are held), whatever the load, where a
+`delay` could run out before the test looks. Processes reach it over the real wire
+(`env()`); a `responder` answers from each request when the script is empty.
+
 Fixtures: `mock_server` (session: starts the server once) and `mock` (per test: the same
-server with an empty script and no recorded requests).
+server with an empty script, no recorded requests, nothing held).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +49,21 @@ from tests.mocks.replies import (
 
 #: An Azure OpenAI deployment's Chat Completions (the deployment names the model).
 AZURE_CHAT_PATH = "/openai/deployments/{deployment}/chat/completions"
+#: How long a held request waits at most: a test that forgot to release fails, not hangs.
+HOLD_SECONDS = 120.0
+
+#: Answers a request (its JSON body) when the script is empty.
+Responder = Callable[[Any], Reply]
+
+
+def wire_env(origin: str) -> dict[str, str]:
+    """The environment that points a deployment's OpenAI and Anthropic wires at `origin`."""
+    return {
+        "OPENAI_API_KEY": "sk-test",
+        "OPENAI_BASE_URL": origin + "/v1",
+        "ANTHROPIC_API_KEY": "ak-test",
+        "ANTHROPIC_BASE_URL": origin,
+    }
 
 
 @dataclass(frozen=True)
@@ -61,6 +82,11 @@ class MockProviderServer:
         self._script: deque[Reply] = deque()
         self.requests: list[RecordedRequest] = []
         self._seq = 0
+        self.responder: Responder | None = None
+        self._holding = False
+        self._held = 0  # requests held since `hold()`
+        self._arrived = threading.Condition(self._lock)
+        self._released = threading.Event()
         self.host = "127.0.0.1"
         self.port = 0
         self.app = Starlette(
@@ -79,15 +105,53 @@ class MockProviderServer:
             self._script.extend(replies)
 
     def reset(self) -> None:
+        self.release()
         with self._lock:
             self._script.clear()
             self.requests.clear()
             self._seq = 0
+            self.responder = None
 
     @property
     def remaining(self) -> int:
         with self._lock:
             return len(self._script)
+
+    # --- holding ------------------------------------------------------------------------
+
+    def hold(self) -> None:
+        """Hold every request that arrives from now on, until `release()`."""
+        with self._lock:
+            self._released = threading.Event()
+            self._holding = True
+            self._held = 0
+
+    def wait_held(self, count: int, timeout: float = 30.0) -> None:
+        """Once `count` requests are held (blocking: from a thread, or `asyncio.to_thread`)."""
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: self._held >= count, timeout):
+                raise AssertionError(f"only {self._held} of {count} model calls came to be held")
+
+    @property
+    def held(self) -> int:
+        with self._lock:
+            return self._held
+
+    def release(self) -> None:
+        """Answer every held request, and answer at once those that arrive from now on."""
+        with self._lock:
+            self._holding = False
+            self._released.set()
+
+    async def _wait_released(self, released: threading.Event) -> None:
+        deadline = time.monotonic() + HOLD_SECONDS
+        while not released.is_set():
+            if time.monotonic() > deadline:
+                raise AssertionError("a request held at the mock was never released")
+            await asyncio.sleep(0.01)
+
+    def env(self) -> dict[str, str]:
+        return wire_env(self.origin)
 
     @property
     def origin(self) -> str:
@@ -118,8 +182,17 @@ class MockProviderServer:
             self._seq += 1
             seq = self._seq
             reply = self._script.popleft() if self._script else None
+            responder = self.responder
+            released = self._released if self._holding else None
+            if released is not None:
+                self._held += 1
+                self._arrived.notify_all()
+        if reply is None and responder is not None:
+            reply = responder(body)
         if reply is None:
             reply = Reply.fault(500, "mock script exhausted")
+        if released is not None:
+            await self._wait_released(released)
         if reply.delay:
             await asyncio.sleep(reply.delay)
         request_id = {"x-request-id": f"req_mock{seq}", "request-id": f"req_mock{seq}"}

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING
 import structlog
 from argon2 import PasswordHasher
 
+from app import features
 from app.approvals.service import ApprovalService
 from app.clock import SYSTEM_CLOCK, Clock
 from app.providers import profiles
-from app.service import features
 from app.service.live import EventHub
 from app.service.principals import Authenticator
 from app.service.reads import RunReads

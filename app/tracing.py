@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
 
     from app.providers.base import ModelRequest, ProviderTurn
-    from app.store.records import RunRecord, WebhookRecord
+    from app.store.run_records import RunRecord, WebhookRecord
 
 log = structlog.get_logger("agentrun.tracing")
 

@@ -33,7 +33,7 @@ from app.limits.run_limits import RunLimitsService  # noqa: E402
 from app.providers.base import ModelRequest, ProviderTurn  # noqa: E402
 from app.service.prices import PriceBook  # noqa: E402
 from app.settings import Settings  # noqa: E402
-from app.store.records import NewEvent, RunRecord  # noqa: E402
+from app.store.run_records import NewEvent, RunRecord  # noqa: E402
 from app.tenancy.tenants import TenantLimits  # noqa: E402
 from app.worker.billing import billed_usage, priced_call  # noqa: E402
 

@@ -163,7 +163,7 @@ async def _hold_cost(calls: int) -> tuple[float, float]:
     """CPU µs per hold, (before, after), alternated in rounds."""
 
     from app.clock import SYSTEM_CLOCK
-    from app.store.records import RunRecord
+    from app.store.run_records import RunRecord
     from app.worker.lease import Claim, Lease
 
     async def answer() -> int:

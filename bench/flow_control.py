@@ -33,12 +33,12 @@ sys.path.insert(0, str(ROOT))
 import psycopg  # noqa: E402
 from sqlalchemy.engine import make_url  # noqa: E402
 
+from app import features  # noqa: E402
 from app.clock import SYSTEM_CLOCK  # noqa: E402
 from app.core.lifecycle import TERMINAL, RunStatus  # noqa: E402
 from app.core.scope import Scope  # noqa: E402
 from app.main import migrate  # noqa: E402
 from app.providers.profiles import Profile, Profiles, RateLimits  # noqa: E402
-from app.service import features  # noqa: E402
 from app.service.runs import RunService  # noqa: E402
 from app.service.schemas import RunCreate  # noqa: E402
 from app.settings import Settings  # noqa: E402

@@ -49,7 +49,7 @@ from app.settings import Settings  # noqa: E402
 from app.store import changes  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
-from app.store.records import NewToolCall  # noqa: E402
+from app.store.run_records import NewToolCall  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from bench.common import (  # noqa: E402
     SEEDED,

@@ -19,8 +19,8 @@ import psycopg  # noqa: E402
 
 from app.core.scope import Scope  # noqa: E402
 from app.service.runs import RunService  # noqa: E402
-from app.store.backend.direct import Compiled, DirectPool  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
+from app.store.backend.pg_direct import Compiled, DirectPool  # noqa: E402
 from bench.common import (  # noqa: E402
     Meter,
     run_with_history,

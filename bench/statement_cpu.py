@@ -2,14 +2,14 @@
 
 Before (up to bcf8e5d) a process kept SQLAlchemy on psycopg and, for the lifecycle's hot
 statements, a separate asyncpg pool; now SQLAlchemy runs on asyncpg and the hot path
-borrows raw connections from its pool (app.store.backend.direct). This issues the same statements
+borrows raw connections from its pool (app.store.backend.pg_direct). This issues the same statements
 sequentially both ways on one connection and reports the client's CPU (process time) and
 wall time per statement: a run read on the hot path, a read through SQLAlchemy in
 autocommit (the runs counted by status: a run's events, measured here before, moved to the
 hot path since), and a small SQLAlchemy transaction (a live-stream watch). The
 hot path is also measured on an engine made for PgBouncer (unnamed statements), talking
 to the server directly, and on a pool of two, where it keeps its connection between
-statements (app.store.backend.direct) instead of borrowing it from the pool for each.
+statements (app.store.backend.pg_direct) instead of borrowing it from the pool for each.
 
 Run: `.venv/bin/python bench/statement_cpu.py [--n 3000] [--repeat 5] [--server URL]`
 """
@@ -35,8 +35,8 @@ from sqlalchemy.ext.asyncio import create_async_engine  # noqa: E402
 
 from app.core.scope import Scope  # noqa: E402
 from app.service.runs import RunService  # noqa: E402
-from app.store.backend.direct import SESSION_SETTINGS, Compiled, DirectPool  # noqa: E402
 from app.store.backend.engines import JSON_OPTIONS, create_engine  # noqa: E402
+from app.store.backend.pg_direct import SESSION_SETTINGS, Compiled, DirectPool  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from bench.common import (  # noqa: E402

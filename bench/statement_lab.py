@@ -32,8 +32,8 @@ import psycopg  # noqa: E402
 
 from app.service.runs import RunService  # noqa: E402
 from app.settings import Settings  # noqa: E402
-from app.store.backend.direct import SESSION_SETTINGS, Compiled  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
+from app.store.backend.pg_direct import SESSION_SETTINGS, Compiled  # noqa: E402
 from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from bench.common import (  # noqa: E402

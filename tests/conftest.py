@@ -17,7 +17,7 @@ import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
-from app.service import features
+from app import features
 from app.settings import Settings
 from app.store.backend.engines import create_engine
 from app.store.migrate import upgrade_to_head

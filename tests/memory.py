@@ -19,10 +19,10 @@ from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.store import changes
 from app.store.backend.base import Changed, ChangeWrite, Lease, NewRun, Row, Wake
+from app.store.change_rows import tool_row
 from app.store.changes import Change
-from app.store.lookups import events_after, queue_ahead, secret_named
-from app.store.records import NewEvent, RunRecord, ToolCallRecord
-from app.store.rows import tool_row
+from app.store.run_reads import events_after, queue_ahead, secret_named
+from app.store.run_records import NewEvent, RunRecord, ToolCallRecord
 from app.store.schema import DEFAULT_TENANT, runs, service_secrets
 from app.toolqueue.sql import call_statement
 

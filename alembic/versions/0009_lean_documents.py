@@ -38,7 +38,7 @@ COUNTERS = (
     "reasoning_tokens",
 )
 
-# A run's billed usage as this revision knows it (app.store.records.RUN_USAGE_KEYS).
+# A run's billed usage as this revision knows it (app.store.run_records.RUN_USAGE_KEYS).
 BILLED = (
     "input_tokens",
     "output_tokens",

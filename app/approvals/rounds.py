@@ -15,7 +15,7 @@ import structlog
 from app.approvals import policies
 from app.core.lifecycle import ApprovalStatus
 from app.store.config import RunConfig
-from app.store.records import NewToolCall
+from app.store.run_records import NewToolCall
 from app.timestamps import iso
 
 log = structlog.get_logger("agentrun.worker")

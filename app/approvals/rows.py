@@ -26,7 +26,7 @@ from app.core.scope import Scope
 from app.store.backend.base import QUEUE_CHANNEL, Backend, ChangeWrite, Wake
 from app.store.backend.leases import bell_of
 from app.store.changes import Change
-from app.store.records import RunRecord, ToolCallRecord
+from app.store.run_records import RunRecord, ToolCallRecord
 from app.store.schema import Timestamp, runs, tool_calls
 
 tc = tool_calls

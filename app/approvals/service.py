@@ -53,7 +53,7 @@ from app.service.tokens import callback_token
 from app.store import changes
 from app.store.changes import Change
 from app.store.errors import NotFoundError
-from app.store.records import (
+from app.store.run_records import (
     APPROVAL_APPROVED,
     APPROVAL_REJECTED,
     NewEvent,

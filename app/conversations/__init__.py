@@ -13,7 +13,7 @@ from app.core.lifecycle import TERMINAL
 from app.core.scope import Scope
 from app.service.errors import ConversationBusy
 from app.store.hooks import Sweep
-from app.store.records import RunRecord
+from app.store.run_records import RunRecord
 from app.store.runs import RunStore
 
 #: How often a worker looks for runs parked for a conversation whose awaited run ended

@@ -18,7 +18,7 @@ from app.service.schemas import inherited_model_problem
 from app.store import changes
 from app.store.changes import Change
 from app.store.hooks import Continuation, Continuing
-from app.store.records import NewEvent, RunRecord
+from app.store.run_records import NewEvent, RunRecord
 from app.store.runs import RunStore
 from app.store.waiting import Conversation
 

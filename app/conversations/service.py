@@ -23,7 +23,7 @@ from app.service.errors import RunNotFound, RunStateConflict
 from app.service.initial import initial_run
 from app.service.lineage import conversation_of
 from app.store.hooks import Continuation
-from app.store.records import RunRecord
+from app.store.run_records import RunRecord
 from app.store.runs import RunStore
 from app.store.waiting import NEVER, Conversation
 

@@ -23,7 +23,7 @@ from starlette.datastructures import FormData
 from app.approvals import policies
 from app.dashboard import present
 from app.service.jsonrules import MAX_DEPTH
-from app.service.operator import MAX_EXTENSION_SECONDS
+from app.service.operator_actions import MAX_EXTENSION_SECONDS
 from app.service.principals import Permission
 from app.service.runs import RunView
 from app.service.schemas import DecisionsIn, LimitsIn, ResolutionIn, ToolResultsIn

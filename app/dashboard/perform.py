@@ -46,7 +46,7 @@ from app.dashboard.web import (
     scope_of,
     service_of,
 )
-from app.service import operator
+from app.service import operator_actions as operator
 from app.service.errors import ServiceError
 
 router = APIRouter(prefix="/admin", include_in_schema=False)

@@ -40,7 +40,7 @@ from app.providers.anthropic import DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT
 from app.providers.base import ModelRequest
 from app.service.prices import PriceBook
 from app.settings import Settings
-from app.store.records import NewEvent, RunRecord
+from app.store.run_records import NewEvent, RunRecord
 from app.store.runs import RunStore
 from app.store.waiting import Budget
 from app.tenancy.identities import Identities

@@ -18,7 +18,7 @@ from app.providers.base import ModelRequest, ProviderError
 from app.providers.profiles import Profiles, RateLimits
 from app.settings import Settings
 from app.store.changes import Budget
-from app.store.records import RunRecord
+from app.store.run_records import RunRecord
 from app.store.runs import RunStore
 from app.worker.gates import Defer, Go, ModelGate, Suspend
 from app.worker.lease import Claim

@@ -46,7 +46,7 @@ from app.providers import ratelimit
 from app.providers.base import ModelRequest, ProviderError
 from app.providers.profiles import Profiles, RateLimits
 from app.store.changes import RateLimit
-from app.store.records import RunRecord
+from app.store.run_records import RunRecord
 
 log = structlog.get_logger("agentrun.worker")
 

@@ -18,7 +18,7 @@ from app.service.prices import PriceBook
 from app.service.schemas import LimitsIn, RunLimits
 from app.settings import Settings
 from app.store import changes
-from app.store.records import NewEvent, RunRecord
+from app.store.run_records import NewEvent, RunRecord
 from app.store.runs import RunStore
 from app.store.waiting import Budget
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from app.store.records import RunRecord
+from app.store.run_records import RunRecord
 from app.store.runs import RunStore
 
 #: A fair key's longest stored form (`runs.fair_key`); a longer one is hashed.

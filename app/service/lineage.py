@@ -4,7 +4,7 @@ a create writes and the API and the dashboard show."""
 
 from __future__ import annotations
 
-from app.store.records import RunRecord
+from app.store.run_records import RunRecord
 
 #: Configuration keys of a continuing run.
 PREVIOUS_KEY = "previous_run_id"

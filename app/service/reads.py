@@ -2,7 +2,7 @@
 
 They never touch the store or its engine: health, usage, metrics and the dashboard's
 pages come from here, which calls the store's public reads and its report queries
-(`app.store.reports`). Writes stay in `RunService` and `app.service.operator`. The reads
+(`app.store.reports`). Writes stay in `RunService` and `app.service.operator_actions`. The reads
 of runs take a `tenant` (its runs only; None: every tenant's, for the deployment's own
 views such as /metrics).
 """

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from app.core import AgentRun, stored
 from app.core.serde import tool_result_from
 from app.service import convert
-from app.store.records import RunRecord, ToolCallRecord
+from app.store.run_records import RunRecord, ToolCallRecord
 from app.store.runs import RunStore
 
 

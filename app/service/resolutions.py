@@ -29,7 +29,7 @@ from app.service.errors import InvalidRequest, RunStateConflict
 from app.service.schemas import ResolutionIn
 from app.store import changes
 from app.store.changes import Change, Resolution
-from app.store.records import NewEvent, RunRecord
+from app.store.run_records import NewEvent, RunRecord
 
 
 def action_from(body: ResolutionIn) -> InvalidToolCallAction:

@@ -51,7 +51,7 @@ from app.settings import Settings
 from app.store import changes
 from app.store.changes import Change, Resolution
 from app.store.hooks import Continuation, Continuations, Continuing
-from app.store.records import NewEvent, RunRecord, ToolCallRecord
+from app.store.run_records import NewEvent, RunRecord, ToolCallRecord
 from app.store.runs import RunStore
 from app.store.waiting import NEVER, Conversation
 from app.webhooks.destinations import (

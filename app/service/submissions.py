@@ -17,7 +17,7 @@ from typing import Any
 from app.core.events import EventType as E
 from app.store import changes
 from app.store.changes import Answer, Approval, Change, ToolResults
-from app.store.records import NewEvent, RunRecord, ToolCallRecord
+from app.store.run_records import NewEvent, RunRecord, ToolCallRecord
 
 #: Re-reads allowed when concurrent submissions to one run keep moving its version.
 SUBMIT_ATTEMPTS = 20

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from app.service.submissions import SubmitOutcome
 from app.store.gauges import Gauges, QueueDepth
-from app.store.records import (
+from app.store.reports import Activity, BadCursor, RunFilter
+from app.store.run_records import (
     APPROVAL_APPROVED,
     APPROVAL_PENDING,
     APPROVAL_REJECTED,
@@ -20,7 +21,6 @@ from app.store.records import (
     RunRecord,
     ToolCallRecord,
 )
-from app.store.reports import Activity, BadCursor, RunFilter
 from app.store.waiting import Approval, Budget
 
 __all__ = [

@@ -35,7 +35,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.store.backend.base import Forms
-from app.store.backend.forms import forms_for
+from app.store.backend.dialect_forms import forms_for
 from app.store.schema import (
     ENDED_VALUES,
     model_calls,

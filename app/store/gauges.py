@@ -17,8 +17,8 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.lifecycle import OutboxStatus, RunStatus
-from app.store.backend.forms import forms_for
-from app.store.records import utc
+from app.store.backend.dialect_forms import forms_for
+from app.store.run_records import utc
 from app.store.schema import runs, tool_calls, webhook_outbox
 
 #: Deliveries a scrape counts: waiting to be sent, and given up (delivered ones pile up).

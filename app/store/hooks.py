@@ -46,7 +46,7 @@ from app.core import Message
 from app.core.scope import Scope
 from app.settings import Settings
 from app.store.config import RunConfig
-from app.store.records import NewToolCall, RunRecord
+from app.store.run_records import NewToolCall, RunRecord
 
 log = structlog.get_logger("agentrun.store")
 

@@ -21,9 +21,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
-from app.store.backend.forms import forms_for
+from app.store.backend.dialect_forms import forms_for
 from app.store.fold import minute_of
-from app.store.records import RunRecord, utc
+from app.store.run_records import RunRecord, utc
 from app.store.schema import (
     CREATED,
     IS_WAITING,

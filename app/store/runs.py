@@ -3,7 +3,7 @@ SQLite) and the repositories composed around it, one per concern; `RunStore` exp
 their methods so the service and the worker hold one object.
 
 - `transitions` (`app.store.transitions`): create, apply a change, claim, sweeps;
-- `lookups` (`app.store.lookups`): runs, their pending calls, events, counts, secrets;
+- `lookups` (`app.store.run_reads`): runs, their pending calls, events, counts, secrets;
 - `outbox` (`app.webhooks.outbox`): webhook deliveries (a debt: the kernel composes a
   feature's repository; the tool-call queue's, `app.toolqueue.sql`, is built by its
   feature from `backend`);
@@ -29,7 +29,7 @@ from app.store.backend.base import (
 from app.store.backend.factory import backend_for
 from app.store.errors import NotFoundError
 from app.store.hooks import Hooks
-from app.store.lookups import Lookups
+from app.store.run_reads import Lookups
 from app.store.transitions import Transitions
 from app.store.watchers import Watchers
 from app.webhooks.outbox import Outbox

@@ -26,7 +26,7 @@ from app.store.changes import Change
 from app.store.errors import NotFoundError
 from app.store.fold import reopen
 from app.store.hooks import Hooks
-from app.store.records import NewEvent, RunRecord
+from app.store.run_records import NewEvent, RunRecord
 from app.store.schema import DEFAULT_TENANT, fair_ranks, runs
 from app.store.scoping import p_tenant
 

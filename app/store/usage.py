@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.scope import Scope
-from app.store.backend.forms import forms_for
+from app.store.backend.dialect_forms import forms_for
 from app.store.fold import COUNTERS, TOKENS, Sums, hour_of
 from app.store.schema import IS_WAITING, LEDGER_UNFOLDED, model_calls, runs, usage_hourly
 from app.store.scoping import within

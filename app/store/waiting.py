@@ -1,5 +1,5 @@
 """Why a run is where it is: the typed `waiting_reason` of a change (`app.store.changes`),
-read back typed (`parse`, once, where the row is parsed: `app.store.records`), and, for the
+read back typed (`parse`, once, where the row is parsed: `app.store.run_records`), and, for the
 reasons a write leaves out (a queued run's, a claimed run's), the reason given back on read
 from the run's status and lease (`derived`). `doc()` is the JSON the API shows; `parse`
 and `doc` are inverse (tests/store/test_records.py)."""

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from app.core.scope import Scope
 from app.store.backend.base import Backend
-from app.store.records import utc
+from app.store.run_records import utc
 from app.store.schema import api_keys, tenants
 from app.store.scoping import within
 

@@ -50,7 +50,7 @@ from app.service.submissions import SUBMIT_ATTEMPTS, SubmitOutcome, SubmittedRes
 from app.service.tokens import lease_signature
 from app.store.backend.leases import bell_of
 from app.store.errors import NotFoundError
-from app.store.records import ToolCallRecord
+from app.store.run_records import ToolCallRecord
 from app.toolqueue.sql import ToolCallQueue
 
 #: A lease token: the call (run, round, position), the lease's own random part and the

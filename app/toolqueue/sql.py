@@ -32,7 +32,7 @@ import sqlalchemy as sa
 
 from app.core.scope import Scope
 from app.store.backend.base import Backend, Lease
-from app.store.records import ToolCallRecord, utc
+from app.store.run_records import ToolCallRecord, utc
 from app.store.schema import DEFAULT_TENANT, Timestamp, tool_calls
 from app.store.scoping import p_tenant, scope_params, scoped
 

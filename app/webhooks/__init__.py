@@ -2,5 +2,5 @@
 attempts, and the sender each worker runs (`hooks.install` plugs it in).
 
 The outbox rows themselves are written by the kernel, in the statement of the transition
-they announce (`app.store.rows.webhook_targets`, the backends), so a crash loses none.
+they announce (`app.store.change_rows.webhook_targets`, the backends), so a crash loses none.
 """

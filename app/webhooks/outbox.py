@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from app.core.lifecycle import OutboxStatus
 from app.store.backend.base import Backend
-from app.store.records import WebhookRecord
+from app.store.run_records import WebhookRecord
 from app.store.schema import run_configs, webhook_attempts, webhook_outbox
 
 

@@ -26,7 +26,7 @@ from app import metrics, tracing
 from app.clock import Clock
 from app.providers.backoff import backoff_delay
 from app.settings import Settings
-from app.store.records import WebhookRecord
+from app.store.run_records import WebhookRecord
 from app.store.runs import RunStore
 from app.webhooks.destinations import (
     Destination,

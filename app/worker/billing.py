@@ -9,7 +9,7 @@ from typing import Any
 
 from app.providers.base import ProviderTurn
 from app.service.prices import PriceBook
-from app.store.records import NewEvent
+from app.store.run_records import NewEvent
 
 
 def billed_usage(usage: Mapping[str, Any] | None, events: list[NewEvent]) -> dict[str, Any] | None:

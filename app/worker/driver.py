@@ -46,7 +46,7 @@ from app.service.tokens import callback_token, token_hash
 from app.settings import Settings
 from app.store import changes
 from app.store.changes import Budget, Change, Resolution
-from app.store.records import NewEvent, RunRecord
+from app.store.run_records import NewEvent, RunRecord
 from app.store.runs import RunStore
 from app.worker import streaming, tool_rounds
 from app.worker.billing import billed_usage, priced_call

@@ -10,7 +10,7 @@ is spent). A gate that said `Go` is told how the call ended: `release` on every 
 LISTENs on (`heard`; `catch_up` after a (re)connection).
 
 The gates come from the store's hooks (`app.store.hooks.Hooks.model_gates`, filled by the
-composition root, `app.service.features.install`): one set per driver, made with the
+composition root, `app.features.install`): one set per driver, made with the
 driver's settings, clock and profiles (a gate may hold per-worker state). With no gate
 registered a model call pays nothing: no statement, no await.
 """

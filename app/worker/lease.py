@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from app.clock import Clock
 from app.core.stored import Loaded
-from app.store.records import NewEvent, RunRecord
+from app.store.run_records import NewEvent, RunRecord
 from app.store.runs import RunStore
 from app.worker.stops import Stops
 

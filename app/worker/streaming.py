@@ -44,7 +44,7 @@ from app.providers.base import (
     TurnComplete,
     UsageReport,
 )
-from app.store.records import NewEvent
+from app.store.run_records import NewEvent
 from app.store.runs import RunStore
 from app.worker.lease import Claim, Lease, LeaseLost
 

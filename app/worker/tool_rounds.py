@@ -9,7 +9,7 @@ from typing import Any
 from app.core import CallTools
 from app.core.serde import tool_result_to_dict
 from app.store.config import RunConfig
-from app.store.records import NewToolCall
+from app.store.run_records import NewToolCall
 
 
 def rows(step: CallTools, config: RunConfig) -> list[NewToolCall]:

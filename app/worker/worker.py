@@ -32,8 +32,8 @@ from app.store import changes
 from app.store.errors import is_unavailable
 from app.store.fold import FOLD_BATCH, fold_batch, forget_endings
 from app.store.hooks import Background, Loop
-from app.store.records import RunRecord
 from app.store.retention import purge_batch
+from app.store.run_records import RunRecord
 from app.store.runs import NOTIFY_CHANNEL, STOP_CHANNEL, RunStore
 from app.worker.driver import ProviderFactory, RunDriver
 from app.worker.providers import make_provider

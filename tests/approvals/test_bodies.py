@@ -47,7 +47,7 @@ BODY = st.fixed_dictionaries({"decisions": st.lists(DECISION, max_size=3)}) | AN
 
 
 def _gated_run(client: httpx.Client, url: str) -> str:
-    from app.service import features
+    from app import features
     from app.store.backend.engines import create_engine
     from app.store.runs import RunStore
     from tests.helpers import drive_once

@@ -13,7 +13,7 @@ import pytest
 from app.conversations import busy
 from app.core.scope import Scope
 from app.service.errors import ConversationBusy
-from app.service.operator import retry_run
+from app.service.operator_actions import retry_run
 from app.service.runs import RunService
 from app.store.runs import RunStore
 from tests.api.test_runs_api import answers, assert_problem, suspend

@@ -1,4 +1,4 @@
-"""app.service.operator: extend expiry and retry, their events, and their refusals."""
+"""app.service.operator_actions: extend expiry and retry, their events, and their refusals."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
-from app.service import operator
+from app.service import operator_actions as operator
 from app.service.errors import InvalidRequest, RunNotFound, RunStateConflict
 from app.service.runs import RunService
 from app.service.schemas import ToolResultsIn

@@ -9,10 +9,10 @@ import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from app import features
 from app.clock import FakeClock
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
-from app.service import features
 from app.service.runs import RunService
 from app.service.schemas import LimitsIn
 from app.store.runs import RunStore

@@ -13,7 +13,7 @@ from app.core.scope import Scope
 from app.service.live import EventHub
 from app.service.runs import RunService
 from app.settings import Settings
-from app.store.records import NewEvent
+from app.store.run_records import NewEvent
 from app.store.runs import RunStore
 from tests.helpers import cancel_inside, run_body, wait_for
 

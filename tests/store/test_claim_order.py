@@ -16,9 +16,9 @@ from app.service.runs import RunService, without_unset_queues
 from app.settings import Settings
 from app.store.backend.pg_statements import Shape
 from app.store.backend.postgres import PostgresBackend
-from app.store.lookups import queue_ahead
-from app.store.records import NewEvent
-from app.store.rows import EventPlan
+from app.store.change_rows import EventPlan
+from app.store.run_reads import queue_ahead
+from app.store.run_records import NewEvent
 from app.store.runs import RunStore
 from app.store.schema import runs
 from tests.conftest import make_settings

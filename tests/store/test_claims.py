@@ -15,9 +15,9 @@ from app.core.scope import Scope
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.backend.postgres import PostgresBackend
+from app.store.change_rows import EventPlan
 from app.store.changes import Change
-from app.store.records import NewEvent, RunRecord
-from app.store.rows import EventPlan
+from app.store.run_records import NewEvent, RunRecord
 from app.store.runs import EVENTS_CHANNEL, NOTIFY_CHANNEL, RunStore
 from tests.helpers import heard, run_body
 

@@ -7,7 +7,7 @@ import re
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from app.store.backend.direct import compile_statement
+from app.store.backend.pg_direct import compile_statement
 from app.store.schema import runs
 
 

@@ -31,7 +31,7 @@ from app.store.backend.engines import sync_url
 from app.store.changes import Change
 from app.store.fold import fold
 from app.store.migrate import alembic_config, upgrade_to_head
-from app.store.records import RUN_USAGE_KEYS, NewEvent
+from app.store.run_records import RUN_USAGE_KEYS, NewEvent
 from app.store.runs import RunStore
 from app.store.schema import metadata
 from app.toolqueue.sql import ToolCallQueue

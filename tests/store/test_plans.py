@@ -15,10 +15,10 @@ from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.service.principals import DEFAULT_TENANT
 from app.service.runs import RunService
-from app.store.backend.direct import SESSION_SETTINGS, Compiled, DirectPool
 from app.store.backend.engines import create_engine
+from app.store.backend.pg_direct import SESSION_SETTINGS, Compiled, DirectPool
 from app.store.backend.postgres import PostgresBackend
-from app.store.lookups import list_runs
+from app.store.run_reads import list_runs
 from app.store.runs import RunStore
 from tests.conftest import make_settings
 from tests.helpers import drive_once, results_for, suspended_run

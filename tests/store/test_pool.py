@@ -1,4 +1,4 @@
-"""One pool per process (app.store.backend.engines, app.store.backend.direct): the hot
+"""One pool per process (app.store.backend.engines, app.store.backend.pg_direct): the hot
 path borrows the engine's connections (and keeps one briefly for its next statements,
 never keeping SQLAlchemy's queries waiting long), its session settings stay on its own
 statements, the process never holds more than the pool, a connection the pool must
@@ -18,15 +18,15 @@ import sqlalchemy as sa
 
 from app.core.scope import Scope
 from app.service.runs import RunService
-from app.store.backend import direct
-from app.store.backend.direct import (
+from app.store.backend import pg_direct as direct
+from app.store.backend.engines import create_engine
+from app.store.backend.pg_direct import (
     IDLE_SECONDS,
     LEND_SECONDS,
     Compiled,
     DirectPool,
     compile_statement,
 )
-from app.store.backend.engines import create_engine
 from app.store.errors import is_unavailable
 from app.store.runs import RunStore
 from tests.conftest import make_settings

@@ -15,7 +15,7 @@ from app.service.runs import RunService
 from app.service.tokens import new_key
 from app.settings import Settings
 from app.store.changes import Change
-from app.store.records import NewEvent
+from app.store.run_records import NewEvent
 from app.store.runs import RunStore
 from app.worker.driver import RunDriver
 from app.worker.providers import make_provider

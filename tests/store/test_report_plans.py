@@ -18,10 +18,11 @@ from sqlalchemy.dialects import postgresql
 
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
-from app.store import lookups, reports
-from app.store.backend.direct import compile_statement
+from app.store import reports
+from app.store import run_reads as lookups
+from app.store.backend.dialect_forms import POSTGRES
 from app.store.backend.engines import create_engine
-from app.store.backend.forms import POSTGRES
+from app.store.backend.pg_direct import compile_statement
 from app.store.reports import RunFilter
 from app.store.retention import ENDED_VALUES, due_query
 from app.store.runs import RunStore

@@ -15,8 +15,8 @@ from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.service.runs import RunService
 from app.settings import Settings
-from app.store.records import utc
 from app.store.retention import purge, purge_batch
+from app.store.run_records import utc
 from app.store.runs import RunStore
 from app.store.schema import (
     model_calls,

@@ -21,9 +21,9 @@ from app.core.scope import Scope
 from app.store.backend.engines import create_engine
 from app.store.changes import Change
 from app.store.fold import fold, fold_batch
-from app.store.records import NewEvent, utc
 from app.store.reports import activity, count_by_status
 from app.store.retention import purge
+from app.store.run_records import NewEvent, utc
 from app.store.runs import RunStore
 from app.store.schema import run_configs, runs
 from app.store.usage import usage_totals

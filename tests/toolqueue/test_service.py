@@ -28,7 +28,7 @@ from app.service.runs import RunService
 from app.service.schemas import HeartbeatIn, LeasedResultIn, LeaseIn
 from app.settings import Settings
 from app.store.backend.leases import bell_of
-from app.store.records import ToolCallRecord
+from app.store.run_records import ToolCallRecord
 from app.store.runs import RunStore
 from app.toolqueue.service import Lease, QueueService
 from tests.helpers import cancel_inside, drive_once, run_body, suspended_run, wait_for
@@ -284,7 +284,7 @@ async def test_a_run_of_another_queue_or_none_is_not_leased(
 async def test_an_expired_run_retried_by_an_operator_offers_its_calls_again(
     queues: QueueService, service: RunService
 ) -> None:
-    from app.service.operator import retry_run
+    from app.service.operator_actions import retry_run
     from app.store import changes
 
     view = await suspended_run(service, tool_queue="q")

@@ -254,8 +254,8 @@ async def test_a_cancel_finds_its_calls_by_the_run_on_empty_tables(
 ) -> None:
     """The cancel's statement (which takes the run's calls out of their queue) reaches
     them by the primary key, not by the index of every queue's leasable calls."""
-    from app.store.backend.direct import DirectPool
     from app.store.backend.engines import create_engine
+    from app.store.backend.pg_direct import DirectPool
     from tests.store.test_plans import generic_plan
 
     store = RunStore(create_engine(empty_postgres_url))

@@ -29,7 +29,7 @@ from app.service.runs import RunService, RunView
 from app.service.tokens import new_key
 from app.settings import Settings
 from app.store import changes
-from app.store.records import EventRecord, NewEvent
+from app.store.run_records import EventRecord, NewEvent
 from app.store.runs import RunStore
 from app.worker.driver import RunDriver
 from app.worker.providers import make_provider

@@ -3,12 +3,12 @@ implementation per dialect (`app.store.backend.postgres`, `app.store.backend.sql
 
 The repositories (`app.store.transitions`, `lookups`, `queues`, `outbox`, `watchers`) hold
 the SQL both dialects share and call a backend for the rest: how a statement runs (on
-PostgreSQL the hot ones on asyncpg directly, `app.store.backend.direct`), transactions,
+PostgreSQL the hot ones on asyncpg directly, `app.store.backend.pg_direct`), transactions,
 wake-ups after the commit (NOTIFY; SQLite's listeners poll), the dialect's statement forms
 (insert-on-conflict, `FOR UPDATE SKIP LOCKED`), and the writes whose form differs: a change
 with its side rows is one statement of data-modifying CTEs on PostgreSQL and an UPDATE
 with follow-up inserts in one transaction on SQLite. Rows come back as mappings (by column
-name) and leave the backend as typed records (`app.store.records`).
+name) and leave the backend as typed records (`app.store.run_records`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from app.core.scope import Scope
 from app.core.stored import Snapshot
 from app.store.changes import Change
-from app.store.records import NewEvent, RunRecord, ToolCallRecord
+from app.store.run_records import NewEvent, RunRecord, ToolCallRecord
 
 #: A row: its columns by name (an asyncpg record, a SQLAlchemy row mapping, a dict).
 Row = Mapping[Any, Any]
@@ -92,7 +92,7 @@ class Lease:
 class Forms(Protocol):
     """A dialect's forms of statements and session settings, for the repositories that
     run their own SQLAlchemy statements on a connection (the fold, retention, reports,
-    gauges): `app.store.backend.forms.forms_for` gives an engine's or connection's."""
+    gauges): `app.store.backend.dialect_forms.forms_for` gives an engine's or connection's."""
 
     def insert(self, table: sa.Table) -> Any:
         """An INSERT of `table` that takes `on_conflict_do_nothing/update`."""

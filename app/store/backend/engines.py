@@ -1,7 +1,7 @@
 """Engines: one configured URL for the CLI, Alembic and the async app.
 
 On PostgreSQL a process keeps one pool (SQLAlchemy's, on asyncpg): the store's hot
-statements borrow raw connections from it (app.store.backend.direct), everything else goes
+statements borrow raw connections from it (app.store.backend.pg_direct), everything else goes
 through SQLAlchemy, so a process never holds more than its pool plus one LISTEN
 connection (README, "Connection budget").
 """
@@ -73,7 +73,7 @@ JSON_OPTIONS: dict[str, Any] = {"json_serializer": _json_dumps, "json_deserializ
 class _Connect:
     """`asyncpg.connect(...)`, started only when awaited. The direct path checks pooled
     connections out without SQLAlchemy's greenlet and falls back to it when the pool must
-    reconnect (app.store.backend.direct): the attempt drops this unstarted, where a coroutine
+    reconnect (app.store.backend.pg_direct): the attempt drops this unstarted, where a coroutine
     would be reported as never awaited."""
 
     __slots__ = ("args", "kwargs")

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from app.core.events import EventType as E
 from app.core.lifecycle import Transition, sources
-from app.store.records import NewEvent, ToolCallRecord
+from app.store.run_records import NewEvent, ToolCallRecord
 from app.store.schema import Timestamp, runs, tool_calls
 from app.timestamps import iso
 

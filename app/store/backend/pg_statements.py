@@ -22,7 +22,7 @@ from sqlalchemy.dialects import postgresql
 from app.core.lifecycle import OutboxStatus, RunStatus
 from app.store.backend.base import EVENTS_CHANNEL, NOTIFY_CHANNEL
 from app.store.backend.pg_reads import StatementCache, calls_of, log_of
-from app.store.rows import LEDGER_COLUMNS, OUTBOX_COLUMNS, TOOL_CALL_COLUMNS, EventPlan
+from app.store.change_rows import LEDGER_COLUMNS, OUTBOX_COLUMNS, TOOL_CALL_COLUMNS, EventPlan
 from app.store.schema import (
     ENDED_VALUES,
     config_of,

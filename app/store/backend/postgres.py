@@ -1,7 +1,7 @@
 """The PostgreSQL backend. A change, a creation, a claim and a lease are each one
 statement of data-modifying CTEs (`app.store.backend.pg_statements`, `pg_lease`), run
 with the lifecycle's other hot statements as their own autocommit statements on asyncpg
-directly (`app.store.backend.direct`): CPU is what limits throughput here. Wake-ups
+directly (`app.store.backend.pg_direct`): CPU is what limits throughput here. Wake-ups
 (NOTIFY) go out after the commit, coalesced (`app.store.wakeups`), except the workers' for
 a write that is the only one of its process in flight: it notifies in its own statement,
 one round trip sooner (no other notifying commit of the process to queue behind)."""
@@ -32,16 +32,16 @@ from app.store.backend.base import (
     Row,
     Wake,
 )
-from app.store.backend.direct import Compiled, DirectPool, compile_statement
-from app.store.backend.forms import PostgresForms
+from app.store.backend.dialect_forms import PostgresForms
 from app.store.backend.leases import bell_of, in_flight_statement
+from app.store.backend.pg_direct import Compiled, DirectPool, compile_statement
 from app.store.backend.pg_lease import lease_statement
 from app.store.backend.pg_reads import PgReads
 from app.store.backend.pg_statements import PgStatements, Shape
+from app.store.change_rows import EventPlan, ledger_row, tool_row, webhook_targets
 from app.store.changes import Change
-from app.store.lookups import key_params, run_by
-from app.store.records import NewEvent, RunRecord, ToolCallRecord
-from app.store.rows import EventPlan, ledger_row, tool_row, webhook_targets
+from app.store.run_reads import key_params, run_by
+from app.store.run_records import NewEvent, RunRecord, ToolCallRecord
 from app.store.schema import run_watchers
 from app.store.scoping import scope_params, scoped
 from app.store.transitions import change_params

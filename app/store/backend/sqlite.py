@@ -20,17 +20,17 @@ from app.core.scope import Scope
 from app.core.stored import Batch
 from app.store import changes
 from app.store.backend.base import Changed, ChangeWrite, Lease, NewRun, Row, Wake
-from app.store.backend.forms import SqliteForms
+from app.store.backend.dialect_forms import SqliteForms
 from app.store.backend.leases import (
     expired_event,
     in_flight_statement,
     leasable_calls,
     leased_event,
 )
+from app.store.change_rows import EventPlan, ledger_row, tool_row, webhook_payload, webhook_targets
 from app.store.changes import Answer, Change
-from app.store.lookups import calls_of_round, key_params, log_batches, run_by
-from app.store.records import NewEvent, NewToolCall, RunRecord, ToolCallRecord
-from app.store.rows import EventPlan, ledger_row, tool_row, webhook_payload, webhook_targets
+from app.store.run_reads import calls_of_round, key_params, log_batches, run_by
+from app.store.run_records import NewEvent, NewToolCall, RunRecord, ToolCallRecord
 from app.store.schema import (
     fair_ranks,
     model_calls,

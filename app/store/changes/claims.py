@@ -17,7 +17,7 @@ from app.store.changes.value import (
     waiting_column,
     with_usage,
 )
-from app.store.records import NewEvent, NewToolCall
+from app.store.run_records import NewEvent, NewToolCall
 from app.store.waiting import (
     Approval,
     Backoff,

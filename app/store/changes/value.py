@@ -10,7 +10,7 @@ from app.core.events import LEDGER_EVENTS
 from app.core.lifecycle import STAYS, TERMINAL, RunStatus, Transition, sources, target
 from app.core.serde import SCHEMA_VERSION
 from app.core.stored import Snapshot
-from app.store.records import NewEvent, NewToolCall
+from app.store.run_records import NewEvent, NewToolCall
 from app.store.waiting import (
     ModelCall,
     Queued,

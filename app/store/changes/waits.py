@@ -16,7 +16,7 @@ from app.store.changes.value import (
     Change,
     waiting_column,
 )
-from app.store.records import NewEvent
+from app.store.run_records import NewEvent
 from app.store.waiting import (
     Approval,
     Queued,

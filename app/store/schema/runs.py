@@ -202,7 +202,7 @@ def metadata_of(run_id: Any) -> Any:
 
 
 def select_runs() -> sa.Select[Any]:
-    """`runs.*, config, metadata`: a run record's row (`app.store.records.RunRecord`)."""
+    """`runs.*, config, metadata`: a run record's row (`app.store.run_records.RunRecord`)."""
     return sa.select(*runs.c, run_configs.c.config, run_configs.c.metadata).select_from(
         runs.join(run_configs, run_configs.c.run_id == runs.c.id)
     )

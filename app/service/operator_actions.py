@@ -21,7 +21,7 @@ from app.service.runs import RunService
 from app.service.schemas import ToolResultsIn
 from app.service.submissions import SubmitOutcome
 from app.store import changes
-from app.store.records import NewEvent, RunRecord
+from app.store.run_records import NewEvent, RunRecord
 from app.timestamps import iso
 
 #: The longest an operator may extend a suspended run by, in one step.

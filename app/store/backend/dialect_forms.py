@@ -26,7 +26,7 @@ class PostgresForms:
 
     async def by_index(self, conn: AsyncConnection) -> None:
         """Read by index and without parallel workers, as the lifecycle's statements do
-        (`app.store.backend.direct.SESSION_SETTINGS`), for the rest of the transaction.
+        (`app.store.backend.pg_direct.SESSION_SETTINGS`), for the rest of the transaction.
         The planner cannot estimate some partial indexes' predicates and took a read of a
         few entries for most of a table: it scanned `runs` whole, or launched workers for
         a few rows. (No JIT: a scan of a tiny table, which has no index worth reading,

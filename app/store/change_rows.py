@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from app.core.events import LEDGER_EVENTS, WEBHOOK_EVENTS
-from app.store.records import NewEvent, NewToolCall
+from app.store.run_records import NewEvent, NewToolCall
 from app.timestamps import iso
 
 LEDGER_COLUMNS = (

@@ -17,8 +17,8 @@ from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.store.backend.base import Backend
 from app.store.errors import NotFoundError
-from app.store.records import EventRecord, RunRecord, ToolCallRecord
 from app.store.reports import count_by_status
+from app.store.run_records import EventRecord, RunRecord, ToolCallRecord
 from app.store.schema import (
     CREATED,
     RUN_CREATED,

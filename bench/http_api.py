@@ -32,7 +32,6 @@ sys.path.insert(0, str(ROOT))
 from app.service.runs import RunService  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
-from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from bench.common import (  # noqa: E402
     AGENTRUN,
@@ -164,7 +163,6 @@ async def main() -> None:
     logdir = Path(os.environ.get("TMPDIR", "/tmp")) / "agentrun-bench"
     logdir.mkdir(exist_ok=True)
     try:
-        upgrade_to_head(url)
         seed(url, SEEDED)
         store = RunStore(create_engine(url, pool_size=16))
         service = RunService(store, Settings(database_url=url))

@@ -48,7 +48,6 @@ from app.service.runs import RunService, RunView  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.store import changes  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
-from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.records import NewToolCall  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from bench.common import (  # noqa: E402
@@ -301,7 +300,6 @@ async def main() -> None:
     logdir = Path(os.environ.get("TMPDIR", "/tmp")) / "agentrun-bench"
     logdir.mkdir(exist_ok=True)
     try:
-        upgrade_to_head(url)
         seed(url, SEEDED)
         store = RunStore(create_engine(url, pool_size=16))
         settings = Settings(database_url=url)

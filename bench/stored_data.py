@@ -56,7 +56,6 @@ from sqlalchemy.engine import make_url
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.store.migrate import upgrade_to_head  # noqa: E402
 from bench.common import (  # noqa: E402
     drop_database,
     fresh_database,
@@ -298,7 +297,6 @@ def main() -> None:
         else:
             _, empty = fresh_database(args.server)
             made["empty"] = empty
-            upgrade_to_head(empty)
             started = time.perf_counter()
             templates = make_templates(empty, logdir, args.templates)
             builds = {"empty": f"{time.perf_counter() - started:.0f} s"}

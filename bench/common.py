@@ -227,6 +227,30 @@ def start_workers(
     ]
 
 
+def workers_listening(url: str, workers: int, settle: float, timeout: float = 60.0) -> None:
+    """Block until `workers` worker processes LISTEN on `url`'s database (started,
+    connected, woken to look at the queue: what a fixed sleep used to guess at), then
+    `settle` seconds more, so their start-up has spent its CPU before anything is measured
+    (callers scale it with the size measured: the full pause only at full size)."""
+    from app.store.flow import FLOW_CHANNEL  # (a worker's last LISTEN: no API listens to it)
+
+    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        while True:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND query = %s",
+                (f"LISTEN {FLOW_CHANNEL}",),
+            ).fetchone()
+            if row is not None and row[0] >= workers:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{workers} workers did not start listening")
+            time.sleep(0.02)
+    time.sleep(settle)
+
+
 def stop_workers(procs: list[subprocess.Popen[bytes]]) -> None:
     for p in procs:
         p.terminate()

@@ -66,6 +66,7 @@ from bench.common import (  # noqa: E402
     summary,
     wal_position,
     workers_cpu,
+    workers_listening,
 )
 from bench.reference_sql import (  # noqa: E402
     direct_sql,
@@ -95,7 +96,7 @@ async def service_run(
     url = service.settings.database_url
     sweeping = bool(extra_env) and "AGENTRUN_RETENTION_DAYS" in (extra_env or {})
     procs = start_workers(url, workers, logdir, f"w{workers}", extra_env)
-    await asyncio.sleep(1.5)  # workers connect and LISTEN
+    await asyncio.to_thread(workers_listening, url, workers, 1.5 * min(1.0, lifecycles / 2000))
     body = run_body()
     created = 0
     done = 0
@@ -143,8 +144,9 @@ async def resume_latency(
 ) -> float:
     """Results committed (run.resumed) → claimed again for the next model call, p50 in
     ms, at low load: one run at a time, so no queue stands in between."""
-    procs = start_workers(service.settings.database_url, workers, logdir, f"latency{workers}")
-    await asyncio.sleep(1.5)
+    url = service.settings.database_url
+    procs = start_workers(url, workers, logdir, f"latency{workers}")
+    await asyncio.to_thread(workers_listening, url, workers, 1.5 * min(1.0, samples / 60))
     body = run_body()
     latencies = []
     for _ in range(samples):

@@ -96,7 +96,8 @@ async def service_run(
     url = service.settings.database_url
     sweeping = bool(extra_env) and "AGENTRUN_RETENTION_DAYS" in (extra_env or {})
     procs = start_workers(url, workers, logdir, f"w{workers}", extra_env)
-    await asyncio.to_thread(workers_listening, url, workers, 1.5 * min(1.0, lifecycles / 2000))
+    # (the full pause from 500 lifecycles on: --service-only's warm-up, runs / 4, has it too)
+    await asyncio.to_thread(workers_listening, url, workers, 1.5 * min(1.0, lifecycles / 500))
     body = run_body()
     created = 0
     done = 0

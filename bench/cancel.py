@@ -205,7 +205,6 @@ def main() -> None:
                 continue
             admin, url = fresh_database(args.server)
             try:
-                upgrade_to_head(url)
                 report(backend, measure(url, args.cancels, Path(tmp)))
             finally:
                 drop_database(admin, url)

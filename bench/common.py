@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import os
 import random
 import resource
@@ -50,12 +51,52 @@ def server_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def fresh_database(server: str) -> tuple[str, str]:
+    """(the server's admin DSN, the URL of a new database at the Alembic head): a copy of
+    `migrated_template`, the same schema and rows as a migration makes (cheaper: an
+    upgrade from nothing costs seconds of CPU)."""
     name = f"agentrun_bench_{secrets.token_hex(4)}"
     admin = make_url(server).set(drivername="postgresql")
     dsn = admin.render_as_string(hide_password=False)
+    template = migrated_template(dsn)
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
     return dsn, admin.set(database=name).render_as_string(hide_password=False)
+
+
+def migrations_key() -> str:
+    """The newest revision and a digest of every migration (and the environment that runs
+    them): a new or edited migration names a new template."""
+    folder = ROOT / "alembic"
+    files = sorted([folder / "env.py", *(folder / "versions").glob("*.py")])
+    digest = hashlib.sha256(b"".join(f.name.encode() + f.read_bytes() for f in files))
+    return f"{files[-1].name[:4]}_{digest.hexdigest()[:10]}"
+
+
+def migrated_template(admin_dsn: str) -> str:
+    """The name of a database upgraded to the head, made once per `migrations_key` under an
+    advisory lock (parallel benchmarks and test workers wait for the first), under a
+    temporary name renamed when complete: a template that exists is whole. Nothing
+    connects to it after, so `CREATE DATABASE … TEMPLATE` may copy it at any time."""
+    from app.store.migrate import upgrade_to_head
+
+    name = f"agentrun_bench_template_{migrations_key()}"
+    exists = "SELECT 1 FROM pg_database WHERE datname = %s"
+    with psycopg.connect(admin_dsn, autocommit=True) as conn:
+        if conn.execute(exists, (name,)).fetchone():
+            return name
+        conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (name,))
+        try:
+            if conn.execute(exists, (name,)).fetchone():
+                return name
+            building = f"{name}_building"  # (left by a run that died: remade)
+            conn.execute(f'DROP DATABASE IF EXISTS "{building}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{building}"')
+            url = make_url(admin_dsn).set(database=building)
+            upgrade_to_head(url.render_as_string(hide_password=False))
+            conn.execute(f'ALTER DATABASE "{building}" RENAME TO "{name}"')
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (name,))
+    return name
 
 
 def drop_database(admin_dsn: str, url: str) -> None:
@@ -184,6 +225,30 @@ def start_workers(
         )
         for i in range(workers)
     ]
+
+
+def workers_listening(url: str, workers: int, settle: float, timeout: float = 60.0) -> None:
+    """Block until `workers` worker processes LISTEN on `url`'s database (started,
+    connected, woken to look at the queue: what a fixed sleep used to guess at), then
+    `settle` seconds more, so their start-up has spent its CPU before anything is measured
+    (callers scale it with the size measured: the full pause only at full size)."""
+    from app.store.flow import FLOW_CHANNEL  # (a worker's last LISTEN: no API listens to it)
+
+    dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+    deadline = time.monotonic() + timeout
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        while True:
+            row = conn.execute(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND query = %s",
+                (f"LISTEN {FLOW_CHANNEL}",),
+            ).fetchone()
+            if row is not None and row[0] >= workers:
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{workers} workers did not start listening")
+            time.sleep(0.02)
+    time.sleep(settle)
 
 
 def stop_workers(procs: list[subprocess.Popen[bytes]]) -> None:

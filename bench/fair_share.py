@@ -45,7 +45,6 @@ from app.service.runs import RunService  # noqa: E402
 from app.service.schemas import RunCreate  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
-from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from bench.common import (  # noqa: E402
     drop_database,
@@ -150,7 +149,6 @@ async def main() -> None:
     args = parser.parse_args()
     admin, url = fresh_database(args.server)
     try:
-        upgrade_to_head(url)
         m = await measure(args, url)
     finally:
         drop_database(admin, url)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import secrets
 import subprocess
 import sys
 import time
@@ -30,14 +29,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import psycopg  # noqa: E402
-from sqlalchemy.engine import make_url  # noqa: E402
 
 from app import features  # noqa: E402
 from app.clock import SYSTEM_CLOCK  # noqa: E402
 from app.core.lifecycle import TERMINAL, RunStatus  # noqa: E402
 from app.core.scope import Scope  # noqa: E402
-from app.main import migrate  # noqa: E402
 from app.providers.profiles import Profile, Profiles, RateLimits  # noqa: E402
 from app.service.runs import RunService  # noqa: E402
 from app.service.schemas import RunCreate  # noqa: E402
@@ -45,7 +41,7 @@ from app.settings import Settings  # noqa: E402
 from app.store.backend.engines import engine_for  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from app.worker.worker import Worker  # noqa: E402
-from bench.common import server_argument  # noqa: E402
+from bench.common import drop_database, fresh_database, server_argument  # noqa: E402
 from tests.mocks.quota import quota_server  # noqa: E402
 
 
@@ -79,13 +75,6 @@ async def work(url: str, base_url: str, slots: int, rpm: int, tpm: int) -> None:
         await store.aclose()
 
 
-def fresh_database(server: str) -> str:
-    name = f"flowbench_{secrets.token_hex(4)}"
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return make_url(server).set(database=name).render_as_string(hide_password=False)
-
-
 async def create_runs(store: RunStore, settings: Settings, n: int) -> None:
     service = RunService(store, settings)
     body = RunCreate.model_validate({"prompt": "hi", "model": {"provider": "openai", "name": "m"}})
@@ -98,20 +87,13 @@ async def ended(store: RunStore) -> dict[str, int]:
     return {str(k): int(v) for k, v in counts.items()}
 
 
-def drop_database(server: str, url: str) -> None:
-    name = make_url(url).database
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 async def scenario(args: argparse.Namespace, factor: float | None) -> dict[str, object]:
     """One scenario: the profile limited to `factor` × the quota (None: no limit)."""
-    url = fresh_database(args.server)
+    admin, url = fresh_database(args.server)
     try:
-        migrate(url)
         return await _scenario(args, factor, url)
     finally:
-        drop_database(args.server, url)
+        drop_database(admin, url)
 
 
 async def _scenario(args: argparse.Namespace, factor: float | None, url: str) -> dict[str, object]:
@@ -183,9 +165,8 @@ async def acquire_cpu(server: str, n: int) -> dict[str, float]:
         process_cpu,
     )
 
-    url = fresh_database(server)
+    admin, url = fresh_database(server)
     try:
-        migrate(url)
         settings = Settings(database_url=url)  # type: ignore[call-arg]
         store = RunStore(engine_for(settings, pool_size=1))
         row = await store.backend.fetch_one(sa.select(sa.func.pg_backend_pid()), {})
@@ -203,7 +184,7 @@ async def acquire_cpu(server: str, n: int) -> dict[str, float]:
         await store.aclose()
         return {"acquires": n, "db_cpu_ms": cpu * 1000 / n, "wall_ms": wall * 1000 / n}
     finally:
-        drop_database(server, url)
+        drop_database(admin, url)
 
 
 def main() -> None:

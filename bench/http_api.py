@@ -32,7 +32,6 @@ sys.path.insert(0, str(ROOT))
 from app.service.runs import RunService  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
-from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from bench.common import (  # noqa: E402
     AGENTRUN,
@@ -45,6 +44,7 @@ from bench.common import (  # noqa: E402
     server_argument,
     summary,
     wait_ready,
+    workers_listening,
 )
 from bench.lifecycle import (  # noqa: E402
     service_run,
@@ -55,7 +55,9 @@ from tests.mocks.uvicorn_thread import free_port  # noqa: E402
 KEY = "bench-key"
 
 
-async def http_run(url: str, lifecycles: int, logdir: Path, concurrency: int) -> dict[str, float]:
+async def http_run(
+    url: str, lifecycles: int, logdir: Path, concurrency: int, workers: int
+) -> dict[str, float]:
     port = free_port()
     env = {
         **os.environ,
@@ -77,7 +79,7 @@ async def http_run(url: str, lifecycles: int, logdir: Path, concurrency: int) ->
             stdout=(logdir / f"http_w{i}.log").open("wb"),
             stderr=subprocess.STDOUT,
         )
-        for i in range(2)
+        for i in range(workers)
     ]
     body = orjson.dumps(run_body().model_dump(mode="json", exclude_none=True))
     engine = create_engine(url)
@@ -93,7 +95,7 @@ async def http_run(url: str, lifecycles: int, logdir: Path, concurrency: int) ->
         connector=aiohttp.TCPConnector(limit=concurrency),
         timeout=aiohttp.ClientTimeout(total=30),
     ) as client:
-        await asyncio.sleep(1.0)
+        await asyncio.to_thread(workers_listening, url, workers, 1.0 * min(1.0, lifecycles / 2000))
         create_ms: list[float] = []
         submit_ms: list[float] = []
         created = 0
@@ -158,20 +160,20 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--workers", type=int, default=2, help="worker processes")
     server_argument(parser)
     args = parser.parse_args()
     admin, url = fresh_database(args.server)
     logdir = Path(os.environ.get("TMPDIR", "/tmp")) / "agentrun-bench"
     logdir.mkdir(exist_ok=True)
     try:
-        upgrade_to_head(url)
         seed(url, SEEDED)
         store = RunStore(create_engine(url, pool_size=16))
         service = RunService(store, Settings(database_url=url))
         layer, http = [], []
         for _ in range(args.repeat):  # interleaved, so drift hits both paths alike
-            layer.append(await service_run(service, args.runs, 2, logdir))
-            http.append(await http_run(url, args.runs, logdir, args.concurrency))
+            layer.append(await service_run(service, args.runs, args.workers, logdir))
+            http.append(await http_run(url, args.runs, logdir, args.concurrency, args.workers))
         await store.aclose()
         share = statistics.median(h["per_second"] for h in http) / statistics.median(
             s["per_second"] for s in layer
@@ -182,7 +184,7 @@ async def main() -> None:
         )
         print()
         print(
-            "| path (2 worker processes) | lifecycles/s | POST /v1/runs p50 / p99 | "
+            f"| path ({args.workers} worker processes) | lifecycles/s | POST /v1/runs p50 / p99 | "
             "POST tool-results p50 / p99 |"
         )
         print("|---|---|---|---|")

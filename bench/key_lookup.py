@@ -32,7 +32,6 @@ from app.clock import SYSTEM_CLOCK  # noqa: E402
 from app.service.runs import RunService  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
-from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from app.tenancy.identities import Identities  # noqa: E402
 from app.tenancy.keys import DbKeys, KeyAdmin  # noqa: E402
@@ -119,7 +118,6 @@ async def main() -> None:
     logdir = Path(os.environ.get("TMPDIR", "/tmp")) / "agentrun-bench"
     logdir.mkdir(exist_ok=True)
     try:
-        upgrade_to_head(url)
         store = RunStore(create_engine(url, pool_size=4))
         issued = await KeyAdmin(Identities(store.backend), clock=SYSTEM_CLOCK).create(
             "default", "viewer", "bench"

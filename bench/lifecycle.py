@@ -48,7 +48,6 @@ from app.service.runs import RunService, RunView  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.store import changes  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
-from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.run_records import NewToolCall  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from bench.common import (  # noqa: E402
@@ -67,6 +66,7 @@ from bench.common import (  # noqa: E402
     summary,
     wal_position,
     workers_cpu,
+    workers_listening,
 )
 from bench.reference_sql import (  # noqa: E402
     direct_sql,
@@ -96,7 +96,8 @@ async def service_run(
     url = service.settings.database_url
     sweeping = bool(extra_env) and "AGENTRUN_RETENTION_DAYS" in (extra_env or {})
     procs = start_workers(url, workers, logdir, f"w{workers}", extra_env)
-    await asyncio.sleep(1.5)  # workers connect and LISTEN
+    # (the full pause from 500 lifecycles on: --service-only's warm-up, runs / 4, has it too)
+    await asyncio.to_thread(workers_listening, url, workers, 1.5 * min(1.0, lifecycles / 500))
     body = run_body()
     created = 0
     done = 0
@@ -144,8 +145,9 @@ async def resume_latency(
 ) -> float:
     """Results committed (run.resumed) → claimed again for the next model call, p50 in
     ms, at low load: one run at a time, so no queue stands in between."""
-    procs = start_workers(service.settings.database_url, workers, logdir, f"latency{workers}")
-    await asyncio.sleep(1.5)
+    url = service.settings.database_url
+    procs = start_workers(url, workers, logdir, f"latency{workers}")
+    await asyncio.to_thread(workers_listening, url, workers, 1.5 * min(1.0, samples / 60))
     body = run_body()
     latencies = []
     for _ in range(samples):
@@ -301,7 +303,6 @@ async def main() -> None:
     logdir = Path(os.environ.get("TMPDIR", "/tmp")) / "agentrun-bench"
     logdir.mkdir(exist_ok=True)
     try:
-        upgrade_to_head(url)
         seed(url, SEEDED)
         store = RunStore(create_engine(url, pool_size=16))
         settings = Settings(database_url=url)

@@ -33,7 +33,6 @@ from app.service.runs import RunService  # noqa: E402
 from app.service.schemas import LeasedResultIn, LeaseIn  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
 from app.store.backend.leases import bell_of  # noqa: E402
-from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from app.toolqueue.service import QueueService  # noqa: E402
 from bench.common import (  # noqa: E402
@@ -113,7 +112,6 @@ async def wake_up(queues: QueueService, samples: int) -> None:
 async def main(args: argparse.Namespace) -> None:
     admin, url = fresh_database(args.server)
     try:
-        upgrade_to_head(url)
         settings = make_settings(url)
         store = RunStore(create_engine(url))
         hub = EventHub(store, url, settings.poll_interval, clock=SYSTEM_CLOCK)

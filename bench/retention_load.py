@@ -35,7 +35,6 @@ sys.path.insert(0, str(ROOT))
 
 from app.store.backend.engines import create_engine  # noqa: E402
 from app.store.fold import fold  # noqa: E402
-from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.retention import purge_batch  # noqa: E402
 from bench.common import (  # noqa: E402
     AGENTRUN,
@@ -173,7 +172,6 @@ async def main() -> None:
     admin, url = fresh_database(args.server)
     logdir = Path(tempfile.mkdtemp(prefix="retention_load_"))
     try:
-        upgrade_to_head(url)
         now = datetime.now(UTC)
         seconds = seed(url, args, now)
         engine = create_engine(url)

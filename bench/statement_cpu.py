@@ -37,7 +37,6 @@ from app.core.scope import Scope  # noqa: E402
 from app.service.runs import RunService  # noqa: E402
 from app.store.backend.engines import JSON_OPTIONS, create_engine  # noqa: E402
 from app.store.backend.pg_direct import SESSION_SETTINGS, Compiled, DirectPool  # noqa: E402
-from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from bench.common import (  # noqa: E402
     drop_database,
@@ -154,7 +153,6 @@ def main() -> None:
     args = parser.parse_args()
     admin, url = fresh_database(args.server)
     try:
-        upgrade_to_head(url)
         results = uvloop.run(measure(url, args.n, args.repeat))
     finally:
         drop_database(admin, url)

@@ -34,7 +34,6 @@ from app.service.runs import RunService  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
 from app.store.backend.pg_direct import SESSION_SETTINGS, Compiled  # noqa: E402
-from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from bench.common import (  # noqa: E402
     SEEDED,
@@ -184,7 +183,6 @@ async def main() -> None:
     args = parser.parse_args()
     admin, url = fresh_database(args.server)
     try:
-        upgrade_to_head(url)
         seed(url, SEEDED)
         store = RunStore(create_engine(url, pool_size=16))
         script = await record_statements(RunService(store, Settings(database_url=url)))

@@ -56,12 +56,12 @@ from sqlalchemy.engine import make_url
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.store.migrate import upgrade_to_head  # noqa: E402
 from bench.common import (  # noqa: E402
     drop_database,
     fresh_database,
     pct,
     server_argument,
+    workers_listening,
 )
 from bench.stored_seed import (  # noqa: E402
     KEY,
@@ -218,16 +218,23 @@ async def measure(
 
 
 def measure_database(
-    url: str, old_run: str, seeded_at: datetime, logdir: Path, sequential: int, each: int
+    url: str,
+    old_run: str,
+    seeded_at: datetime,
+    logdir: Path,
+    sequential: int,
+    each: int,
+    workers: int,
 ) -> Timings:
-    """The requests on `url`, with an API and 2 workers whose retention sweep deletes none
-    of the copies, however long ago they were seeded."""
+    """The requests on `url`, with an API and `workers` workers whose retention sweep
+    deletes none of the copies, however long ago they were seeded."""
     age = (datetime.now(UTC) - seeded_at).total_seconds() / 86400
-    service = Service(url, logdir, AGENTRUN_RETENTION_DAYS=f"{30 + age + 1 / 24:.3f}")
+    retention = f"{30 + age + 1 / 24:.3f}"
+    service = Service(url, logdir, workers, AGENTRUN_RETENTION_DAYS=retention)
     try:
         client = service.client()
         cookies = login(client)
-        time.sleep(2.0)  # the workers started, listened, looked at the queue
+        workers_listening(url, workers, 2.0 * min(1.0, sequential / 20))
         paths = requests(old_run, seeded_at)
         return asyncio.run(measure(service.base, cookies, paths, sequential, each))
     finally:
@@ -270,6 +277,12 @@ def main() -> None:
     parser.add_argument("--templates", type=int, default=TEMPLATES, help="of each kind")
     parser.add_argument("--sequential", type=int, default=20, help="requests one at a time")
     parser.add_argument("--each", type=int, default=5, help="requests per concurrent caller")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes")
+    parser.add_argument(
+        "--without-backlog",
+        action="store_true",
+        help="no same-backlog database: the kept runs beside the empty database alone",
+    )
     parser.add_argument("--keep", action="store_true", help="leave the three databases")
     parser.add_argument("--seed-only", action="store_true", help="build, verify, keep: no timing")
     parser.add_argument("--empty", help="an empty database made by an earlier --keep")
@@ -298,11 +311,11 @@ def main() -> None:
         else:
             _, empty = fresh_database(args.server)
             made["empty"] = empty
-            upgrade_to_head(empty)
             started = time.perf_counter()
-            templates = make_templates(empty, logdir, args.templates)
+            templates = make_templates(empty, logdir, args.templates, args.workers)
             builds = {"empty": f"{time.perf_counter() - started:.0f} s"}
-            for name, completed in (("backlog", 0), ("seeded", args.runs)):
+            seeds = [("backlog", 0), ("seeded", args.runs)][args.without_backlog :]
+            for name, completed in seeds:
                 started = time.perf_counter()
                 made[name] = copy_database(admin, empty, name)
                 copy_runs(made[name], templates, completed, args.suspended, args.queued)
@@ -334,7 +347,7 @@ def main() -> None:
         for name, url in dbs.items():
             print(f"{name} database:", flush=True)
             results[name] = measure_database(
-                url, olds[name], seeded_at, logdir, args.sequential, args.each
+                url, olds[name], seeded_at, logdir, args.sequential, args.each, args.workers
             )
         _, count = database_size(dbs["seeded"])
         label = f"{count / 1000:,.0f}k kept"

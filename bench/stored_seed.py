@@ -108,11 +108,13 @@ def wait_status(client: httpx.Client, run_id: str, status: str) -> dict[str, Any
     return run
 
 
-def make_templates(url: str, logdir: Path, per_kind: int = TEMPLATES) -> dict[str, list[str]]:
+def make_templates(
+    url: str, logdir: Path, per_kind: int = TEMPLATES, workers: int = 2
+) -> dict[str, list[str]]:
     """Run ids of the templates (`per_kind` of each), by kind, written by the service."""
     with webhook_receiver() as receiver:
         env = {"AGENTRUN_WEBHOOK_ALLOW_PRIVATE": "true", "AGENTRUN_WEBHOOK_SECRET": SECRET}
-        service = Service(url, logdir, **env)
+        service = Service(url, logdir, workers, **env)
         try:
             client = service.client()
             body = run_body(webhook={"url": receiver.url}).model_dump(

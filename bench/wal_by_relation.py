@@ -30,7 +30,6 @@ from app.core.scope import Scope  # noqa: E402
 from app.service.runs import RunService  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
-from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from bench.common import (  # noqa: E402
     drop_database,
@@ -121,7 +120,6 @@ async def main() -> None:
     args = parser.parse_args()
     admin, url = fresh_database(args.server)
     try:
-        upgrade_to_head(url)
         await measure(url, args.runs)
     finally:
         drop_database(admin, url)

@@ -31,7 +31,6 @@ sys.path.insert(0, str(ROOT))
 from app.service.runs import RunService  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.store.backend.engines import create_engine  # noqa: E402
-from app.store.migrate import upgrade_to_head  # noqa: E402
 from app.store.runs import RunStore  # noqa: E402
 from bench.common import (  # noqa: E402
     AGENTRUN,
@@ -40,6 +39,7 @@ from bench.common import (  # noqa: E402
     pct,
     server_argument,
     wait_ready,
+    workers_listening,
 )
 from tests.helpers import run_body  # noqa: E402
 from tests.mocks.receiver import SECRET, webhook_receiver  # noqa: E402
@@ -58,7 +58,9 @@ def workers(url: str, n: int, env: dict[str, str], logdir: Path) -> list[subproc
     ]
 
 
-async def webhook_fanout(url: str, runs: int, paced_runs: int, logdir: Path) -> dict[str, float]:
+async def webhook_fanout(
+    url: str, runs: int, paced_runs: int, logdir: Path, n_workers: int
+) -> dict[str, float]:
     engine = create_engine(url)
     store = RunStore(engine)
     # (The receiver is on loopback: creates accept its URL only when private ones are.)
@@ -68,11 +70,11 @@ async def webhook_fanout(url: str, runs: int, paced_runs: int, logdir: Path) -> 
         receiver.on_event = lambda p: arrivals.setdefault(p["data"]["run_id"], datetime.now(UTC))
         procs = workers(
             url,
-            2,
+            n_workers,
             {"AGENTRUN_WEBHOOK_SECRET": SECRET, "AGENTRUN_WEBHOOK_ALLOW_PRIVATE": "true"},
             logdir,
         )
-        await asyncio.sleep(1.5)
+        await asyncio.to_thread(workers_listening, url, n_workers, 1.5 * min(1.0, runs / 500))
         body = run_body(webhook={"url": receiver.url})
         # Throughput: a burst of runs, as fast as they can be created.
         started = time.perf_counter()
@@ -164,19 +166,20 @@ async def main() -> None:
     parser.add_argument("--runs", type=int, default=500)
     parser.add_argument("--paced", type=int, default=100, help="runs for the latency, 10/s")
     parser.add_argument("--subscribers", type=int, default=100)
+    parser.add_argument("--workers", type=int, default=2, help="for the webhook fan-out")
     server_argument(parser)
     args = parser.parse_args()
     admin, url = fresh_database(args.server)
     logdir = Path(os.environ.get("TMPDIR", "/tmp")) / "agentrun-bench"
     logdir.mkdir(exist_ok=True)
     try:
-        upgrade_to_head(url)
-        hooks = await webhook_fanout(url, args.runs, args.paced, logdir)
+        hooks = await webhook_fanout(url, args.runs, args.paced, logdir, args.workers)
         sse = await sse_fanout(url, args.subscribers, logdir)
         print("| measurement | figure |")
         print("|---|---|")
         print(
-            f"| webhook deliveries/s (2 workers, loopback receiver) | {hooks['per_second']:.0f} |"
+            f"| webhook deliveries/s ({args.workers} workers, loopback receiver) "
+            f"| {hooks['per_second']:.0f} |"
         )
         print(
             f"| suspend commit → executor has the webhook, p50 / p99 | "

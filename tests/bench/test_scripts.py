@@ -11,12 +11,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
+#: Where the scripts and the processes they start keep their compiled modules (outside
+#: the checkout; shared by runs and workers): most of a tiny run's CPU is importing the
+#: app in each of its processes, and compiling it again each time is a tenth of that.
+PYCACHE = Path(tempfile.gettempdir()) / "agentrun-bench-pycache"
 
 #: Per script: the flags of a tiny run, and text its output must hold (the headings of
 #: the figures it prints). PostgreSQL comes from AGENTRUN_TEST_DATABASE_URL (the scripts'
@@ -43,8 +48,8 @@ TINY: dict[str, tuple[list[str], list[str]]] = {
         ["limit = quota {", "limit = 2.0 × quota {", "'429s': 0"],
     ),
     "http_api.py": (
-        ["--runs", "10", "--repeat", "1", "--concurrency", "4"],
-        ["| path (2 worker processes) |", "| service layer", "| HTTP, 1 API process"],
+        ["--runs", "10", "--repeat", "1", "--concurrency", "4", "--workers", "1"],
+        ["| path (1 worker processes) |", "| service layer", "| HTTP, 1 API process"],
     ),
     "key_lookup.py": (
         ["--calls", "50", "--requests", "200", "--repeat", "1"],
@@ -82,12 +87,12 @@ TINY: dict[str, tuple[list[str], list[str]]] = {
     ),
     "stored_data.py": (
         ["--runs", "4", "--suspended", "2", "--queued", "2", "--templates", "1"]
-        + ["--sequential", "1", "--each", "1"],
+        + ["--sequential", "1", "--each", "1", "--workers", "1", "--without-backlog"],
         ["empty: folded", "seeded: verified", "| request | empty p50", "`GET /v1/usage`"],
     ),
     "wal_by_relation.py": (["--runs", "1"], ["| relation and record |", "Transaction/COMMIT"]),
     "webhooks.py": (
-        ["--runs", "3", "--paced", "2", "--subscribers", "2"],
+        ["--runs", "3", "--paced", "2", "--subscribers", "2", "--workers", "1"],
         ["| webhook deliveries/s", "| suspend commit → executor", "| SSE: 2 subscribers"],
     ),
 }
@@ -119,6 +124,8 @@ def test_script_prints_its_figures(script: str, postgres_server: str, tmp_path: 
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
         "TMPDIR": str(tmp_path),
         "PYTHONUNBUFFERED": "1",
+        "PYTHONDONTWRITEBYTECODE": "",
+        "PYTHONPYCACHEPREFIX": str(PYCACHE),
     }
     done = subprocess.run(
         [sys.executable, f"bench/{script}", *flags],

@@ -1,5 +1,9 @@
-"""The store's extension points: where a feature plugs into a run's writes without the
-store (or any of its callers) knowing the feature exists, as Temporal's interceptors do.
+"""The kernel's extension points: where a feature plugs into a run's life without the
+kernel (the store, the service, the worker) knowing the feature exists, as Temporal's
+interceptors do. Every point is named for when the kernel calls it; the features
+register at start (`app.features.install`, the composition root's one list). Here,
+beside the store, because the lowest kernel layer that calls one (`run_ended`) is the
+store's.
 
 - `run_ended`: called once a write that ended a run has committed, whoever wrote it (a
   worker's final write, a cancel, a resolution, the expiry sweep), with the run as
@@ -26,9 +30,10 @@ store (or any of its callers) knowing the feature exists, as Temporal's intercep
   driver's `(settings, clock, profiles)`. Typed as `ModelGate` there: the store sits below
   the worker. Budgets and shared limits (`app.limits`) register here.
 
-A hook runs after the commit, so it cannot undo the write; a hook that fails is logged
-and the next hook still runs (a feature keeps a sweep for what a crash between the
-commit and its hook leaves undone). With nothing registered a write pays one truth test.
+A `run_ended` hook runs after the commit, so it cannot undo the write; one that fails is
+logged and the next still runs (a feature keeps a sweep for what a crash between the
+commit and its hook leaves undone). With nothing registered, each point costs a truth
+test or a loop over an empty tuple: no statement, no await.
 """
 
 from __future__ import annotations

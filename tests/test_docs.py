@@ -116,3 +116,13 @@ def test_the_roles_table_is_what_the_service_grants() -> None:
         assert row is not None, permission
         marks = [cell.strip() == "✓" for cell in row.group(1).split("|")]
         assert marks == [permission in GRANTS[r] for r in Role], permission
+
+
+@pytest.mark.parametrize("doc", ["docs/design.md", "docs/life-of-a-run.md"])
+def test_every_source_path_the_design_names_exists(doc: str) -> None:
+    """A module moved or renamed takes its mentions in the design pages with it."""
+    text = (ROOT / doc).read_text()
+    paths = set(re.findall(r"\b((?:app|bench|tests)/[\w/]+\.py)\b", text))
+    assert paths, doc
+    missing = sorted(p for p in paths if not (ROOT / p).exists())
+    assert not missing, f"{doc} names files that do not exist: {missing}"

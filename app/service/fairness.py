@@ -1,5 +1,5 @@
 """Whose turn a queued run takes: its fair key (`AGENTRUN_FAIR_SHARE_KEY`). Within one
-priority the claim lets fair keys take turns (app.store.transitions.fair_rank), so one
+priority the claim lets fair keys take turns (app.store.sql.runs.fair_rank), so one
 key's backlog does not delay the runs of another queued after it."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A run store's reads of runs: a run (with its log), lists, pending calls, events,
-counts, service secrets. The statements both dialects share are built here, once; the
-reads whose form differs (a run with its log, a run with its pending calls) are the
-backend's."""
+counts, service secrets. The statements only these reads use are built here, once; those
+the backends use too in `app.store.sql.reads`; the reads whose form differs (a run with
+its log, a run with its pending calls) are the backend's."""
 
 from __future__ import annotations
 
@@ -26,59 +26,16 @@ from app.store.schema import (
     newest_first,
     run_configs,
     run_events,
-    run_messages,
     runs,
     select_runs,
     service_secrets,
     tool_calls,
 )
 from app.store.scoping import p_tenant, scope_params, scoped
-from app.store.transitions import is_queued
+from app.store.sql.runs import is_queued
 from app.store.usage import usage_totals
 
 # --- statements ----------------------------------------------------------------------------
-
-
-def of_tenant() -> sa.ColumnElement[bool]:
-    """`runs.tenant_id = :p_tenant`: a read on behalf of a tenant sees its runs only (a
-    run of another tenant is exactly like a missing one)."""
-    return runs.c.tenant_id == p_tenant()
-
-
-@functools.cache
-def run_by(column: str, scoped: bool = False) -> sa.Select[Any]:
-    """`SELECT runs.*, config, metadata WHERE <column> = :p_key` (`scoped`: and the run
-    is `p_tenant`'s)."""
-    stmt = select_runs().where(runs.c[column] == sa.bindparam("p_key"))
-    return stmt.where(of_tenant()) if scoped else stmt
-
-
-def key_params(value: str, scope: Scope) -> dict[str, Any]:
-    """The parameters of `run_by(column, scoped(scope))`."""
-    return {"p_key": value, **scope_params(scope)}
-
-
-@functools.cache
-def log_batches() -> sa.Select[Any]:
-    """A run's log batches (`p_key`) in order."""
-    return (
-        sa.select(run_messages.c.body)
-        .where(run_messages.c.run_id == sa.bindparam("p_key"))
-        .order_by(run_messages.c.seq)
-    )
-
-
-@functools.cache
-def calls_of_round() -> sa.Select[Any]:
-    """The calls of one round (`p_id`, `p_round`) of a run, in order."""
-    return (
-        tool_calls.select()
-        .where(
-            tool_calls.c.run_id == sa.bindparam("p_id", type_=sa.String()),
-            tool_calls.c.round == sa.bindparam("p_round", type_=sa.Integer()),
-        )
-        .order_by(tool_calls.c.position)
-    )
 
 
 @functools.cache

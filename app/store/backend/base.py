@@ -2,10 +2,11 @@
 implementation per dialect (`app.store.backend.postgres`, `app.store.backend.sqlite`).
 
 The repositories (`app.store.transitions`, `lookups`, `queues`, `outbox`, `watchers`) hold
-the SQL both dialects share and call a backend for the rest: how a statement runs (on
-PostgreSQL the hot ones on asyncpg directly, `app.store.backend.pg_direct`), transactions,
-wake-ups after the commit (NOTIFY; SQLite's listeners poll), the dialect's statement forms
-(insert-on-conflict, `FOR UPDATE SKIP LOCKED`), and the writes whose form differs: a change
+the SQL both dialects share (what the backends use too, below both: `app.store.sql`) and
+call a backend for the rest: how a statement runs (on PostgreSQL the hot ones on asyncpg
+directly, `app.store.backend.pg_direct`), transactions, wake-ups after the commit (NOTIFY;
+SQLite's listeners poll), the dialect's statement forms (insert-on-conflict, `FOR UPDATE
+SKIP LOCKED`), and the writes whose form differs: a change
 with its side rows is one statement of data-modifying CTEs on PostgreSQL and an UPDATE
 with follow-up inserts in one transaction on SQLite. Rows come back as mappings (by column
 name) and leave the backend as typed records (`app.store.run_records`).

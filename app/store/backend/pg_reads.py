@@ -10,8 +10,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from app.store.run_reads import of_tenant, run_by
 from app.store.schema import run_messages, run_watchers, runs, select_runs, tool_calls
+from app.store.sql.reads import of_tenant, run_by
 
 
 class StatementCache:

@@ -4,7 +4,7 @@ per shape, cached.
 Building SQLAlchemy statements per call costs more CPU than the database spends on them,
 so each shape (the columns set, the source statuses, the events' kinds, the rows beside
 the change) is built once and reused. A change is one statement: the compare-and-set
-UPDATE (`app.store.transitions.update_run`) as a CTE, its events, usage-ledger rows,
+UPDATE (`app.store.sql.runs.update_run`) as a CTE, its events, usage-ledger rows,
 outbox rows, pending calls, answers and the run's log batch as data-modifying CTEs beside
 it, and a live-stream NOTIFY for watched runs; so a transition costs one round trip and
 one commit. The reads that fold a run's log or its pending calls into its row are in
@@ -38,7 +38,7 @@ from app.store.schema import (
     unfolded_runs,
     webhook_outbox,
 )
-from app.store.transitions import claim_keys, due_runs, fair_rank, update_run
+from app.store.sql.runs import claim_keys, due_runs, fair_rank, update_run
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,11 +40,11 @@ from app.store.backend.pg_reads import PgReads
 from app.store.backend.pg_statements import PgStatements, Shape
 from app.store.change_rows import EventPlan, ledger_row, tool_row, webhook_targets
 from app.store.changes import Change
-from app.store.run_reads import key_params, run_by
 from app.store.run_records import NewEvent, RunRecord, ToolCallRecord
 from app.store.schema import run_watchers
 from app.store.scoping import scope_params, scoped
-from app.store.transitions import change_params
+from app.store.sql.reads import key_params, run_by
+from app.store.sql.runs import change_params
 from app.store.wakeups import Wakeups
 from app.timestamps import iso
 

@@ -29,7 +29,6 @@ from app.store.backend.leases import (
 )
 from app.store.change_rows import EventPlan, ledger_row, tool_row, webhook_payload, webhook_targets
 from app.store.changes import Answer, Change
-from app.store.run_reads import calls_of_round, key_params, log_batches, run_by
 from app.store.run_records import NewEvent, NewToolCall, RunRecord, ToolCallRecord
 from app.store.schema import (
     fair_ranks,
@@ -43,7 +42,8 @@ from app.store.schema import (
     webhook_outbox,
 )
 from app.store.scoping import scope_params, scoped
-from app.store.transitions import change_params, claim_keys, due_runs, fair_rank, update_run
+from app.store.sql.reads import calls_of_round, key_params, log_batches, run_by
+from app.store.sql.runs import change_params, claim_keys, due_runs, fair_rank, update_run
 
 tc = tool_calls
 

@@ -56,7 +56,7 @@ runs = sa.Table(
     sa.Column("flow_reserved_at", Timestamp),
     # Claim order (revision 0017): higher `priority` first (-100..100); within one, the
     # lower `fair_rank` (start-time fair queuing: set at enqueue from the run's
-    # `fair_key`, app.store.transitions.fair_rank), so fair keys take turns.
+    # `fair_key`, app.store.sql.runs.fair_rank), so fair keys take turns.
     sa.Column("priority", sa.Integer, nullable=False, server_default="0"),
     sa.Column("fair_key", sa.String(300), nullable=False, server_default=""),
     sa.Column("fair_rank", sa.BigInteger, nullable=False, server_default="0"),

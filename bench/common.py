@@ -232,7 +232,7 @@ def workers_listening(url: str, workers: int, settle: float, timeout: float = 60
     connected, woken to look at the queue: what a fixed sleep used to guess at), then
     `settle` seconds more, so their start-up has spent its CPU before anything is measured
     (callers scale it with the size measured: the full pause only at full size)."""
-    from app.store.flow import FLOW_CHANNEL  # (a worker's last LISTEN: no API listens to it)
+    from app.limits.rates_sql import FLOW_CHANNEL  # (a worker's last LISTEN: no API listens to it)
 
     dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
     deadline = time.monotonic() + timeout

@@ -14,6 +14,7 @@ from app.core import Usage
 from app.limits.budgets import Budgets, budgets_for
 from app.limits.rates import Deferred, Flow, Reserved
 from app.limits.rates_sql import FLOW_CHANNEL
+from app.limits.shared import shared
 from app.providers.base import ModelRequest, ProviderError
 from app.providers.profiles import Profiles, RateLimits
 from app.settings import Settings
@@ -104,9 +105,10 @@ def model_gates(
 ) -> tuple[BudgetGate, FlowGate]:
     """One driver's gates, budgets first; they share the tenant limits' cache."""
     budgets = budgets or budgets_for(store, settings, clock)
+    sql = shared(store)
     flow = Flow(
-        store.flow,
-        store.slots,
+        sql.flow,
+        sql.slots,
         profiles,
         budgets.tenant_limits,
         settings.default_max_output_tokens,

@@ -19,7 +19,6 @@ import sqlalchemy as sa
 from app.core import AgentRun
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
-from app.limits.rates_sql import Bucket
 from app.service import recorded
 from app.service.tokens import new_key
 from app.service.types import (
@@ -85,11 +84,12 @@ class RunReads:
         from `count_by_status`, tool-call queues from `queue_depths`)."""
         return await gauges.read(self.store.engine, now, age_edges)
 
-    async def flow(self, now: datetime) -> tuple[list[Bucket], dict[str, int]]:
-        """The shared limits' keys as /metrics shows them: each key's use of its last
-        minute, and the queued runs waiting for each key."""
-        buckets = await self.store.flow.buckets(now.timestamp())
-        return buckets, await gauges.throttled(self.store.engine, now)
+    async def feature_gauges(self, now: datetime) -> list[object]:
+        """The features' gauges (`Hooks.gauges`: metric families), in their order."""
+        families: list[object] = []
+        for reader in self.store.hooks.gauges:
+            families.extend(await reader(now))
+        return families
 
     async def queue_depths(self, now: datetime) -> list[QueueDepth]:
         """Per tool-call queue: calls waiting for a lease, calls under a live lease."""

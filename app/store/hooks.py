@@ -29,6 +29,9 @@ store's.
   it (`app.worker.gates`: go, defer, suspend; usage, a 429, release), called with the
   driver's `(settings, clock, profiles)`. Typed as `ModelGate` there: the store sits below
   the worker. Budgets and shared limits (`app.limits`) register here.
+- `gauges`: readers of a feature's gauges that /metrics shows after the kernel's, each
+  called with the scrape's time (Prometheus metric families, typed as objects: the store
+  sits below the API; the shared limits' keys).
 
 A `run_ended` hook runs after the commit, so it cannot undo the write; one that fails is
 logged and the next still runs (a feature keeps a sweep for what a crash between the
@@ -68,6 +71,8 @@ CreateCheck = Callable[[Mapping[str, Any]], None]
 CreateTrim = Callable[[dict[str, Any]], dict[str, Any]]
 #: `(settings, clock, profiles) -> the gates of one driver` (`app.worker.gates.ModelGate`).
 GateMaker = Callable[..., Sequence[object]]
+#: `(the scrape's time) -> metric families` (`prometheus_client` `Metric`s).
+GaugeReader = Callable[[datetime], Awaitable[Sequence[object]]]
 
 
 @dataclass(frozen=True)
@@ -172,6 +177,7 @@ class Hooks:
         self.may_reopen: tuple[MayReopen, ...] = ()
         self.background: tuple[Background, ...] = ()
         self.model_gates: tuple[GateMaker, ...] = ()
+        self.gauges: tuple[GaugeReader, ...] = ()
 
     def on_run_ended(self, hook: RunEnded) -> None:
         self.run_ended = (*self.run_ended, hook)
@@ -213,6 +219,9 @@ class Hooks:
 
     def add_model_gates(self, maker: GateMaker) -> None:
         self.model_gates = (*self.model_gates, maker)
+
+    def add_gauges(self, reader: GaugeReader) -> None:
+        self.gauges = (*self.gauges, reader)
 
     async def ended(self, records: list[RunRecord], now: datetime) -> None:
         """Tell every `run_ended` hook of each of `records` (runs a write just ended)."""

@@ -7,17 +7,16 @@ their methods so the service and the worker hold one object.
 - `outbox` (`app.webhooks.outbox`): webhook deliveries (a debt: the kernel composes a
   feature's repository; the tool-call queue's, `app.toolqueue.sql`, is built by its
   feature from `backend`);
-- `watchers` (`app.store.watchers`): which runs live streams watch;
-- `flow` (`app.limits.rates_sql`): the shared limits' buckets.
-- `slots` (`app.limits.slots_sql`): the shared limits' concurrency slots.
+- `watchers` (`app.store.watchers`): which runs live streams watch.
+
+(The shared limits' buckets and slots are built by their feature from `backend`:
+`app.limits.shared`.)
 """
 
 from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.limits.rates_sql import FlowLimits
-from app.limits.slots_sql import FlowSlots
 from app.store.backend.base import (
     EVENTS_CHANNEL,
     NOTIFY_CHANNEL,
@@ -85,9 +84,6 @@ class RunStore:
 
         self.watchers = w = Watchers(self.backend)
         self.watch, self.unwatch, self.watched = w.watch, w.unwatch, w.watched
-
-        self.flow = FlowLimits(self.backend)
-        self.slots = FlowSlots(self.backend, self.flow)
 
     async def flush_wakeups(self) -> None:
         """Return once the wake-ups of the writes so far are sent."""

@@ -41,6 +41,7 @@ from app.tenancy.keys import DbKeys, EnvKeys, KeyAdmin
 from app.tenancy.operators import OperatorService, hasher_for
 from app.tenancy.tenants import Tenants
 from app.toolqueue.service import QueueService
+from app.webhooks.outbox import Outbox
 from app.worker.worker import Worker
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ async def running(
         yield Components(
             store,
             service,
-            RunReads(store),
+            RunReads(store, deliveries=Outbox(store.backend).webhook_deliveries),
             event_hub,
             queues,
             worker,

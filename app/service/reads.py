@@ -9,7 +9,7 @@ views such as /metrics).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -44,9 +44,16 @@ class Overview:
     activity: Activity
 
 
+#: `(a run's id) -> its webhook deliveries` (the webhooks feature's outbox).
+Deliveries = Callable[[str], Awaitable[list[dict[str, Any]]]]
+
+
 class RunReads:
-    def __init__(self, store: RunStore) -> None:
+    def __init__(self, store: RunStore, *, deliveries: Deliveries | None = None) -> None:
         self.store = store
+        #: Where a run's webhook deliveries are read, handed in by the composition root
+        #: (None: the deployment lists none; the dashboard shows no such section).
+        self.deliveries_of = deliveries
 
     async def ready(self) -> None:
         """Return when the database answers a query; raise whatever reaching it raised."""
@@ -119,9 +126,9 @@ class RunReads:
         ids = [r.id for r in records if r.status == RunStatus.REQUIRES_ACTION]
         return await reports.suspended_since(self.store.engine, ids)
 
-    async def deliveries(self, run_id: str) -> list[dict[str, Any]]:
-        """The run's webhook deliveries with their latest outcome."""
-        return await self.store.webhook_deliveries(run_id)
+    async def deliveries(self, run_id: str) -> list[dict[str, Any]] | None:
+        """The run's webhook deliveries with their latest outcome (None: none are listed)."""
+        return None if self.deliveries_of is None else await self.deliveries_of(run_id)
 
     async def ledger(self, run_id: str) -> dict[str, Any]:
         """The run's usage-ledger totals: calls, failed calls, cost."""

@@ -4,13 +4,11 @@ their methods so the service and the worker hold one object.
 
 - `transitions` (`app.store.transitions`): create, apply a change, claim, sweeps;
 - `lookups` (`app.store.run_reads`): runs, their pending calls, events, counts, secrets;
-- `outbox` (`app.webhooks.outbox`): webhook deliveries (a debt: the kernel composes a
-  feature's repository; the tool-call queue's, `app.toolqueue.sql`, is built by its
-  feature from `backend`);
 - `watchers` (`app.store.watchers`): which runs live streams watch.
 
-(The shared limits' buckets and slots are built by their feature from `backend`:
-`app.limits.shared`.)
+Features build their own repositories from `backend`: the webhook outbox's
+(`app.webhooks.outbox`), the tool-call queue's (`app.toolqueue.sql`), the shared
+limits' buckets and slots (`app.limits.shared`).
 """
 
 from __future__ import annotations
@@ -31,7 +29,6 @@ from app.store.hooks import Hooks
 from app.store.run_reads import Lookups
 from app.store.transitions import Transitions
 from app.store.watchers import Watchers
-from app.webhooks.outbox import Outbox
 
 __all__ = [
     "EVENTS_CHANNEL",
@@ -76,11 +73,6 @@ class RunStore:
             r.usage_totals,
             r.secret,
         )
-
-        self.outbox = o = Outbox(self.backend)
-        self.claim_webhooks, self.finish_webhook = o.claim_webhooks, o.finish_webhook
-        self.trace_contexts, self.webhook_deliveries = o.trace_contexts, o.webhook_deliveries
-        self.webhook_attempts = o.webhook_attempts
 
         self.watchers = w = Watchers(self.backend)
         self.watch, self.unwatch, self.watched = w.watch, w.unwatch, w.watched

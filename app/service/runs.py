@@ -54,13 +54,6 @@ from app.store.hooks import Continuation, Continuations, Continuing
 from app.store.run_records import NewEvent, RunRecord, ToolCallRecord
 from app.store.runs import RunStore
 from app.store.waiting import NEVER, Conversation
-from app.webhooks.destinations import (
-    DestinationRefused,
-    DestinationUnresolved,
-    Resolver,
-    check_destination,
-    system_resolver,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,9 +124,7 @@ class RunService:
         store: RunStore,
         settings: Settings,
         clock: Clock = SYSTEM_CLOCK,
-        resolver: Resolver = system_resolver,
     ) -> None:
-        self.resolver = resolver
         self.store = store
         self.settings = settings
         self.clock = clock
@@ -193,8 +184,8 @@ class RunService:
             raise InvalidRequest(
                 f"invalid_tool_call.repair_to names an undefined tool: {bad_repairs[0]}"
             )
-        if agent["webhook"] is not None:
-            await self._check_webhook(agent["webhook"]["url"])
+        for vet in self.store.hooks.async_create_checks:  # (webhooks: the destination)
+            await vet(agent, self.settings)
         max_turns = body.max_turns or self.settings.default_max_turns
         limits = await self.limits.checked_limits(agent["model"], body.limits)
         history = [convert.history_message(m) for m in body.history]
@@ -302,19 +293,6 @@ class RunService:
         note): the step a crash may skip, which the create's idempotent replay then takes.
         True when the new run was started meanwhile."""
         return await self._continuations().created(continuing, before, record, replayed=replayed)
-
-    async def _check_webhook(self, url: str) -> None:
-        """Refuse a destination no delivery could reach (SSRF guard, unresolvable host);
-        a resolver that cannot answer now is not the client's fault: deliveries check
-        again."""
-        try:
-            await check_destination(
-                url, allow_private=self.settings.webhook_allow_private, resolve=self.resolver
-            )
-        except DestinationRefused as exc:
-            raise InvalidRequest(f"webhook.url: {exc}") from None
-        except DestinationUnresolved:
-            pass
 
     # --- read ---------------------------------------------------------------------------
 

@@ -17,6 +17,9 @@ store's.
 - `create_checks` / `create_trims`: a create's configuration is checked (a refusal is
   raised: 422) and its unset options trimmed (a run that uses no feature is configured
   and hashed as before the feature existed).
+- `async_create_checks`: a create's configuration checked by awaiting something outside
+  the database (a webhook's destination resolved), before the other checks, with the
+  creating service's settings; a refusal is raised (422).
 - `continuations`: asked by a create that names a run to continue (`previous_run_id`):
   what the new run continues and whether it waits, then told once the run is committed
   (`Continuations`; conversations). None registered: such a create is refused.
@@ -67,6 +70,8 @@ RoundGate = Callable[
 ]
 #: `(the agent configuration a create is about to store)`: raises to refuse it.
 CreateCheck = Callable[[Mapping[str, Any]], None]
+#: `(the agent configuration, the creating service's settings)`: raises to refuse it.
+AsyncCreateCheck = Callable[[Mapping[str, Any], Settings], Awaitable[None]]
 #: `(a create's request or configuration)`: it without the options left unset.
 CreateTrim = Callable[[dict[str, Any]], dict[str, Any]]
 #: `(settings, clock, profiles) -> the gates of one driver` (`app.worker.gates.ModelGate`).
@@ -173,6 +178,7 @@ class Hooks:
         self.round_gates: tuple[RoundGate, ...] = ()
         self.create_checks: tuple[CreateCheck, ...] = ()
         self.create_trims: tuple[CreateTrim, ...] = ()
+        self.async_create_checks: tuple[AsyncCreateCheck, ...] = ()
         self.continuations: Continuations | None = None
         self.may_reopen: tuple[MayReopen, ...] = ()
         self.background: tuple[Background, ...] = ()
@@ -191,6 +197,9 @@ class Hooks:
     def on_create(self, check: CreateCheck, trim: CreateTrim) -> None:
         self.create_checks = (*self.create_checks, check)
         self.create_trims = (*self.create_trims, trim)
+
+    def on_create_async(self, check: AsyncCreateCheck) -> None:
+        self.async_create_checks = (*self.async_create_checks, check)
 
     def gate_round(
         self, config: RunConfig, rows: list[NewToolCall], round: int, clock: Callable[[], datetime]

@@ -20,6 +20,7 @@ from app.service.runs import RunService
 from app.service.schemas import ToolResultsIn
 from app.settings import Settings
 from app.store.runs import RunStore
+from app.webhooks import hooks as webhooks
 from app.webhooks.outbox import Outbox
 from app.webhooks.sender import WebhookSender
 from tests.conftest import make_settings
@@ -215,7 +216,9 @@ async def test_a_delivery_connects_to_the_address_that_was_checked(
 
     settings = make_settings(database_url, webhook_secret=SECRET, webhook_allow_private=True)
     url = f"http://receiver.test:{port}/hook"
-    service = RunService(store, settings, resolver=stub)
+    resolving = RunStore(store.engine)  # (a store whose create check resolves with `stub`)
+    webhooks.install(resolving, resolver=stub)
+    service = RunService(resolving, settings)
     view, _ = await service.create_run(run_body(webhook={"url": url}))
     await drive_once(store, settings)
     sender = WebhookSender(store, settings, "w", SECRET, resolver=stub, clock=SYSTEM_CLOCK)

@@ -9,12 +9,13 @@ from functools import partial
 from app.limits.gates import model_gates
 from app.limits.gauges import flow_gauges
 from app.limits.shared import shared
+from app.service.tenant_limits import TenantLimitsSource
 from app.store.runs import RunStore
 
 
-def install(store: RunStore) -> None:
-    """Each driver of `store` asks the budgets, then the shared limits, before a call;
-    /metrics shows the shared limits' keys."""
+def install(store: RunStore, tenants: TenantLimitsSource | None = None) -> None:
+    """Each driver of `store` asks the budgets (a tenant's daily ones read from `tenants`),
+    then the shared limits, before a call; /metrics shows the shared limits' keys."""
     shared(store)
-    store.hooks.add_model_gates(partial(model_gates, store))
+    store.hooks.add_model_gates(partial(model_gates, store, tenants=tenants))
     store.hooks.add_gauges(partial(flow_gauges, store))

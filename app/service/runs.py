@@ -27,7 +27,6 @@ from app.core.events import EventType as E
 from app.core.lifecycle import INITIAL, RunStatus
 from app.core.scope import Scope
 from app.core.serde import SCHEMA_VERSION
-from app.limits.run_limits import RunLimitsService
 from app.service import convert, recorded
 from app.service.errors import IdempotencyKeyReused, InvalidRequest, RunNotFound, RunStateConflict
 from app.service.fairness import fair_key, queue_spot
@@ -35,11 +34,11 @@ from app.service.initial import agent_settings, initial_run
 from app.service.lineage import CONVERSATION_KEY, PREVIOUS_KEY
 from app.service.messages import Entry, page
 from app.service.messages import decode_cursor as decode_message_cursor
+from app.service.prices import PriceBook
 from app.service.principals import DEFAULT_TENANT
 from app.service.resolutions import resolution_change
 from app.service.schemas import (
     InvalidToolCallPolicy,
-    LimitsIn,
     ResolutionIn,
     RunCreate,
     ToolResultsIn,
@@ -50,7 +49,7 @@ from app.service.tool_results import ToolResults
 from app.settings import Settings
 from app.store import changes
 from app.store.changes import Change, Resolution
-from app.store.hooks import Continuation, Continuations, Continuing
+from app.store.hooks import Continuation, Continuations, Continuing, Creating
 from app.store.run_records import NewEvent, RunRecord, ToolCallRecord
 from app.store.runs import RunStore
 from app.store.waiting import NEVER, Conversation
@@ -129,7 +128,7 @@ class RunService:
         self.settings = settings
         self.clock = clock
         self._callback_key: str | None = None
-        self.limits = RunLimitsService.of(store, settings, clock)
+        self.prices = PriceBook.for_settings(settings, clock)  # (a create's model's price)
         # (the service's clock as read at each call: a test may set `service.clock`)
         now = lambda: self.clock.now()  # noqa: E731
         self.results = ToolResults(store, now)
@@ -184,10 +183,13 @@ class RunService:
             raise InvalidRequest(
                 f"invalid_tool_call.repair_to names an undefined tool: {bad_repairs[0]}"
             )
-        for vet in self.store.hooks.async_create_checks:  # (webhooks: the destination)
-            await vet(agent, self.settings)
+        limits = None if body.limits is None else body.limits.stored()
+        if self.store.hooks.async_create_checks:  # (webhooks: the URL; limits: the price)
+            priced = self.prices.of_spec(agent["model"]) is not None
+            creating = Creating(agent, limits, priced, self.settings)
+            for vet in self.store.hooks.async_create_checks:
+                await vet(creating)
         max_turns = body.max_turns or self.settings.default_max_turns
-        limits = await self.limits.checked_limits(agent["model"], body.limits)
         history = [convert.history_message(m) for m in body.history]
         if before is not None:
             history = [*before.history, *history]
@@ -416,12 +418,6 @@ class RunService:
             },
         )
         return await self.view(updated)
-
-    async def set_limits(
-        self, run_id: str, body: LimitsIn, *, actor: str | None = None, scope: Scope
-    ) -> RunView:
-        """`POST /v1/runs/{id}/limits` (app.limits.run_limits)."""
-        return await self.view(await self.limits.set_limits(run_id, body, actor=actor, scope=scope))
 
     # --- cancel -------------------------------------------------------------------------
 

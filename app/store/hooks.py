@@ -17,9 +17,10 @@ store's.
 - `create_checks` / `create_trims`: a create's configuration is checked (a refusal is
   raised: 422) and its unset options trimmed (a run that uses no feature is configured
   and hashed as before the feature existed).
-- `async_create_checks`: a create's configuration checked by awaiting something outside
-  the database (a webhook's destination resolved), before the other checks, with the
-  creating service's settings; a refusal is raised (422).
+- `async_create_checks`: a create checked before the other checks (`Creating`: its
+  configuration, its limits, the model's price, the creating service's settings), may
+  await something outside the database (a webhook's destination resolved); a refusal is
+  raised (422). The limits refuse a cost limit on a model without a price.
 - `continuations`: asked by a create that names a run to continue (`previous_run_id`):
   what the new run continues and whether it waits, then told once the run is committed
   (`Continuations`; conversations). None registered: such a create is refused.
@@ -70,8 +71,6 @@ RoundGate = Callable[
 ]
 #: `(the agent configuration a create is about to store)`: raises to refuse it.
 CreateCheck = Callable[[Mapping[str, Any]], None]
-#: `(the agent configuration, the creating service's settings)`: raises to refuse it.
-AsyncCreateCheck = Callable[[Mapping[str, Any], Settings], Awaitable[None]]
 #: `(a create's request or configuration)`: it without the options left unset.
 CreateTrim = Callable[[dict[str, Any]], dict[str, Any]]
 #: `(settings, clock, profiles) -> the gates of one driver` (`app.worker.gates.ModelGate`).
@@ -88,6 +87,19 @@ class Sweep:
     run: Callable[[datetime], Awaitable[Sequence[str]]]
     every: float | None = None  # seconds between two runs; None: at every reap
 
+
+@dataclass(frozen=True, slots=True)
+class Creating:
+    """A create as `async_create_checks` see it."""
+
+    agent: Mapping[str, Any]  # the agent configuration about to be stored
+    limits: Mapping[str, Any] | None  # the run's limits as they would be stored
+    priced: bool  # whether the run's model has a price (the service's price book)
+    settings: Settings  # the creating service's
+
+
+#: `(the create)`: raises to refuse it.
+AsyncCreateCheck = Callable[[Creating], Awaitable[None]]
 
 #: `(the ended run an operator is about to retry, the caller's scope)`: raises to refuse.
 MayReopen = Callable[[RunRecord, Scope], Awaitable[None]]

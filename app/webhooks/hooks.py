@@ -4,14 +4,11 @@ a worker's background loop (`app.store.hooks.Background`) woken by the outbox's 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from app.clock import Clock
 from app.service.errors import InvalidRequest
 from app.settings import Settings
 from app.store.backend.base import WEBHOOKS_CHANNEL
-from app.store.hooks import AsyncCreateCheck, Background
+from app.store.hooks import AsyncCreateCheck, Background, Creating
 from app.store.runs import RunStore
 from app.webhooks.destinations import (
     DestinationRefused,
@@ -28,13 +25,13 @@ def destination_check(resolver: Resolver = system_resolver) -> AsyncCreateCheck:
     a resolver that cannot answer now is not the client's fault: deliveries check
     again."""
 
-    async def check(agent: Mapping[str, Any], settings: Settings) -> None:
-        if agent["webhook"] is None:
+    async def check(create: Creating) -> None:
+        if create.agent["webhook"] is None:
             return
         try:
             await check_destination(
-                agent["webhook"]["url"],
-                allow_private=settings.webhook_allow_private,
+                create.agent["webhook"]["url"],
+                allow_private=create.settings.webhook_allow_private,
                 resolve=resolver,
             )
         except DestinationRefused as exc:

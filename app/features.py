@@ -3,7 +3,7 @@ list the composition root (and a test that builds its own store) installs."""
 
 from __future__ import annotations
 
-from app import approvals, conversations
+from app import approvals, conversations, tenancy
 from app.limits import hooks as limits
 from app.service.runs import RunService
 from app.settings import Settings
@@ -16,5 +16,5 @@ def install(store: RunStore, settings: Settings) -> RunStore:
     conversations.install(store)
     approvals.install(RunService(store, settings))
     webhooks.install(store)
-    limits.install(store)
+    limits.install(store, tenancy.limits_source(store))
     return store

@@ -25,6 +25,7 @@ from argon2 import PasswordHasher
 from app import features
 from app.approvals.service import ApprovalService
 from app.clock import SYSTEM_CLOCK, Clock
+from app.limits.run_limits import RunLimitsService
 from app.providers import profiles
 from app.service.live import EventHub
 from app.service.principals import Authenticator
@@ -41,6 +42,7 @@ from app.tenancy.keys import DbKeys, EnvKeys, KeyAdmin
 from app.tenancy.operators import OperatorService, hasher_for
 from app.tenancy.tenants import Tenants
 from app.toolqueue.service import QueueService
+from app.webhooks.outbox import Outbox
 from app.worker.worker import Worker
 
 if TYPE_CHECKING:
@@ -100,7 +102,7 @@ async def running(
         yield Components(
             store,
             service,
-            RunReads(store),
+            RunReads(store, deliveries=Outbox(store.backend).webhook_deliveries),
             event_hub,
             queues,
             worker,
@@ -135,6 +137,7 @@ def create_app(
     from app import dashboard
     from app.api.app import create_api
     from app.approvals import routes as approval_routes
+    from app.limits import routes as limits_routes
     from app.toolqueue import routes as queue_routes
 
     @asynccontextmanager
@@ -145,6 +148,7 @@ def create_app(
             app.state.event_hub = c.hub
             app.state.queues = c.queues
             app.state.approvals = ApprovalService(c.service)
+            app.state.run_limits = RunLimitsService.of(c.store, settings, clock)
             app.state.operators = OperatorService(
                 c.store, hasher=password_hasher(settings), clock=clock
             )
@@ -167,7 +171,12 @@ def create_app(
         authenticator=authenticator or EnvKeys(settings.api_key_list),
         clock=clock,
         grants=GRANTS,
-        routers=[queue_routes.router, approval_routes.router, *tenancy_routers()],
+        routers=[
+            limits_routes.router,
+            queue_routes.router,
+            approval_routes.router,
+            *tenancy_routers(),
+        ],
     )
     dashboard.install(app)
     return app

@@ -34,6 +34,7 @@ from app import features  # noqa: E402
 from app.clock import SYSTEM_CLOCK  # noqa: E402
 from app.core.lifecycle import TERMINAL, RunStatus  # noqa: E402
 from app.core.scope import Scope  # noqa: E402
+from app.limits.shared import shared  # noqa: E402
 from app.providers.profiles import Profile, Profiles, RateLimits  # noqa: E402
 from app.service.runs import RunService  # noqa: E402
 from app.service.schemas import RunCreate  # noqa: E402
@@ -118,7 +119,7 @@ async def _scenario(args: argparse.Namespace, factor: float | None, url: str) ->
                 if done >= args.runs or time.monotonic() - start > args.timeout:
                     break
                 await asyncio.sleep(0.5)
-            learned = await store.flow.slow_rates()
+            learned = await shared(store).flow.slow_rates()
         finally:
             for p in procs:
                 p.terminate()
@@ -175,10 +176,10 @@ async def acquire_cpu(server: str, n: int) -> dict[str, float]:
         demands = [Demand("profile:p", 10**6, 10**8, 100), Demand("model:p/m", 10**6, None)]
         now = time.time()
         for i in range(200):  # (warm: statements prepared, rows there)
-            await store.flow.acquire(demands, now + i * 0.001)
+            await shared(store).flow.acquire(demands, now + i * 0.001)
         before, wall = (process_cpu(stat) or ("", 0.0))[1], time.perf_counter()
         for i in range(n):
-            await store.flow.acquire(demands, now + 1 + i * 0.001)
+            await shared(store).flow.acquire(demands, now + 1 + i * 0.001)
         cpu = (process_cpu(stat) or ("", 0.0))[1] - before
         wall = time.perf_counter() - wall
         await store.aclose()

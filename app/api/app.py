@@ -62,7 +62,7 @@ def create_api(
     (the lifespan may replace it); `grants`: the roles and their permissions (default:
     open mode's admin alone); `run_tokens`: browser tokens (the lifespan may set them;
     without, every bearer is tried as a key); `routers`: the features' routes (app.main
-    mounts them: the tool queue's, approvals', app.tenancy's)."""
+    mounts them: the limits', the tool queue's, approvals', app.tenancy's)."""
     app = FastAPI(
         title="agentrun-service",
         version="0.1.0",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
+from typing import cast
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -42,16 +43,6 @@ async def database_gauges(reads: RunReads, now: datetime) -> list[Metric]:
     for depth in await reads.queue_depths(now):
         queued.add_metric([depth.queue], depth.queued)
         leased.add_metric([depth.queue], depth.leased)
-    limited, waiting = await reads.flow(now)
-    used = GaugeMetricFamily(*m.FLOW_USED, labels=["key", "limit"])
-    for b in limited:
-        used.add_metric([b.key, "requests_per_minute"], b.requests_used)
-        used.add_metric([b.key, "tokens_per_minute"], b.tokens_used)
-        if b.calls_in_flight is not None:
-            used.add_metric([b.key, "max_concurrent"], b.calls_in_flight)
-    throttled = GaugeMetricFamily(*m.FLOW_WAITING, labels=["key"])
-    for key, n in sorted(waiting.items()):
-        throttled.add_metric([key], n)
     return [
         runs,
         GaugeMetricFamily(*m.QUEUE_DEPTH, value=g.depth),
@@ -60,8 +51,7 @@ async def database_gauges(reads: RunReads, now: datetime) -> list[Metric]:
         deliveries,
         queued,
         leased,
-        used,
-        throttled,
+        *cast(list[Metric], await reads.feature_gauges(now)),  # (the shared limits')
     ]
 
 

@@ -20,7 +20,7 @@ from app.service.live import FINAL, SETTLED, EventHub
 from app.service.principals import Permission, Principal, sees_callbacks
 from app.service.reads import RunReads
 from app.service.runs import RunService
-from app.service.schemas import LimitsIn, ResolutionIn, RunCreate, ToolResultsIn
+from app.service.schemas import ResolutionIn, RunCreate, ToolResultsIn
 from app.service.types import SubmitOutcome
 
 #: The reference of the API's bodies, events and webhooks (in the repository).
@@ -258,22 +258,6 @@ async def resolve(
 )
 async def cancel(run_id: RunId, service: Service, principal: Canceller) -> models.RunOut:
     view = await service.cancel(run_id, actor=principal.actor, scope=principal.scope)
-    return models.RunOut.of(view, callbacks=sees_callbacks(principal))
-
-
-@router.post(
-    "/runs/{run_id}/limits",
-    response_model=models.RunOut,
-    responses={**AUTH, **responses(400, 404, 409, 413, 422)},
-    summary="Change a run's limits (and resume it when it waits on a budget)",
-    description="The limits named are set (`null` removes one), the others are kept; a run "
-    "suspended on a budget (`waiting_reason.type` `budget`) is queued again and its next "
-    f"model call checked against them: `{REFERENCE}#budgets`.",
-)
-async def set_limits(
-    run_id: RunId, body: LimitsIn, service: Service, principal: Operator
-) -> models.RunOut:
-    view = await service.set_limits(run_id, body, actor=principal.actor, scope=principal.scope)
     return models.RunOut.of(view, callbacks=sees_callbacks(principal))
 
 

@@ -43,6 +43,7 @@ from app.dashboard.web import (
     error_page,
     redirect,
     render,
+    run_limits_of,
     scope_of,
     service_of,
 )
@@ -83,7 +84,7 @@ async def perform(request: Request, run_id: str, action: Action, actor: str, sco
         case Retry():
             await operator.retry_run(service, run_id, actor, scope)
         case RaiseLimits(body=body):
-            await service.set_limits(run_id, body, actor=actor, scope=scope)
+            await run_limits_of(request).set_limits(run_id, body, actor=actor, scope=scope)
         case Approve(body=body) | Reject(body=body):
             await approvals_of(request).decide(run_id, body, actor=actor, scope=scope)
         case _:

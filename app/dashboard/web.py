@@ -18,6 +18,7 @@ from app.approvals.service import ApprovalService
 from app.clock import Clock
 from app.core.scope import Scope as TenantScope  # (not starlette's ASGI `Scope`)
 from app.dashboard import actions, auth, present
+from app.limits.run_limits import RunLimitsService
 from app.service.principals import Permission
 from app.service.reads import RunReads
 from app.service.runs import RunService
@@ -101,6 +102,11 @@ def service_of(request: Request) -> RunService:
 def approvals_of(request: Request) -> ApprovalService:
     approvals: ApprovalService = request.app.state.approvals
     return approvals
+
+
+def run_limits_of(request: Request) -> RunLimitsService:
+    limits: RunLimitsService = request.app.state.run_limits
+    return limits
 
 
 def reads_of(request: Request) -> RunReads:

@@ -39,12 +39,11 @@ from app.providers import profiles
 from app.providers.anthropic import DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT
 from app.providers.base import ModelRequest
 from app.service.prices import PriceBook
+from app.service.tenant_limits import TenantLimitsSource
 from app.settings import Settings
 from app.store.run_records import NewEvent, RunRecord
 from app.store.runs import RunStore
 from app.store.waiting import Budget
-from app.tenancy.identities import Identities
-from app.tenancy.tenants import Tenants
 from app.worker.billing import billed_usage
 
 MESSAGE_OVERHEAD = 16
@@ -253,8 +252,11 @@ def _claim_spend(events: list[NewEvent]) -> tuple[int, float]:
     return tokens, cost
 
 
-def budgets_for(store: RunStore, settings: Settings, clock: Clock) -> Budgets:
-    """The worker's budget check for this deployment (settings, tenants, the ledger)."""
+def budgets_for(
+    store: RunStore, settings: Settings, clock: Clock, tenants: TenantLimitsSource | None = None
+) -> Budgets:
+    """The worker's budget check for this deployment (settings, the tenants' limits as
+    `tenants` reads them, none without it; the ledger)."""
 
     async def daily(of: Scope, start: datetime) -> tuple[int, float]:
         totals = await store.usage_totals(start, start + timedelta(days=1), of)
@@ -264,7 +266,7 @@ def budgets_for(store: RunStore, settings: Settings, clock: Clock) -> Budgets:
         PriceBook.for_settings(settings, clock),
         settings.default_max_output_tokens,
         {"daily_tokens": settings.daily_tokens, "daily_cost_usd": settings.daily_cost_usd},
-        CachedTenantLimits(Tenants(Identities(store.backend), clock), clock=clock),
+        None if tenants is None else CachedTenantLimits(tenants, clock=clock),
         daily,
         clock=clock,
     )

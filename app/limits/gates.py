@@ -14,8 +14,10 @@ from app.core import Usage
 from app.limits.budgets import Budgets, budgets_for
 from app.limits.rates import Deferred, Flow, Reserved
 from app.limits.rates_sql import FLOW_CHANNEL
+from app.limits.shared import shared
 from app.providers.base import ModelRequest, ProviderError
 from app.providers.profiles import Profiles, RateLimits
+from app.service.tenant_limits import TenantLimitsSource
 from app.settings import Settings
 from app.store.changes import Budget
 from app.store.run_records import RunRecord
@@ -101,12 +103,16 @@ def model_gates(
     clock: Clock,
     profiles: Profiles | None,
     budgets: Budgets | None = None,
+    *,
+    tenants: TenantLimitsSource | None = None,
 ) -> tuple[BudgetGate, FlowGate]:
-    """One driver's gates, budgets first; they share the tenant limits' cache."""
-    budgets = budgets or budgets_for(store, settings, clock)
+    """One driver's gates, budgets first; they share the tenant limits' cache (read from
+    `tenants`)."""
+    budgets = budgets or budgets_for(store, settings, clock, tenants)
+    sql = shared(store)
     flow = Flow(
-        store.flow,
-        store.slots,
+        sql.flow,
+        sql.slots,
         profiles,
         budgets.tenant_limits,
         settings.default_max_output_tokens,

@@ -22,8 +22,8 @@ from typing import Any
 from app.clock import Clock
 from app.service.prices import Price
 from app.service.schemas import RunLimits
+from app.service.tenant_limits import TenantLimitsSource
 from app.store.waiting import Budget
-from app.tenancy.tenants import Tenants
 
 #: What a call's cost is checked with beyond its arithmetic: each call's cost is rounded
 #: to 1e-8 USD on the ledger, so a budget keeps this much per call in hand.
@@ -138,7 +138,9 @@ class CachedTenantLimits:
     one read refreshes it for every caller that asks meanwhile (a worker's slots all
     reach the lapse together)."""
 
-    def __init__(self, tenants: Tenants, seconds: float = CACHE_SECONDS, *, clock: Clock) -> None:
+    def __init__(
+        self, tenants: TenantLimitsSource, seconds: float = CACHE_SECONDS, *, clock: Clock
+    ) -> None:
         self.tenants = tenants
         self.seconds = seconds
         self.clock = clock

@@ -18,6 +18,7 @@ from app.service.prices import PriceBook
 from app.service.schemas import LimitsIn, RunLimits
 from app.settings import Settings
 from app.store import changes
+from app.store.hooks import Creating
 from app.store.run_records import NewEvent, RunRecord
 from app.store.runs import RunStore
 from app.store.waiting import Budget
@@ -31,6 +32,21 @@ def unpriced(model: Mapping[str, Any]) -> str:
         f"model {model.get('provider')}:{model.get('name')} has no price (neither "
         "AGENTRUN_PRICES nor genai-prices knows it)"
     )
+
+
+async def check_create(create: Creating) -> None:
+    """A create's check (`Hooks.async_create_checks`): a 422 when a cost limit is in
+    force on a model without a price, which could not be enforced (the run's, the
+    deployment's)."""
+    if create.priced:
+        return
+    model = create.agent["model"]
+    if create.limits and "max_cost_usd" in create.limits:
+        raise InvalidRequest(f"limits.max_cost_usd: {unpriced(model)}")
+    if create.settings.daily_cost_usd is not None:
+        raise InvalidRequest(f"the deployment's daily_cost_usd applies: {unpriced(model)}")
+    # (A tenant's daily_cost_usd is not read here, which would cost a create a
+    # statement: the worker suspends such a run before its first call instead.)
 
 
 class RunLimitsService:
@@ -58,18 +74,10 @@ class RunLimitsService:
     async def checked_limits(
         self, model: Mapping[str, Any], limits: RunLimits | None
     ) -> dict[str, Any] | None:
-        """The limits to store for a new run; a 422 when a cost limit is in force on a
-        model without a price,
-        which could not be enforced (the run's, the deployment's)."""
+        """The limits to store for a new run (`check_create`'s refusal)."""
         stored = None if limits is None else limits.stored()
-        if self.prices.of_spec(model) is not None:
-            return stored
-        if stored and "max_cost_usd" in stored:
-            raise InvalidRequest(f"limits.max_cost_usd: {unpriced(model)}")
-        if self.settings.daily_cost_usd is not None:
-            raise InvalidRequest(f"the deployment's daily_cost_usd applies: {unpriced(model)}")
-        # (A tenant's daily_cost_usd is not read here, which would cost a create a
-        # statement: the worker suspends such a run before its first call instead.)
+        priced = self.prices.of_spec(model) is not None
+        await check_create(Creating({"model": model}, stored, priced, self.settings))
         return stored
 
     async def set_limits(

@@ -9,7 +9,7 @@ views such as /metrics).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,7 +19,6 @@ import sqlalchemy as sa
 from app.core import AgentRun
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
-from app.limits.rates_sql import Bucket
 from app.service import recorded
 from app.service.tokens import new_key
 from app.service.types import (
@@ -45,9 +44,16 @@ class Overview:
     activity: Activity
 
 
+#: `(a run's id) -> its webhook deliveries` (the webhooks feature's outbox).
+Deliveries = Callable[[str], Awaitable[list[dict[str, Any]]]]
+
+
 class RunReads:
-    def __init__(self, store: RunStore) -> None:
+    def __init__(self, store: RunStore, *, deliveries: Deliveries | None = None) -> None:
         self.store = store
+        #: Where a run's webhook deliveries are read, handed in by the composition root
+        #: (None: the deployment lists none; the dashboard shows no such section).
+        self.deliveries_of = deliveries
 
     async def ready(self) -> None:
         """Return when the database answers a query; raise whatever reaching it raised."""
@@ -85,11 +91,12 @@ class RunReads:
         from `count_by_status`, tool-call queues from `queue_depths`)."""
         return await gauges.read(self.store.engine, now, age_edges)
 
-    async def flow(self, now: datetime) -> tuple[list[Bucket], dict[str, int]]:
-        """The shared limits' keys as /metrics shows them: each key's use of its last
-        minute, and the queued runs waiting for each key."""
-        buckets = await self.store.flow.buckets(now.timestamp())
-        return buckets, await gauges.throttled(self.store.engine, now)
+    async def feature_gauges(self, now: datetime) -> list[object]:
+        """The features' gauges (`Hooks.gauges`: metric families), in their order."""
+        families: list[object] = []
+        for reader in self.store.hooks.gauges:
+            families.extend(await reader(now))
+        return families
 
     async def queue_depths(self, now: datetime) -> list[QueueDepth]:
         """Per tool-call queue: calls waiting for a lease, calls under a live lease."""
@@ -119,9 +126,9 @@ class RunReads:
         ids = [r.id for r in records if r.status == RunStatus.REQUIRES_ACTION]
         return await reports.suspended_since(self.store.engine, ids)
 
-    async def deliveries(self, run_id: str) -> list[dict[str, Any]]:
-        """The run's webhook deliveries with their latest outcome."""
-        return await self.store.webhook_deliveries(run_id)
+    async def deliveries(self, run_id: str) -> list[dict[str, Any]] | None:
+        """The run's webhook deliveries with their latest outcome (None: none are listed)."""
+        return None if self.deliveries_of is None else await self.deliveries_of(run_id)
 
     async def ledger(self, run_id: str) -> dict[str, Any]:
         """The run's usage-ledger totals: calls, failed calls, cost."""

@@ -27,7 +27,6 @@ from app.core.events import EventType as E
 from app.core.lifecycle import INITIAL, RunStatus
 from app.core.scope import Scope
 from app.core.serde import SCHEMA_VERSION
-from app.limits.run_limits import RunLimitsService
 from app.service import convert, recorded
 from app.service.errors import IdempotencyKeyReused, InvalidRequest, RunNotFound, RunStateConflict
 from app.service.fairness import fair_key, queue_spot
@@ -35,11 +34,11 @@ from app.service.initial import agent_settings, initial_run
 from app.service.lineage import CONVERSATION_KEY, PREVIOUS_KEY
 from app.service.messages import Entry, page
 from app.service.messages import decode_cursor as decode_message_cursor
+from app.service.prices import PriceBook
 from app.service.principals import DEFAULT_TENANT
 from app.service.resolutions import resolution_change
 from app.service.schemas import (
     InvalidToolCallPolicy,
-    LimitsIn,
     ResolutionIn,
     RunCreate,
     ToolResultsIn,
@@ -50,17 +49,10 @@ from app.service.tool_results import ToolResults
 from app.settings import Settings
 from app.store import changes
 from app.store.changes import Change, Resolution
-from app.store.hooks import Continuation, Continuations, Continuing
+from app.store.hooks import Continuation, Continuations, Continuing, Creating
 from app.store.run_records import NewEvent, RunRecord, ToolCallRecord
 from app.store.runs import RunStore
 from app.store.waiting import NEVER, Conversation
-from app.webhooks.destinations import (
-    DestinationRefused,
-    DestinationUnresolved,
-    Resolver,
-    check_destination,
-    system_resolver,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,14 +123,12 @@ class RunService:
         store: RunStore,
         settings: Settings,
         clock: Clock = SYSTEM_CLOCK,
-        resolver: Resolver = system_resolver,
     ) -> None:
-        self.resolver = resolver
         self.store = store
         self.settings = settings
         self.clock = clock
         self._callback_key: str | None = None
-        self.limits = RunLimitsService.of(store, settings, clock)
+        self.prices = PriceBook.for_settings(settings, clock)  # (a create's model's price)
         # (the service's clock as read at each call: a test may set `service.clock`)
         now = lambda: self.clock.now()  # noqa: E731
         self.results = ToolResults(store, now)
@@ -193,10 +183,13 @@ class RunService:
             raise InvalidRequest(
                 f"invalid_tool_call.repair_to names an undefined tool: {bad_repairs[0]}"
             )
-        if agent["webhook"] is not None:
-            await self._check_webhook(agent["webhook"]["url"])
+        limits = None if body.limits is None else body.limits.stored()
+        if self.store.hooks.async_create_checks:  # (webhooks: the URL; limits: the price)
+            priced = self.prices.of_spec(agent["model"]) is not None
+            creating = Creating(agent, limits, priced, self.settings)
+            for vet in self.store.hooks.async_create_checks:
+                await vet(creating)
         max_turns = body.max_turns or self.settings.default_max_turns
-        limits = await self.limits.checked_limits(agent["model"], body.limits)
         history = [convert.history_message(m) for m in body.history]
         if before is not None:
             history = [*before.history, *history]
@@ -302,19 +295,6 @@ class RunService:
         note): the step a crash may skip, which the create's idempotent replay then takes.
         True when the new run was started meanwhile."""
         return await self._continuations().created(continuing, before, record, replayed=replayed)
-
-    async def _check_webhook(self, url: str) -> None:
-        """Refuse a destination no delivery could reach (SSRF guard, unresolvable host);
-        a resolver that cannot answer now is not the client's fault: deliveries check
-        again."""
-        try:
-            await check_destination(
-                url, allow_private=self.settings.webhook_allow_private, resolve=self.resolver
-            )
-        except DestinationRefused as exc:
-            raise InvalidRequest(f"webhook.url: {exc}") from None
-        except DestinationUnresolved:
-            pass
 
     # --- read ---------------------------------------------------------------------------
 
@@ -438,12 +418,6 @@ class RunService:
             },
         )
         return await self.view(updated)
-
-    async def set_limits(
-        self, run_id: str, body: LimitsIn, *, actor: str | None = None, scope: Scope
-    ) -> RunView:
-        """`POST /v1/runs/{id}/limits` (app.limits.run_limits)."""
-        return await self.view(await self.limits.set_limits(run_id, body, actor=actor, scope=scope))
 
     # --- cancel -------------------------------------------------------------------------
 

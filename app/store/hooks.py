@@ -17,6 +17,10 @@ store's.
 - `create_checks` / `create_trims`: a create's configuration is checked (a refusal is
   raised: 422) and its unset options trimmed (a run that uses no feature is configured
   and hashed as before the feature existed).
+- `async_create_checks`: a create checked before the other checks (`Creating`: its
+  configuration, its limits, the model's price, the creating service's settings), may
+  await something outside the database (a webhook's destination resolved); a refusal is
+  raised (422). The limits refuse a cost limit on a model without a price.
 - `continuations`: asked by a create that names a run to continue (`previous_run_id`):
   what the new run continues and whether it waits, then told once the run is committed
   (`Continuations`; conversations). None registered: such a create is refused.
@@ -29,6 +33,9 @@ store's.
   it (`app.worker.gates`: go, defer, suspend; usage, a 429, release), called with the
   driver's `(settings, clock, profiles)`. Typed as `ModelGate` there: the store sits below
   the worker. Budgets and shared limits (`app.limits`) register here.
+- `gauges`: readers of a feature's gauges that /metrics shows after the kernel's, each
+  called with the scrape's time (Prometheus metric families, typed as objects: the store
+  sits below the API; the shared limits' keys).
 
 A `run_ended` hook runs after the commit, so it cannot undo the write; one that fails is
 logged and the next still runs (a feature keeps a sweep for what a crash between the
@@ -68,6 +75,8 @@ CreateCheck = Callable[[Mapping[str, Any]], None]
 CreateTrim = Callable[[dict[str, Any]], dict[str, Any]]
 #: `(settings, clock, profiles) -> the gates of one driver` (`app.worker.gates.ModelGate`).
 GateMaker = Callable[..., Sequence[object]]
+#: `(the scrape's time) -> metric families` (`prometheus_client` `Metric`s).
+GaugeReader = Callable[[datetime], Awaitable[Sequence[object]]]
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,19 @@ class Sweep:
     run: Callable[[datetime], Awaitable[Sequence[str]]]
     every: float | None = None  # seconds between two runs; None: at every reap
 
+
+@dataclass(frozen=True, slots=True)
+class Creating:
+    """A create as `async_create_checks` see it."""
+
+    agent: Mapping[str, Any]  # the agent configuration about to be stored
+    limits: Mapping[str, Any] | None  # the run's limits as they would be stored
+    priced: bool  # whether the run's model has a price (the service's price book)
+    settings: Settings  # the creating service's
+
+
+#: `(the create)`: raises to refuse it.
+AsyncCreateCheck = Callable[[Creating], Awaitable[None]]
 
 #: `(the ended run an operator is about to retry, the caller's scope)`: raises to refuse.
 MayReopen = Callable[[RunRecord, Scope], Awaitable[None]]
@@ -168,10 +190,12 @@ class Hooks:
         self.round_gates: tuple[RoundGate, ...] = ()
         self.create_checks: tuple[CreateCheck, ...] = ()
         self.create_trims: tuple[CreateTrim, ...] = ()
+        self.async_create_checks: tuple[AsyncCreateCheck, ...] = ()
         self.continuations: Continuations | None = None
         self.may_reopen: tuple[MayReopen, ...] = ()
         self.background: tuple[Background, ...] = ()
         self.model_gates: tuple[GateMaker, ...] = ()
+        self.gauges: tuple[GaugeReader, ...] = ()
 
     def on_run_ended(self, hook: RunEnded) -> None:
         self.run_ended = (*self.run_ended, hook)
@@ -185,6 +209,9 @@ class Hooks:
     def on_create(self, check: CreateCheck, trim: CreateTrim) -> None:
         self.create_checks = (*self.create_checks, check)
         self.create_trims = (*self.create_trims, trim)
+
+    def on_create_async(self, check: AsyncCreateCheck) -> None:
+        self.async_create_checks = (*self.async_create_checks, check)
 
     def gate_round(
         self, config: RunConfig, rows: list[NewToolCall], round: int, clock: Callable[[], datetime]
@@ -213,6 +240,9 @@ class Hooks:
 
     def add_model_gates(self, maker: GateMaker) -> None:
         self.model_gates = (*self.model_gates, maker)
+
+    def add_gauges(self, reader: GaugeReader) -> None:
+        self.gauges = (*self.gauges, reader)
 
     async def ended(self, records: list[RunRecord], now: datetime) -> None:
         """Tell every `run_ended` hook of each of `records` (runs a write just ended)."""

@@ -4,20 +4,17 @@ their methods so the service and the worker hold one object.
 
 - `transitions` (`app.store.transitions`): create, apply a change, claim, sweeps;
 - `lookups` (`app.store.run_reads`): runs, their pending calls, events, counts, secrets;
-- `outbox` (`app.webhooks.outbox`): webhook deliveries (a debt: the kernel composes a
-  feature's repository; the tool-call queue's, `app.toolqueue.sql`, is built by its
-  feature from `backend`);
-- `watchers` (`app.store.watchers`): which runs live streams watch;
-- `flow` (`app.limits.rates_sql`): the shared limits' buckets.
-- `slots` (`app.limits.slots_sql`): the shared limits' concurrency slots.
+- `watchers` (`app.store.watchers`): which runs live streams watch.
+
+Features build their own repositories from `backend`: the webhook outbox's
+(`app.webhooks.outbox`), the tool-call queue's (`app.toolqueue.sql`), the shared
+limits' buckets and slots (`app.limits.shared`).
 """
 
 from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.limits.rates_sql import FlowLimits
-from app.limits.slots_sql import FlowSlots
 from app.store.backend.base import (
     EVENTS_CHANNEL,
     NOTIFY_CHANNEL,
@@ -32,7 +29,6 @@ from app.store.hooks import Hooks
 from app.store.run_reads import Lookups
 from app.store.transitions import Transitions
 from app.store.watchers import Watchers
-from app.webhooks.outbox import Outbox
 
 __all__ = [
     "EVENTS_CHANNEL",
@@ -78,16 +74,8 @@ class RunStore:
             r.secret,
         )
 
-        self.outbox = o = Outbox(self.backend)
-        self.claim_webhooks, self.finish_webhook = o.claim_webhooks, o.finish_webhook
-        self.trace_contexts, self.webhook_deliveries = o.trace_contexts, o.webhook_deliveries
-        self.webhook_attempts = o.webhook_attempts
-
         self.watchers = w = Watchers(self.backend)
         self.watch, self.unwatch, self.watched = w.watch, w.unwatch, w.watched
-
-        self.flow = FlowLimits(self.backend)
-        self.slots = FlowSlots(self.backend, self.flow)
 
     async def flush_wakeups(self) -> None:
         """Return once the wake-ups of the writes so far are sent."""

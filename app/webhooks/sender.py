@@ -36,6 +36,7 @@ from app.webhooks.destinations import (
     check_destination,
     system_resolver,
 )
+from app.webhooks.outbox import Outbox
 
 log = structlog.get_logger("agentrun.webhooks")
 
@@ -58,6 +59,7 @@ class WebhookSender:
     ) -> None:
         self.resolver = resolver
         self.store = store
+        self.outbox = Outbox(store.backend)
         self.settings = settings
         self.worker_id = worker_id
         self.signer = Webhook(secret)
@@ -89,12 +91,12 @@ class WebhookSender:
         while True:
             now = self.clock.now()
             lease = now + timedelta(seconds=self.settings.webhook_timeout * 3)
-            batch = await self.store.claim_webhooks(now, lease)
+            batch = await self.outbox.claim_webhooks(now, lease)
             if not batch:
                 return total
             traces: dict[str, dict[str, str]] = {}
             if tracing.ENABLED:  # each delivery joins its run's trace
-                traces = await self.store.trace_contexts({d.run_id for d in batch})
+                traces = await self.outbox.trace_contexts({d.run_id for d in batch})
             await asyncio.gather(*[self._send(d, traces.get(d.run_id, {})) for d in batch])
             total += len(batch)
 
@@ -156,7 +158,7 @@ class WebhookSender:
                 retry=retry_at is not None,
             )
         metrics.webhook_attempt(error is None, seconds, gave_up=retry_at is None)
-        await self.store.finish_webhook(
+        await self.outbox.finish_webhook(
             delivery,
             status_code=status_code,
             error=error,

@@ -96,7 +96,9 @@ async def test_a_pattern_matches_in_linear_time(
     created = await client.post("/v1/runs", json=doc)
     assert created.status_code == 201, created.text
     await drive(store, recorder.settings, recorder)
-    assert time.monotonic() - started < 2
+    # (Backtracking would take longer than any test runs: the margin is for a loaded
+    # machine, not a speed target; the engine is linear in the input.)
+    assert time.monotonic() - started < 30
     run = (await client.get(f"/v1/runs/{created.json()['id']}")).json()
     assert run["required_action"]["type"] == "submit_tool_results"  # (no match: not gated)
     started = time.monotonic()

@@ -16,6 +16,7 @@ from fastapi import FastAPI
 from app.core import AgentRun, AssistantMessage, Reasoning, Text, UserMessage
 from app.core.scope import Scope
 from app.dashboard import pages
+from app.service.reads import RunReads
 from app.service.runs import RunService
 from app.store.schema import runs
 from app.tenancy.keys import actor_of
@@ -279,7 +280,9 @@ async def test_rows_partial_is_the_table_body_and_the_pager(
 # --- run detail ------------------------------------------------------------------------
 
 
-async def test_run_detail_of_a_suspended_run(admin: httpx.AsyncClient, service: RunService) -> None:
+async def test_run_detail_of_a_suspended_run(
+    admin: httpx.AsyncClient, service: RunService, app: FastAPI
+) -> None:
     view = await suspended_run(service, metadata={"tenant": "acme"})
     page = await admin.get(f"/admin/runs/{view.record.id}")
     assert page.status_code == 200
@@ -299,8 +302,8 @@ async def test_run_detail_of_a_suspended_run(admin: httpx.AsyncClient, service: 
         assert f'for="{field_id}"' in html, field_id
     assert 'id="cancel"' in html and 'id="extend"' in html
     assert 'id="retry"' not in html
-    # The deliveries section is there exactly when the store can list them.
-    assert ("Webhook deliveries" in html) == hasattr(service.store, "webhook_deliveries")
+    # The deliveries section is there exactly when the deployment can list them.
+    assert ("Webhook deliveries" in html) == (app.state.reads.deliveries_of is not None)
     assert "Content-Security-Policy" in page.headers
     assert page.headers["x-frame-options"] == "DENY"
 
@@ -336,8 +339,8 @@ async def test_run_detail_folds_reasoning(admin: httpx.AsyncClient, service: Run
     assert "(history)" in html
 
 
-async def test_run_detail_renders_webhook_deliveries_when_the_store_has_them(
-    admin: httpx.AsyncClient, service: RunService
+async def test_run_detail_renders_webhook_deliveries_when_the_reads_list_them(
+    admin: httpx.AsyncClient, service: RunService, app: FastAPI
 ) -> None:
     view = await suspended_run(service)
     now = datetime.now(UTC)
@@ -359,11 +362,12 @@ async def test_run_detail_renders_webhook_deliveries_when_the_store_has_them(
             }
         ]
 
-    service.store.webhook_deliveries = webhook_deliveries  # type: ignore[attr-defined]
+    reads: RunReads = app.state.reads
+    listed, reads.deliveries_of = reads.deliveries_of, webhook_deliveries
     try:
         html = (await admin.get(f"/admin/runs/{view.record.id}")).text
     finally:
-        del service.store.webhook_deliveries  # type: ignore[attr-defined]
+        reads.deliveries_of = listed
     assert "Webhook deliveries" in html
     assert "https://hooks.example/agentrun" in html
     assert "Bad Gateway &lt;upstream&gt;" in html  # escaped

@@ -13,6 +13,7 @@ from app import features
 from app.clock import FakeClock
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
+from app.limits.run_limits import RunLimitsService
 from app.service.runs import RunService
 from app.service.schemas import LimitsIn
 from app.store.runs import RunStore
@@ -123,8 +124,11 @@ async def test_a_raised_limit_resumes_the_run_and_the_expiry_fails_it() -> None:
     assert events[-1].type == "run.budget_exceeded"
     assert events[-1].data["limit"] == "max_model_calls"
 
-    raised = await service.set_limits(
-        run_id, LimitsIn(max_model_calls=3), actor="user:alice", scope=Scope.ALL
+    limits = RunLimitsService.of(service.store, service.settings, service.clock)
+    raised = await service.view(
+        await limits.set_limits(
+            run_id, LimitsIn(max_model_calls=3), actor="user:alice", scope=Scope.ALL
+        )
     )
     assert raised.record.status is RunStatus.QUEUED and raised.record.limits == {
         "max_model_calls": 3

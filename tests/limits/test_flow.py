@@ -19,6 +19,7 @@ from app.limits.budgets import Budgets
 from app.limits.gates import model_gates
 from app.limits.rates import PERMIT_SECONDS, Flow
 from app.limits.rates_sql import Demand, FlowLimits, Grant
+from app.limits.shared import shared
 from app.limits.slots_sql import Slot
 from app.providers.base import ProviderError
 from app.providers.profiles import Profile, Profiles, RateLimits
@@ -96,7 +97,7 @@ async def test_a_run_over_the_limit_waits_for_its_reserved_turn_and_honours_it(
     assert await claim_and_drive(later, store, frees) == RunStatus.REQUIRES_ACTION
     after = (await service.get_run(second.record.id, scope=Scope.ALL)).record
     assert after.flow_reserved_at is None
-    grant = await store.flow.acquire(
+    grant = await shared(store).flow.acquire(
         [Demand(f"model:scripted/{model}", 1, None)], frees.timestamp()
     )
     assert abs(grant.go_at - (now.timestamp() + 120)) < 1
@@ -118,7 +119,7 @@ async def test_no_limit_no_statement(store: RunStore, settings: Settings) -> Non
     unlimited = Profiles({"scripted": Profile("scripted", "scripted")})
     d = await driver(store, settings, unlimited)
     assert await claim_and_drive(d, store, datetime.now(UTC)) == RunStatus.REQUIRES_ACTION
-    keys = {b.key for b in await store.flow.buckets(0.0)}
+    keys = {b.key for b in await shared(store).flow.buckets(0.0)}
     assert not any(model in k for k in keys)
 
 
@@ -175,11 +176,11 @@ async def test_a_429_slows_every_worker_on_the_key(
     ] == "backoff"  # type: ignore[index]
     # Another worker's next call on the key waits the hint and goes at the learned rate.
     key = f"model:openai/{model}"
-    a = await store.flow.acquire([Demand(key, 600, None)], now.timestamp())
-    b = await store.flow.acquire([Demand(key, 600, None)], now.timestamp())
+    a = await shared(store).flow.acquire([Demand(key, 600, None)], now.timestamp())
+    b = await shared(store).flow.acquire([Demand(key, 600, None)], now.timestamp())
     assert a.go_at >= now.timestamp() + 7
     assert abs((b.go_at - a.go_at) - 1.0) < 0.01  # 60 a minute, as the provider said
-    (bucket,) = [x for x in await store.flow.buckets(now.timestamp()) if x.key == key]
+    (bucket,) = [x for x in await shared(store).flow.buckets(now.timestamp()) if x.key == key]
     assert bucket.provider_429s == 1
 
 
@@ -194,7 +195,7 @@ async def test_a_full_key_throttles_the_run_and_a_release_wakes_it(
     profiles = limited("scripted", model, max_concurrent=1)
     service = RunService(store, settings)
     at = datetime.now(UTC).timestamp()
-    assert (await store.slots.take([Slot(key, 1)], "elsewhere", "x", at, at + 30)).held
+    assert (await shared(store).slots.take([Slot(key, 1)], "elsewhere", "x", at, at + 30)).held
     view, _ = await service.create_run(run_body(model=model_doc(model)))
     now = datetime.now(UTC)
     d = await driver(store, settings, profiles)
@@ -211,9 +212,9 @@ async def test_a_full_key_throttles_the_run_and_a_release_wakes_it(
     assert waiting.model_attempts == 0 and waiting.flow_reserved_at is None
     # The other call ends: its release makes the run due at once, and it runs.
     released = datetime.now(UTC)
-    assert await store.slots.release([key], "elsewhere", released) == view.record.id
+    assert await shared(store).slots.release([key], "elsewhere", released) == view.record.id
     assert await claim_and_drive(d, store, datetime.now(UTC)) == RunStatus.REQUIRES_ACTION
-    assert await store.slots.in_flight(key, datetime.now(UTC).timestamp()) == 0
+    assert await shared(store).slots.in_flight(key, datetime.now(UTC).timestamp()) == 0
 
 
 async def test_a_slot_is_released_when_the_call_fails(
@@ -231,7 +232,7 @@ async def test_a_slot_is_released_when_the_call_fails(
     d = await driver(store, settings, profiles)
     assert await claim_and_drive(d, store, datetime.now(UTC)) == RunStatus.QUEUED  # (backoff)
     key = f"model:openai/{model}"
-    assert await store.slots.in_flight(key, datetime.now(UTC).timestamp()) == 0
+    assert await shared(store).slots.in_flight(key, datetime.now(UTC).timestamp()) == 0
 
 
 async def test_no_slot_statement_for_a_run_without_max_concurrent(
@@ -240,8 +241,8 @@ async def test_no_slot_statement_for_a_run_without_max_concurrent(
     async def refuse(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("a slot statement for a run without max_concurrent")
 
-    monkeypatch.setattr(store.slots, "take", refuse)
-    monkeypatch.setattr(store.slots, "release", refuse)
+    monkeypatch.setattr(shared(store).slots, "take", refuse)
+    monkeypatch.setattr(shared(store).slots, "release", refuse)
     model = f"m-{uuid.uuid4().hex[:8]}"
     service = RunService(store, settings)
     await service.create_run(run_body(model=model_doc(model)))
@@ -267,12 +268,12 @@ async def test_a_tenants_max_concurrent_limits_its_runs(
     view, _ = await service.create_run(run_body())
     at = datetime.now(UTC).timestamp()
     key = "tenant:default"
-    assert (await store.slots.take([Slot(key, 1)], "elsewhere", "x", at, at + 30)).held
+    assert (await shared(store).slots.take([Slot(key, 1)], "elsewhere", "x", at, at + 30)).held
     d = await driver(store, settings, budgets=budgets)
     try:
         assert await claim_and_drive(d, store, datetime.now(UTC)) == RunStatus.QUEUED
     finally:
-        await store.slots.release([key], "elsewhere", datetime.now(UTC))
+        await shared(store).slots.release([key], "elsewhere", datetime.now(UTC))
     reason = (await service.get_run(view.record.id, scope=Scope.ALL)).record.waiting_reason
     assert reason is not None and (reason["limit"], reason["key"]) == ("max_concurrent", key)
     assert await claim_and_drive(d, store, datetime.now(UTC)) == RunStatus.REQUIRES_ACTION
@@ -300,7 +301,7 @@ async def test_a_slot_is_released_when_the_lease_is_lost_mid_call(
     )  # type: ignore[arg-type,return-value]
     assert await claim_and_drive(d, store, datetime.now(UTC)) is None
     at = datetime.now(UTC).timestamp()
-    assert await store.slots.in_flight(f"model:scripted/{model}", at) == 0
+    assert await shared(store).slots.in_flight(f"model:scripted/{model}", at) == 0
 
 
 class CountedLimits:
@@ -319,8 +320,8 @@ class CountedLimits:
 
 
 def counted(store: RunStore) -> tuple[Flow, CountedLimits]:
-    spy = CountedLimits(store.flow)
-    return Flow(spy, store.slots, clock=SYSTEM_CLOCK), spy  # type: ignore[arg-type]
+    spy = CountedLimits(shared(store).flow)
+    return Flow(spy, shared(store).slots, clock=SYSTEM_CLOCK), spy  # type: ignore[arg-type]
 
 
 async def test_a_busy_worker_draws_its_calls_in_batches(store: RunStore) -> None:
@@ -334,7 +335,7 @@ async def test_a_busy_worker_draws_its_calls_in_batches(store: RunStore) -> None
         assert reserved.keys == (key,)
     # Each batch asks for the calls of the last second: 1, 2, 4, 8, 16, 16 (at most).
     assert spy.statements == 6
-    bucket = next(b for b in await store.flow.buckets(now.timestamp()) if b.key == key)
+    bucket = next(b for b in await shared(store).flow.buckets(now.timestamp()) if b.key == key)
     assert bucket.requests_used == pytest.approx(47, abs=0.1)  # 40 used, 7 still held
     assert bucket.tokens_used == pytest.approx(4700, abs=10)
 
@@ -350,7 +351,7 @@ async def test_a_batch_lapses_after_a_second_and_its_tokens_go_back(store: RunSt
     later = now + timedelta(seconds=PERMIT_SECONDS + 0.5)
     await flow.acquire(rates, 10, later)  # the left-over call has lapsed: a statement
     assert spy.statements == 3
-    bucket = next(b for b in await store.flow.buckets(now.timestamp()) if b.key == key)
+    bucket = next(b for b in await shared(store).flow.buckets(now.timestamp()) if b.key == key)
     # 1 + 2 + 1 calls reserved; the lapsed call's 10 tokens came back with the third.
     assert bucket.requests_used == pytest.approx(4)
     assert bucket.tokens_used == pytest.approx(30)
@@ -362,7 +363,7 @@ async def test_near_its_limit_every_call_is_its_own_reservation(store: RunStore)
     flow, spy = counted(store)
     now = datetime.fromtimestamp(1_800_000_000, UTC)
     goes = [(await flow.acquire(rates, 100, now))[0].go_at for _ in range(60)]
-    bucket = next(b for b in await store.flow.buckets(now.timestamp()) if b.key == key)
+    bucket = next(b for b in await shared(store).flow.buckets(now.timestamp()) if b.key == key)
     assert bucket.requests_used == pytest.approx(60)  # no call held back unused
     assert goes[:54] == [now.timestamp()] * 54 and goes[54] > now.timestamp()
     assert spy.statements > 60 - 27  # past half the bucket: one statement a call
@@ -374,12 +375,12 @@ async def test_a_slot_release_that_failed_is_retried_until_it_succeeds(
     """The database went away as the call ended: the slot is freed once it is back, not
     held for its whole lifetime."""
     key = f"profile:p-{uuid.uuid4().hex[:8]}"
-    flow = Flow(store.flow, store.slots, clock=SYSTEM_CLOCK)
+    flow = Flow(shared(store).flow, shared(store).slots, clock=SYSTEM_CLOCK)
     monkeypatch.setattr("app.limits.rates.RELEASE_RETRY_SECONDS", 0.01)
     now = datetime.now(UTC)
     grant, reserved = await flow.acquire({key: RateLimits(max_concurrent=1)}, 10, now, "r", 30)
     assert reserved.slot_keys == (key,) and grant.limit is None
-    release = store.slots.release
+    release = shared(store).slots.release
     failures = 3
 
     async def flaky(*args: Any) -> str | None:
@@ -389,14 +390,14 @@ async def test_a_slot_release_that_failed_is_retried_until_it_succeeds(
             raise ConnectionError("the database went away")
         return await release(*args)
 
-    monkeypatch.setattr(store.slots, "release", flaky)
+    monkeypatch.setattr(shared(store).slots, "release", flaky)
     await flow.release(reserved, now)  # (fails: retried in the background)
-    assert await store.slots.in_flight(key, now.timestamp()) == 1
+    assert await shared(store).slots.in_flight(key, now.timestamp()) == 1
     for _ in range(200):
-        if not await store.slots.in_flight(key, now.timestamp()):
+        if not await shared(store).slots.in_flight(key, now.timestamp()):
             break
         await asyncio.sleep(0.01)
-    assert failures == 0 and await store.slots.in_flight(key, now.timestamp()) == 0
+    assert failures == 0 and await shared(store).slots.in_flight(key, now.timestamp()) == 0
 
 
 async def test_a_429_ends_this_workers_batch_on_the_key(store: RunStore) -> None:

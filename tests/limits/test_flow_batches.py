@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from app.clock import SYSTEM_CLOCK
 from app.limits.rates import Flow
+from app.limits.shared import shared
 from app.providers.base import ProviderError
 from app.providers.profiles import RateLimits
 from app.store.runs import RunStore
@@ -22,7 +23,7 @@ async def test_a_429_block_stops_this_workers_cached_batch(store: RunStore) -> N
     call on the key waits too, it does not go on a batch cached before the 429."""
     key = _key()
     rates = {key: RateLimits(requests_per_minute=6000)}
-    flow = Flow(store.flow, store.slots, clock=SYSTEM_CLOCK)
+    flow = Flow(shared(store).flow, shared(store).slots, clock=SYSTEM_CLOCK)
     now = datetime.fromtimestamp(1_800_000_000, UTC)
     for _ in range(4):  # batches of 1, 2 (one left, used), 4: three calls left
         grant, _ = await flow.acquire(rates, 10, now)
@@ -39,7 +40,7 @@ async def test_a_batch_granted_without_tokens_does_not_pass_a_token_limit(
     """A batch granted while the key limited requests only reserved no tokens: once the
     key limits tokens, its calls must not skip the token bucket."""
     key = _key()
-    flow = Flow(store.flow, store.slots, clock=SYSTEM_CLOCK)
+    flow = Flow(shared(store).flow, shared(store).slots, clock=SYSTEM_CLOCK)
     now = datetime.fromtimestamp(1_800_000_000, UTC)
     before = {key: RateLimits(requests_per_minute=6000)}
     for _ in range(4):  # three calls left, "with" 3 x 1000 tokens never reserved
@@ -54,7 +55,7 @@ async def test_a_batch_lapsing_refunds_only_tokens_it_reserved(store: RunStore) 
     """The lapsed calls of a batch granted with no token limit reserved no tokens: none
     are refunded on the key's token bucket."""
     key = _key()
-    flow = Flow(store.flow, store.slots, clock=SYSTEM_CLOCK)
+    flow = Flow(shared(store).flow, shared(store).slots, clock=SYSTEM_CLOCK)
     now = datetime.fromtimestamp(1_800_000_000, UTC)
     before = {key: RateLimits(requests_per_minute=6000)}
     for _ in range(4):  # three calls left over, never used
@@ -62,7 +63,7 @@ async def test_a_batch_lapsing_refunds_only_tokens_it_reserved(store: RunStore) 
     after = {key: RateLimits(requests_per_minute=6000, tokens_per_minute=60_000)}
     later = now + timedelta(seconds=2)  # (the batch lapsed)
     await flow.acquire(after, 1000, later)
-    bucket = next(b for b in await store.flow.buckets(later.timestamp()) if b.key == key)
+    bucket = next(b for b in await shared(store).flow.buckets(later.timestamp()) if b.key == key)
     assert bucket.tokens_used >= 999  # fails: -2000 (3000 never-reserved tokens refunded)
 
 
@@ -70,7 +71,7 @@ async def test_a_lowered_limit_is_not_bypassed_by_a_cached_batch(store: RunStore
     """The key's requests per minute went down between two calls (the profile was
     reloaded): calls from a batch granted at the old rate do not go past the new one."""
     key = _key()
-    flow = Flow(store.flow, store.slots, clock=SYSTEM_CLOCK)
+    flow = Flow(shared(store).flow, shared(store).slots, clock=SYSTEM_CLOCK)
     now = datetime.fromtimestamp(1_800_000_000, UTC)
     fast = {key: RateLimits(requests_per_minute=6000)}
     for i in range(16):  # 1, 2, 4, 8 ... a batch of 16 cached

@@ -12,6 +12,7 @@ from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.limits.rates import Flow
 from app.limits.rates_sql import learned_payload
+from app.limits.shared import shared
 from app.service.runs import RunService
 from app.service.schemas import RunCreate
 from app.settings import Settings
@@ -37,7 +38,7 @@ async def test_a_429_with_nothing_configured_slows_every_worker_on_the_model(
     assert (await service.get_run(view.record.id, scope=Scope.ALL)).record.waiting_reason[
         "type"
     ] == "backoff"  # type: ignore[index]
-    assert (await store.flow.slow_rates())[key] == 60.0  # as the provider said
+    assert (await shared(store).flow.slow_rates())[key] == 60.0  # as the provider said
     # This worker's next call on the model draws on the row: it waits out the hint.
     assert await claim_and_drive(d, store, now) == RunStatus.QUEUED
     reason = (await service.get_run(second.record.id, scope=Scope.ALL)).record.waiting_reason
@@ -56,7 +57,7 @@ async def test_a_worker_told_of_a_429_draws_on_the_key_and_one_not_told_does_not
     record = (await service.get_run(view.record.id, scope=Scope.ALL)).record
     now = datetime.now(UTC)
     told, spy = counted(store)
-    untold = Flow(store.flow, store.slots, clock=SYSTEM_CLOCK)
+    untold = Flow(shared(store).flow, shared(store).slots, clock=SYSTEM_CLOCK)
     assert await untold.rates(record) == {} and await told.rates(record) == {}
     told.heard(learned_payload({f"model:scripted/{model}": now.timestamp() + 60}))
     rates = await told.rates(record)
@@ -66,6 +67,6 @@ async def test_a_worker_told_of_a_429_draws_on_the_key_and_one_not_told_does_not
     assert await untold.rates(record) == {}
     # Past the key's slowdown the told worker forgets it: no statement again.
     told.heard(learned_payload({f"model:scripted/{model}": now.timestamp() - 1}))
-    gone = Flow(store.flow, store.slots, clock=SYSTEM_CLOCK)
+    gone = Flow(shared(store).flow, shared(store).slots, clock=SYSTEM_CLOCK)
     gone.heard(learned_payload({f"model:scripted/{model}": now.timestamp() - 1}))
     assert await gone.rates(record) == {}

@@ -11,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from app.api import metrics
 from app.core.lifecycle import RunStatus
+from app.limits.shared import shared
 from app.limits.slots_sql import Slot
 from app.service.reads import RunReads
 from app.service.runs import RunService
@@ -60,11 +61,11 @@ async def test_the_calls_in_flight_on_a_max_concurrent_key_are_on_metrics(
     idle = f"tenant:t-{uuid.uuid4().hex[:8]}"
     at = datetime.now(UTC).timestamp()
     for holder in ("a", "b"):
-        assert (await store.slots.take([Slot(key, 3)], holder, holder, at, at + 30)).held
-    assert (await store.slots.take([Slot(idle, 1)], "c", "c", at, at + 30)).held
-    await store.slots.release([idle], "c", datetime.now(UTC))
+        assert (await shared(store).slots.take([Slot(key, 3)], holder, holder, at, at + 30)).held
+    assert (await shared(store).slots.take([Slot(idle, 1)], "c", "c", at, at + 30)).held
+    await shared(store).slots.release([idle], "c", datetime.now(UTC))
     # (a slot whose worker died counts no more once it expired)
-    assert (await store.slots.take([Slot(key, 3)], "gone", "gone", at - 60, at - 1)).held
+    assert (await shared(store).slots.take([Slot(key, 3)], "gone", "gone", at - 60, at - 1)).held
 
     used = samples(await metrics.render(RunReads(store), datetime.now(UTC)), "agentrun_flow_used")
     assert used[(("key", key), ("limit", "max_concurrent"))] == 2

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.limits.rates_sql import Demand
+from app.limits.shared import shared
 from app.limits.slots_sql import Slot
 from app.service.runs import RunService
 from app.settings import Settings
@@ -39,13 +40,13 @@ async def test_a_release_wakes_a_waiter_not_a_run_deferred_by_a_rate(
     deferred, waiter = ids
     at = now.timestamp()
     slot, rate = [Slot(key, 1)], [Demand(key, 1, None)]  # (a call a minute)
-    assert (await store.slots.take(slot, "x", "other", at, at + 5, rate)).held
-    assert not (await store.slots.take(slot, "d1", deferred, at + 1, at + 30, rate)).held
+    assert (await shared(store).slots.take(slot, "x", "other", at, at + 5, rate)).held
+    assert not (await shared(store).slots.take(slot, "d1", deferred, at + 1, at + 30, rate)).held
     # x's slot expired: `deferred` gets it, but its rate turn is a minute away.
-    taken = await store.slots.take(slot, "d2", deferred, at + 6, at + 36, rate, 1.0)
+    taken = await shared(store).slots.take(slot, "d2", deferred, at + 6, at + 36, rate, 1.0)
     assert not taken.held and taken.grant.limit == "requests_per_minute"
-    assert (await store.slots.take(slot, "y", "other2", at + 7, at + 100)).held
-    assert not (await store.slots.take(slot, "w1", waiter, at + 8, at + 38, rate)).held
+    assert (await shared(store).slots.take(slot, "y", "other2", at + 7, at + 100)).held
+    assert not (await shared(store).slots.take(slot, "w1", waiter, at + 8, at + 38, rate)).held
     released = datetime.fromtimestamp(at + 9, UTC)
     # fails: the run deferred by the rate (its stale waiter row) is woken instead
-    assert await store.slots.release([key], "y", released) == waiter
+    assert await shared(store).slots.release([key], "y", released) == waiter

@@ -13,6 +13,7 @@ import pytest
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.limits.rates_sql import Demand
+from app.limits.shared import shared
 from app.limits.slots_sql import Slot
 from app.service.runs import RunService
 from app.settings import Settings
@@ -34,33 +35,35 @@ async def test_concurrent_takers_never_hold_more_than_max_concurrent(store: RunS
     slots = [Slot(key, 3)]
 
     async def one(i: int) -> bool:
-        taken = await store.slots.take(slots, f"h{i}", f"run-{i}", T0, T0 + 30)
+        taken = await shared(store).slots.take(slots, f"h{i}", f"run-{i}", T0, T0 + 30)
         return taken.held
 
     held = await asyncio.gather(*(one(i) for i in range(40)))
     assert sum(held) == 3
-    assert await store.slots.in_flight(key, T0) == 3
+    assert await shared(store).slots.in_flight(key, T0) == 3
     first = next(i for i, h in enumerate(held) if h)
-    await store.slots.release([key], f"h{first}", datetime.fromtimestamp(T0, UTC))
+    await shared(store).slots.release([key], f"h{first}", datetime.fromtimestamp(T0, UTC))
     again = await asyncio.gather(*(one(100 + i) for i in range(40)))
     assert sum(again) == 1
-    assert await store.slots.in_flight(key, T0) == 3
+    assert await shared(store).slots.in_flight(key, T0) == 3
 
 
 async def test_every_key_must_have_a_free_slot(store: RunStore) -> None:
     profile, model = fresh("profile:p"), fresh("model:p/m")
-    assert (await store.slots.take([Slot(model, 1)], "a", "r1", T0, T0 + 30)).held
-    taken = await store.slots.take([Slot(profile, 5), Slot(model, 1)], "b", "r2", T0, T0 + 30)
+    assert (await shared(store).slots.take([Slot(model, 1)], "a", "r1", T0, T0 + 30)).held
+    taken = await shared(store).slots.take(
+        [Slot(profile, 5), Slot(model, 1)], "b", "r2", T0, T0 + 30
+    )
     assert not taken.held
     assert (taken.full, taken.grant.key, taken.grant.limit) == (model, model, "max_concurrent")
-    assert await store.slots.in_flight(profile, T0) == 0  # (nothing taken on the free key)
+    assert await shared(store).slots.in_flight(profile, T0) == 0  # (nothing taken on the free key)
 
 
 async def test_a_leaked_slot_frees_at_its_expiry(store: RunStore) -> None:
     key = fresh("model:p/m")
-    assert (await store.slots.take([Slot(key, 1)], "dead", "r1", T0, T0 + 30)).held
-    assert not (await store.slots.take([Slot(key, 1)], "b", "r2", T0 + 29, T0 + 59)).held
-    assert (await store.slots.take([Slot(key, 1)], "b", "r2", T0 + 30, T0 + 60)).held
+    assert (await shared(store).slots.take([Slot(key, 1)], "dead", "r1", T0, T0 + 30)).held
+    assert not (await shared(store).slots.take([Slot(key, 1)], "b", "r2", T0 + 29, T0 + 59)).held
+    assert (await shared(store).slots.take([Slot(key, 1)], "b", "r2", T0 + 30, T0 + 60)).held
 
 
 async def test_a_full_key_reserves_no_rate_and_a_deferred_call_holds_no_slot(
@@ -68,16 +71,18 @@ async def test_a_full_key_reserves_no_rate_and_a_deferred_call_holds_no_slot(
 ) -> None:
     key = fresh("profile:p")
     rate = [Demand(key, 1, None)]  # one a minute
-    assert (await store.slots.take([Slot(key, 1)], "a", "r1", T0, T0 + 30, rate)).held
-    refused = await store.slots.take([Slot(key, 1)], "b", "r2", T0, T0 + 30, rate)
+    assert (await shared(store).slots.take([Slot(key, 1)], "a", "r1", T0, T0 + 30, rate)).held
+    refused = await shared(store).slots.take([Slot(key, 1)], "b", "r2", T0, T0 + 30, rate)
     assert refused.grant.limit == "max_concurrent"
-    await store.slots.release([key], "a", datetime.fromtimestamp(T0, UTC))
+    await shared(store).slots.release([key], "a", datetime.fromtimestamp(T0, UTC))
     # The refusal drew nothing: this call is the second of the minute, deferred a minute
     # (and holds no slot while it waits for its turn).
-    deferred = await store.slots.take([Slot(key, 1)], "c", "r3", T0, T0 + 30, rate, slack=1.0)
+    deferred = await shared(store).slots.take(
+        [Slot(key, 1)], "c", "r3", T0, T0 + 30, rate, slack=1.0
+    )
     assert not deferred.held and deferred.grant.limit == "requests_per_minute"
     assert abs(deferred.grant.go_at - (T0 + 60)) < 1e-6
-    assert await store.slots.in_flight(key, T0) == 0
+    assert await shared(store).slots.in_flight(key, T0) == 0
 
 
 async def test_a_release_makes_the_oldest_waiting_run_due(
@@ -102,15 +107,15 @@ async def test_a_release_makes_the_oldest_waiting_run_due(
         assert done is not None and done.status == RunStatus.QUEUED
         ids.append(record.id)
     at = now.timestamp()
-    assert (await store.slots.take([Slot(key, 1)], "a", "other", at, at + 30)).held
+    assert (await shared(store).slots.take([Slot(key, 1)], "a", "other", at, at + 30)).held
     for i, run_id in enumerate(ids):
-        taken = await store.slots.take([Slot(key, 1)], f"w{i}", run_id, at + i, at + 30)
+        taken = await shared(store).slots.take([Slot(key, 1)], f"w{i}", run_id, at + i, at + 30)
         assert not taken.held
-    assert await store.slots.release([key], "a", now) == ids[0]
+    assert await shared(store).slots.release([key], "a", now) == ids[0]
     assert (await store.get(ids[0], scope=Scope.ALL)).available_at <= now  # type: ignore[union-attr]
     assert (await store.get(ids[1], scope=Scope.ALL)).available_at > now  # type: ignore[union-attr]
-    assert await store.slots.release([key], "nobody", now) == ids[1]
-    assert await store.slots.release([key], "nobody", now) is None
+    assert await shared(store).slots.release([key], "nobody", now) == ids[1]
+    assert await shared(store).slots.release([key], "nobody", now) is None
 
 
 async def test_a_refusal_forgets_the_waiters_that_ended(
@@ -118,11 +123,13 @@ async def test_a_refusal_forgets_the_waiters_that_ended(
 ) -> None:
     key = fresh("profile:p")
     at = datetime.now(UTC).timestamp()
-    assert (await store.slots.take([Slot(key, 1)], "a", "x", at, at + 30)).held
-    assert not (await store.slots.take([Slot(key, 1)], "b", "no-such-run", at, at + 30)).held
-    assert await store.slots.waiters(key) == ["no-such-run"]
-    assert not (await store.slots.take([Slot(key, 1)], "c", "another", at, at + 30)).held
-    assert await store.slots.waiters(key) == ["another"]  # (no queued run of that id)
+    assert (await shared(store).slots.take([Slot(key, 1)], "a", "x", at, at + 30)).held
+    assert not (
+        await shared(store).slots.take([Slot(key, 1)], "b", "no-such-run", at, at + 30)
+    ).held
+    assert await shared(store).slots.waiters(key) == ["no-such-run"]
+    assert not (await shared(store).slots.take([Slot(key, 1)], "c", "another", at, at + 30)).held
+    assert await shared(store).slots.waiters(key) == ["another"]  # (no queued run of that id)
 
 
 async def claimed(store: RunStore, service: RunService) -> str:
@@ -153,14 +160,14 @@ async def test_a_waiter_refused_a_moment_ago_is_kept_by_the_next_refusal(
     service = RunService(store, settings)
     first, second = await claimed(store, service), await claimed(store, service)
     at = datetime.now(UTC).timestamp()
-    assert (await store.slots.take([Slot(key, 1)], "a", "other", at, at + 30)).held
-    assert not (await store.slots.take([Slot(key, 1)], "b", first, at, at + 30)).held
-    assert not (await store.slots.take([Slot(key, 1)], "c", second, at + 1, at + 30)).held
-    assert await store.slots.waiters(key) == [first, second]
+    assert (await shared(store).slots.take([Slot(key, 1)], "a", "other", at, at + 30)).held
+    assert not (await shared(store).slots.take([Slot(key, 1)], "b", first, at, at + 30)).held
+    assert not (await shared(store).slots.take([Slot(key, 1)], "c", second, at + 1, at + 30)).held
+    assert await shared(store).slots.waiters(key) == [first, second]
     later = datetime.now(UTC) + timedelta(seconds=30)
     for run_id in (first, second):
         await throttle(store, run_id, key, later)
-    assert await store.slots.release([key], "a", datetime.now(UTC)) == first
+    assert await shared(store).slots.release([key], "a", datetime.now(UTC)) == first
 
 
 async def refused(store: RunStore, settings: Settings) -> tuple[str, str]:
@@ -168,8 +175,8 @@ async def refused(store: RunStore, settings: Settings) -> tuple[str, str]:
     key = fresh("profile:p")
     run_id = await claimed(store, RunService(store, settings))
     at = datetime.now(UTC).timestamp()
-    assert (await store.slots.take([Slot(key, 1)], "a", "other", at, at + 30)).held
-    assert not (await store.slots.take([Slot(key, 1)], "b", run_id, at, at + 30)).held
+    assert (await shared(store).slots.take([Slot(key, 1)], "a", "other", at, at + 30)).held
+    assert not (await shared(store).slots.take([Slot(key, 1)], "b", run_id, at, at + 30)).held
     return key, run_id
 
 
@@ -178,13 +185,13 @@ async def test_a_slot_freed_before_the_throttle_was_written_makes_the_run_due(
 ) -> None:
     key, run_id = await refused(store, settings)
     # The slot is released while the refused run is still running: it wakes no one...
-    assert await store.slots.release([key], "a", datetime.now(UTC)) is None
+    assert await shared(store).slots.release([key], "a", datetime.now(UTC)) is None
     await throttle(store, run_id, key, datetime.now(UTC) + timedelta(seconds=30))
     # ...so the recheck after the throttle finds the free slot and makes the run due now.
     now = datetime.now(UTC)
-    assert await store.slots.recheck(run_id, key, now)
+    assert await shared(store).slots.recheck(run_id, key, now)
     assert (await store.get(run_id, scope=Scope.ALL)).available_at <= now  # type: ignore[union-attr]
-    assert not await store.slots.recheck(run_id, key, now)  # (already due: no change)
+    assert not await shared(store).slots.recheck(run_id, key, now)  # (already due: no change)
 
 
 async def test_a_recheck_leaves_a_run_whose_key_is_still_full_waiting(
@@ -193,26 +200,27 @@ async def test_a_recheck_leaves_a_run_whose_key_is_still_full_waiting(
     key, run_id = await refused(store, settings)
     later = datetime.now(UTC) + timedelta(seconds=30)
     await throttle(store, run_id, key, later)
-    assert not await store.slots.recheck(run_id, key, datetime.now(UTC))
+    assert not await shared(store).slots.recheck(run_id, key, datetime.now(UTC))
     assert (await store.get(run_id, scope=Scope.ALL)).available_at == later  # type: ignore[union-attr]
-    assert await store.slots.release([key], "a", datetime.now(UTC)) == run_id
+    assert await shared(store).slots.release([key], "a", datetime.now(UTC)) == run_id
 
 
 TAKER = """
 import asyncio, os, sys
 from app.store.backend.engines import create_engine
 from app.store.runs import RunStore
+from app.limits.shared import shared
 from app.limits.slots_sql import Slot
 
 async def main() -> None:
     store = RunStore(create_engine(sys.argv[1]))
     key = sys.argv[2]
-    await store.slots.in_flight(key, 0.0)  # connected: the takes below are all that is left
+    await shared(store).slots.in_flight(key, 0.0)  # connected: the takes below are all that is left
     print("ready", flush=True)
     sys.stdin.readline()
 
     async def one(i: int) -> bool:
-        got = await store.slots.take([Slot(key, 3)], f"{os.getpid()}-{i}", "r", 1e9, 2e9)
+        got = await shared(store).slots.take([Slot(key, 3)], f"{os.getpid()}-{i}", "r", 1e9, 2e9)
         return got.held
 
     print(sum(await asyncio.gather(*(one(i) for i in range(10)))), flush=True)
@@ -230,4 +238,4 @@ async def test_takers_in_many_processes_never_hold_more_than_max_concurrent(
     key = fresh("profile:p")
     counts = counts_at_once(TAKER, [database_url, key], 4)
     assert sum(counts) == 3, counts
-    assert await store.slots.in_flight(key, 1e9) == 3
+    assert await shared(store).slots.in_flight(key, 1e9) == 3

@@ -17,6 +17,7 @@ from app.service.types import BadCursor, RunFilter
 from app.settings import Settings
 from app.store.backend.engines import create_engine
 from app.store.runs import RunStore
+from app.webhooks.outbox import Outbox
 from tests.helpers import run_body, suspended_run
 
 
@@ -27,7 +28,8 @@ def service(store: RunStore, settings: Settings) -> RunService:
 
 @pytest.fixture
 def reads(store: RunStore) -> RunReads:
-    return RunReads(store)
+    """As the composition root builds them: deliveries read from the webhooks' outbox."""
+    return RunReads(store, deliveries=Outbox(store.backend).webhook_deliveries)
 
 
 async def test_ready_when_the_database_answers(reads: RunReads) -> None:

@@ -19,6 +19,7 @@ from app.store.change_rows import EventPlan
 from app.store.changes import Change
 from app.store.run_records import NewEvent, RunRecord
 from app.store.runs import EVENTS_CHANNEL, NOTIFY_CHANNEL, RunStore
+from app.webhooks.outbox import Outbox
 from tests.helpers import heard, run_body
 
 
@@ -233,5 +234,5 @@ async def test_a_write_by_a_holder_of_the_run_takes_its_configuration_from_it(
     assert stored is not None
     assert (done.config, done.metadata) == (stored.config, stored.metadata)
     assert done.metadata == {"team": "a"} and done.version == stored.version
-    deliveries = await service.store.webhook_deliveries(held.id)
+    deliveries = await Outbox(service.store.backend).webhook_deliveries(held.id)
     assert [d["event_type"] for d in deliveries] == (["run.completed"] if webhook else [])

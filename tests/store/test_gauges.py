@@ -12,10 +12,12 @@ import psycopg
 import pytest
 import sqlalchemy as sa
 
+from app import features
 from app.api.metrics import render
 from app.core.scope import Scope
 from app.metrics import AGE_BUCKETS
 from app.service.reads import RunReads
+from app.settings import Settings
 from app.store import gauges
 from app.store.backend.engines import create_engine
 from app.store.fold import fold
@@ -178,8 +180,9 @@ def scans(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 
 async def scrape_statements(url: str, *, with_counts: bool) -> list[tuple[str, Any]]:
-    """The SQL of one scrape of `/metrics`, as sent to the database, with what it showed."""
-    store = RunStore(create_engine(url))
+    """The SQL of one scrape of `/metrics`, as sent to the database, with what it showed
+    (the features' gauges too: the shared limits')."""
+    store = features.install(RunStore(create_engine(url)), Settings())
     reads = RunReads(store)
     sent: list[tuple[str, Any]] = []
 

@@ -20,6 +20,8 @@ from app.service.runs import RunService
 from app.service.schemas import ToolResultsIn
 from app.settings import Settings
 from app.store.runs import RunStore
+from app.webhooks import hooks as webhooks
+from app.webhooks.outbox import Outbox
 from app.webhooks.sender import WebhookSender
 from tests.conftest import make_settings
 from tests.helpers import drive_once, results_for, run_body, running_worker, wait_for, wait_status
@@ -109,9 +111,9 @@ async def test_receiver_down_then_up_gets_each_event_once_with_a_stable_id(
     assert len(receiver.attempts) == 4
     assert len(set(receiver.attempts)) == 1, "webhook-id must be stable across retries"
     assert len(receiver.of_type("run.requires_action")) == 1
-    deliveries = await store.webhook_deliveries(view.record.id)
+    deliveries = await Outbox(store.backend).webhook_deliveries(view.record.id)
     assert deliveries[0]["status"] == "delivered" and deliveries[0]["attempts"] == 4
-    attempts = await store.webhook_attempts(deliveries[0]["webhook_id"])
+    attempts = await Outbox(store.backend).webhook_attempts(deliveries[0]["webhook_id"])
     assert [a["status_code"] for a in attempts] == [500, 500, 500, 200]
     assert all(a["latency_ms"] >= 0 for a in attempts)
     assert attempts[0]["error"] == "HTTP 500"
@@ -124,7 +126,7 @@ async def test_a_delivery_written_before_a_crash_is_sent_after_restart(
     view, _ = await service.create_run(run_body(webhook={"url": receiver.url}))
     await drive_once(store, hook_settings)  # the state change commits; nobody delivers
     assert receiver.attempts == []
-    pending = await store.webhook_deliveries(view.record.id)
+    pending = await Outbox(store.backend).webhook_deliveries(view.record.id)
     assert [d["status"] for d in pending] == ["pending"]
     async with running_worker(store, hook_settings):  # "the restarted worker"
         await wait_for(lambda: asyncio.sleep(0, receiver.of_type("run.requires_action")), bool)
@@ -147,7 +149,7 @@ async def test_failing_receiver_gives_up_after_the_attempt_budget(
             clock.advance(timedelta(hours=2))
     finally:
         await sender.aclose()
-    deliveries = await store.webhook_deliveries(view.record.id)
+    deliveries = await Outbox(store.backend).webhook_deliveries(view.record.id)
     assert deliveries[0]["status"] == "failed" and deliveries[0]["attempts"] == 5
 
 
@@ -163,7 +165,7 @@ async def test_redirects_are_not_followed(
         await sender.deliver_due()
     finally:
         await sender.aclose()
-    delivery = (await store.webhook_deliveries(view.record.id))[0]
+    delivery = (await Outbox(store.backend).webhook_deliveries(view.record.id))[0]
     assert delivery["last_status"] == 302 and delivery["status"] == "pending"
     assert "redirects are not followed" in delivery["last_error"]
     assert receiver.delivered == []
@@ -183,7 +185,7 @@ async def test_private_destinations_are_refused_at_delivery_too(
         await sender.deliver_due()
     finally:
         await sender.aclose()
-    delivery = (await store.webhook_deliveries(view.record.id))[0]
+    delivery = (await Outbox(store.backend).webhook_deliveries(view.record.id))[0]
     assert "refused destination" in delivery["last_error"]
     assert "127.0.0.1 is not a global address" in delivery["last_error"]
     assert receiver.attempts == [], "the loopback receiver must not have been called"
@@ -214,7 +216,9 @@ async def test_a_delivery_connects_to_the_address_that_was_checked(
 
     settings = make_settings(database_url, webhook_secret=SECRET, webhook_allow_private=True)
     url = f"http://receiver.test:{port}/hook"
-    service = RunService(store, settings, resolver=stub)
+    resolving = RunStore(store.engine)  # (a store whose create check resolves with `stub`)
+    webhooks.install(resolving, resolver=stub)
+    service = RunService(resolving, settings)
     view, _ = await service.create_run(run_body(webhook={"url": url}))
     await drive_once(store, settings)
     sender = WebhookSender(store, settings, "w", SECRET, resolver=stub, clock=SYSTEM_CLOCK)
@@ -239,15 +243,15 @@ async def test_global_endpoint_gets_every_run_and_runs_without_hooks_write_nothi
     try:
         view, _ = await service.create_run(run_body())
         await service.cancel(view.record.id, scope=Scope.ALL)
-        assert [d["event_type"] for d in await scoped.webhook_deliveries(view.record.id)] == [
-            "run.cancelled"
-        ]
+        assert [
+            d["event_type"] for d in await Outbox(scoped.backend).webhook_deliveries(view.record.id)
+        ] == ["run.cancelled"]
     finally:
         await scoped.aclose()
     plain = RunService(store, make_settings(database_url))
     other, _ = await plain.create_run(run_body())
     await plain.cancel(other.record.id, scope=Scope.ALL)
-    assert await store.webhook_deliveries(other.record.id) == []
+    assert await Outbox(store.backend).webhook_deliveries(other.record.id) == []
 
 
 async def test_an_executor_driven_only_by_webhooks_completes_100_runs(

@@ -23,6 +23,7 @@ from app.core.scope import Scope
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.runs import RunStore
+from app.webhooks.outbox import Outbox
 from tests.conftest import make_settings
 from tests.helpers import api_client, results_for, run_body, running_worker, wait_for, wait_status
 from tests.mocks.receiver import SECRET, Receiver, webhook_receiver
@@ -96,7 +97,7 @@ async def lifecycle_over_the_api(
         assert sent.status_code == 200, sent.text
         await wait_status(service, run_id, RunStatus.COMPLETED)
         deliveries = await wait_for(
-            lambda: store.webhook_deliveries(run_id),
+            lambda: Outbox(store.backend).webhook_deliveries(run_id),
             lambda ds: len(ds) == 2 and all(d["status"] == "delivered" for d in ds),
         )
     assert [d["event_type"] for d in deliveries] == ["run.requires_action", "run.completed"]

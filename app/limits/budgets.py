@@ -253,10 +253,13 @@ def _claim_spend(events: list[NewEvent]) -> tuple[int, float]:
 
 
 def budgets_for(
-    store: RunStore, settings: Settings, clock: Clock, tenants: TenantLimitsSource | None = None
+    store: RunStore,
+    settings: Settings,
+    clock: Clock,
+    tenant_limits: TenantLimitsSource | None = None,
 ) -> Budgets:
     """The worker's budget check for this deployment (settings, the tenants' limits as
-    `tenants` reads them, none without it; the ledger)."""
+    `tenant_limits` reads them, none without it; the ledger)."""
 
     async def daily(of: Scope, start: datetime) -> tuple[int, float]:
         totals = await store.usage_totals(start, start + timedelta(days=1), of)
@@ -266,7 +269,7 @@ def budgets_for(
         PriceBook.for_settings(settings, clock),
         settings.default_max_output_tokens,
         {"daily_tokens": settings.daily_tokens, "daily_cost_usd": settings.daily_cost_usd},
-        None if tenants is None else CachedTenantLimits(tenants, clock=clock),
+        None if tenant_limits is None else CachedTenantLimits(tenant_limits, clock=clock),
         daily,
         clock=clock,
     )

@@ -104,11 +104,11 @@ def model_gates(
     profiles: Profiles | None,
     budgets: Budgets | None = None,
     *,
-    tenants: TenantLimitsSource | None = None,
+    tenant_limits: TenantLimitsSource | None = None,
 ) -> tuple[BudgetGate, FlowGate]:
     """One driver's gates, budgets first; they share the tenant limits' cache (read from
-    `tenants`)."""
-    budgets = budgets or budgets_for(store, settings, clock, tenants)
+    `tenant_limits`)."""
+    budgets = budgets or budgets_for(store, settings, clock, tenant_limits)
     sql = shared(store)
     flow = Flow(
         sql.flow,

@@ -15,10 +15,10 @@ from app.service.tenant_limits import TenantLimitsSource
 from app.store.runs import RunStore
 
 
-def install(store: RunStore, tenants: TenantLimitsSource | None = None) -> None:
-    """Each driver of `store` asks the budgets (a tenant's daily ones read from `tenants`),
+def install(store: RunStore, tenant_limits: TenantLimitsSource | None = None) -> None:
+    """Each driver of `store` asks the budgets (a tenant's daily ones read from `tenant_limits`),
     then the shared limits, before a call; /metrics shows the shared limits' keys."""
     shared(store)
-    store.hooks.add_model_gates(partial(model_gates, store, tenants=tenants))
+    store.hooks.add_model_gates(partial(model_gates, store, tenant_limits=tenant_limits))
     store.hooks.add_gauges(partial(flow_gauges, store))
     store.hooks.on_create_async(check_create)

@@ -4,6 +4,7 @@ list the composition root (and a test that builds its own store) installs."""
 from __future__ import annotations
 
 from app import approvals, conversations, tenancy
+from app.clock import SYSTEM_CLOCK, Clock
 from app.limits import hooks as limits
 from app.service.runs import RunService
 from app.settings import Settings
@@ -11,10 +12,11 @@ from app.store.runs import RunStore
 from app.webhooks import hooks as webhooks
 
 
-def install(store: RunStore, settings: Settings) -> RunStore:
-    """Register every feature's hooks on `store`; returns it."""
+def install(store: RunStore, settings: Settings, clock: Clock = SYSTEM_CLOCK) -> RunStore:
+    """Register every feature's hooks on `store`, reading time from `clock` (the
+    composition root's); returns it."""
     conversations.install(store)
-    approvals.install(RunService(store, settings))
+    approvals.install(RunService(store, settings, clock))
     webhooks.install(store)
-    limits.install(store, tenancy.limits_source(store))
+    limits.install(store, tenancy.limits_source(store, clock))
     return store

@@ -86,7 +86,7 @@ async def running(
     )
     profiles.install(loaded)
     engine = engine_for(settings, pool_size=pool_size)
-    store = features.install(RunStore(engine, webhook_url=settings.webhook_url), settings)
+    store = features.install(RunStore(engine, webhook_url=settings.webhook_url), settings, clock)
     listen_url = settings.direct_database_url
     event_hub = EventHub(store, listen_url, settings.poll_interval, clock=clock) if hub else None
     worker = (

@@ -10,17 +10,17 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from fastapi import APIRouter
 
+    from app.clock import Clock
     from app.service.tenant_limits import TenantLimitsSource
     from app.store.runs import RunStore
 
 
-def limits_source(store: RunStore) -> TenantLimitsSource:
+def limits_source(store: RunStore, clock: Clock) -> TenantLimitsSource:
     """Where the limits read a tenant's limits (`Tenants.limits_of`), for `app.features`."""
-    from app.clock import SYSTEM_CLOCK  # (`Tenants` reads no time to read limits)
     from app.tenancy.identities import Identities
     from app.tenancy.tenants import Tenants
 
-    return Tenants(Identities(store.backend), SYSTEM_CLOCK)
+    return Tenants(Identities(store.backend), clock)
 
 
 def routers() -> list[APIRouter]:

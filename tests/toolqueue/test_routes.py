@@ -181,17 +181,37 @@ async def test_metrics_count_leases_again_after_a_lapse_and_lost_leases(
 
 
 def test_a_lease_request_whose_client_goes_away_ends(api_settings: Settings) -> None:
-    """Over a real socket: a client that gives up on its long poll leaves no waiter."""
+    """Over a real socket: a client that gives up on its long poll leaves no waiter. The
+    request is seen waiting before the client goes (the bell's name is the tenant's queue:
+    `waiting("q")` was always 0, so the test passed whatever happened)."""
+    import socket
+
     from app.main import create_app
     from tests.api.conftest import KEY
     from tests.mocks.uvicorn_thread import serve_in_thread
 
     app = create_app(api_settings)
-    with serve_in_thread(app) as base:
-        headers = {"Authorization": f"Bearer {KEY}"}
-        with pytest.raises(httpx.ReadTimeout):
-            httpx.post(f"{base}/v1/queues/q/lease", json={"wait": 30}, headers=headers, timeout=1)
-        deadline = time.monotonic() + 10
-        while app.state.queues.bell.waiting("q") and time.monotonic() < deadline:
+    name = bell_of(DEFAULT_TENANT, "q")
+
+    def waiting() -> int:
+        return int(app.state.event_hub.bell.waiting(name))  # (read: no LISTEN started)
+
+    def until(done: Any) -> bool:
+        deadline = time.monotonic() + 30
+        while not done() and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert app.state.queues.bell.waiting("q") == 0
+        return bool(done())
+
+    with serve_in_thread(app) as base:
+        port = int(base.rsplit(":", 1)[1])
+        payload = b'{"wait": 30}'
+        request = (
+            f"POST /v1/queues/q/lease HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Authorization: Bearer {KEY}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(payload)}\r\n\r\n"
+        ).encode() + payload
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            client.sendall(request)
+            assert until(lambda: waiting() == 1), "the lease request never waited"
+        # (the client has gone: its socket is closed)
+        assert until(lambda: waiting() == 0), "the lease request still waits"

@@ -178,11 +178,13 @@ async def test_reaper_requeues_a_run_whose_worker_vanished(
 ) -> None:
     from tests.conftest import make_settings
 
-    settings = make_settings(database_url, lease_seconds=0.5)
+    # The ghost's lease has lapsed already (it never heartbeats); the rescuer's own lease
+    # is the usual one, so a slow machine cannot make it lapse too (attempts 3, seen).
+    settings = make_settings(database_url)
     service = RunService(store, settings)
     view, _ = await service.create_run(run_body())
     now = datetime.now(UTC)
-    assert await store.claim("ghost", now, now + timedelta(seconds=0.5))  # never heartbeats
+    assert await store.claim("ghost", now, now - timedelta(seconds=1))
     async with running_worker(store, settings, worker_id="rescuer"):
         done = await wait_status(service, view.record.id, RunStatus.REQUIRES_ACTION)
     types = [e.type for e in await store.events(view.record.id)]

@@ -23,6 +23,7 @@ import structlog
 from argon2 import PasswordHasher
 
 from app import features
+from app.agents import agent_service
 from app.approvals.service import ApprovalService
 from app.clock import SYSTEM_CLOCK, Clock
 from app.limits.run_limits import RunLimitsService
@@ -135,6 +136,7 @@ def create_app(
     only where `open_allowed`: bound to loopback), unless `authenticator` is given. Every
     part reads time from `clock`."""
     from app import dashboard
+    from app.agents import routes as agent_routes
     from app.api.app import create_api
     from app.approvals import routes as approval_routes
     from app.limits import routes as limits_routes
@@ -148,6 +150,7 @@ def create_app(
             app.state.event_hub = c.hub
             app.state.queues = c.queues
             app.state.approvals = ApprovalService(c.service)
+            app.state.agents = agent_service(c.service)
             app.state.run_limits = RunLimitsService.of(c.store, settings, clock)
             app.state.operators = OperatorService(
                 c.store, hasher=password_hasher(settings), clock=clock
@@ -175,6 +178,7 @@ def create_app(
             limits_routes.router,
             queue_routes.router,
             approval_routes.router,
+            agent_routes.router,
             *tenancy_routers(),
         ],
     )

@@ -57,6 +57,11 @@ class Settings(BaseSettings):
     default_max_output_tokens: int = Field(default=4096, ge=16)
     default_max_turns: int = Field(default=8, ge=1)
     default_expires_in: float = Field(default=7 * 24 * 3600, gt=0)
+    # Trees of runs (app.agents): how deep agent tools may nest (a root is depth 0), and
+    # how many child runs one run, and one whole tree, may start.
+    max_agent_depth: int = Field(default=3, ge=0, le=20)
+    max_children_per_run: int = Field(default=16, ge=1, le=10_000)
+    max_runs_per_tree: int = Field(default=100, ge=1, le=100_000)
     poll_interval: float = Field(default=0.2, gt=0)  # SQLite wake-up polling
     # SQLite: how often a worker with a model call in flight looks for its run's cancel.
     stop_poll_interval: float = Field(default=0.25, gt=0, le=5)

@@ -104,16 +104,13 @@ async def running_worker(store: RunStore, settings: Settings, **kw: Any) -> Asyn
         await asyncio.wait_for(task, 30)
 
 
-async def drive_once(store: RunStore, settings: Settings, worker_id: str = "test-worker") -> Any:
-    """Claim the next due run and drive it until it suspends or ends (no background)."""
-    from datetime import UTC, datetime, timedelta
-
+async def _test_driver(store: RunStore, settings: Settings, worker_id: str) -> Any:
     from app.service.tokens import new_key
     from app.worker.driver import RunDriver
     from app.worker.providers import make_provider
 
     key = await store.secret("callback_key", new_key)
-    driver = RunDriver(
+    return RunDriver(
         store,
         settings,
         worker_id,
@@ -121,10 +118,32 @@ async def drive_once(store: RunStore, settings: Settings, worker_id: str = "test
         key,
         clock=SYSTEM_CLOCK,
     )
+
+
+async def _claim_due(store: RunStore, settings: Settings, worker_id: str) -> Any:
+    from datetime import UTC, datetime, timedelta
+
     now = datetime.now(UTC)
-    record = await store.claim(worker_id, now, now + timedelta(seconds=settings.lease_seconds))
+    return await store.claim(worker_id, now, now + timedelta(seconds=settings.lease_seconds))
+
+
+async def drive_once(store: RunStore, settings: Settings, worker_id: str = "test-worker") -> Any:
+    """Claim the next due run and drive it until it suspends or ends (no background)."""
+    driver = await _test_driver(store, settings, worker_id)
+    record = await _claim_due(store, settings, worker_id)
     assert record is not None, "no due run to claim"
     return await driver.drive(record)
+
+
+async def drive_due(store: RunStore, settings: Settings, worker_id: str = "test-worker") -> int:
+    """Claim and drive due runs, one at a time, until none is due; how many were driven
+    (a run resumed or created meanwhile, a child run, is driven too)."""
+    driver = await _test_driver(store, settings, worker_id)
+    driven = 0
+    while (record := await _claim_due(store, settings, worker_id)) is not None:
+        await driver.drive(record)
+        driven += 1
+    return driven
 
 
 async def heard(listener: Any, count: int, quiet: float = 0.5) -> list[tuple[str, str]]:
@@ -187,6 +206,7 @@ CLEAN_TABLES = (
     "run_endings",
     "api_keys",
     "fair_ranks",
+    "agents",
 )
 
 

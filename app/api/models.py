@@ -97,6 +97,25 @@ class RunOut(BaseModel):
     conversation_id: str = Field(
         description="the first run of this run's conversation (its own id unless it continues one)"
     )
+    agent: dict[str, Any] | None = Field(
+        default=None,
+        description='the named agent the run started from: `{"name", "version"}`',
+    )
+    parent_run_id: str | None = Field(
+        default=None, description="a child run's parent (whose agent tool's call started it)"
+    )
+    root_run_id: str = Field(
+        default="", description="the root of the run's tree (its own id unless it is a child)"
+    )
+    depth: int = Field(default=0, description="its depth in its tree (0: a root)")
+    parent_tool_call_id: str | None = Field(
+        default=None, description="the parent's call this child run answers"
+    )
+    tree_usage: dict[str, Any] | None = Field(
+        default=None,
+        description="on a read of one run that is part of a tree: its usage added to its "
+        "descendants' (exact to the token; `usage` is its own)",
+    )
     priority: int = Field(default=0, description="claim order: higher first (-100..100)")
     queue: dict[str, Any] | None = Field(
         default=None,
@@ -124,7 +143,9 @@ class RunOut(BaseModel):
                     queue=c.queue,
                 )
                 for c in view.pending
-                if not c.preresolved and c.approval in (None, APPROVAL_APPROVED)
+                if not c.preresolved
+                and c.approval in (None, APPROVAL_APPROVED)
+                and c.child_run_id is None  # (an agent tool's: its child run answers it)
             ]
             url = view.callback_url if callbacks else None
             if isinstance(r.waiting, Approval):
@@ -140,7 +161,7 @@ class RunOut(BaseModel):
                     if c.awaits_approval
                 ]
                 action = ApproveToolCalls(approvals=approvals, tool_calls=calls, callback_url=url)
-            else:
+            elif calls:  # (none: it waits on its child runs only)
                 action = SubmitToolResults(tool_calls=calls, callback_url=url)
         elif view.resolution is not None:
             action = ResolveInvalidToolCall(
@@ -172,6 +193,9 @@ class RunOut(BaseModel):
             expires_at=r.expires_at if r.status == RunStatus.REQUIRES_ACTION else None,
             previous_run_id=lineage.previous_of(r),
             conversation_id=lineage.conversation_of(r),
+            agent=lineage.agent_of(r),
+            **lineage.tree_of(r),
+            tree_usage=view.tree_usage,
             priority=r.priority,
             queue=view.queue,
         )

@@ -53,6 +53,16 @@ CATALOGUE: dict[str, tuple[int, str, str]] = {
         "No key of the caller's tenant has this id (or it is revoked or expired, for a rotation).",
     ),
     "tenant-not-found": (404, "Tenant not found", "No tenant has this id."),
+    "agent-not-found": (
+        404,
+        "Agent not found",
+        "The caller's tenant has no agent of this name (or version), or it was deleted.",
+    ),
+    "agent-exists": (
+        409,
+        "An agent with this name exists",
+        "Agent names are unique in a tenant: `PUT /v1/agents/{name}` makes its next version.",
+    ),
     "tenant-exists": (409, "A tenant with this id exists", "Tenant ids are unique."),
     "run-state-conflict": (
         409,

@@ -19,7 +19,7 @@ from app.service.errors import IdempotencyInFlight, InvalidRequest, RunNotFound
 from app.service.live import FINAL, SETTLED, EventHub
 from app.service.principals import Permission, Principal, sees_callbacks
 from app.service.reads import RunReads
-from app.service.runs import RunService
+from app.service.runs import RunService, RunView
 from app.service.schemas import ResolutionIn, RunCreate, ToolResultsIn
 from app.service.types import SubmitOutcome
 
@@ -154,15 +154,52 @@ async def list_runs(
     status: RunStatus | None = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: PageCursor = None,
+    root_run_id: Annotated[
+        str | None,
+        Query(
+            max_length=40,
+            pattern=r"^[A-Za-z0-9_-]+$",
+            description="only the runs of this tree: its root and every descendant",
+        ),
+    ] = None,
 ) -> Response:
     views, next_cursor = await service.list_runs(
-        status=status, limit=limit, cursor=cursor, scope=principal.scope
+        status=status,
+        limit=limit,
+        cursor=cursor,
+        scope=principal.scope,
+        root_run_id=root_run_id,
     )
+    return _page(views, next_cursor, principal)
+
+
+def _page(views: list[RunView], next_cursor: str | None, principal: Principal) -> Response:
     shown = sees_callbacks(principal)
     page = models.RunList(
         data=[models.RunOut.of(v, callbacks=shown) for v in views], next_cursor=next_cursor
     )
     return json_body(page)
+
+
+@router.get(
+    "/runs/{run_id}/children",
+    response_model=models.RunList,
+    responses={**AUTH, **responses(404, 422)},
+    summary="List a run's child runs, oldest first",
+    description="The runs its agent tools' calls started (each answers one call): "
+    f"`{REFERENCE}#agent-tools`.",
+)
+async def list_children(
+    run_id: RunId,
+    service: Service,
+    principal: Reader,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: PageCursor = None,
+) -> Response:
+    views, next_cursor = await service.children(
+        run_id, limit=limit, cursor=cursor, scope=principal.scope
+    )
+    return _page(views, next_cursor, principal)
 
 
 @router.get(

@@ -31,7 +31,8 @@ def gate(
     due = None if timeout is None else clock() + timedelta(seconds=timeout)
     approvals = []
     for i, r in enumerate(rows):
-        if r.preresolved_result is None and gated(config, r, round):
+        # (an agent tool's call is its child run's: the child's own tools are gated)
+        if r.preresolved_result is None and not r.child_run_id and gated(config, r, round):
             rows[i] = dataclasses.replace(
                 r, queue=None, approval=ApprovalStatus.PENDING.value, approval_due_at=due
             )

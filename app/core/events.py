@@ -38,6 +38,7 @@ class EventType(StrEnum):
     RUN_CONTINUED = "run.continued"  # a new run continues its conversation (or waits to)
     RUN_BUDGET_EXCEEDED = "run.budget_exceeded"  # suspended: its next call could pass a limit
     RUN_LIMITS_RAISED = "run.limits_raised"  # someone changed the run's limits
+    RUN_CHILDREN_STARTED = "run.children_started"  # agent tools' calls became child runs
 
 
 E = EventType

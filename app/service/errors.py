@@ -115,3 +115,15 @@ class ApprovalConflict(ServiceError):
     code = "approval-conflict"
     status = 409
     title = "A different decision was already made for this tool call"
+
+
+class AgentNotFound(ServiceError):
+    code = "agent-not-found"
+    status = 404
+    title = "Agent not found"
+
+
+class AgentExists(ServiceError):
+    code = "agent-exists"
+    status = 409
+    title = "An agent with this name exists"

@@ -4,11 +4,17 @@ a create writes and the API and the dashboard show."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from app.store.run_records import RunRecord
 
 #: Configuration keys of a continuing run.
 PREVIOUS_KEY = "previous_run_id"
 CONVERSATION_KEY = "conversation_id"
+#: The named agent a run started from (`{"name", "version"}`), and a child run's place in
+#: its tree (`{"parent_run_id", "root_run_id", "depth", "parent_tool_call_id"}`).
+AGENT_KEY = "agent"
+TREE_KEY = "tree"
 
 
 def conversation_of(record: RunRecord) -> str:
@@ -20,3 +26,33 @@ def conversation_of(record: RunRecord) -> str:
 def previous_of(record: RunRecord) -> str | None:
     value = record.config.get(PREVIOUS_KEY)
     return value if isinstance(value, str) else None
+
+
+def agent_of(record: RunRecord) -> dict[str, Any] | None:
+    """`{"name", "version"}` of the agent the run started from, if it did."""
+    value = record.config.get(AGENT_KEY)
+    return dict(value) if isinstance(value, dict) else None
+
+
+def tree_of(record: RunRecord) -> dict[str, Any]:
+    """The run's place in its tree: its parent (None for a root), its root (its own id for
+    a root), its depth (0 for a root) and the parent's call it answers."""
+    tree = record.config.get(TREE_KEY)
+    if not isinstance(tree, dict):
+        return {
+            "parent_run_id": None,
+            "root_run_id": record.id,
+            "depth": 0,
+            "parent_tool_call_id": None,
+        }
+    return {
+        "parent_run_id": tree.get("parent_run_id"),
+        "root_run_id": tree.get("root_run_id") or record.id,
+        "depth": int(tree.get("depth") or 0),
+        "parent_tool_call_id": tree.get("parent_tool_call_id"),
+    }
+
+
+def in_tree(record: RunRecord) -> bool:
+    """Whether the run is part of a tree: a child, or a run whose agent tools can start children."""
+    return isinstance(record.config.get(TREE_KEY), dict) or record.run_config.spawns

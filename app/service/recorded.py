@@ -39,8 +39,8 @@ def answered(run: AgentRun, calls: Sequence[ToolCallRecord]) -> bool:
         raise RoundMismatch(
             f"the run waits on the calls {ids}, its round's rows are {[c.call_id for c in calls]}"
         )
-    return all(
-        p.preresolved_result is not None or row.result_hash is not None
+    return all(  # (a row answered when it was written: a refused agent tool's call)
+        p.preresolved_result is not None or row.preresolved or row.result_hash is not None
         for p, row in zip(pending, calls, strict=True)
     )
 

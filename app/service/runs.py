@@ -27,11 +27,11 @@ from app.core.events import EventType as E
 from app.core.lifecycle import INITIAL, RunStatus
 from app.core.scope import Scope
 from app.core.serde import SCHEMA_VERSION
-from app.service import convert, recorded
+from app.service import convert, lineage, recorded
 from app.service.errors import IdempotencyKeyReused, InvalidRequest, RunNotFound, RunStateConflict
 from app.service.fairness import fair_key, queue_spot
 from app.service.initial import agent_settings, initial_run
-from app.service.lineage import CONVERSATION_KEY, PREVIOUS_KEY
+from app.service.lineage import AGENT_KEY, CONVERSATION_KEY, PREVIOUS_KEY, TREE_KEY
 from app.service.messages import Entry, page
 from app.service.messages import decode_cursor as decode_message_cursor
 from app.service.prices import PriceBook
@@ -47,12 +47,35 @@ from app.service.submissions import SubmitOutcome
 from app.service.tokens import callback_token, new_key
 from app.service.tool_results import ToolResults
 from app.settings import Settings
-from app.store import changes
 from app.store.changes import Change, Resolution
 from app.store.hooks import Continuation, Continuations, Continuing, Creating
-from app.store.run_records import NewEvent, RunRecord, ToolCallRecord
+from app.store.run_records import NewEvent, RunRecord, SpawnedRun, ToolCallRecord
 from app.store.runs import RunStore
 from app.store.waiting import NEVER, Conversation
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A new run checked and built, not written (`RunService.prepare`)."""
+
+    run: SpawnedRun  # its columns, configuration and metadata, first event and log
+    now: datetime  # its creation time
+    continuing: Continuing | None = None  # the run it continues, as asked
+    before: Continuation | None = None  # what it continues
+
+    @property
+    def values(self) -> Mapping[str, Any]:
+        return self.run.values
+
+
+def hooks_trimmed(store: RunStore, body: RunCreate) -> dict[str, Any]:
+    """A create's request as its idempotency hash covers it: without the options it
+    leaves unset (the features' trims; a default that did not always exist)."""
+    request = store.hooks.trim(without_unset_queues(body.model_dump(mode="json")))
+    for added, default in (("if_busy", "reject"), ("priority", 0), ("agent", None)):
+        if added in request and request[added] == default:  # (hashed as before it existed)
+            request.pop(added)
+    return request
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +87,7 @@ class RunView:
     callback_url: str | None
     resolution: Resolution | None  # the invalid tool call it waits to have resolved
     queue: dict[str, Any] | None = None  # a queued run's place (app.service.fairness)
+    tree_usage: dict[str, Any] | None = None  # its usage with its descendants', on a read
 
 
 #: The symbols of a run id's random part: letters and digits only, so an id never starts
@@ -92,8 +116,9 @@ def without_unset_queues(request: dict[str, Any]) -> dict[str, Any]:
     if request.get("tool_queue") is None:
         request.pop("tool_queue", None)
     for tool in request.get("tools") or ():
-        if tool.get("queue") is None:
-            tool.pop("queue", None)
+        for option in ("queue", "agent"):  # (nor the agent of a tool that is not an agent's)
+            if tool.get(option) is None:
+                tool.pop(option, None)
     return request
 
 
@@ -164,6 +189,50 @@ class RunService:
     async def _create_run(
         self, body: RunCreate, idempotency_key: str | None, actor: str | None, tenant: str
     ) -> tuple[RunView, bool]:
+        new = await self.prepare(body, idempotency_key=idempotency_key, actor=actor, tenant=tenant)
+        values = new.values
+        record, created = await self.store.create(
+            dict(values), list(new.run.events), new.run.snapshot, new.now
+        )
+        if not created and record.request_hash != values["request_hash"]:
+            raise IdempotencyKeyReused(
+                "this Idempotency-Key was used for a different request body",
+                run_id=record.id,
+            )
+        if (  # (the run waited for ended before the note: started now; read it again)
+            new.continuing is not None
+            and new.before is not None
+            and await self._note_continued(new.continuing, new.before, record, replayed=not created)
+        ):
+            record = await self.store.get(record.id, scope=Scope.ALL) or record
+        return await self.view(record), created
+
+    async def prepare(
+        self,
+        body: RunCreate,
+        *,
+        idempotency_key: str | None = None,
+        actor: str | None = None,
+        tenant: str = DEFAULT_TENANT,
+        tree: Mapping[str, Any] | None = None,
+        named: Mapping[str, Any] | None = None,
+    ) -> Prepared:
+        """A new run as its create writes it, checked (a refusal raises) and not written:
+        the create's, or a child run's (`tree`: its place, `app.store.trees`; `named`: the
+        agent its body was made from), which the suspension that starts it writes in its
+        own transaction."""
+        request = hooks_trimmed(self.store, body)  # (hashed as the caller sent it)
+        agent_ref = None if named is None else dict(named)  # (a child's, resolved already)
+        if body.agent is not None:
+            if body.previous_run_id is not None:
+                raise InvalidRequest(
+                    "agent: a run that continues another (previous_run_id) takes its "
+                    "configuration from it; leave agent out"
+                )
+            if self.store.hooks.templates is None:
+                raise InvalidRequest("agent: this deployment has no named agents")
+            body, ref = await self.store.hooks.templates.body_of(body, tenant)
+            agent_ref = dict(ref)
         before, continuing = None, None
         if body.previous_run_id is not None:  # (another tenant's run: not found)
             continuing = self._continuing(body, idempotency_key, actor, tenant)
@@ -186,7 +255,7 @@ class RunService:
         limits = None if body.limits is None else body.limits.stored()
         if self.store.hooks.async_create_checks:  # (webhooks: the URL; limits: the price)
             priced = self.prices.of_spec(agent["model"]) is not None
-            creating = Creating(agent, limits, priced, self.settings)
+            creating = Creating(agent, limits, priced, self.settings, tenant)
             for vet in self.store.hooks.async_create_checks:
                 await vet(creating)
         max_turns = body.max_turns or self.settings.default_max_turns
@@ -197,10 +266,6 @@ class RunService:
         hooks = self.store.hooks
         for check in hooks.create_checks:  # (approvals: their policies)
             check(agent)
-        request = hooks.trim(without_unset_queues(body.model_dump(mode="json")))
-        for added, default in (("if_busy", "reject"), ("priority", 0)):
-            if request.get(added) == default:  # (a default: hashed as before it existed)
-                request.pop(added)
         if before is not None:  # what the body left out is inherited: part of the request
             request["fields_set"] = sorted(body.model_fields_set)
         now = self.clock.now()
@@ -219,6 +284,10 @@ class RunService:
             }
             config.update(continued)
             created_data.update(continued)
+        for key, place in ((AGENT_KEY, agent_ref), (TREE_KEY, tree)):
+            if place is not None:  # (a named agent's run; a child run's place in its tree)
+                config[key] = dict(place)
+                created_data[key] = dict(place)
         if tracing.ENABLED:  # the create span's context: every later span joins it
             config[tracing.CONFIG_KEY] = tracing.carrier()
         new_id = run_id()
@@ -253,19 +322,8 @@ class RunService:
             values["available_at"] = now + NEVER
             created_data["waiting_reason"] = reason.doc()
         event = NewEvent(E.RUN_CREATED, created_data, actor)
-        record, created = await self.store.create(values, [event], stored.initial(run), now)
-        if not created and record.request_hash != values["request_hash"]:
-            raise IdempotencyKeyReused(
-                "this Idempotency-Key was used for a different request body",
-                run_id=record.id,
-            )
-        if (  # (the run waited for ended before the note: started now; read it again)
-            continuing is not None
-            and before is not None
-            and await self._note_continued(continuing, before, record, replayed=not created)
-        ):
-            record = await self.store.get(record.id, scope=Scope.ALL) or record
-        return await self.view(record), created
+        spawned = SpawnedRun(values, (event,), stored.initial(run))
+        return Prepared(spawned, now, continuing, before)
 
     def _continuing(
         self, body: RunCreate, idempotency_key: str | None, actor: str | None, tenant: str
@@ -307,6 +365,10 @@ class RunService:
         if record.status == RunStatus.QUEUED:
             spot = await queue_spot(self.store, record, self.clock.now())
             view = dataclasses.replace(view, queue=spot)
+        if lineage.in_tree(record):  # (its spend with its descendants')
+            view = dataclasses.replace(
+                view, tree_usage=await self.store.trees.subtree_usage(record.id)
+            )
         return view
 
     async def load_run(self, run_id: str, *, scope: Scope) -> AgentRun:
@@ -335,11 +397,34 @@ class RunService:
         limit: int,
         cursor: str | None,
         scope: Scope,
+        root_run_id: str | None = None,
     ) -> tuple[list[RunView], str | None]:
+        """Newest first; `root_run_id`: the runs of that tree only (its root too)."""
         before = decode_cursor(cursor) if cursor else None
-        records = await self.store.list_runs(
-            status=status, limit=limit + 1, before=before, scope=scope
-        )
+        if root_run_id is not None:
+            records = await self.store.trees.in_tree(
+                root_run_id,
+                limit=limit + 1,
+                before=before,
+                scope=scope,
+                status=None if status is None else status.value,
+            )
+        else:
+            records = await self.store.list_runs(
+                status=status, limit=limit + 1, before=before, scope=scope
+            )
+        more = len(records) > limit
+        records = records[:limit]
+        views = await self._views(records)
+        return views, (encode_cursor(records[-1]) if more and records else None)
+
+    async def children(
+        self, run_id: str, *, limit: int, cursor: str | None, scope: Scope
+    ) -> tuple[list[RunView], str | None]:
+        """The child runs of a run in `scope` (its agent tools' calls), oldest first."""
+        after = decode_cursor(cursor) if cursor else None
+        await self.owned(run_id, scope)
+        records = await self.store.trees.children(run_id, limit=limit + 1, after=after, scope=scope)
         more = len(records) > limit
         records = records[:limit]
         views = await self._views(records)
@@ -424,8 +509,8 @@ class RunService:
     async def cancel(self, run_id: str, *, actor: str | None = None, scope: Scope) -> RunView:
         started = tracing.start_time()
         # (Scoped in the compare-and-set itself: another tenant's run is refused, then
-        # reads as missing.)
-        updated = await self._apply(run_id, changes.cancel(actor), scope)
+        # reads as missing.) Its open descendants are cancelled in the same transaction.
+        updated = await self.store.cancel_tree(run_id, actor, self.clock.now(), scope=scope)
         if updated is None:
             return await self._refused(run_id, "cancel", scope)
         tracing.record_span(

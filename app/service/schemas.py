@@ -50,6 +50,17 @@ CONTINUE_DESCRIPTION = (
     "`model` is required unless this is set (else 422 `invalid-request`)."
 )
 
+#: An agent's name (it is part of URLs), and a reference to one: `name` (its latest
+#: version) or `name@version`.
+AGENT_NAME = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$"
+AGENT_REF = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}(@[1-9][0-9]{0,8})?$"
+#: An agent tool's parameters unless it gives its own: one string, the child's prompt.
+AGENT_INPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {"input": {"type": "string", "description": "what to ask the agent"}},
+    "required": ["input"],
+}
+
 #: A tool-call queue's name (it is part of URLs: no `/`, and no `.` first).
 QUEUE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 QueueName = Annotated[str, Field(pattern=QUEUE_NAME, description="a tool-call queue's name")]
@@ -199,6 +210,28 @@ class ToolDef(Strict):
         description="which calls of this tool wait for approval: `never`, `always`, or "
         '`{"when": <JSON Schema>}` (default: the run\'s `approval`)',
     )
+    agent: str | None = Field(
+        default=None,
+        pattern=AGENT_REF,
+        description="an agent tool: each call starts a child run of this named agent of the "
+        "tenant (`name`: its latest version when called; `name@2`: that version), whose "
+        "outcome answers the call; its `parameters` default to one string `input` (the "
+        "child's prompt; other parameters: the arguments as JSON are its prompt)",
+    )
+
+    @model_validator(mode="after")
+    def agent_tool(self) -> ToolDef:
+        if self.agent is None:
+            return self
+        if self.queue is not None or self.approval is not None:
+            raise PydanticCustomError(
+                "cross_field",
+                "an agent tool's calls are answered by its child run: it takes no queue or "
+                "approval (the child agent's own tools do)",
+            )
+        if "parameters" not in self.model_fields_set:
+            self.parameters = dict(AGENT_INPUT)
+        return self
 
 
 class SpecificTool(Strict):
@@ -264,23 +297,14 @@ class LimitsIn(Body, RunLimits):
     others are kept."""
 
 
-class RunCreate(Body):
-    prompt: str = Field(min_length=1)
+class RunFields(Body):
+    """The fields that configure a run: a create's (`RunCreate`) and a named agent's
+    (app.agents), defined once."""
+
     # Optional only when continuing a run (`previous_run_id`): the service checks that.
     # Left out, never null (`model_not_null`; `app.api.openapi` drops null from the schema).
     model: ModelSpec | None = None
-    previous_run_id: str | None = Field(
-        default=None, pattern=RUN_ID, description=CONTINUE_DESCRIPTION
-    )
-    if_busy: Literal["reject", "enqueue", "interrupt"] = Field(
-        default="reject",
-        description="with `previous_run_id`, when the conversation's latest run is still "
-        "active: `reject` (409 naming it), `enqueue` (this run waits and starts when that "
-        "one ends, continuing from it) or `interrupt` (that run is cancelled and this one "
-        "continues from its last durable point)",
-    )
     preamble: str | None = None
-    history: list[HistoryMessage] = Field(default_factory=list)
     tools: list[ToolDef] = Field(default_factory=list)
     tool_choice: ToolChoiceIn | None = None
     max_turns: MaxTurns | None = None
@@ -336,6 +360,29 @@ class RunCreate(Body):
         if len(names) != len(set(names)):
             raise PydanticCustomError("cross_field", "tool names must be unique")
         return tools
+
+
+class RunCreate(RunFields):
+    prompt: str = Field(min_length=1)
+    agent: str | None = Field(
+        default=None,
+        pattern=AGENT_REF,
+        description="start the run from this named agent of the tenant (`name`: its latest "
+        "version; `name@2`: that version): its fields are the run's, and the body may add "
+        "or narrow only `metadata` (merged over the agent's), `limits` (each at most the "
+        "agent's), `webhook`, `priority`, `expires_in`, `stream` and `history`",
+    )
+    previous_run_id: str | None = Field(
+        default=None, pattern=RUN_ID, description=CONTINUE_DESCRIPTION
+    )
+    if_busy: Literal["reject", "enqueue", "interrupt"] = Field(
+        default="reject",
+        description="with `previous_run_id`, when the conversation's latest run is still "
+        "active: `reject` (409 naming it), `enqueue` (this run waits and starts when that "
+        "one ends, continuing from it) or `interrupt` (that run is cancelled and this one "
+        "continues from its last durable point)",
+    )
+    history: list[HistoryMessage] = Field(default_factory=list)
 
 
 class ToolResultIn(Strict):

@@ -30,6 +30,7 @@ class SubmittedResult:
     result_hash: str
     actor: str | None = None  # who submitted it: recorded on its tool_result.received
     position: int | None = None  # the call it answers (a leased call), not the first open
+    child: str | None = None  # the child run whose outcome it is (an agent tool's call)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +52,14 @@ class UnknownCallError(Exception):
     def __init__(self, call_id: str) -> None:
         super().__init__(call_id)
         self.call_id = call_id
+
+
+class AnsweredByChild(UnknownCallError):
+    """The call is an agent tool's: only its child run's outcome answers it."""
+
+    def __init__(self, call_id: str, child: str) -> None:
+        super().__init__(call_id)
+        self.child = child
 
 
 class ResultConflictError(Exception):
@@ -83,8 +92,19 @@ def decide(
             if c.call_id == submitted.call_id
             and submitted.position in (None, c.position)
             and not c.awaits_approval  # (no result before a decision: not pending yet)
+            and c.child_run_id == submitted.child  # (an agent tool's: its child's only)
         ]
         if not candidates:
+            child = next(
+                (
+                    c.child_run_id
+                    for c in calls
+                    if c.call_id == submitted.call_id and c.child_run_id
+                ),
+                None,
+            )
+            if child is not None:
+                raise AnsweredByChild(submitted.call_id, child)
             raise UnknownCallError(submitted.call_id)
         open_ = [c for c in candidates if c.result_hash is None and c.position not in answered]
         if open_:

@@ -26,6 +26,7 @@ from app.service.errors import (
 from app.service.schemas import ToolResultsIn
 from app.service.submissions import (
     SUBMIT_ATTEMPTS,
+    AnsweredByChild,
     ResultConflictError,
     StatusConflict,
     SubmitOutcome,
@@ -54,15 +55,18 @@ class ToolResults:
         token: str | None = None,
         actor: str | None = None,
         scope: Scope,
+        child: str | None = None,
     ) -> SubmitOutcome:
         """Results for a run by id (in `scope`) or by its callback token (whoever holds
-        it: the token names one run and one suspension; its scope is ALL)."""
+        it: the token names one run and one suspension; its scope is ALL). `child`: the
+        child run whose outcome answers an agent tool's call (its only answerer)."""
         submitted = [
             SubmittedResult(
                 r.tool_call_id,
                 {"output": r.output, "is_error": r.is_error},
                 convert.canonical_hash({"output": r.output, "is_error": r.is_error}),
                 actor,
+                child=child,
             )
             for r in body.results
         ]
@@ -79,6 +83,12 @@ class ToolResults:
             raise RunStateConflict(
                 f"run {exc.record.id} is {exc.record.status.value}, not waiting for tool results",
                 exc.record.status.value,
+            ) from None
+        except AnsweredByChild as exc:
+            raise ToolCallNotPending(
+                f"tool call {exc.call_id!r} is an agent tool's: its child run {exc.child} "
+                "answers it",
+                tool_call_id=exc.call_id,
             ) from None
         except UnknownCallError as exc:
             raise ToolCallNotPending(

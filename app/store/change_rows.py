@@ -48,6 +48,7 @@ TOOL_CALL_COLUMNS = (
     "approval_due_at",
     "decided_by",
     "decided_at",
+    "child_run_id",
 )
 OUTBOX_COLUMNS = (
     "run_id",
@@ -131,7 +132,7 @@ def tool_row(c: NewToolCall, round: int | None, now: datetime) -> dict[str, Any]
     """The `tool_calls` columns of one pending call. A queued call is leasable from
     now on (`lease_expires_at`: see app.toolqueue.sql); a gated call (`approval`
     pending) is in no queue until approved (app.approvals.rows)."""
-    queued = c.queue is not None and c.preresolved_result is None and c.approval is None
+    queued = c.queue is not None and c.for_executor
     return {
         "round": round,
         "position": c.position,
@@ -152,4 +153,5 @@ def tool_row(c: NewToolCall, round: int | None, now: datetime) -> dict[str, Any]
         "approval_due_at": c.approval_due_at,
         "decided_by": None,
         "decided_at": None,
+        "child_run_id": c.child_run_id,
     }

@@ -27,6 +27,7 @@ class ToolDef:
     parameters: Any  # the tool's JSON Schema
     queue: str | None  # the executors' queue that serves it (app.toolqueue.sql)
     approval: Any = None  # its approval policy as given (None: the run's)
+    agent: str | None = None  # an agent tool: the agent (`name` or `name@version`) it starts
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +44,7 @@ class RunConfig:
     approval_timeout: float | None = None  # seconds a gated call waits for a decision
     approval_on_timeout: str = "reject"  # the decision it then gets
     gates: bool = False  # whether any call could be gated (app.approvals.policies)
+    spawns: bool = False  # whether any tool is an agent tool (a call starts a child run)
 
     @classmethod
     def parse(cls, doc: Mapping[str, Any]) -> RunConfig:
@@ -54,6 +56,7 @@ class RunConfig:
                 t["parameters"],
                 t.get("queue"),
                 t.get("approval"),
+                t.get("agent"),
             )
             for t in doc.get("tools") or ()
         )
@@ -80,6 +83,7 @@ class RunConfig:
             approval_timeout=doc.get("approval_timeout"),
             approval_on_timeout=doc.get("approval_on_timeout") or "reject",
             gates=gates,
+            spawns=any(t.agent for t in tools),
         )
 
     def tool(self, tool_name: str) -> ToolDef | None:

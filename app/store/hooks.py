@@ -33,6 +33,13 @@ store's.
   it (`app.worker.gates`: go, defer, suspend; usage, a 429, release), called with the
   driver's `(settings, clock, profiles)`. Typed as `ModelGate` there: the store sits below
   the worker. Budgets and shared limits (`app.limits`) register here.
+- `templates`: asked by a create that names an agent (`"agent": "name@version"`): the
+  create as that agent's version makes it (`Templates`; app.agents). None registered:
+  such a create is refused.
+- `round_spawns`: asked by a worker suspending a run whose configuration has agent tools
+  (`RunConfig.spawns`): the child runs their calls start, created in the suspension's
+  own transaction (each named on its call's row, which no executor is handed), and the
+  calls refused with an error result the model reads (`Spawned`; app.agents).
 - `gauges`: readers of a feature's gauges that /metrics shows after the kernel's, each
   called with the scrape's time (Prometheus metric families, typed as objects: the store
   sits below the API; the shared limits' keys).
@@ -47,7 +54,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -58,7 +65,7 @@ from app.core import Message
 from app.core.scope import Scope
 from app.settings import Settings
 from app.store.config import RunConfig
-from app.store.run_records import NewToolCall, RunRecord
+from app.store.run_records import NewToolCall, RunRecord, SpawnedRun
 
 log = structlog.get_logger("agentrun.store")
 
@@ -96,6 +103,7 @@ class Creating:
     limits: Mapping[str, Any] | None  # the run's limits as they would be stored
     priced: bool  # whether the run's model has a price (the service's price book)
     settings: Settings  # the creating service's
+    tenant: str = "default"  # whose run it is (an agent tool names one of its agents)
 
 
 #: `(the create)`: raises to refuse it.
@@ -181,6 +189,30 @@ class Background:
     channel: str | None = None  # the NOTIFY channel that wakes it (None: none)
 
 
+@dataclass(frozen=True, slots=True)
+class Spawned:
+    """What a round's spawner made of its agent tools' calls: the children to create (each
+    named on its call's row), and the calls it refused (by position), answered at once
+    with an error result naming why (too deep, too many children, no such agent)."""
+
+    children: tuple[SpawnedRun, ...] = ()
+    refused: Mapping[int, str] = field(default_factory=dict)
+
+
+#: `(the suspending run, the round's rows, the round, the time)`: names each child on its
+#: call's row (in place) and returns them.
+RoundSpawner = Callable[[RunRecord, list[NewToolCall], int, datetime], Awaitable[Spawned]]
+
+
+class Templates(Protocol):
+    """Named agents (a feature's): what a create that names one becomes."""
+
+    async def body_of(self, body: Any, tenant: str) -> tuple[Any, Mapping[str, Any]]:
+        """The create `body` (a `RunCreate`) as the agent it names makes it, and the
+        agent's `{"name", "version"}`; raises the create's refusal (404, 422)."""
+        ...
+
+
 class Hooks:
     """The hooks registered on one store (the composition root registers the features')."""
 
@@ -196,6 +228,8 @@ class Hooks:
         self.background: tuple[Background, ...] = ()
         self.model_gates: tuple[GateMaker, ...] = ()
         self.gauges: tuple[GaugeReader, ...] = ()
+        self.templates: Templates | None = None
+        self.round_spawns: RoundSpawner | None = None
 
     def on_run_ended(self, hook: RunEnded) -> None:
         self.run_ended = (*self.run_ended, hook)
@@ -243,6 +277,12 @@ class Hooks:
 
     def add_gauges(self, reader: GaugeReader) -> None:
         self.gauges = (*self.gauges, reader)
+
+    def template_with(self, templates: Templates) -> None:
+        self.templates = templates
+
+    def spawn_with(self, spawner: RoundSpawner) -> None:
+        self.round_spawns = spawner
 
     async def ended(self, records: list[RunRecord], now: datetime) -> None:
         """Tell every `run_ended` hook of each of `records` (runs a write just ended)."""

@@ -11,6 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from app.core.lifecycle import ApprovalStatus, RunStatus
+from app.core.stored import Snapshot
 from app.store import waiting
 from app.store.config import RunConfig
 from app.store.schema import DEFAULT_TENANT, runs
@@ -216,6 +217,7 @@ class ToolCallRecord:
     approval_due_at: datetime | None = None  # its run's `approval_timeout` passes
     decided_by: str | None = None
     decided_at: datetime | None = None
+    child_run_id: str | None = None  # an agent tool's call: the child run that answers it
 
     @property
     def executes(self) -> Any:
@@ -251,6 +253,7 @@ class ToolCallRecord:
             lease_expires_at=utc(_instant(m["lease_expires_at"])),
             attempts=m["attempts"],
             tenant_id=m.get("tenant_id", DEFAULT_TENANT),
+            child_run_id=m.get("child_run_id"),
         )
 
     @classmethod
@@ -306,6 +309,17 @@ class NewEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class SpawnedRun:
+    """A child run a suspension creates in its own transaction (`Change.spawns`): its
+    columns, configuration and metadata as a create builds them (`RunService.prepare`),
+    its first events and log."""
+
+    values: Mapping[str, Any]
+    events: tuple[NewEvent, ...]
+    snapshot: Snapshot
+
+
+@dataclass(frozen=True, slots=True)
 class NewToolCall:
     position: int
     call_id: str
@@ -316,6 +330,14 @@ class NewToolCall:
     # A gated call: `pending` (no executor sees it until approved), its deadline.
     approval: str | None = None
     approval_due_at: datetime | None = None
+    # An agent tool's call: the child run (created in the suspension's transaction) whose
+    # outcome answers it; no executor is handed it.
+    child_run_id: str | None = None
+
+    @property
+    def for_executor(self) -> bool:
+        """Whether an executor owes its result (not the run's own, not gated, no child's)."""
+        return self.preresolved_result is None and self.approval is None and not self.child_run_id
 
 
 @dataclass(frozen=True, slots=True)

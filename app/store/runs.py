@@ -4,7 +4,8 @@ their methods so the service and the worker hold one object.
 
 - `transitions` (`app.store.transitions`): create, apply a change, claim, sweeps;
 - `lookups` (`app.store.run_reads`): runs, their pending calls, events, counts, secrets;
-- `watchers` (`app.store.watchers`): which runs live streams watch.
+- `watchers` (`app.store.watchers`): which runs live streams watch;
+- `trees` (`app.store.trees`): a run's children and descendants, a tree's spend.
 
 Features build their own repositories from `backend`: the webhook outbox's
 (`app.webhooks.outbox`), the tool-call queue's (`app.toolqueue.sql`), the shared
@@ -28,6 +29,7 @@ from app.store.errors import NotFoundError
 from app.store.hooks import Hooks
 from app.store.run_reads import Lookups
 from app.store.transitions import Transitions
+from app.store.trees import Trees
 from app.store.watchers import Watchers
 
 __all__ = [
@@ -63,6 +65,9 @@ class RunStore:
         self.claim, self.claim_many = t.claim, t.claim_many
         self.heartbeat, self.append_events = t.heartbeat, t.append_events
         self.reap_expired_leases, self.expire_suspended = t.reap_expired_leases, t.expire_suspended
+        self.cancel_tree = t.cancel_tree
+
+        self.trees = Trees(self.backend)  # (children, descendants, a tree's spend)
 
         self.lookups = r = Lookups(self.backend)
         self.get, self.list_runs, self.events = r.get, r.list_runs, r.events

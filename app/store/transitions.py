@@ -27,6 +27,23 @@ from app.store.fold import reopen
 from app.store.hooks import Hooks
 from app.store.run_records import NewEvent, RunRecord
 from app.store.schema import DEFAULT_TENANT, runs
+from app.store.trees import open_descendant_ids
+
+
+def _new_run(
+    values: dict[str, Any], events: Sequence[NewEvent], snapshot: Snapshot, now: datetime
+) -> NewRun:
+    """The insert of a run from a create's values (its columns, config and metadata)."""
+    columns = {
+        **{k: v for k, v in values.items() if k not in ("config", "metadata")},
+        "priority": values.get("priority", 0),
+        "fair_key": values.get("fair_key", values.get("tenant_id", DEFAULT_TENANT)),
+        "state": snapshot.control,
+        "last_event_seq": len(events),
+        "created_at": now,
+        "updated_at": now,
+    }
+    return NewRun(columns, values["config"], values["metadata"], events, snapshot, now)
 
 
 def _exhaust(reason: Any) -> Change | None:
@@ -78,6 +95,8 @@ class Transitions:
         write = ChangeWrite(run_id, change, now, known=known, claim_for=claim_for, scope=scope)
         if change.reopens and self.backend.folds:
             done = await self._reopen(write)
+        elif change.spawns:
+            done = await self._spawn(dataclasses.replace(write, claim_for=None))
         else:
             done = await self.backend.change(write)
         self.backend.wake(done.wakes)
@@ -103,22 +122,88 @@ class Transitions:
             return Changed(None)
         return done
 
+    async def _spawn(self, write: ChangeWrite) -> Changed:
+        """A change that creates child runs (`Change.spawns`: an agent tool's calls), in
+        one transaction: the children exist only if the compare-and-set is applied, and a
+        cancel of the run (which locks its row first) either refuses the change or
+        finds them (`cancel_tree`)."""
+        try:
+            async with self.backend.transaction() as conn:
+                done = await self.backend.change(dataclasses.replace(write, conn=conn))
+                if done.record is None:
+                    raise _Refused
+                for child in write.change.spawns:
+                    run = _new_run(dict(child.values), child.events, child.snapshot, write.now)
+                    made = await self.backend.create(dataclasses.replace(run, conn=conn))
+                    done.wakes.extend(made.wakes)
+        except _Refused:
+            return Changed(None)
+        for _ in write.change.spawns:
+            metrics.transition("create", "queued")
+        return done
+
+    async def cancel_tree(
+        self, run_id: str, actor: str | None, now: datetime, *, scope: Scope
+    ) -> RunRecord | None:
+        """Cancel a run and every descendant that has not ended, in one transaction (None:
+        refused, the run had ended or is not in `scope`). A child created concurrently is
+        taken too: its creating suspension locked its parent's row, so it either committed
+        before this cancel's update of that parent (and the next look finds it) or is
+        refused by it."""
+        wakes: list[Wake] = []
+        ended: list[RunRecord] = []
+        try:
+            async with self.backend.transaction() as conn:
+                write = ChangeWrite(run_id, changes.cancel(actor), now, conn=conn, scope=scope)
+                done = await self.backend.change(write)
+                if done.record is None:
+                    raise _Refused
+                wakes.extend(done.wakes)
+                ended.append(done.record)
+                if done.record.run_config.spawns:
+                    await self._cancel_descendants(conn, run_id, actor, now, wakes, ended)
+        except _Refused:
+            return None
+        self.backend.wake(wakes)
+        for _ in ended:
+            metrics.transition("cancel", "cancelled")
+        await self.hooks.ended(ended, now)
+        return ended[0]
+
+    async def _cancel_descendants(
+        self,
+        conn: Any,
+        run_id: str,
+        actor: str | None,
+        now: datetime,
+        wakes: list[Wake],
+        ended: list[RunRecord],
+    ) -> None:
+        """Cancel the open descendants of `run_id` on `conn`, looking again after each pass
+        until none is left (a grandchild committed meanwhile by a child this pass cancelled)."""
+        tried: set[str] = set()
+        while True:
+            ids = [i for i in await open_descendant_ids(conn, run_id) if i not in tried]
+            if not ids:
+                return
+            for child in ids:
+                tried.add(child)
+                change = changes.cancel(actor, with_run=run_id)
+                done = await self.backend.change(
+                    ChangeWrite(child, change, now, conn=conn, scope=Scope.ALL)
+                )
+                if done.record is not None:
+                    wakes.extend(done.wakes)
+                    ended.append(done.record)
+
     async def create(
         self, values: dict[str, Any], events: Sequence[NewEvent], snapshot: Snapshot, now: datetime
     ) -> tuple[RunRecord, bool]:
         """Insert a run with its log's first batch; with an idempotency key already taken,
         return the stored run."""
-        config, meta = values["config"], values["metadata"]
-        columns = {
-            **{k: v for k, v in values.items() if k not in ("config", "metadata")},
-            "priority": values.get("priority", 0),
-            "fair_key": values.get("fair_key", values.get("tenant_id", DEFAULT_TENANT)),
-            "state": snapshot.control,
-            "last_event_seq": len(events),
-            "created_at": now,
-            "updated_at": now,
-        }
-        done = await self.backend.create(NewRun(columns, config, meta, events, snapshot, now))
+        run = _new_run(values, events, snapshot, now)
+        columns = run.values
+        done = await self.backend.create(run)
         if done.record is not None:
             self.backend.wake(done.wakes)
             metrics.transition("create", done.record.status.value)
@@ -213,6 +298,8 @@ class Transitions:
                     changed.append((applied.transition.value, done.record.status.value))
                     if done.record.status in TERMINAL:
                         ended.append(done.record)
+                        if done.record.run_config.spawns:  # (its tree ends with it)
+                            await self._cancel_descendants(conn, row[0], None, now, wakes, ended)
         self.backend.wake(wakes)
         for transition, status_to in changed:  # (counted once committed)
             metrics.transition(transition, status_to)

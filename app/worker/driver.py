@@ -46,7 +46,8 @@ from app.service.tokens import callback_token, token_hash
 from app.settings import Settings
 from app.store import changes
 from app.store.changes import Budget, Change, Resolution
-from app.store.run_records import NewEvent, RunRecord
+from app.store.hooks import Spawned
+from app.store.run_records import NewEvent, NewToolCall, RunRecord
 from app.store.runs import RunStore
 from app.worker import streaming, tool_rounds
 from app.worker.billing import billed_usage, priced_call
@@ -58,6 +59,7 @@ from app.worker.turns import backoff_reason, invalid_call_action, model_turn
 log = structlog.get_logger("agentrun.worker")
 
 ProviderFactory = Callable[[Mapping[str, Any]], Provider]
+NO_SPAWNS = Spawned()
 
 
 class RunDriver:
@@ -146,7 +148,12 @@ class RunDriver:
                     if all(r is not None for r in pre):
                         run.tool_results(pre)  # type: ignore[arg-type]
                         continue
-                    return await self._suspend_tools(claim, run, step)
+                    rows, spawned = await self._round(claim, run, step)
+                    here = tool_rounds.answered_here(rows)
+                    if here is not None:  # (every agent tool's call refused: go on)
+                        run.tool_results(here)
+                        continue
+                    return await self._suspend_tools(claim, run, rows, spawned)
                 assert isinstance(step, Done)
                 return await self._complete(claim, run, step.response)
         except LeaseLost:
@@ -324,12 +331,25 @@ class RunDriver:
 
     # --- ends of a claim ----------------------------------------------------------------
 
-    async def _suspend_tools(
+    async def _round(
         self, claim: Claim, run: AgentRun, step: CallTools
+    ) -> tuple[list[NewToolCall], Spawned]:
+        """The round's rows; an agent tool's calls become child runs (or are refused with
+        an error result) when the run has agent tools and the store a spawner."""
+        config = claim.record.run_config
+        rows = tool_rounds.rows(step, config)
+        spawner = self.store.hooks.round_spawns
+        if not config.spawns or spawner is None:
+            return rows, NO_SPAWNS
+        spawned = await spawner(claim.record, rows, run.turn(), self.clock.now())
+        tool_rounds.refuse(step, rows, spawned.refused)
+        return rows, spawned
+
+    async def _suspend_tools(
+        self, claim: Claim, run: AgentRun, rows: list[NewToolCall], spawned: Spawned
     ) -> RunStatus | None:
         round = run.turn()
         config = claim.record.run_config
-        rows = tool_rounds.rows(step, config)
         approval_required = (  # (the store's round gates: approvals)
             self.store.hooks.gate_round(config, rows, round, self.clock.now)
             if config.gates
@@ -352,6 +372,8 @@ class RunDriver:
             requires_action,
             now,
             approval_required,
+            spawned.children,
+            tool_rounds.children_started(rows, round),
         )
         return await self._write(claim, change, now)
 

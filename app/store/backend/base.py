@@ -73,6 +73,13 @@ class NewRun:
     events: Sequence[NewEvent]
     snapshot: Snapshot
     now: datetime
+    conn: AsyncConnection | None = None  # a transaction it joins (a suspension's children)
+
+    @property
+    def tree(self) -> tuple[str | None, str | None]:
+        """`(parent_run_id, root_run_id)` of a child run (its configuration's `tree`)."""
+        tree = self.config.get("tree") or {}
+        return tree.get("parent_run_id"), tree.get("root_run_id")
 
 
 @dataclass(frozen=True, slots=True)

@@ -451,9 +451,27 @@ class PgStatements(StatementCache):
             changed = dml.returning(*runs.c).cte("changed")
             config = typed("c_config", run_configs.c.config.type)
             meta = typed("c_metadata", run_configs.c.metadata.type)
+            parent = typed("c_parent", run_configs.c.parent_run_id.type)
+            root = typed("c_root", run_configs.c.root_run_id.type)
             configured = run_configs.insert().from_select(
-                ["run_id", "config", "metadata", "created_at", "tenant_id"],
-                sa.select(changed.c.id, config, meta, changed.c.created_at, changed.c.tenant_id),
+                [
+                    "run_id",
+                    "config",
+                    "metadata",
+                    "created_at",
+                    "tenant_id",
+                    "parent_run_id",
+                    "root_run_id",
+                ],
+                sa.select(
+                    changed.c.id,
+                    config,
+                    meta,
+                    changed.c.created_at,
+                    changed.c.tenant_id,
+                    parent,
+                    root,
+                ),
             )
             # (The configuration this statement inserts is not visible to it: the
             # record's columns come from the parameters.)

@@ -198,15 +198,18 @@ class PostgresBackend(PostgresForms):
     async def create(self, run: NewRun) -> Changed:
         keys = tuple(sorted(run.values))
         idempotent = run.values.get("idempotency_key") is not None
-        woken = self._alone()
+        woken = self._alone() and run.conn is None
         stmt = self.sql.insert(keys, EventPlan.of(run.events), idempotent, woken)
         params: dict[str, Any] = {f"v_{k}": run.values[k] for k in keys}
-        params.update({"c_config": run.config, "c_metadata": run.metadata})
+        parent, root = run.tree
+        params.update(
+            {"c_config": run.config, "c_metadata": run.metadata, "c_parent": parent, "c_root": root}
+        )
         params.update(self._event_params(run.events, run.now))
         batch = run.snapshot.batch
         if batch is not None:
             params.update({"b_seq": batch.seq, "b_body": batch.body})
-        row = await self._write(None, stmt, params)
+        row = await self._write(run.conn, stmt, params)
         if row is None:
             return Changed(None)
         return Changed(RunRecord.from_row(row), wakes=_wakes(row, notify=not woken))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -68,6 +68,15 @@ class SqliteBackend(SqliteForms):
 
     def atomic(self) -> contextlib.AbstractAsyncContextManager[AsyncConnection]:
         return self.engine.begin()
+
+    @contextlib.asynccontextmanager
+    async def _joined(self, conn: AsyncConnection | None) -> AsyncIterator[AsyncConnection]:
+        """`conn` (a transaction the write joins), else a transaction of its own."""
+        if conn is not None:
+            yield conn
+            return
+        async with self.engine.begin() as own:
+            yield own
 
     async def fetch(self, stmt: Any, params: Mapping[str, Any]) -> list[Row]:
         async with self.engine.begin() as conn:
@@ -151,7 +160,7 @@ class SqliteBackend(SqliteForms):
             sa.literal(values["created_at"], runs.c.available_at.type),
             sa.func.max,  # (SQLite's two-argument max is the greatest)
         )
-        async with self.engine.begin() as conn:
+        async with self._joined(run.conn) as conn:
             values["fair_rank"] = (await conn.execute(rank)).scalar_one()
             insert = sqlite.insert(runs).values(values)
             if run.values.get("idempotency_key") is not None:
@@ -169,6 +178,8 @@ class SqliteBackend(SqliteForms):
                     metadata=run.metadata,
                     created_at=run.now,
                     tenant_id=row["tenant_id"],
+                    parent_run_id=run.tree[0],
+                    root_run_id=run.tree[1],
                 )
             )
             record = RunRecord.from_row({**row, "config": run.config, "metadata": run.metadata})

@@ -17,7 +17,7 @@ from app.store.changes.value import (
     waiting_column,
     with_usage,
 )
-from app.store.run_records import NewEvent, NewToolCall
+from app.store.run_records import NewEvent, NewToolCall, SpawnedRun
 from app.store.waiting import (
     Approval,
     Backoff,
@@ -75,19 +75,26 @@ def suspend_for_tools(
     requires_action: Mapping[str, Any],
     now: datetime,
     approval_required: Mapping[str, Any] | None = None,
+    spawns: Sequence[SpawnedRun] = (),
+    children_started: Mapping[str, Any] | None = None,
 ) -> Change:
     """The model asked for tools: the calls no result answers yet are pending. With
     `approval_required` (the data of its event) some are gated: they wait for a decision
-    (an `Approval` reason), the others are handed out (`run.requires_action`, if any)."""
-    open_ids = tuple(
-        c.call_id for c in calls if c.preresolved_result is None and c.approval is None
-    )
+    (an `Approval` reason), the others are handed out (`run.requires_action`, if any).
+    With `spawns`, agent tools' calls start child runs in the same transaction (their
+    `run.children_started` event); an executor is handed only what it owes."""
+    open_ids = tuple(c.call_id for c in calls if c.for_executor)
     reason: ToolResults | Approval = ToolResults(turn, open_ids)
     announced = [NewEvent(E.RUN_REQUIRES_ACTION, dict(requires_action))]
+    if children_started is not None:
+        announced = [NewEvent(E.RUN_CHILDREN_STARTED, dict(children_started))]
+        if open_ids:
+            announced.append(NewEvent(E.RUN_REQUIRES_ACTION, dict(requires_action)))
     if approval_required is not None:
         gated = tuple(c.call_id for c in calls if c.approval is not None)
         reason = Approval(turn, open_ids, gated)
-        announced = announced if open_ids else []
+        if not open_ids:
+            announced = [e for e in announced if e.type != E.RUN_REQUIRES_ACTION]
         announced.append(NewEvent(E.RUN_APPROVAL_REQUIRED, dict(approval_required)))
     values = (
         {
@@ -108,6 +115,7 @@ def suspend_for_tools(
         snapshot,
         tuple(calls),
         turn,
+        spawns=tuple(spawns),
     )
 
 
@@ -301,16 +309,20 @@ def exhaust(reason: Budget | None) -> Change:
     )
 
 
-def cancel(actor: str | None) -> Change:
+def cancel(actor: str | None, with_run: str | None = None) -> Change:
+    """A run cancelled (`with_run`: as a descendant of that run, cancelled with it)."""
+    message = "the run was cancelled"
+    if with_run is not None:
+        message = f"the run was cancelled with run {with_run}"
     return Change(
         T.CANCEL,
         {
             "callback_token_hash": None,
-            "error": {"type": RunStatus.CANCELLED.value, "message": "the run was cancelled"},
+            "error": {"type": RunStatus.CANCELLED.value, "message": message},
         }
         | NO_LEASE
         | waiting_column(None),
-        (NewEvent(E.RUN_CANCELLED, {}, actor),),
+        (NewEvent(E.RUN_CANCELLED, {} if with_run is None else {"with_run": with_run}, actor),),
         closes_calls=True,
         stops=True,
     )

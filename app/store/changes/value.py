@@ -10,7 +10,7 @@ from app.core.events import LEDGER_EVENTS
 from app.core.lifecycle import STAYS, TERMINAL, RunStatus, Transition, sources, target
 from app.core.serde import SCHEMA_VERSION
 from app.core.stored import Snapshot
-from app.store.run_records import NewEvent, NewToolCall
+from app.store.run_records import NewEvent, NewToolCall, SpawnedRun
 from app.store.waiting import (
     ModelCall,
     Queued,
@@ -51,6 +51,9 @@ class Change:
     # A worker may hold the run mid-call: tell it to stop at once (STOP_CHANNEL, the run id)
     # rather than at its next heartbeat (app.worker.stops).
     stops: bool = False
+    # Child runs created in the same transaction (an agent tool's calls, app.agents): only
+    # if the compare-and-set is applied.
+    spawns: tuple[SpawnedRun, ...] = ()
 
     @property
     def status(self) -> RunStatus | None:

@@ -16,6 +16,7 @@ from app.store.schema.access import (
     operators,
     tenants,
 )
+from app.store.schema.agents import agents
 from app.store.schema.base import (
     DEFAULT_TENANT,
     Json,
@@ -40,6 +41,7 @@ from app.store.schema.runs import (
     ENDED_VALUES,
     HAS_KEY,
     HAS_TOKEN,
+    IN_TREE,
     IS_ENDED,
     IS_WAITING,
     QUEUED,
@@ -77,6 +79,7 @@ __all__ = [
     "ENDED_VALUES",
     "HAS_KEY",
     "HAS_TOKEN",
+    "IN_TREE",
     "IS_ENDED",
     "IS_WAITING",
     "LEASABLE",
@@ -89,6 +92,7 @@ __all__ = [
     "WAITING_SQL",
     "Json",
     "Timestamp",
+    "agents",
     "api_keys",
     "config_of",
     "created_beyond",

@@ -58,6 +58,9 @@ tool_calls = sa.Table(
     sa.Column("approval_due_at", Timestamp),
     sa.Column("decided_by", sa.String(100)),
     sa.Column("decided_at", Timestamp),
+    # An agent tool's call (app.agents): the child run whose outcome answers it (no
+    # executor is handed it; only its child's end writes its result).
+    sa.Column("child_run_id", sa.String(40)),
     sa.PrimaryKeyConstraint("run_id", "round", "position"),
 )
 # Pending approvals: a tenant's inbox, newest first, and the timeout sweep's deadlines.
@@ -85,6 +88,16 @@ sa.Index(
     tool_calls.c.lease_expires_at,
     postgresql_where=LEASABLE,
     sqlite_where=LEASABLE,
+)
+
+# Agent tools' calls still open (app.agents): the sweep that answers a waiting parent
+# whose child ended reads them (a crash between the child's end and its answer).
+CHILD_OPEN = sa.text("child_run_id IS NOT NULL AND result_hash IS NULL")
+sa.Index(
+    "ix_tool_calls_child_open",
+    tool_calls.c.child_run_id,
+    postgresql_where=CHILD_OPEN,
+    sqlite_where=CHILD_OPEN,
 )
 
 # The append-only event log; `seq` counts per run.

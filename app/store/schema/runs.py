@@ -159,12 +159,33 @@ run_configs = sa.Table(
     # run's transitions) added an entry to it.
     sa.Column("created_at", Timestamp, nullable=False),
     tenant_column(),  # (as `runs.tenant_id`: the creation index is per tenant)
+    # A child run's place in its tree (an agent tool's call made it, app.agents): the run
+    # whose call it answers and the tree's root (revision 0023); null for a root. The
+    # configuration's `tree` says the same for the API; these columns are for the reads
+    # by tree (children, descendants, a tree's spend, a tree's cancel).
+    sa.Column("parent_run_id", sa.String(40)),
+    sa.Column("root_run_id", sa.String(40)),
 )
 sa.Index(
     "ix_run_configs_created",
     run_configs.c.tenant_id,
     run_configs.c.created_at,
     run_configs.c.run_id,
+)
+IN_TREE = run_configs.c.parent_run_id.is_not(None)
+sa.Index(
+    "ix_run_configs_parent",
+    run_configs.c.parent_run_id,
+    run_configs.c.created_at,
+    postgresql_where=IN_TREE,
+    sqlite_where=IN_TREE,
+)
+sa.Index(
+    "ix_run_configs_root",
+    run_configs.c.root_run_id,
+    run_configs.c.created_at,
+    postgresql_where=IN_TREE,
+    sqlite_where=IN_TREE,
 )
 CREATED = (run_configs.c.created_at, run_configs.c.run_id)
 

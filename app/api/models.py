@@ -64,7 +64,10 @@ class ResolveInvalidToolCall(BaseModel):
 class RaiseLimits(BaseModel):
     type: Literal["raise_limits"] = "raise_limits"
     limit: str = Field(description="the limit the next model call could pass")
-    scope: str = Field(description="whose limit: `run`, `tenant` or `deployment`")
+    scope: str = Field(
+        description="whose limit: `run`, `tenant`, `deployment` or `tree` (the root's limits, "
+        "which cover its descendants: raise them on the root)"
+    )
     spent: float
     allowed: float
     needed: float | None = Field(description="the least the next call needs, where known")

@@ -38,6 +38,7 @@ from app.limits.rules import (
 from app.providers import profiles
 from app.providers.anthropic import DEFAULT_MAX_TOKENS as ANTHROPIC_DEFAULT
 from app.providers.base import ModelRequest
+from app.service import lineage
 from app.service.prices import PriceBook
 from app.service.tenant_limits import TenantLimitsSource
 from app.settings import Settings
@@ -155,6 +156,9 @@ def spent_of(usage: Mapping[str, Any] | None, created_at: datetime, now: datetim
 
 DailyReader = Callable[[Scope, datetime], Awaitable[tuple[int, float]]]
 TenantLimits = Callable[[str], Awaitable[Mapping[str, Any]]]
+#: `(a run in a tree, now)`: its root's limits and the tree's spend so far, or None when
+#: its root has no limits (or it is in no tree).
+TreeReader = Callable[[RunRecord, datetime], Awaitable[tuple[Mapping[str, Any], Spent] | None]]
 
 
 class Budgets:
@@ -171,6 +175,7 @@ class Budgets:
         daily: DailyReader | None = None,
         *,
         clock: Clock,
+        tree: TreeReader | None = None,
     ) -> None:
         self.prices = prices
         self.clock = clock
@@ -178,6 +183,7 @@ class Budgets:
         self.deployment = {k: v for k, v in (deployment or {}).items() if v is not None}
         self.tenant_limits = tenant_limits
         self.daily = daily
+        self.tree = tree
         self._totals: dict[Scope, tuple[float, datetime, tuple[int, float]]] = {}
 
     async def before_call(
@@ -191,15 +197,20 @@ class Budgets:
         calls are not in the record's usage yet)."""
         limits = record.limits
         tenant = await self._tenant_limits(record.tenant_id)
-        if not limits and not tenant and not self.deployment:
+        in_tree = self.tree is not None and lineage.in_tree(record)
+        if not limits and not tenant and not self.deployment and not in_tree:
             return request
         now = self.clock.now()
+        mine = _claim_spend(claimed)  # (this claim's calls, not on the day's totals read)
+        tree = await self._tree(record, now, mine) if in_tree else []
+        if not limits and not tenant and not self.deployment and not tree:
+            return request
         spec = record.run_config.model
         price = self.prices.of(spec.provider, spec.name)
         usage = billed_usage(record.usage, claimed) or record.usage
         run_spent = spent_of(usage, record.created_at, now)
         pairs: list[tuple[Ceiling, Spent]] = [(c, run_spent) for c in ceilings(limits)]
-        mine = _claim_spend(claimed)  # (this claim's calls, not on the day's totals read)
+        pairs.extend(tree)
         for scope, doc, key in (
             ("tenant", tenant, Scope.of(record.tenant_id)),
             ("deployment", self.deployment, Scope.ALL),
@@ -223,6 +234,21 @@ class Budgets:
         params = clamped(provider, request.params, allowance.cap, self.default_cap)
         return replace(request, params=params)
 
+    async def _tree(
+        self, record: RunRecord, now: datetime, mine: tuple[int, float, int]
+    ) -> list[tuple[Ceiling, Spent]]:
+        """The root's limits against the whole tree's spend (a child's budget is the
+        smaller of its own and its root's remaining), for a run in a tree; none else."""
+        assert self.tree is not None
+        found = await self.tree(record, now)
+        if found is None:
+            return []
+        limits, spent = found
+        spent = Spent(
+            spent.tokens + mine[0], spent.cost_usd + mine[1], spent.calls + mine[2], spent.seconds
+        )
+        return [(c, spent) for c in ceilings(limits, "tree")]
+
     async def _tenant_limits(self, tenant: str) -> Mapping[str, Any]:
         if self.tenant_limits is None:
             return {}
@@ -243,13 +269,15 @@ class Budgets:
         return totals
 
 
-def _claim_spend(events: list[NewEvent]) -> tuple[int, float]:
-    tokens, cost = 0, 0.0
+def _claim_spend(events: list[NewEvent]) -> tuple[int, float, int]:
+    """(tokens, cost, calls) of a claim's model calls so far."""
+    tokens, cost, calls = 0, 0.0, 0
     for e in events:
         if e.type == "model.called":
             tokens += int((e.data.get("usage") or {}).get("total_tokens") or 0)
             cost += float(e.data.get("cost_usd") or 0.0)
-    return tokens, cost
+            calls += 1
+    return tokens, cost, calls
 
 
 def budgets_for(
@@ -265,6 +293,14 @@ def budgets_for(
         totals = await store.usage_totals(start, start + timedelta(days=1), of)
         return int(totals.get("total_tokens") or 0), float(totals.get("cost_usd") or 0.0)
 
+    async def tree(record: RunRecord, now: datetime) -> tuple[Mapping[str, Any], Spent] | None:
+        root_id = lineage.tree_of(record)["root_run_id"]
+        root = record if root_id == record.id else await store.get(root_id, scope=Scope.ALL)
+        if root is None or not root.limits:
+            return None
+        usage = await store.trees.subtree_usage(root_id)
+        return root.limits, spent_of(usage, root.created_at, now)
+
     return Budgets(
         PriceBook.for_settings(settings, clock),
         settings.default_max_output_tokens,
@@ -272,4 +308,5 @@ def budgets_for(
         None if tenant_limits is None else CachedTenantLimits(tenant_limits, clock=clock),
         daily,
         clock=clock,
+        tree=tree,
     )

@@ -105,6 +105,25 @@ class RunLimitsService:
                 change = changes.limit(record.version, new, event)
             updated, _ = await self.store.apply(run_id, change, self.clock.now(), scope=scope)
             if updated is not None:
+                if updated.run_config.spawns:  # (its limits cover its tree)
+                    await self._resume_tree(updated, actor)
                 return updated
         current = "" if record is None else record.status.value
         raise RunStateConflict(f"run {run_id} kept changing; try again", current)
+
+    async def _resume_tree(self, root: RunRecord, actor: str | None) -> None:
+        """The descendants suspended on the tree's budget (the root's limits, which just
+        changed) go back to the queue: their next call is checked against the new ones."""
+        for node in await self.store.trees.open_descendants(root.id):
+            waiting = node.waiting
+            if node.status is not RunStatus.REQUIRES_ACTION or not isinstance(waiting, Budget):
+                continue
+            if waiting.scope != "tree":
+                continue
+            event = NewEvent(
+                E.RUN_LIMITS_RAISED,
+                {"limits": node.limits or {}, "previous": node.limits or {}, "root": root.id},
+                actor,
+            )
+            change = changes.resume_budget(node.version, node.limits or {}, self.clock.now(), event)
+            await self.store.apply(node.id, change, self.clock.now(), scope=Scope.ALL)

@@ -137,6 +137,13 @@ class Trees:
             docs = (await conn.execute(stmt)).scalars().all()
         return sum_usage(docs)
 
+    async def open_descendants(self, run_id: str) -> list[RunRecord]:
+        """The descendants of `run_id` that have not ended, oldest first."""
+        stmt = select_runs().where(runs.c.id.in_(open_descendants(run_id)))
+        async with self.backend.reader() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
+        return sorted((RunRecord.from_row(r) for r in rows), key=lambda r: (r.created_at, r.id))
+
     async def count(self, parent_run_id: str, root_run_id: str) -> tuple[int, int]:
         """How many children `parent_run_id` has, and how many runs the tree of
         `root_run_id` has below its root."""

@@ -124,10 +124,7 @@ async def test_a_call_deeper_than_the_limit_gets_an_error_result_and_the_run_goe
     assert deepest["agent"]["name"] == "a3" and deepest["status"] == "completed"
     messages = (await client.get(f"/v1/runs/{deepest['id']}/messages")).json()["data"]
     results = [
-        item
-        for m in messages
-        for item in m["message"]["content"]
-        if item["type"] == "toolresult"
+        item for m in messages for item in m["message"]["content"] if item["type"] == "toolresult"
     ]
     assert len(results) == 1 and "AGENTRUN_MAX_AGENT_DEPTH" in str(results[0])
 
@@ -173,7 +170,11 @@ async def test_cancel_of_the_root_cancels_every_node(
     # (a child's result after the cancel is refused, nothing moves)
     late = await client.post(
         f"/v1/runs/{leaf['id']}/tool-results",
-        json={"results": [{"tool_call_id": leaf["required_action"]["tool_calls"][0]["id"], "output": "x"}]},
+        json={
+            "results": [
+                {"tool_call_id": leaf["required_action"]["tool_calls"][0]["id"], "output": "x"}
+            ]
+        },
     )
     assert late.status_code == 409
 

@@ -2,7 +2,8 @@
 
 `web` holds what the pages share; `login` the login flow; `pages` what is read;
 `actions` the operator's actions as typed values and `perform` their one route; `inbox`
-the approvals waiting for a decision across runs; `keys` the tenant's API keys.
+the approvals waiting for a decision across runs; `keys` the tenant's API keys; `agents`
+the tenant's named agents and `trees` a run's tree of child runs, on its page.
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from app.dashboard import auth, inbox, keys, login, pages, perform
+from app.dashboard import agents, auth, inbox, keys, login, pages, perform
 from app.dashboard.web import error_page, templates, too_large
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 
 router = APIRouter()
-for part in (login.router, pages.router, inbox.router, perform.router, keys.router):
+for part in (login.router, pages.router, inbox.router, perform.router, keys.router, agents.router):
     router.include_router(part)
 
 __all__ = ["STATIC_DIR", "install", "router", "too_large"]

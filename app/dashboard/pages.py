@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from app.core.lifecycle import TERMINAL, RunStatus, Transition, sources
 from app.core.scope import Scope
-from app.dashboard import actions, auth, present
+from app.dashboard import actions, auth, present, trees
 from app.dashboard.web import Session, error_page, now, reads_of, render, scope_of, service_of
 from app.providers import profiles
 from app.service import lineage
@@ -199,6 +199,7 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
     since = await reads.suspended_since([r])
     t = now(request)
     waiting = since.get(r.id, r.updated_at) if r.status == RunStatus.REQUIRES_ACTION else None
+    place = lineage.tree_of(r)
     answered = [c for c in view.pending if c.result_hash is not None or c.preresolved]
     open_calls = [
         c
@@ -219,6 +220,11 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
         "conversation_id": lineage.conversation_of(r),
         "previous_run_id": lineage.previous_of(r),
         "continued_by": await continued_by(reads, run_id, events),
+        "agent": present.agent_label(r),
+        "place": place,
+        "tree": await trees.tree_of(service_of(request), r, await scope_of(request))
+        if lineage.in_tree(r)
+        else None,
         # A callback URL answers the run's calls: shown only to who may submit results.
         "timeline": present.timeline(events, callbacks=session.can(Permission.TOOL_RESULTS_SUBMIT)),
         "deliveries": deliveries,

@@ -25,6 +25,7 @@ from app.core import (
 )
 from app.core.events import EventType
 from app.core.jsonvalue import thaw
+from app.service import lineage
 from app.service.types import EventRecord, RunRecord, ToolCallRecord
 
 
@@ -71,6 +72,12 @@ def preview(value: Any, limit: int = 80) -> str:
 # --- the runs table --------------------------------------------------------------------
 
 
+def agent_label(record: RunRecord) -> str | None:
+    """`name@version` of the named agent the run started from, if it did."""
+    agent = lineage.agent_of(record)
+    return None if agent is None else f"{agent.get('name')}@{agent.get('version')}"
+
+
 @dataclass(frozen=True, slots=True)
 class Row:
     record: RunRecord
@@ -82,6 +89,10 @@ class Row:
     def model(self) -> str:
         spec = self.record.config.get("model") or {}
         return f"{spec.get('provider', '?')}/{spec.get('name', '?')}"
+
+    @property
+    def agent(self) -> str | None:
+        return agent_label(self.record)
 
     @property
     def age(self) -> float:

@@ -14,6 +14,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.datastructures import FormData
 from starlette.types import Receive, Scope, Send
 
+from app.agents.service import AgentService
 from app.approvals.service import ApprovalService
 from app.clock import Clock
 from app.core.scope import Scope as TenantScope  # (not starlette's ASGI `Scope`)
@@ -47,7 +48,14 @@ def _record_link(record: RunRecord) -> str:
     return f"/admin/runs/{record.id}"
 
 
+def agent_link(ref: str) -> str:
+    """The page of the agent `ref` (`name` or `name@version`) names, at that version."""
+    name, _, version = ref.partition("@")
+    return f"/admin/agents/{name}" + (f"#v{version}" if version else "")
+
+
 templates.env.globals["run_link"] = _record_link
+templates.env.globals["agent_link"] = agent_link
 
 
 async def logged_in(request: Request) -> auth.Session:
@@ -102,6 +110,11 @@ def service_of(request: Request) -> RunService:
 def approvals_of(request: Request) -> ApprovalService:
     approvals: ApprovalService = request.app.state.approvals
     return approvals
+
+
+def agents_of(request: Request) -> AgentService:
+    agents: AgentService = request.app.state.agents
+    return agents
 
 
 def run_limits_of(request: Request) -> RunLimitsService:

@@ -10,8 +10,9 @@ own event loop, so it works with any test event loop.
 A test that needs a model call still in flight when it looks `hold()`s the server: the
 requests that arrive from then on are recorded and answered only once the test
 `release()`s them (`wait_held` waits until N are held), whatever the load, where a
-`delay` could run out before the test looks. Processes reach it over the real wire
-(`env()`); a `responder` answers from each request when the script is empty.
+`delay` could run out before the test looks; `hold(only)` holds only the requests whose
+body `only` accepts (one run's call among others that go on). Processes reach it over the
+real wire (`env()`); a `responder` answers from each request when the script is empty.
 
 Fixtures: `mock_server` (session: starts the server once) and `mock` (per test: the same
 server with an empty script, no recorded requests, nothing held).
@@ -84,6 +85,7 @@ class MockProviderServer:
         self._seq = 0
         self.responder: Responder | None = None
         self._holding = False
+        self._hold_only: Callable[[Any], bool] | None = None
         self._held = 0  # requests held since `hold()`
         self._arrived = threading.Condition(self._lock)
         self._released = threading.Event()
@@ -119,11 +121,13 @@ class MockProviderServer:
 
     # --- holding ------------------------------------------------------------------------
 
-    def hold(self) -> None:
-        """Hold every request that arrives from now on, until `release()`."""
+    def hold(self, only: Callable[[Any], bool] | None = None) -> None:
+        """Hold every request that arrives from now on (`only`: those whose JSON body it
+        accepts; the others are answered at once), until `release()`."""
         with self._lock:
             self._released = threading.Event()
             self._holding = True
+            self._hold_only = only
             self._held = 0
 
     def wait_held(self, count: int, timeout: float = 30.0) -> None:
@@ -141,6 +145,7 @@ class MockProviderServer:
         """Answer every held request, and answer at once those that arrive from now on."""
         with self._lock:
             self._holding = False
+            self._hold_only = None
             self._released.set()
 
     async def _wait_released(self, released: threading.Event) -> None:
@@ -183,7 +188,9 @@ class MockProviderServer:
             seq = self._seq
             reply = self._script.popleft() if self._script else None
             responder = self.responder
-            released = self._released if self._holding else None
+            only = self._hold_only
+            held = self._holding and (only is None or only(body))
+            released = self._released if held else None
             if released is not None:
                 self._held += 1
                 self._arrived.notify_all()

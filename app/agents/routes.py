@@ -68,7 +68,7 @@ DOCS = f"`{REFERENCE}#agents`"
     "/agents",
     response_model=AgentOut,
     status_code=201,
-    responses={**AUTH, **responses(403, 409, 413, 422)},
+    responses={**AUTH, **responses(400, 403, 409, 413, 422)},
     summary="Create a named agent (its version 1)",
     description=f"A named agent of the caller's tenant that runs start from: {DOCS}.",
 )
@@ -109,7 +109,7 @@ async def get_agent(name: AgentName, agents: Agents, principal: Reader) -> Respo
 @router.put(
     "/agents/{name}",
     response_model=AgentOut,
-    responses={**AUTH, **responses(403, 404, 413, 422)},
+    responses={**AUTH, **responses(400, 403, 404, 413, 422)},
     summary="Make an agent's next version (versions are immutable)",
     description="The runs in flight keep the version they started from; new runs that name "
     f"the agent without a version take this one: {DOCS}.",

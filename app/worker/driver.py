@@ -469,7 +469,7 @@ class RunDriver:
             known=claim.record,
             scope=Scope.ALL,
         )
-        claim.looked = chain
+        claim.looked = chain and not change.spawns  # (a spawning write claims nothing)
         if record is None:
             raise LeaseLost()
         tracing.claim_ended(record)

@@ -40,6 +40,7 @@ MARKER = "alpha-only-7f3c"
 TEXT_ONLY = {"provider": "scripted", "name": "demo", "script": [{"text": f"done {MARKER}"}]}
 #: Operations whose caller holds no key: a callback token is a capability for one run's
 #: one suspension, whoever holds it (it is not a tenant's key).
+B_MODEL = {"provider": "scripted", "name": "demo"}
 KEYLESS = {"/v1/callbacks/{token}/tool-results"}
 
 
@@ -100,6 +101,11 @@ async def world(
             for name, r in (("queued", queued), ("direct", direct), ("done", done))
         }
         assert runs["done"]["status"] == "completed"
+        agent = await a.post(
+            "/v1/agents",
+            json={"name": "a-agent", "description": f"A's {MARKER}", "model": TEXT_ONLY},
+        )
+        assert agent.status_code == 201, agent.text
         lease = await a.post("/v1/queues/gpu/lease", json={"wait": 0, "limit": 1})
         (call,) = lease.json()["calls"]
         callback = runs["direct"]["required_action"]["callback_url"]
@@ -112,6 +118,8 @@ async def world(
             "tool_call_id": runs["direct"]["required_action"]["tool_calls"][0]["id"],
             "key_id": key_id,
             "tenant_id": A,
+            "name": "a-agent",
+            "version": 1,
         }
         yield app, a, b, objects
 
@@ -170,6 +178,9 @@ def aimed(objects: dict[str, Any]) -> dict[str, Callable[[], Any]]:
         },
         "ResolutionIn": lambda: {"action": "fail"},
         "LeaseIn": lambda: {"wait": 0, "limit": 100},
+        # (B's own agent: another name, so A's stays unknown to B)
+        "AgentIn": lambda: {"name": "b-own", "description": "B's", "model": B_MODEL},
+        "AgentUpdate": lambda: {"description": "B's", "model": B_MODEL},
     }
 
 
@@ -228,8 +239,9 @@ async def test_every_operation_with_a_foreign_key_finds_nothing_of_the_other_ten
         "lease_token": missing_lease(objects),  # (first: it holds the run's id)
         "run_id": MISSING_RUN,
         "key_id": "0" * len(objects["key_id"]),
+        "name": "no-such-agent",
     }
-    by_id = ("{run_id}", "{lease_token}", "{key_id}")
+    by_id = ("{run_id}", "{lease_token}", "{key_id}", "{name}")
     for method, template, op in operations(app):
         url = path_of(template, objects)
         params = {"timeout": "0"} if template.endswith("/wait") else None
@@ -255,7 +267,7 @@ async def test_every_operation_with_a_foreign_key_finds_nothing_of_the_other_ten
                     response.json()["type"],
                 ), where
                 same = absent.text
-                for name in ("lease_token", "run_id", "key_id"):
+                for name in ("lease_token", "run_id", "key_id", "name"):
                     same = same.replace(str(missing[name]), str(objects[name]))
                 assert same == text, where
             if "{tenant_id}" in template:  # (managing tenants is the deployment's own)
@@ -270,6 +282,8 @@ async def test_every_operation_with_a_foreign_key_finds_nothing_of_the_other_ten
         assert now == before[name]
         events = (await a.get(f"/v1/runs/{run['id']}/events")).json()["data"]
         assert not [e for e in events if "b-backend" in (e["actor"] or "")], events
+    # A's agent is as it was.
+    assert (await a.get("/v1/agents/a-agent")).json()["version"] == 1
     # A's key is as it was.
     assert (await a.get(f"/v1/keys/{objects['key_id']}")).json()["state"] == "active"
 

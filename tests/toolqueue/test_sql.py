@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import re
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -261,14 +262,22 @@ async def test_a_cancel_finds_its_calls_by_the_run_on_empty_tables(
     store = RunStore(create_engine(empty_postgres_url))
     sent = []
     fetchone = DirectPool.fetchone
+    backend = type(store.backend)
+    in_transaction = backend._fetch_one  # type: ignore[attr-defined]
 
     async def recording(self: DirectPool, compiled: object, values: object) -> object:
         sent.append((compiled, dict(values)))  # type: ignore[call-overload]
         return await fetchone(self, compiled, values)  # type: ignore[arg-type]
 
+    async def recording_in(self: Any, conn: Any, stmt: Any, values: Any) -> Any:
+        if conn is not None:  # (a cancel runs in a transaction: its tree goes with it)
+            sent.append((self.compile(stmt), dict(values)))
+        return await in_transaction(self, conn, stmt, values)
+
     try:
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(DirectPool, "fetchone", recording)
+            patch.setattr(backend, "_fetch_one", recording_in)
             service = RunService(store, store_settings(empty_postgres_url))
             view = await suspended_run(service, tool_queue="q")
             sent.clear()

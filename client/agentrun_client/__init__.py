@@ -1,12 +1,15 @@
 """The Python client of agentrun-service (docs/client.md): `Client` / `AsyncClient`, typed
 models and exceptions, and tool executors built from one `ToolRegistry`."""
 
+from agentrun_client._agents import AgentFields
 from agentrun_client._approvals import Answer, Approve, OnApproval, Reject
 from agentrun_client._async import AsyncClient, AsyncQueues
+from agentrun_client._async_agents import AsyncAgents
 from agentrun_client._async_approvals import AsyncApprovals
 from agentrun_client._async_runs import AsyncRuns, AsyncRunWaiter
 from agentrun_client._base import RetryPolicy, RunOptions
 from agentrun_client._sync import Client, Queues
+from agentrun_client._sync_agents import Agents
 from agentrun_client._sync_approvals import Approvals
 from agentrun_client._sync_runs import Runs, RunWaiter
 from agentrun_client._sync_shims import QueueExecutor
@@ -30,6 +33,9 @@ from agentrun_client.errors import (
 )
 from agentrun_client.models import (
     TERMINAL,
+    Agent,
+    AgentPage,
+    AgentRef,
     Approval,
     ApprovalCall,
     ApprovalPage,
@@ -66,7 +72,12 @@ __all__ = [
     "APIConnectionError",
     "APIError",
     "APITimeoutError",
+    "Agent",
+    "AgentFields",
+    "AgentPage",
+    "AgentRef",
     "AgentrunError",
+    "Agents",
     "Answer",
     "Approval",
     "ApprovalCall",
@@ -75,6 +86,7 @@ __all__ = [
     "Approvals",
     "Approve",
     "ApproveToolCalls",
+    "AsyncAgents",
     "AsyncApprovals",
     "AsyncClient",
     "AsyncQueueExecutor",

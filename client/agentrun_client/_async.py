@@ -1,7 +1,8 @@
 """The client, written once: `AsyncClient` and `AsyncQueues` (its runs in `_async_runs.py`,
-its approvals in `_async_approvals.py`). `_sync.py` (`Client`, `Queues`) is generated from this
-file by unasync (`make sync-client`, client/scripts/generate_sync.py; a test fails when it is
-stale): edit this file, then regenerate. What unasync cannot turn into its sync form
+its approvals in `_async_approvals.py`, its agents in `_async_agents.py`). `_sync.py`
+(`Client`, `Queues`) is generated from this file by unasync (`make sync-client`,
+client/scripts/generate_sync.py; a test fails when it is stale): edit this file, then
+regenerate. What unasync cannot turn into its sync form
 (sleeping, executing tools, serving a queue) goes through `_async_shims.py` and its sync
 twin `_sync_shims.py`."""
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import math
 import time
 from collections.abc import (
     Callable,
@@ -20,8 +22,9 @@ from typing import Any, Unpack
 
 import httpx
 
-from agentrun_client import _approvals, _base
+from agentrun_client import _approvals, _base, _tree
 from agentrun_client._approvals import OnApproval
+from agentrun_client._async_agents import AsyncAgents
 from agentrun_client._async_approvals import AsyncApprovals
 from agentrun_client._async_runs import AsyncRuns
 from agentrun_client._async_shims import AsyncQueueExecutor, AsyncToolRunner, sleep
@@ -31,6 +34,7 @@ from agentrun_client.errors import (
     APITimeoutError,
     Conflict,
     ValidationError,
+    WaitTimeout,
     error_for,
     retry_after_of,
 )
@@ -52,8 +56,8 @@ from agentrun_client.tools import ToolRegistry
 
 
 class AsyncClient:
-    """The API: `runs`, `approvals`, `queues`, `usage`, and the inline executor (`run`,
-    `execute`).
+    """The API: `runs`, `agents`, `approvals`, `queues`, `usage`, and the inline executor
+    (`run`, `execute`).
 
     `base_url` and `api_key` default to `AGENTRUN_BASE_URL` (else http://127.0.0.1:8000)
     and `AGENTRUN_API_KEY`. `retry` bounds the retries of safe calls (`RetryPolicy`);
@@ -86,6 +90,7 @@ class AsyncClient:
         )
         self.runs = AsyncRuns(self)
         self.approvals = AsyncApprovals(self)
+        self.agents = AsyncAgents(self)
         self.queues = AsyncQueues(self)
 
     async def aclose(self) -> None:
@@ -165,15 +170,19 @@ class AsyncClient:
         **options: Unpack[RunOptions],
     ) -> Run:
         """Create a run with the registry's tools, execute its tool calls here whenever it
-        suspends, and return it once it has ended (or suspended for something only a
-        person can answer: a `resolve_invalid_tool_call`, or gated calls that
-        `on_approval` did not decide). `AsyncClient` runs the tools on the running event
-        loop, `Client` on an event loop of this call's own (inside async code use
+        (or a run below it: agent tools start child runs) suspends for them, and return it
+        once it has ended (or waits for something only a person can answer: a
+        `resolve_invalid_tool_call`, a budget, or gated calls that `on_approval` did not
+        decide). `agent="name"` (or `"name@2"`) starts it from a named agent instead: the
+        agent's model and tools are the run's, and the registry executes the calls of
+        those tools it has. `AsyncClient` runs the tools on the running event loop,
+        `Client` on an event loop of this call's own (inside async code use
         `AsyncClient`); sync functions run in threads (see `ToolRegistry`).
         """
         deadline = None if timeout is None else time.monotonic() + timeout
+        sent = None if options.get("agent") is not None else tools  # (the agent's own)
         run = await self.runs.create(
-            prompt=prompt, model=model, tools=tools, idempotency_key=idempotency_key, **options
+            prompt=prompt, model=model, tools=sent, idempotency_key=idempotency_key, **options
         )
         return await self.execute(run.id, tools, deadline=deadline, on_approval=on_approval)
 
@@ -196,11 +205,14 @@ class AsyncClient:
         on_approval: OnApproval | None = None,
     ) -> Run:
         """Serve an existing run's tool calls from `tools` until it ends (what `run` does
-        after creating it). Gated calls (`approve_tool_calls`) go to `on_approval`, once
+        after creating it), and those of the runs below it: a run waiting on its child runs
+        is waited on while its descendants' calls are executed here and answered to the
+        run that made each. Gated calls (`approve_tool_calls`) go to `on_approval`, once
         each; those it leaves undecided (or all, without it) are for a person: the run is
-        returned once nothing else is open."""
+        returned once nothing else in its tree is open."""
         statuses = SUSPENDED_OR_FINISHED
-        asked: set[str] = set()  # the gated calls put to `on_approval` already
+        asked: set[tuple[str, str]] = set()  # (run, gated call) put to `on_approval` already
+        slice_: float | None = None  # of a wait in the tree (`_tree.Watch.bounded`)
         waiter = self.runs.waiter(run_id, deadline=deadline)
         async with AsyncToolRunner() as runner, waiter:
             while True:
@@ -210,25 +222,85 @@ class AsyncClient:
                     return run
                 if run.status != RunStatus.REQUIRES_ACTION:
                     continue  # it moved on: until its next suspension
-                if not isinstance(run.required_action, SubmitToolResults | ApproveToolCalls):
-                    return run  # a resolution or a budget: for a person (`runs.resolve`,
-                    # `runs.raise_limits`)
-                # (Calls of a queue are its executors' to run: docs/queue.md.)
-                calls = [c for c in run.pending_tool_calls if c.queue is None]
-                if calls:
-                    results = await runner.execute_all(tools, calls, run_id=run_id)
-                    path = _base.run_path(run_id, "/tool-results")
-                    await self._send_quietly(Call("POST", path, json=_base.results_body(results)))
-                decided = False
-                if on_approval is not None:
-                    fresh = [a for a in run.pending_approvals if a.id not in asked]
-                    asked.update(a.id for a in fresh)
-                    decided = await self._decide(runner, run_id, fresh, on_approval)
-                if calls or decided:
+                if await self._serve(runner, tools, run, asked, on_approval):
+                    slice_ = None
                     continue  # the run as it is now: released calls, or moved on
-                if run.pending_approvals:
-                    return run  # gated calls left to a person (`approvals.approve`)
-                statuses = _base.MOVED_ON  # every call answered (or queued): until it moves on
+                tree = await self._subtree(run)  # (the run too: it may have moved on since)
+                served = False
+                for other in tree:
+                    if other.status == RunStatus.REQUIRES_ACTION:
+                        served |= await self._serve(runner, tools, other, asked, on_approval)
+                if served:
+                    slice_ = None
+                    continue
+                watch = _tree.watch(tree)
+                if watch is None:
+                    if tree[0].status != RunStatus.REQUIRES_ACTION:
+                        continue  # it moved on (or ended) since it was read
+                    return tree[0]  # what is left is a person's: a resolution, a budget
+                    # (`runs.resolve`, `runs.raise_limits`), gated calls (`approvals`)
+                if watch.run_id == run_id and not watch.bounded:
+                    statuses = watch.statuses  # every call answered (or queued): until
+                    continue  # it moves on
+                slice_ = _tree.next_slice(slice_) if watch.bounded else None
+                if await self._watch(watch, slice_, deadline, run):
+                    slice_ = None
+
+    async def _serve(
+        self,
+        runner: AsyncToolRunner,
+        tools: ToolRegistry,
+        run: Run,
+        asked: set[tuple[str, str]],
+        on_approval: OnApproval | None,
+    ) -> bool:
+        """Execute a suspended run's open calls and submit the results to it; put its fresh
+        gated calls to `on_approval`. Whether anything was sent."""
+        if not isinstance(run.required_action, SubmitToolResults | ApproveToolCalls):
+            return False  # its children's to answer, or a person's
+        # (Calls of a queue are its executors' to run: docs/queue.md.)
+        calls = [c for c in run.pending_tool_calls if c.queue is None]
+        if calls:
+            results = await runner.execute_all(tools, calls, run_id=run.id)
+            path = _base.run_path(run.id, "/tool-results")
+            await self._send_quietly(Call("POST", path, json=_base.results_body(results)))
+        decided = False
+        if on_approval is not None:
+            fresh = [a for a in run.pending_approvals if (run.id, a.id) not in asked]
+            asked.update((run.id, a.id) for a in fresh)
+            decided = await self._decide(runner, run.id, fresh, on_approval)
+        return bool(calls) or decided
+
+    async def _subtree(self, run: Run) -> builtins.list[Run]:
+        """`run`, then the runs below it, as they are now (only `run` when it has none, or
+        the server knows no trees)."""
+        if run.root_run_id is None:
+            return [run]  # (an older server: no agent tools, no `root_run_id` filter)
+        found: builtins.list[Run] = []
+        async for other in self.runs.list(root_run_id=run.root_run_id):
+            found.append(other)
+        return _tree.subtree(found, run.id) or [run]
+
+    async def _watch(
+        self, watch: _tree.Watch, slice_: float | None, deadline: float | None, root: Run
+    ) -> bool:
+        """Wait on one run of `root`'s tree until it reaches `watch.statuses` (at most
+        `slice_` seconds); whether it did. `WaitTimeout` (naming `root`) at `deadline`."""
+        until = deadline
+        if slice_ is not None:
+            until = min(math.inf if deadline is None else deadline, time.monotonic() + slice_)
+        try:
+            async with self.runs.waiter(watch.run_id, deadline=until) as waiter:
+                await waiter.until(watch.statuses)
+        except WaitTimeout as exc:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise WaitTimeout(
+                    f"run {root.id} is still {root.status}, waiting on {watch.run_id} of its "
+                    f"tree ({exc})",
+                    root,
+                ) from None
+            return False
+        return True
 
     async def _send_quietly(self, call: Call) -> None:
         """An executor's answer (results, decisions), safe to repeat; one the run no longer

@@ -59,7 +59,8 @@ Statuses = Collection[RunStatus | str] | RunStatus | str | None
 
 
 class AsyncRuns:
-    """`/v1/runs`: create, get, list, cancel, submit_tool_outputs, resolve, events, wait."""
+    """`/v1/runs`: create, get, list, children, cancel, submit_tool_outputs, resolve, events,
+    wait."""
 
     def __init__(self, client: AsyncRunsClient) -> None:
         self._client = client
@@ -79,7 +80,9 @@ class AsyncRuns:
         **options: Unpack[RunOptions],
     ) -> Run:
         """Create a run; retried safely (with `idempotency_key`, or one made here).
-        `previous_run_id=` continues a completed run (then `model` may be left out)."""
+        `previous_run_id=` continues a completed run (then `model` may be left out);
+        `agent="name"` (or `"name@2"`) starts it from a named agent (then leave out `model`
+        and `tools`: the agent's are the run's)."""
         call = _base.create_call(prompt, model, tools, idempotency_key, options)
         return Run.model_validate(await self._json(call))
 
@@ -87,23 +90,58 @@ class AsyncRuns:
         return Run.model_validate(await self._json(Call("GET", _base.run_path(run_id), safe=True)))
 
     async def list_page(
-        self, *, status: RunStatus | str | None = None, limit: int = 20, cursor: str | None = None
+        self,
+        *,
+        status: RunStatus | str | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+        root_run_id: str | None = None,
     ) -> RunPage:
-        """One page, newest first; `next_cursor` fetches the next."""
-        params: dict[str, Any] = {"limit": limit}
+        """One page, newest first; `next_cursor` fetches the next. `root_run_id`: only the
+        runs of that tree (the root and every descendant)."""
+        params: dict[str, Any] = _base.page_params(limit, cursor)
         if status is not None:
             params["status"] = str(_base.status_of(status))
-        if cursor is not None:
-            params["cursor"] = cursor
+        if root_run_id is not None:
+            _base.run_path(root_run_id)  # (`InvalidInput` for what is no run id)
+            params["root_run_id"] = root_run_id
         return RunPage.model_validate(await self._json(Call("GET", "/v1/runs", params, safe=True)))
 
     async def list(
-        self, *, status: RunStatus | str | None = None, page_size: int = 100
+        self,
+        *,
+        status: RunStatus | str | None = None,
+        page_size: int = 100,
+        root_run_id: str | None = None,
     ) -> AsyncIterator[Run]:
-        """Every run (of `status`), newest first, fetching pages as the iteration goes."""
+        """Every run (of `status`; of the tree `root_run_id`), newest first, fetching pages
+        as the iteration goes."""
         cursor: str | None = None
         while True:
-            page = await self.list_page(status=status, limit=page_size, cursor=cursor)
+            page = await self.list_page(
+                status=status, limit=page_size, cursor=cursor, root_run_id=root_run_id
+            )
+            for run in page.data:
+                yield run
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    async def children_page(
+        self, run_id: str, *, limit: int = 20, cursor: str | None = None
+    ) -> RunPage:
+        """One page of the run's child runs (its agent tools' calls started them), oldest
+        first."""
+        path = _base.run_path(run_id, "/children")
+        call = Call("GET", path, _base.page_params(limit, cursor), safe=True)
+        return RunPage.model_validate(await self._json(call))
+
+    async def children(self, run_id: str, *, page_size: int = 100) -> AsyncIterator[Run]:
+        """Every child run of the run, oldest first, fetching pages as the iteration goes
+        (their own children: `list(root_run_id=…)`, or `children` of each)."""
+        cursor: str | None = None
+        while True:
+            page = await self.children_page(run_id, limit=page_size, cursor=cursor)
             for run in page.data:
                 yield run
             if page.next_cursor is None:

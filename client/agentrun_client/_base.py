@@ -48,8 +48,12 @@ class RunOptions(TypedDict, total=False):
     `previous_run_id` continues a completed run: its conversation, and its `model`,
     `preamble`, `tools`, `tool_choice`, `tool_concurrency`, `invalid_tool_call` and
     `webhook` unless given here; `if_busy` (`reject`, `enqueue`, `interrupt`) says what to
-    do when that conversation's latest run is still active."""
+    do when that conversation's latest run is still active. `agent` (`name` or `name@2`)
+    starts the run from a named agent: its fields are the run's (send no `model` or
+    `tools`), and only `metadata`, `limits` (narrower), `webhook`, `priority`,
+    `expires_in`, `stream` and `history` may be added."""
 
+    agent: str
     previous_run_id: str
     if_busy: IfBusy
     preamble: str
@@ -365,7 +369,13 @@ _REACHES: dict[RunStatus, frozenset[str]] = {
         }
     ),
     RunStatus.RUNNING: frozenset({EventType.RUN_CLAIMED}),
-    RunStatus.REQUIRES_ACTION: frozenset({EventType.RUN_REQUIRES_ACTION}),
+    RunStatus.REQUIRES_ACTION: frozenset(
+        {
+            EventType.RUN_REQUIRES_ACTION,
+            EventType.RUN_CHILDREN_STARTED,  # (a round of agent tools' calls only: no
+            # `run.requires_action`, the run waits on its child runs)
+        }
+    ),
     RunStatus.COMPLETED: frozenset({EventType.RUN_COMPLETED}),
     RunStatus.FAILED: frozenset({EventType.RUN_FAILED}),
     RunStatus.CANCELLED: frozenset({EventType.RUN_CANCELLED}),

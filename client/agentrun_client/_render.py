@@ -1,5 +1,5 @@
-"""How the command line (`agentrun_client.cli`) shows runs, pages, events and submissions
-to a person; `--json` bypasses all of this."""
+"""How the command line (`agentrun_client.cli`) shows runs, pages, events, submissions and
+agents to a person; `--json` bypasses all of this."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentrun_client.models import (
+    Agent,
     Approval,
     ApproveToolCalls,
     Event,
     RaiseLimits,
     ResolveInvalidToolCall,
     Run,
+    RunStatus,
     SubmitOutcome,
     SubmitToolResults,
 )
@@ -78,6 +80,11 @@ def run_text(run: Run, prog: str) -> str:
         lines.append(f"  {name + ':':<10}{value}")
 
     row("model", _model(run.model))
+    if run.agent is not None:
+        row("agent", f"{run.agent.name}@{run.agent.version}")
+    if run.parent_run_id is not None:
+        row("parent", f"{run.parent_run_id} (its call {run.parent_tool_call_id}); depth "
+            f"{run.depth} of the tree of {run.root_run_id}")  # fmt: skip
     row("created", f"{when(run.created_at)}   updated: {when(run.updated_at)}")
     if not run.is_terminal:
         row("waiting", waiting(run.waiting_reason))
@@ -113,6 +120,8 @@ def run_text(run: Run, prog: str) -> str:
             f"invalid call of {action.tool_name!r} with {action.arguments!r}"
             f" (POST /v1/runs/{run.id}/resolution)",
         )
+    if run.status == RunStatus.REQUIRES_ACTION and action is None:
+        row("children", f"waits on its child runs ({prog} runs children {run.id})")
     if run.output is not None:
         row("output", run.output)
     if run.error:
@@ -120,6 +129,8 @@ def run_text(run: Run, prog: str) -> str:
     if run.usage is not None:
         u = run.usage
         row("usage", f"{u.input_tokens} in, {u.output_tokens} out, {u.total_tokens} tokens")
+    if run.tree_usage is not None:
+        row("tree", f"{run.tree_usage.total_tokens} tokens with its child runs'")
     if run.metadata:
         row("metadata", compact(run.metadata, 500))
     if run.priority:
@@ -197,3 +208,24 @@ def decided_text(action: str, approval: Approval, run: Run, prog: str) -> str:
     """What `runs approve` / `runs reject` did, then the run."""
     head = f"{action} {approval.tool_call_id} ({approval.name} {compact(approval.arguments, 200)})"
     return f"{head}\n{run_text(run, prog)}"
+
+
+def agent_text(agent: Agent) -> str:
+    """One version of an agent: its header, then its fields as given."""
+    lines = [f"{agent.name}@{agent.version}  {agent.description}"]
+    lines.append(f"  {'created:':<10}{when(agent.created_at)} by {agent.created_by or '-'}")
+    for key, value in agent.spec.items():
+        shown = _model(value) if key == "model" and isinstance(value, Mapping) else None
+        lines.append(f"  {key + ':':<10}{shown or compact(value, 500)}")
+    return "\n".join(lines)
+
+
+def agents_table(agents: Iterable[Agent]) -> str:
+    rows = [("NAME", "VERSION", "CREATED", "DESCRIPTION")]
+    for a in agents:
+        rows.append((a.name, str(a.version), when(a.created_at), a.description.splitlines()[0]))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1]
+        for row in rows
+    )

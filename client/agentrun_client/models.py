@@ -62,6 +62,7 @@ class EventType(StrEnum):
     RUN_APPROVAL_REQUIRED = "run.approval_required"
     TOOL_CALL_APPROVED = "tool_call.approved"
     TOOL_CALL_REJECTED = "tool_call.rejected"
+    RUN_CHILDREN_STARTED = "run.children_started"  # agent tools' calls became child runs
 
 
 #: Events that end a run's live stream.
@@ -150,6 +151,13 @@ class RunUsage(Model):
     cost_usd: float | None = None  # of the priced calls; None while none was
 
 
+class AgentRef(Model):
+    """The named agent (and version) a run started from."""
+
+    name: str
+    version: int
+
+
 class Run(Model):
     id: str
     status: RunStatus
@@ -171,6 +179,13 @@ class Run(Model):
     conversation_id: str | None = None  # the first run's id (its own unless it continues one)
     priority: int = 0  # claim order (docs/reference.md, Priority and fair share)
     queue: dict[str, Any] | None = None  # while queued: `position` and `reason`
+    agent: AgentRef | None = None  # the named agent it started from
+    # Its place in a tree of runs (agent tools' calls start child runs):
+    parent_run_id: str | None = None  # whose agent tool's call started it
+    root_run_id: str | None = None  # its own id for a root (older servers: absent)
+    depth: int = 0  # 0: a root
+    parent_tool_call_id: str | None = None  # the parent's call it answers
+    tree_usage: RunUsage | None = None  # on a single read in a tree: with its descendants'
 
     @property
     def is_terminal(self) -> bool:
@@ -190,6 +205,28 @@ class Run(Model):
         """The gated tool calls that wait for a decision (`client.approvals`)."""
         action = self.required_action
         return list(action.approvals) if isinstance(action, ApproveToolCalls) else []
+
+
+class Agent(Model):
+    """One version of a named agent (`client.agents`): `spec` holds the fields its runs
+    take (`model`, `preamble`, `tools`, `limits`, ...), as given."""
+
+    name: str
+    version: int
+    description: str
+    spec: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime
+    created_by: str | None = None
+
+    @property
+    def ref(self) -> str:
+        """`name@version`: what `agent=` takes to start runs from this very version."""
+        return f"{self.name}@{self.version}"
+
+
+class AgentPage(Model):
+    data: list[Agent]
+    next_cursor: str | None = None
 
 
 class LeasedCall(Model):

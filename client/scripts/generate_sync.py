@@ -28,8 +28,10 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Beyond unasync's own (`__aenter__`, `AsyncIterator`, ...; `AsyncX` becomes `SyncX`).
 REPLACEMENTS = {
     "_async_shims": "_sync_shims",
+    "_async_agents": "_sync_agents",
     "_async_approvals": "_sync_approvals",
     "_async_runs": "_sync_runs",
+    "AsyncAgents": "Agents",
     "AsyncApprovals": "Approvals",
     "AsyncRequester": "Requester",
     "AsyncRunsClient": "RunsClient",
@@ -47,6 +49,7 @@ REPLACEMENTS = {
 #: Each async source and the sync module generated from it.
 MODULES = {
     "_async.py": "_sync.py",
+    "_async_agents.py": "_sync_agents.py",
     "_async_approvals.py": "_sync_approvals.py",
     "_async_runs.py": "_sync_runs.py",
 }

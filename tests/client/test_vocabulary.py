@@ -17,7 +17,7 @@ from typing import Any, get_args
 import pytest
 from pydantic import BaseModel
 
-from agentrun_client import _base, errors, models
+from agentrun_client import _agents, _base, errors, models
 from agentrun_client.cli import runs as runs_cli
 from app.api import models as api_models
 from app.api.problems import CATALOGUE
@@ -98,6 +98,10 @@ COPIES: dict[str, tuple[Callable[[], set[str]], Callable[[], set[str]]]] = {
     "tool choices (cli.runs.TOOL_CHOICES)": (
         lambda: set(runs_cli.TOOL_CHOICES),
         lambda: literal_values(schemas.ToolChoiceIn),
+    ),
+    "agent names (_agents.AGENT_NAME)": (
+        lambda: {_agents.AGENT_NAME},
+        lambda: {schemas.AGENT_NAME},
     ),
     "invalid tool call actions (cli.runs.INVALID_TOOL_CALL_ACTIONS)": (
         lambda: set(runs_cli.INVALID_TOOL_CALL_ACTIONS),

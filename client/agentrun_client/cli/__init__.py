@@ -1,6 +1,7 @@
-"""`agentrun-client runs create|get|list|wait|events|submit|cancel|limits|approvals|approve|
-reject`: the API from a shell,
-for scripts and operators (also `agentrun runs …` where the service is installed).
+"""`agentrun-client runs create|get|list|children|wait|events|submit|cancel|limits|approvals|
+approve|reject` and `agentrun-client agents create|list|get|versions|update|delete`: the API
+from a shell, for scripts and operators (also `agentrun runs …` and `agentrun agents …`
+where the service is installed).
 
 The server comes from `--base-url` / `--api-key`, else `AGENTRUN_BASE_URL` /
 `AGENTRUN_API_KEY` (default http://127.0.0.1:8000, no key). Output is for people unless
@@ -20,9 +21,9 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from agentrun_client._sync import Client
-from agentrun_client.cli import approvals, runs
+from agentrun_client.cli import agents, approvals, runs
 from agentrun_client.cli.flags import UsageError
-from agentrun_client.cli.output import EXIT_ERROR, EXIT_USAGE, Command, Output
+from agentrun_client.cli.output import EXIT_ERROR, EXIT_USAGE, AddCommand, Command, Output
 from agentrun_client.errors import AgentrunError, APIError, InvalidInput
 
 
@@ -49,19 +50,29 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    top = parser.add_subparsers(dest="group", required=True, metavar="runs")
-    group = top.add_parser("runs", parents=[common], help="create, inspect, wait on, answer runs")
-    sub = group.add_subparsers(dest="command", required=True)
+    top = parser.add_subparsers(dest="group", required=True, metavar="runs|agents")
 
-    def command(name: str, fn: Command, help: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, parents=[common], help=help, description=help)
-        p.set_defaults(handler=fn, prog=prog)
-        if name not in ("create", "list", "approvals"):
-            p.add_argument("run_id", metavar="RUN_ID")
-        return p
+    def group(name: str, help: str, subject: str, on_all: tuple[str, ...]) -> AddCommand:
+        """The command group `name`; its commands take `subject` first, but `on_all`."""
+        sub = top.add_parser(name, parents=[common], help=help).add_subparsers(
+            dest="command", required=True
+        )
 
+        def command(name: str, fn: Command, help: str) -> argparse.ArgumentParser:
+            p = sub.add_parser(name, parents=[common], help=help, description=help)
+            p.set_defaults(handler=fn, prog=prog)
+            if name not in on_all:
+                p.add_argument(subject.lower(), metavar=subject)
+            return p
+
+        return command
+
+    runs_command = group(
+        "runs", "create, inspect, wait on, answer runs", "RUN_ID", ("create", "list", "approvals")
+    )
     for commands in (runs, approvals):  # (in this order in `--help`)
-        commands.add_commands(command)
+        commands.add_commands(runs_command)
+    agents.add_commands(group("agents", "named agents that runs start from", "NAME", ("list",)))
     return parser
 
 

@@ -1,10 +1,12 @@
-"""Reading the command line's flag values: JSON (inline, `@file`, `@-`), `KEY=VALUE`,
-a model; a value that cannot be used is a `UsageError` (exit status 2)."""
+"""Reading the command line's flag values: JSON (inline, `@file`, `@-`), a body (JSON, or
+a TOML file), `KEY=VALUE`, a model; a value that cannot be used is a `UsageError` (exit
+status 2)."""
 
 from __future__ import annotations
 
 import json
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,23 @@ def read_json(text: str, what: str) -> Any:
         return json.loads(source)
     except json.JSONDecodeError as exc:
         raise UsageError(f"{what}: not JSON ({exc.msg} at {exc.pos}): {source[:80]!r}") from None
+
+
+def read_body(text: str, what: str) -> dict[str, Any]:
+    """A request body: a JSON object (as `read_json` takes it), or `@path.toml`, a TOML
+    document (where a long `preamble` reads well)."""
+    if text.startswith("@") and text.endswith(".toml"):
+        path = text[1:]
+        try:
+            return tomllib.loads(Path(path).read_text())
+        except OSError as exc:
+            raise UsageError(f"{what}: cannot read {path}: {exc.strerror}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise UsageError(f"{what}: not TOML: {path}: {exc}") from None
+    body = read_json(text, what)
+    if not isinstance(body, dict):
+        raise UsageError(f"{what}: a JSON object is expected")
+    return body
 
 
 def pair(text: str, what: str, *, strict: bool) -> tuple[str, Any]:

@@ -39,5 +39,5 @@ class Output:
 
 
 Command = Callable[[Client, argparse.Namespace, Output], int]
-#: Adds a `runs` command (its name, what runs it, its help) and gives its parser back.
+#: Adds a command to its group (its name, what runs it, its help) and gives its parser back.
 AddCommand = Callable[[str, Command, str], argparse.ArgumentParser]

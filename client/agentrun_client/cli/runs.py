@@ -1,4 +1,5 @@
-"""`runs create|get|list|wait|events|submit|cancel|limits`: a run's life from a shell."""
+"""`runs create|get|list|children|wait|events|submit|cancel|limits`: a run's life from a
+shell."""
 
 from __future__ import annotations
 
@@ -61,7 +62,10 @@ def create_body(args: argparse.Namespace) -> dict[str, Any]:
         body["previous_run_id"] = args.previous_run_id
     if args.if_busy is not None:
         body["if_busy"] = args.if_busy
-    needed = ("prompt",) if "previous_run_id" in body else ("prompt", "model")
+    if args.agent is not None:
+        body["agent"] = args.agent
+    inherited = "previous_run_id" in body or "agent" in body  # (the model is theirs)
+    needed = ("prompt",) if inherited else ("prompt", "model")
     missing = [f for f in needed if f not in body]
     if missing:
         raise UsageError(f"runs create needs {' and '.join(missing)} (as an argument or in --body)")
@@ -108,15 +112,30 @@ def cmd_get(client: Client, args: argparse.Namespace, out: Output) -> int:
 
 def cmd_list(client: Client, args: argparse.Namespace, out: Output) -> int:
     if args.all:
-        page = RunPage(data=list(client.runs.list(status=args.status, page_size=100)))
+        runs = client.runs.list(status=args.status, page_size=100, root_run_id=args.root)
+        page = RunPage(data=list(runs))
     else:
-        page = client.runs.list_page(status=args.status, limit=args.limit, cursor=args.cursor)
+        page = client.runs.list_page(
+            status=args.status, limit=args.limit, cursor=args.cursor, root_run_id=args.root
+        )
+    return _page(out, page, "list")
+
+
+def cmd_children(client: Client, args: argparse.Namespace, out: Output) -> int:
+    if args.all:
+        page = RunPage(data=list(client.runs.children(args.run_id, page_size=100)))
+    else:
+        page = client.runs.children_page(args.run_id, limit=args.limit, cursor=args.cursor)
+    return _page(out, page, f"children {args.run_id}")
+
+
+def _page(out: Output, page: RunPage, command: str) -> int:
     if out.json:
         out.doc(page)
         return EXIT_OK
     out.text(_render.runs_table(page.data))
     if page.next_cursor:
-        out.note(f"more: {out.prog} runs list --cursor {page.next_cursor} (or --all)")
+        out.note(f"more: {out.prog} runs {command} --cursor {page.next_cursor} (or --all)")
     return EXIT_OK
 
 
@@ -213,6 +232,9 @@ def add_commands(command: AddCommand) -> None:
     )
     c.add_argument("--priority", type=int, metavar="N",
                    help="-100..100 (default 0): a higher one is claimed first")  # fmt: skip
+    c.add_argument("--agent", metavar="NAME[@VERSION]",
+                   help="start it from a named agent (then no --model or --tools: the "
+                   "agent's)")  # fmt: skip
     c.add_argument("--body", metavar="JSON|@FILE",
                    help="a whole request body; the flags above override its fields")  # fmt: skip
     c.add_argument("--idempotency-key", help="default: a fresh one (retries are safe)")
@@ -226,6 +248,13 @@ def add_commands(command: AddCommand) -> None:
     ls.add_argument("--limit", type=int, default=20, help="runs per page (default 20)")
     ls.add_argument("--cursor", help="the page after the one that gave this cursor")
     ls.add_argument("--all", action="store_true", help="every page")
+    ls.add_argument("--root", metavar="RUN_ID",
+                    help="only this run's tree: it and every run below it")  # fmt: skip
+
+    ch = command("children", cmd_children, "list a run's child runs, oldest first")
+    ch.add_argument("--limit", type=int, default=20, help="runs per page (default 20)")
+    ch.add_argument("--cursor", help="the page after the one that gave this cursor")
+    ch.add_argument("--all", action="store_true", help="every page")
 
     w = command("wait", cmd_wait, "wait until a run reaches a status (a long poll, no polling)")
     w.add_argument("--status", action="append", choices=STATUSES,

@@ -1,7 +1,7 @@
 """A run's live event stream as server-sent events, and waits for a run's status: the hub
 (app.service.live) decides what to send and when; this names each event by its type and
-`seq` (the `id` a client resumes from with Last-Event-ID), and gives up a wait whose client
-has gone."""
+`seq` (the `id` a client resumes from with Last-Event-ID; a tree's stream, its cursor:
+app.service.tree_live), and gives up a wait whose client has gone."""
 
 from __future__ import annotations
 
@@ -11,13 +11,17 @@ from collections.abc import AsyncIterator, Awaitable, Set
 from typing import TypeVar
 
 import orjson
+from sse_starlette import EventSourceResponse
 from sse_starlette.event import ServerSentEvent
 from starlette.requests import Request
 
+from app.api.models import EventList, EventOut
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
+from app.service import tree_live
 from app.service.live import EventHub
-from app.service.principals import without_callback
+from app.service.principals import Principal, sees_callbacks, without_callback
+from app.service.runs import RunService
 from app.service.types import EventRecord, RunRecord
 from app.timestamps import iso
 
@@ -79,9 +83,47 @@ async def server_sent_events(
             yield ServerSentEvent(data=payload(e, callbacks), event=e.type, id=str(e.seq))
 
 
+async def tree_events(
+    hub: EventHub,
+    service: RunService,
+    run_id: str,
+    principal: Principal,
+    cursor: str | None,
+    limit: int,
+    streaming: bool,
+) -> EventList | EventSourceResponse:
+    """`GET /v1/runs/{id}/events?tree=true`: the run (in the caller's scope) and its
+    descendants, a page from `cursor` or a stream."""
+    marks = tree_live.decode_cursor(cursor) if cursor is not None else {}
+    await service.owned(run_id, principal.scope)  # 404 before the stream starts
+    shown = sees_callbacks(principal)
+    if streaming:
+        stream = tree_server_sent_events(hub, run_id, marks, callbacks=shown)
+        return EventSourceResponse(stream, ping=15)
+    records, after = await tree_live.page(hub, run_id, marks, limit)
+    return EventList(
+        data=[EventOut.of(e, callbacks=shown) for e in records],
+        next_cursor=tree_live.encode_cursor(after),
+    )
+
+
+async def tree_server_sent_events(
+    hub: EventHub, run_id: str, marks: dict[str, int], *, callbacks: bool = True
+) -> AsyncIterator[ServerSentEvent]:
+    """The events of the run and its descendants after `marks`, then live ones until all
+    have ended; each event's `id` is the tree's cursor after it."""
+    after = dict(marks)
+    async with contextlib.aclosing(tree_live.stream(hub, run_id, marks)) as events:
+        async for e in events:
+            after[e.run_id] = e.seq
+            cursor = tree_live.encode_cursor(after)
+            yield ServerSentEvent(data=payload(e, callbacks), event=e.type, id=cursor)
+
+
 def payload(e: EventRecord, callbacks: bool = True) -> str:
     return orjson.dumps(
         {
+            "run_id": e.run_id,
             "seq": e.seq,
             "type": e.type,
             "data": e.data if callbacks else without_callback(e.data),

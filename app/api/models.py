@@ -216,6 +216,7 @@ class ToolResultsOut(BaseModel):
 
 
 class EventOut(BaseModel):
+    run_id: str = Field(description="the run whose event it is (with `tree=true`, one of many)")
     seq: int
     type: str
     data: dict[str, Any]
@@ -225,11 +226,23 @@ class EventOut(BaseModel):
     @classmethod
     def of(cls, e: EventRecord, *, callbacks: bool = True) -> EventOut:
         data = e.data if callbacks else without_callback(e.data)
-        return cls(seq=e.seq, type=e.type, data=data, actor=e.actor, created_at=e.created_at)
+        return cls(
+            run_id=e.run_id,
+            seq=e.seq,
+            type=e.type,
+            data=data,
+            actor=e.actor,
+            created_at=e.created_at,
+        )
 
 
 class EventList(BaseModel):
     data: list[EventOut]
+    next_cursor: str | None = Field(
+        default=None,
+        description="with `tree=true`: the `cursor` that continues after this page (also "
+        "after the last one so far: fewer than `limit` events); null without it",
+    )
 
 
 class HistoryMessageOut(BaseModel):

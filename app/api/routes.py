@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
@@ -11,7 +12,12 @@ from pydantic import BaseModel
 from sse_starlette import EventSourceResponse
 
 from app.api import models
-from app.api.live import ClientGone, server_sent_events, wait_while_connected
+from app.api.live import (
+    ClientGone,
+    server_sent_events,
+    tree_events,
+    wait_while_connected,
+)
 from app.api.problems import responses
 from app.api.security import authorize
 from app.core.lifecycle import RunStatus
@@ -56,6 +62,20 @@ PageCursor = Annotated[
         "did not make is refused with 422 `invalid-request`",
     ),
 ]
+
+#: A tree's position in its events (`app.service.tree_live`): each run's `seq`, encoded.
+TREE_CURSOR_LENGTH = 16_384
+TreeCursor = Annotated[
+    str | None,
+    Query(
+        max_length=TREE_CURSOR_LENGTH,
+        pattern=r"^[A-Za-z0-9_-]+$",
+        description="with `tree=true`: the `next_cursor` of the previous page, or a "
+        "streamed event's `id` (opaque)",
+    ),
+]
+#: A run's `Last-Event-ID`: an event's `seq`.
+SEQ = re.compile(r"[0-9]{1,10}")
 
 
 async def service_of(request: Request) -> RunService:
@@ -312,7 +332,8 @@ async def cancel(run_id: RunId, service: Service, principal: Canceller) -> model
     },
     summary="The run's event log (JSON, or a live server-sent event stream)",
     description=f"Every event type and its `data`: `{REFERENCE}#events` (the webhooks "
-    f"announce five of them: `{REFERENCE}#webhooks`).",
+    f"announce five of them: `{REFERENCE}#webhooks`). With `tree=true`, its descendants' "
+    "events too, the position a `cursor` (`Last-Event-ID`, `next_cursor`).",
 )
 async def events(
     run_id: RunId,
@@ -320,17 +341,39 @@ async def events(
     service: Service,
     principal: RunReader,
     after: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
-    last_event_id: Annotated[str | None, Header(pattern=r"^[0-9]{1,10}$")] = None,
+    last_event_id: Annotated[
+        str | None,
+        Header(
+            max_length=TREE_CURSOR_LENGTH,
+            pattern=r"^[A-Za-z0-9_-]+$",
+            description="the `id` of the last event received: a `seq` (with `tree=true`, a cursor)",
+        ),
+    ] = None,
+    tree: Annotated[
+        bool, Query(description="the run's events and every descendant's, each with `run_id`")
+    ] = False,
+    cursor: TreeCursor = None,
+    limit: Annotated[int, Query(ge=1, le=1000, description="the most events a page holds")] = 1000,
 ) -> models.EventList | EventSourceResponse:
-    if "text/event-stream" in request.headers.get("accept", ""):
+    streaming = "text/event-stream" in request.headers.get("accept", "")
+    hub: EventHub = request.app.state.event_hub
+    if tree:
+        if after:
+            raise InvalidRequest("with tree=true, continue from a `cursor`, not `after`")
+        position = last_event_id if streaming and last_event_id is not None else cursor
+        return await tree_events(hub, service, run_id, principal, position, limit, streaming)
+    if cursor is not None:
+        raise InvalidRequest("`cursor` continues a tree's events (tree=true); a run's: `after`")
+    if last_event_id is not None and not SEQ.fullmatch(last_event_id):
+        raise InvalidRequest("Last-Event-ID is an event's `seq` (with tree=true, a cursor)")
+    if streaming:
         await service.get_run(run_id, scope=principal.scope)  # 404 before the stream starts
         start = after
         if last_event_id is not None:
             start = int(last_event_id)
-        hub: EventHub = request.app.state.event_hub
         stream = server_sent_events(hub, run_id, start, callbacks=sees_callbacks(principal))
         return EventSourceResponse(stream, ping=15)
-    records = await service.events(run_id, after=after, scope=principal.scope)
+    records = await service.events(run_id, after=after, limit=limit, scope=principal.scope)
     shown = sees_callbacks(principal)
     return models.EventList(data=[models.EventOut.of(e, callbacks=shown) for e in records])
 

@@ -71,11 +71,16 @@ class RunFeed:
         self.watched: asyncio.Future[None] | None = None  # the watch is written
         self.lock = asyncio.Lock()
         self.changed = asyncio.Condition()
+        #: Set at every notification: one per tree stream that follows this run among
+        #: others (`app.service.tree_live`), which waits on all of its runs at once.
+        self.bells: set[asyncio.Event] = set()
 
     async def notify(self) -> None:
         async with self.changed:
             self.generation += 1
             self.changed.notify_all()
+        for bell in self.bells:
+            bell.set()
 
     async def refresh(self) -> None:
         async with self.lock:
@@ -234,7 +239,7 @@ class EventHub:
             ]
 
     @property
-    def _timeout(self) -> float:
+    def wake_timeout(self) -> float:
         """How long a subscriber waits for a wake-up before it reads anyway: on SQLite,
         where nothing notifies, the poll interval."""
         return self.fallback_seconds if self.store.notifies else self.poll_interval
@@ -354,7 +359,7 @@ class EventHub:
                 await asyncio.sleep(1.0)
 
     @contextlib.asynccontextmanager
-    async def _subscribed(self, run_id: str) -> AsyncIterator[RunFeed]:
+    async def subscribed(self, run_id: str) -> AsyncIterator[RunFeed]:
         """The run's feed (shared by every stream and wait on it in this process), once
         the run is watched; the watch is dropped when the last subscriber leaves."""
         self._ensure_listening()
@@ -376,9 +381,9 @@ class EventHub:
 
     async def stream(self, run_id: str, after: int) -> AsyncGenerator[EventRecord, None]:
         """The run's events after `after`, then live ones until the run has ended."""
-        timeout = self._timeout
+        timeout = self.wake_timeout
         first_wait = min(timeout, self.first_look_seconds)
-        async with self._subscribed(run_id) as feed:
+        async with self.subscribed(run_id) as feed:
             last = after
             while True:
                 seen = feed.generation
@@ -410,8 +415,8 @@ class EventHub:
         record = await whole(self.store.get(run_id, scope=scope))
         if record is None or settled(record, statuses) or timeout <= 0 or self._released:
             return record
-        wait = min(self._timeout, self.first_look_seconds)
-        async with self._subscribed(run_id) as feed:
+        wait = min(self.wake_timeout, self.first_look_seconds)
+        async with self.subscribed(run_id) as feed:
             feed.offer(record)
             while True:
                 seen = feed.generation
@@ -424,7 +429,7 @@ class EventHub:
                 await feed.wait(
                     seen, min(wait, remaining), poll=wait <= remaining, stop=self._is_released
                 )
-                wait = self._timeout
+                wait = self.wake_timeout
 
     def _is_released(self) -> bool:
         return self._released

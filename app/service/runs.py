@@ -430,10 +430,12 @@ class RunService:
         views = await self._views(records)
         return views, (encode_cursor(records[-1]) if more and records else None)
 
-    async def events(self, run_id: str, after: int = 0, *, scope: Scope) -> list[Any]:
+    async def events(
+        self, run_id: str, after: int = 0, limit: int = 1000, *, scope: Scope
+    ) -> list[Any]:
         if await self.store.get(run_id, scope=scope) is None:
             raise RunNotFound(f"no run with id {run_id}")
-        return await self.store.events(run_id, after=after)
+        return await self.store.events(run_id, after=after, limit=limit)
 
     async def view(self, record: RunRecord) -> RunView:
         """The API's view of a record the caller already holds (no re-read)."""

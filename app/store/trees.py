@@ -1,9 +1,10 @@
 """Trees of runs: a child run (an agent tool's call made it, app.agents) names its parent
 and its root in `run_configs` (`parent_run_id`, `root_run_id`, written once with it).
 The reads by tree live here: a run's children, its descendants (a recursive query over
-`parent_run_id`, the same on both dialects), a tree's spend, and the open descendants a
-cancel takes with it. A run outside any tree costs none of them: the callers ask only
-for runs whose configuration can have children (`RunConfig.spawns`) or has a parent.
+`parent_run_id`, the same on both dialects), their events, a tree's spend, and the open
+descendants a cancel takes with it. A run outside any tree costs none of them: the
+callers ask only for runs whose configuration can have children (`RunConfig.spawns`) or
+has a parent.
 """
 
 from __future__ import annotations
@@ -18,8 +19,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.core.lifecycle import TERMINAL
 from app.core.scope import Scope
 from app.store.backend.base import Backend
-from app.store.run_records import RunRecord
-from app.store.schema import created_beyond, oldest_first, run_configs, runs, select_runs
+from app.store.run_records import EventRecord, RunRecord
+from app.store.schema import (
+    created_beyond,
+    oldest_first,
+    run_configs,
+    run_events,
+    runs,
+    select_runs,
+)
 from app.store.scoping import within
 
 #: The usage counters a tree's spend adds up (the rest of `usage` is per call).
@@ -126,6 +134,38 @@ class Trees:
         async with self.backend.reader() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
         return [RunRecord.from_row(r) for r in rows]
+
+    async def subtree(self, run_id: str) -> list[str]:
+        """`run_id` and the ids of its descendants."""
+        tree = descendants_of(run_id)
+        async with self.backend.reader() as conn:
+            ids = (await conn.execute(sa.select(tree.c.id))).scalars().all()
+        return [run_id, *ids]
+
+    async def subtree_events(
+        self, run_id: str, after: Mapping[str, int], limit: int
+    ) -> list[EventRecord]:
+        """The first `limit` events of `run_id` and its descendants after each run's mark
+        in `after` (0 for a run it does not name), by `created_at`, run and `seq`. Each
+        event goes by the latest `created_at` of its run up to it, so a run's events keep
+        their order whatever its writers' clocks said (a page never skips one of them)."""
+        tree = descendants_of(run_id)
+        e = run_events.c
+        mark = sa.case(dict(after), value=e.run_id, else_=0) if after else sa.literal(0)
+        at = sa.func.max(e.created_at).over(partition_by=e.run_id, order_by=e.seq).label("at")
+        ranked = (
+            sa.select(run_events, at)
+            .where(sa.or_(e.run_id == run_id, e.run_id.in_(sa.select(tree.c.id))), e.seq > mark)
+            .subquery()
+        )
+        stmt = (
+            sa.select(*(ranked.c[c.name] for c in e))
+            .order_by(ranked.c.at, ranked.c.run_id, ranked.c.seq)
+            .limit(limit)
+        )
+        async with self.backend.reader() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
+        return [EventRecord.from_row(r) for r in rows]
 
     async def subtree_usage(self, run_id: str) -> dict[str, Any]:
         """The usage of `run_id` and all its descendants, added up (`tree_usage`)."""

@@ -15,7 +15,8 @@ def read_events(response: httpx.Response) -> Iterator[dict[str, Any]]:
         if not line:
             if "data" in message:
                 yield {
-                    "id": int(message["id"]),
+                    # (a run's stream: the `seq`; a tree's: its cursor, kept as text)
+                    "id": int(i) if (i := message["id"]).isdigit() else i,
                     "event": message["event"],
                     **json.loads(message["data"]),
                 }

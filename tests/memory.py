@@ -70,6 +70,13 @@ class _TenantReads:
         return _NoRows()
 
 
+class _Sequence(_TenantReads):
+    """(`MemoryBackend.transaction`) Changes applied in order; SQL refused."""
+
+    async def execute(self, stmt: Any, *params: Any) -> _NoRows:
+        raise self.backend._sql("a SQL statement in a transaction")
+
+
 class MemoryBackend:
     notifies = False
     folds = False  # (no rollups here: a retry is its compare-and-set alone)
@@ -95,7 +102,9 @@ class MemoryBackend:
         return _TenantReads(self)
 
     def transaction(self) -> Any:
-        raise self._sql("a SQL transaction")
+        """One process, no concurrency here: a transaction of changes is their sequence
+        (`change` ignores its `conn`); a SQL statement on it is not answered."""
+        return _Sequence(self)
 
     def atomic(self) -> Any:
         raise self._sql("a SQL statement")

@@ -13,6 +13,7 @@ from app.clock import Clock
 from app.core.events import EventType as E
 from app.core.lifecycle import TERMINAL, RunStatus
 from app.core.scope import Scope
+from app.service import lineage
 from app.service.errors import InvalidRequest, RunNotFound, RunStateConflict
 from app.service.prices import PriceBook
 from app.service.schemas import LimitsIn, RunLimits
@@ -105,7 +106,7 @@ class RunLimitsService:
                 change = changes.limit(record.version, new, event)
             updated, _ = await self.store.apply(run_id, change, self.clock.now(), scope=scope)
             if updated is not None:
-                if updated.run_config.spawns:  # (its limits cover its tree)
+                if lineage.in_tree(updated):  # (its limits cover its tree)
                     await self._resume_tree(updated, actor)
                 return updated
         current = "" if record is None else record.status.value

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.store.config import spawns
 from app.store.run_records import RunRecord
 
 #: Configuration keys of a continuing run.
@@ -55,4 +56,4 @@ def tree_of(record: RunRecord) -> dict[str, Any]:
 
 def in_tree(record: RunRecord) -> bool:
     """Whether the run is part of a tree: a child, or a run whose agent tools can start children."""
-    return isinstance(record.config.get(TREE_KEY), dict) or record.run_config.spawns
+    return isinstance(record.config.get(TREE_KEY), dict) or spawns(record.config)

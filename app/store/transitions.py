@@ -16,12 +16,13 @@ from typing import Any
 import sqlalchemy as sa
 
 from app import metrics
-from app.core.lifecycle import TERMINAL
+from app.core.lifecycle import INITIAL, TERMINAL, Transition
 from app.core.scope import Scope
 from app.core.stored import Snapshot
 from app.store import changes, waiting
 from app.store.backend.base import Backend, Changed, ChangeWrite, NewRun, Wake
 from app.store.changes import Change
+from app.store.config import spawns
 from app.store.errors import NotFoundError
 from app.store.fold import reopen
 from app.store.hooks import Hooks
@@ -139,7 +140,7 @@ class Transitions:
         except _Refused:
             return Changed(None)
         for _ in write.change.spawns:
-            metrics.transition("create", "queued")
+            metrics.transition("create", INITIAL.value)
         return done
 
     async def cancel_tree(
@@ -160,13 +161,13 @@ class Transitions:
                     raise _Refused
                 wakes.extend(done.wakes)
                 ended.append(done.record)
-                if done.record.run_config.spawns:
+                if spawns(done.record.config):
                     await self._cancel_descendants(conn, run_id, actor, now, wakes, ended)
         except _Refused:
             return None
         self.backend.wake(wakes)
-        for _ in ended:
-            metrics.transition("cancel", "cancelled")
+        for record in ended:
+            metrics.transition(Transition.CANCEL.value, record.status.value)
         await self.hooks.ended(ended, now)
         return ended[0]
 
@@ -298,7 +299,7 @@ class Transitions:
                     changed.append((applied.transition.value, done.record.status.value))
                     if done.record.status in TERMINAL:
                         ended.append(done.record)
-                        if done.record.run_config.spawns:  # (its tree ends with it)
+                        if spawns(done.record.config):  # (its tree ends with it)
                             await self._cancel_descendants(conn, row[0], None, now, wakes, ended)
         self.backend.wake(wakes)
         for transition, status_to in changed:  # (counted once committed)

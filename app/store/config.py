@@ -119,4 +119,3 @@ def spawns(doc: Mapping[str, Any]) -> bool:
     """Whether a stored configuration has agent tools (its calls start child runs): read
     off the document without parsing the rest of it."""
     return any(isinstance(t, dict) and t.get("agent") for t in doc.get("tools") or ())
-

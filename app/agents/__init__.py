@@ -12,11 +12,18 @@ from app.agents.rows import AgentRows
 from app.agents.service import AgentService
 from app.agents.spawn import Spawner
 from app.service.runs import RunService
+from app.service.schemas import RunCreate
 from app.store.hooks import Sweep
 
 
 def agent_service(runs: RunService) -> AgentService:
-    return AgentService(AgentRows(runs.store.backend), runs.settings, runs.clock)
+    """The agents of `runs`' store; an agent is written only if a run could start from it
+    (a create's checks, nothing written)."""
+
+    async def vet(body: RunCreate, tenant: str) -> object:
+        return await runs.prepare(body, tenant=tenant)
+
+    return AgentService(AgentRows(runs.store.backend), runs.settings, runs.clock, vet)
 
 
 def install(runs: RunService) -> None:

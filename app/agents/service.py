@@ -4,7 +4,7 @@ names an agent of the tenant, and no chain of them nests deeper than runs may)."
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from app.agents.rows import AgentRecord, AgentRows
@@ -23,18 +23,25 @@ from app.service.schemas import RunCreate
 from app.settings import Settings
 from app.store.hooks import Creating
 
+#: `(a create, its tenant)`: the create's checks, nothing written (`RunService.prepare`).
+Vet = Callable[[RunCreate, str], Awaitable[object]]
+
 
 class AgentService:
-    def __init__(self, rows: AgentRows, settings: Settings, clock: Clock) -> None:
+    def __init__(
+        self, rows: AgentRows, settings: Settings, clock: Clock, vet: Vet | None = None
+    ) -> None:
         self.rows = rows
         self.settings = settings
         self.clock = clock
+        self.vet = vet
 
     # --- the API's operations ---------------------------------------------------------
 
     async def create(self, body: AgentIn, *, tenant: str, actor: str | None) -> AgentRecord:
         spec = stored_spec(body)
         await self._check_tools(tenant, body.name, spec)
+        await self._vetted(spec, tenant)
         made = await self.rows.insert(
             tenant, body.name, body.description, spec, self.clock.now(), actor, new=True
         )
@@ -54,6 +61,7 @@ class AgentService:
         if await self.rows.latest(tenant, name) is None:
             raise AgentNotFound(f"no agent named {name!r}")
         await self._check_tools(tenant, name, spec)
+        await self._vetted(spec, tenant)
         made = await self.rows.insert(
             tenant, name, body.description, spec, self.clock.now(), actor, new=False
         )
@@ -113,6 +121,12 @@ class AgentService:
                 raise InvalidRequest(f"tools[{i}].agent: no agent {ref!r} in this tenant")
 
     # --- helpers -------------------------------------------------------------------------
+
+    async def _vetted(self, spec: Mapping[str, Any], tenant: str) -> None:
+        """A run could start from it: a create's checks pass (its webhook's URL, a cost
+        limit's price, its approval rules, the tools `tool_choice` names, ...)."""
+        if self.vet is not None:
+            await self.vet(RunCreate.model_validate({**spec, "prompt": "-"}), tenant)
 
     async def _find(self, tenant: str, name: str, version: int | None) -> AgentRecord | None:
         if version is None:

@@ -113,6 +113,17 @@ BAD_BODIES: list[tuple[dict[str, Any], int, str]] = [
         422,
         "invalid-request",
     ),  # (itself: an endless chain)
+    # A run could not start from these: the create's own checks refuse them at once.
+    (
+        {"name": "x", "description": "d", "model": ECHO, "webhook": {"url": "http://127.0.0.1:9/"}},
+        422,
+        "invalid-request",
+    ),
+    (
+        {"name": "x", "description": "d", "model": ECHO, "tool_choice": {"name": "nope"}},
+        422,
+        "invalid-request",
+    ),
 ]
 
 

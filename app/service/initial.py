@@ -9,7 +9,13 @@ from typing import Any
 
 from app.core import AgentRun, Message
 from app.service import convert
-from app.service.schemas import INHERITED, InvalidToolCallPolicy, RunCreate
+from app.service.schemas import (
+    INHERITED,
+    OUTPUT_RETRIES,
+    OUTPUT_TOOL,
+    InvalidToolCallPolicy,
+    RunCreate,
+)
 from app.store.hooks import Continuation
 
 
@@ -27,12 +33,16 @@ def initial_run(
 ) -> AgentRun:
     """A new run's state machine from its configuration (create, and `restart`)."""
     policy = InvalidToolCallPolicy.model_validate(config["invalid_tool_call"])
+    schema = config.get("output_schema")
     return AgentRun(
         prompt,
         max_turns=max_turns,
         history=list(history) or None,
         tool_choice=convert.tool_choice_from_config(config["tool_choice"]),
         max_invalid_tool_call_retries=retry_budget(policy, max_turns),
+        output_tool_name=None if schema is None else OUTPUT_TOOL,
+        output_schema=schema,
+        max_output_retries=0 if schema is None else OUTPUT_RETRIES,
     )
 
 

@@ -72,7 +72,8 @@ def hooks_trimmed(store: RunStore, body: RunCreate) -> dict[str, Any]:
     """A create's request as its idempotency hash covers it: without the options it
     leaves unset (the features' trims; a default that did not always exist)."""
     request = store.hooks.trim(without_unset_queues(body.model_dump(mode="json")))
-    for added, default in (("if_busy", "reject"), ("priority", 0), ("agent", None)):
+    added_later = (("if_busy", "reject"), ("priority", 0), ("agent", None), ("output_schema", None))
+    for added, default in added_later:
         if added in request and request[added] == default:  # (hashed as before it existed)
             request.pop(added)
     return request
@@ -240,6 +241,8 @@ class RunService:
         elif body.model is None:
             raise InvalidRequest("model is required unless previous_run_id names a run to continue")
         agent = agent_settings(body, before)
+        if agent.get("output_schema") is None:  # (a run without one: configured as before)
+            agent.pop("output_schema", None)
         names = [t["name"] for t in agent["tools"] or []]
         choice = convert.tool_choice_from_config(agent["tool_choice"])
         if choice is not None and choice.kind == "specific":

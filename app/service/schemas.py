@@ -19,14 +19,20 @@ from app.core import MAX_JSON_INT, MIN_JSON_INT
 from app.providers import profiles
 from app.providers.params import EXTRA_BODY, validate_params
 from app.providers.profile_config import NAME as PROFILE_NAME
+from app.service import jsonschemas
 from app.service.jsonrules import check_body
 
 TOOL_NAME = r"^[a-zA-Z0-9_-]{1,64}$"
+#: The tool a run with an `output_schema` ends by calling, and how often a call of it that
+#: misses a required field (or a text answer that is not such JSON) is asked again.
+OUTPUT_TOOL = "final_output"
+OUTPUT_RETRIES = 2
 RUN_ID = r"^[A-Za-z0-9_-]{1,40}$"
 #: The fields a continuing run takes from the run it continues unless its body sets them
 #: (present in the body, `null` and `[]` included: they override).
 INHERITED = (
     "model",
+    "output_schema",
     "preamble",
     "tools",
     "tool_choice",
@@ -344,6 +350,29 @@ class RunFields(Body):
     approval_on_timeout: Literal["reject", "approve"] | None = Field(
         default=None, description="the decision a call that waited too long gets (`reject`)"
     )
+    output_schema: dict[str, Any] | None = Field(
+        default=None,
+        description="structured output: a JSON Schema of an object. The model is offered "
+        f"the tool `{OUTPUT_TOOL}` with it as parameters, and the run completes when it "
+        "calls it (its `output`: the arguments as JSON; a call missing a required field is "
+        f"asked again, up to {OUTPUT_RETRIES} times) or answers with JSON text that holds "
+        "the required fields",
+    )
+
+    @field_validator("output_schema")
+    @classmethod
+    def object_schema(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+        if schema is None:
+            return None
+        if schema.get("type") != "object":
+            raise PydanticCustomError(
+                "output_schema", 'an output schema describes an object: `"type": "object"`'
+            )
+        try:
+            jsonschemas.check(schema)
+        except jsonschemas.BadSchema as exc:
+            raise PydanticCustomError("output_schema", "{why}", {"why": str(exc)}) from None
+        return schema
 
     @field_validator("model", mode="before")
     @classmethod
@@ -360,6 +389,14 @@ class RunFields(Body):
         if len(names) != len(set(names)):
             raise PydanticCustomError("cross_field", "tool names must be unique")
         return tools
+
+    @model_validator(mode="after")
+    def output_tool_free(self) -> RunFields:
+        if self.output_schema is not None and any(t.name == OUTPUT_TOOL for t in self.tools):
+            raise PydanticCustomError(
+                "cross_field", f"a tool named {OUTPUT_TOOL} is the output schema's: rename it"
+            )
+        return self
 
 
 class RunCreate(RunFields):

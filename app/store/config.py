@@ -45,6 +45,7 @@ class RunConfig:
     approval_on_timeout: str = "reject"  # the decision it then gets
     gates: bool = False  # whether any call could be gated (app.approvals.policies)
     spawns: bool = False  # whether any tool is an agent tool (a call starts a child run)
+    output_schema: Any = None  # structured output: the final tool's parameters (None: none)
 
     @classmethod
     def parse(cls, doc: Mapping[str, Any]) -> RunConfig:
@@ -84,6 +85,7 @@ class RunConfig:
             approval_on_timeout=doc.get("approval_on_timeout") or "reject",
             gates=gates,
             spawns=any(t.agent for t in tools),
+            output_schema=doc.get("output_schema"),
         )
 
     def tool(self, tool_name: str) -> ToolDef | None:

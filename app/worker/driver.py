@@ -42,6 +42,7 @@ from app.providers.base import ModelRequest, Provider, ProviderError, ProviderTu
 from app.providers.profiles import Profiles
 from app.service import convert, recorded
 from app.service.prices import PriceBook
+from app.service.schemas import OUTPUT_TOOL
 from app.service.tokens import callback_token, token_hash
 from app.settings import Settings
 from app.store import changes
@@ -60,6 +61,7 @@ log = structlog.get_logger("agentrun.worker")
 
 ProviderFactory = Callable[[Mapping[str, Any]], Provider]
 NO_SPAWNS = Spawned()
+OUTPUT_DESCRIPTION = "Give your final answer: call this once, with the result as its arguments."
 
 
 class RunDriver:
@@ -184,6 +186,8 @@ class RunDriver:
         config = claim.record.run_config
         model = config.model
         tools = [ToolSpec(t.name, t.description, t.parameters) for t in config.tools]
+        if config.output_schema is not None:  # (the run ends by calling it)
+            tools.append(ToolSpec(OUTPUT_TOOL, OUTPUT_DESCRIPTION, config.output_schema))
         choice = config.tool_choice
         spec = model.doc
         request = ModelRequest(

@@ -245,14 +245,29 @@ def build(app: FastAPI) -> dict[str, Any]:
     components: dict[str, Any] = schema.setdefault("components", {}).setdefault("schemas", {})
     for unused in ("HTTPValidationError", "ValidationError"):
         components.pop(unused, None)
-    body_parts = _referenced(components, _BODIES)
+    bodies = sorted({*_BODIES, *_request_bodies(paths)} & set(components))
+    body_parts = _referenced(components, tuple(bodies))
     for name in body_parts:
         components[name] = _tighten(components[name])
     components["ModelSpec"] = _model_schema(components)
-    create = components["RunCreate"]["properties"]
-    create["model"] = {"$ref": "#/components/schemas/ModelSpec"}
+    for name in bodies:  # (a run's body, an agent's: `model` is a ModelSpec, never null)
+        properties = components[name].get("properties", {})
+        if "model" in properties:
+            properties["model"] = {"$ref": "#/components/schemas/ModelSpec"}
     components["JsonValue"] = _json_value_schema()
     return schema
+
+
+def _request_bodies(paths: dict[str, Any]) -> set[str]:
+    """The schema names of every operation's JSON request body (a feature's routes too)."""
+    names = set()
+    for path in paths.values():
+        for operation in path.values():
+            content = operation.get("requestBody", {}).get("content", {})
+            ref = content.get("application/json", {}).get("schema", {}).get("$ref", "")
+            if ref:
+                names.add(ref.rsplit("/", 1)[-1])
+    return names
 
 
 def _referenced(components: dict[str, Any], roots: tuple[str, ...]) -> list[str]:

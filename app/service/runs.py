@@ -42,6 +42,7 @@ from app.service.schemas import (
     ResolutionIn,
     RunCreate,
     ToolResultsIn,
+    output_schema_problem,
 )
 from app.service.submissions import SubmitOutcome
 from app.service.tokens import callback_token, new_key
@@ -243,6 +244,8 @@ class RunService:
         agent = agent_settings(body, before)
         if agent.get("output_schema") is None:  # (a run without one: configured as before)
             agent.pop("output_schema", None)
+        elif problem := output_schema_problem(agent["output_schema"]):
+            raise InvalidRequest(problem)
         names = [t["name"] for t in agent["tools"] or []]
         choice = convert.tool_choice_from_config(agent["tool_choice"])
         if choice is not None and choice.kind == "specific":

@@ -72,6 +72,18 @@ QUEUE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 QueueName = Annotated[str, Field(pattern=QUEUE_NAME, description="a tool-call queue's name")]
 
 
+def output_schema_problem(schema: dict[str, Any]) -> str | None:
+    """Why an `output_schema` cannot be the final tool's parameters (a rule the request's
+    JSON Schema does not state: a 422 `invalid-request`), or None."""
+    if schema.get("type") != "object":
+        return 'output_schema: an output schema describes an object: `"type": "object"`'
+    try:
+        jsonschemas.check(schema)
+    except jsonschemas.BadSchema as exc:
+        return f"output_schema: {exc}"
+    return None
+
+
 def integral(value: Any) -> Any:
     """JSON numbers with no fractional part as `int` (JSON has one number type: `5.0` is
     the integer 5), inside arrays and objects too; every other value as it is."""
@@ -358,21 +370,6 @@ class RunFields(Body):
         f"asked again, up to {OUTPUT_RETRIES} times) or answers with JSON text that holds "
         "the required fields",
     )
-
-    @field_validator("output_schema")
-    @classmethod
-    def object_schema(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
-        if schema is None:
-            return None
-        if schema.get("type") != "object":
-            raise PydanticCustomError(
-                "output_schema", 'an output schema describes an object: `"type": "object"`'
-            )
-        try:
-            jsonschemas.check(schema)
-        except jsonschemas.BadSchema as exc:
-            raise PydanticCustomError("output_schema", "{why}", {"why": str(exc)}) from None
-        return schema
 
     @field_validator("model", mode="before")
     @classmethod

@@ -94,6 +94,9 @@ async def test_a_commit_that_missed_its_notify_reaches_the_stream_by_the_log(
         cancel = asyncio.ensure_future(service.cancel(run_id, actor="test", scope=Scope.ALL))
 
         async def lock_waits() -> int:
+            # (Inside the locker's transaction pg_stat_activity is read once and kept:
+            # drop that snapshot, or a first look before the cancel waits sees 0 forever.)
+            await locker.execute("SELECT pg_stat_clear_snapshot()")
             cursor = await locker.execute(
                 "SELECT count(*) FROM pg_stat_activity"
                 " WHERE datname = current_database() AND wait_event_type = 'Lock'"

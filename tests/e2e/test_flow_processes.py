@@ -40,7 +40,10 @@ async def test_workers_with_no_limit_learn_the_quota_from_the_first_429(
     args = bench_args(postgres_server, 32, rpm=240, tpm=10**6, burst=1.0, timeout=90.0)
     result = await scenario(args, None)
     assert result["runs"] == {"completed": 32}
-    assert isinstance(result["429s"], int) and 1 <= result["429s"] <= 8
+    # Unpaced, most of the 28 calls past the burst would draw one. Learned: the first
+    # wave's (at most one per slot, 8) and, on a loaded machine, a retry or two that left
+    # before the other worker heard the first 429 (seen: 9 once in a full suite at -n 2).
+    assert isinstance(result["429s"], int) and 1 <= result["429s"] <= 12
     assert isinstance(result["served_seconds"], float)
     # Twice the quota's 8 s, and 10 s (from the first call: process start-up is not timed)
     assert result["served_seconds"] <= 2 * 32 / 4 + 10

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.service import runs as service_runs
+from app.service import new_runs as service_runs
 from app.settings import Settings
 from tests.api.sse_client import read_events
 from tests.api.test_runs_api import body
@@ -91,7 +91,7 @@ async def test_ids_minted_before_still_work(
     client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for old in ("run_-Ab3_xY9kLm2Qr5Tu8Wz", "run__0aB-cD1eF2gH3iJ4kL"):
-        monkeypatch.setattr(service_runs, "run_id", lambda old=old: old)
+        monkeypatch.setattr("app.service.runs.run_id", lambda old=old: old)  # (where used)
         assert (await client.post("/v1/runs", json=body())).json()["id"] == old
         assert (await client.get(f"/v1/runs/{old}")).json()["id"] == old
         events = (await client.get(f"/v1/runs/{old}/events")).json()["data"]

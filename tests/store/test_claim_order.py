@@ -12,7 +12,8 @@ from sqlalchemy.engine import make_url
 from app.approvals import policies
 from app.core.scope import Scope
 from app.service import convert
-from app.service.runs import RunService, without_unset_queues
+from app.service.new_runs import without_unset_queues
+from app.service.runs import RunService
 from app.settings import Settings
 from app.store.backend.pg_statements import Shape
 from app.store.backend.postgres import PostgresBackend

@@ -3,7 +3,7 @@ list the composition root (and a test that builds its own store) installs."""
 
 from __future__ import annotations
 
-from app import agents, approvals, conversations, tenancy
+from app import agents, approvals, conversations, schedules, tenancy
 from app.clock import SYSTEM_CLOCK, Clock
 from app.limits import hooks as limits
 from app.service.runs import RunService
@@ -18,6 +18,7 @@ def install(store: RunStore, settings: Settings, clock: Clock = SYSTEM_CLOCK) ->
     conversations.install(store)
     approvals.install(RunService(store, settings, clock))
     agents.install(RunService(store, settings, clock))
+    schedules.install(RunService(store, settings, clock))
     webhooks.install(store)
     limits.install(store, tenancy.limits_source(store, clock))
     return store

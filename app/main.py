@@ -28,6 +28,7 @@ from app.approvals.service import ApprovalService
 from app.clock import SYSTEM_CLOCK, Clock
 from app.limits.run_limits import RunLimitsService
 from app.providers import profiles
+from app.schedules import schedule_service
 from app.service.live import EventHub
 from app.service.principals import Authenticator
 from app.service.reads import RunReads
@@ -140,6 +141,7 @@ def create_app(
     from app.api.app import create_api
     from app.approvals import routes as approval_routes
     from app.limits import routes as limits_routes
+    from app.schedules import routes as schedule_routes
     from app.toolqueue import routes as queue_routes
 
     @asynccontextmanager
@@ -151,6 +153,7 @@ def create_app(
             app.state.queues = c.queues
             app.state.approvals = ApprovalService(c.service)
             app.state.agents = agent_service(c.service)
+            app.state.schedules = schedule_service(c.service)
             app.state.run_limits = RunLimitsService.of(c.store, settings, clock)
             app.state.operators = OperatorService(
                 c.store, hasher=password_hasher(settings), clock=clock
@@ -179,6 +182,7 @@ def create_app(
             queue_routes.router,
             approval_routes.router,
             agent_routes.router,
+            schedule_routes.router,
             *tenancy_routers(),
         ],
     )

@@ -61,6 +61,16 @@ TRANSITIONS = Counter(
     "Run transitions applied, by transition and the status the run is in after it",
     ["transition", "status"],
 )
+SCHEDULE_TICKS = Counter(
+    "agentrun_schedule_ticks",
+    "Schedule ticks handled, by outcome (started | skipped | buffered | missed | failed)",
+    ["outcome"],
+)
+SCHEDULE_LAG = Histogram(
+    "agentrun_schedule_lag_seconds",
+    "From a tick's scheduled time to its run's creation (jitter and catch-up included)",
+    buckets=LATENCY_BUCKETS,
+)
 WEBHOOK_ATTEMPTS = Counter(
     "agentrun_webhook_attempts",
     "Webhook delivery attempts by outcome (delivered | error)",

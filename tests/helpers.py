@@ -207,6 +207,8 @@ CLEAN_TABLES = (
     "api_keys",
     "fair_ranks",
     "agents",
+    "schedules",
+    "schedule_ticks",
 )
 
 

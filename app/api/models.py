@@ -104,6 +104,10 @@ class RunOut(BaseModel):
         default=None,
         description='the named agent the run started from: `{"name", "version"}`',
     )
+    schedule: dict[str, Any] | None = Field(
+        default=None,
+        description='the schedule tick that started the run: `{"key", "scheduled_time"}`',
+    )
     parent_run_id: str | None = Field(
         default=None, description="a child run's parent (whose agent tool's call started it)"
     )
@@ -197,6 +201,7 @@ class RunOut(BaseModel):
             previous_run_id=lineage.previous_of(r),
             conversation_id=lineage.conversation_of(r),
             agent=lineage.agent_of(r),
+            schedule=lineage.schedule_of(r),
             **lineage.tree_of(r),
             tree_usage=view.tree_usage,
             priority=r.priority,

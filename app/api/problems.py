@@ -63,6 +63,21 @@ CATALOGUE: dict[str, tuple[int, str, str]] = {
         "An agent with this name exists",
         "Agent names are unique in a tenant: `PUT /v1/agents/{name}` makes its next version.",
     ),
+    "schedule-not-found": (
+        404,
+        "Schedule not found",
+        "The caller's tenant has no schedule of this key (or it was deleted).",
+    ),
+    "schedule-busy": (
+        409,
+        "The schedule kept changing",
+        "Workers fired the schedule throughout the change's attempts; send it again.",
+    ),
+    "schedule-exists": (
+        409,
+        "A schedule with this key exists",
+        "Schedule keys are unique in a tenant: `PATCH /v1/schedules/{key}` changes it.",
+    ),
     "tenant-exists": (409, "A tenant with this id exists", "Tenant ids are unique."),
     "run-state-conflict": (
         409,

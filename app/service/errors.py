@@ -123,6 +123,24 @@ class AgentNotFound(ServiceError):
     title = "Agent not found"
 
 
+class ScheduleNotFound(ServiceError):
+    code = "schedule-not-found"
+    status = 404
+    title = "Schedule not found"
+
+
+class ScheduleBusy(ServiceError):
+    code = "schedule-busy"
+    status = 409
+    title = "The schedule kept changing"
+
+
+class ScheduleExists(ServiceError):
+    code = "schedule-exists"
+    status = 409
+    title = "A schedule with this key exists"
+
+
 class AgentExists(ServiceError):
     code = "agent-exists"
     status = 409

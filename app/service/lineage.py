@@ -16,6 +16,8 @@ CONVERSATION_KEY = "conversation_id"
 #: its tree (`{"parent_run_id", "root_run_id", "depth", "parent_tool_call_id"}`).
 AGENT_KEY = "agent"
 TREE_KEY = "tree"
+#: The schedule tick that started a run (`{"id", "key", "scheduled_time", "source"}`).
+SCHEDULE_KEY = "schedule"
 
 
 def conversation_of(record: RunRecord) -> str:
@@ -33,6 +35,14 @@ def agent_of(record: RunRecord) -> dict[str, Any] | None:
     """`{"name", "version"}` of the agent the run started from, if it did."""
     value = record.config.get(AGENT_KEY)
     return dict(value) if isinstance(value, dict) else None
+
+
+def schedule_of(record: RunRecord) -> dict[str, Any] | None:
+    """`{"key", "scheduled_time"}` of the schedule tick that started the run, if one did."""
+    value = record.config.get(SCHEDULE_KEY)
+    if not isinstance(value, dict):
+        return None
+    return {"key": value.get("key"), "scheduled_time": value.get("scheduled_time")}
 
 
 def tree_of(record: RunRecord) -> dict[str, Any]:

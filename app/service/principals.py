@@ -37,6 +37,7 @@ class Permission(StrEnum):
     BROWSER_TOKENS_CREATE = "browser-tokens:create"
     KEYS_MANAGE = "keys:manage"  # the keys of the caller's own tenant
     AGENTS_MANAGE = "agents:manage"  # create, version and delete the tenant's named agents
+    SCHEDULES_MANAGE = "schedules:manage"  # create, change, pause, trigger the schedules
     # Deployment-wide: only principals of DEFAULT_TENANT may hold these.
     TENANTS_MANAGE = "tenants:manage"
     METRICS_READ = "metrics:read"

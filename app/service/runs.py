@@ -160,11 +160,13 @@ class RunService:
         tenant: str = DEFAULT_TENANT,
         tree: Mapping[str, Any] | None = None,
         named: Mapping[str, Any] | None = None,
+        marks: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> Prepared:
         """A new run as its create writes it, checked (a refusal raises) and not written:
         the create's, or a child run's (`tree`: its place, `app.store.trees`; `named`: the
         agent its body was made from), which the suspension that starts it writes in its
-        own transaction."""
+        own transaction. `marks`: configuration keys a feature sets on the run, shown in
+        its `run.created` event too (a schedule's tick: `schedule`)."""
         request = hooks_trimmed(self.store, body)  # (hashed as the caller sent it)
         agent_ref = None if named is None else dict(named)  # (a child's, resolved already)
         if body.agent is not None:
@@ -232,7 +234,7 @@ class RunService:
             }
             config.update(continued)
             created_data.update(continued)
-        for key, place in ((AGENT_KEY, agent_ref), (TREE_KEY, tree)):
+        for key, place in ((AGENT_KEY, agent_ref), (TREE_KEY, tree), *(marks or {}).items()):
             if place is not None:  # (a named agent's run; a child run's place in its tree)
                 config[key] = dict(place)
                 created_data[key] = dict(place)

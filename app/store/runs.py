@@ -66,6 +66,7 @@ class RunStore:
         self.heartbeat, self.append_events = t.heartbeat, t.append_events
         self.reap_expired_leases, self.expire_suspended = t.reap_expired_leases, t.expire_suspended
         self.cancel_tree = t.cancel_tree
+        self.create_joined, self.created = t.create_joined, t.created
 
         self.trees = Trees(self.backend)  # (children, descendants, a tree's spend)
 

@@ -26,7 +26,7 @@ from app.store.config import spawns
 from app.store.errors import NotFoundError
 from app.store.fold import reopen
 from app.store.hooks import Hooks
-from app.store.run_records import NewEvent, RunRecord
+from app.store.run_records import NewEvent, RunRecord, SpawnedRun
 from app.store.schema import DEFAULT_TENANT, runs
 from app.store.trees import open_descendant_ids
 
@@ -219,6 +219,20 @@ class Transitions:
         if existing is None:  # deleted between the two statements: ask again
             raise NotFoundError("idempotency key")
         return existing, False
+
+    async def create_joined(self, conn: Any, run: SpawnedRun, now: datetime) -> list[Wake]:
+        """Insert a run (as `RunService.prepare` built it) in a feature's transaction on
+        `conn` (a schedule's tick: the run exists only if the tick's row commits); the
+        wake-ups to send once it has (`created`)."""
+        new = _new_run(dict(run.values), run.events, run.snapshot, now)
+        made = await self.backend.create(dataclasses.replace(new, conn=conn))
+        return list(made.wakes)
+
+    def created(self, count: int, wakes: Sequence[Wake]) -> None:
+        """`count` runs of `create_joined` committed: send their wake-ups."""
+        self.backend.wake(wakes)
+        for _ in range(count):
+            metrics.transition("create", INITIAL.value)
 
     async def claim(self, worker_id: str, now: datetime, lease_until: datetime) -> RunRecord | None:
         """Take the oldest due queued run."""

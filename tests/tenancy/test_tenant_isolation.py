@@ -106,6 +106,15 @@ async def world(
             json={"name": "a-agent", "description": f"A's {MARKER}", "model": TEXT_ONLY},
         )
         assert agent.status_code == 201, agent.text
+        schedule = await a.post(
+            "/v1/schedules",
+            json={
+                "key": "a-sched",
+                "cron": "0 6 * * *",
+                "run": {"agent": "a-agent", "prompt": f"A's {MARKER}"},
+            },
+        )
+        assert schedule.status_code == 201, schedule.text
         lease = await a.post("/v1/queues/gpu/lease", json={"wait": 0, "limit": 1})
         (call,) = lease.json()["calls"]
         callback = runs["direct"]["required_action"]["callback_url"]
@@ -120,6 +129,7 @@ async def world(
             "tenant_id": A,
             "name": "a-agent",
             "version": 1,
+            "key": "a-sched",
         }
         yield app, a, b, objects
 
@@ -181,6 +191,14 @@ def aimed(objects: dict[str, Any]) -> dict[str, Callable[[], Any]]:
         # (B's own agent: another name, so A's stays unknown to B)
         "AgentIn": lambda: {"name": "b-own", "description": "B's", "model": B_MODEL},
         "AgentUpdate": lambda: {"description": "B's", "model": B_MODEL},
+        # (B's own schedule: another key, so A's stays unknown to B)
+        "ScheduleIn": lambda: {
+            "key": "b-own",
+            "cron": "0 6 * * *",
+            "run": {"prompt": "B's", "model": B_MODEL},
+        },
+        "SchedulePatch": lambda: {"note": "B's"},
+        "BackfillIn": lambda: {"from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z"},
     }
 
 

@@ -59,6 +59,7 @@ from app.store.schema.runs import (
     runs,
     select_runs,
 )
+from app.store.schema.schedules import schedule_ticks, schedules
 from app.store.schema.usage import (
     LEDGER_UNFOLDED,
     model_calls,
@@ -114,6 +115,8 @@ __all__ = [
     "run_messages",
     "run_watchers",
     "runs",
+    "schedule_ticks",
+    "schedules",
     "select_runs",
     "service_secrets",
     "tenant_column",

@@ -1,0 +1,46 @@
+"""Each worker's firing loop (a `Background` of the kernel's hooks): fire what is due,
+then sleep until the next due tick, a schedule's change (NOTIFY) or the poll."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import structlog
+
+from app.clock import Clock
+from app.schedules.firing import Firer
+
+log = structlog.get_logger("agentrun.schedules")
+
+#: The NOTIFY channel a schedule's write wakes the loops on.
+SCHEDULES_CHANNEL = "agentrun_schedules"
+#: The longest sleep when NOTIFY wakes the loop (a missed wake-up costs at most this).
+LONGEST_SLEEP = 30.0
+#: The shortest: a due schedule another worker holds is looked at again after it.
+SHORTEST_SLEEP = 0.2
+
+
+class FiringLoop:
+    def __init__(self, firer: Firer, clock: Clock, poll: float, notifies: bool) -> None:
+        self.firer = firer
+        self.clock = clock
+        self.longest = LONGEST_SLEEP if notifies else poll
+
+    async def run(self, woken: asyncio.Event) -> None:
+        while True:
+            delay = self.longest
+            try:
+                await self.firer.fire_due(self.clock.now())
+                nxt = await self.firer.rows.next_due()
+                if nxt is not None:
+                    delay = (nxt - self.clock.now()).total_seconds()
+            except Exception:
+                log.exception("schedules loop failed")
+            delay = min(self.longest, max(SHORTEST_SLEEP, delay))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(woken.wait(), delay)
+            woken.clear()
+
+    async def aclose(self) -> None:
+        """(It holds nothing.)"""

@@ -68,8 +68,9 @@ SCHEDULE_TICKS = Counter(
 )
 SCHEDULE_LAG = Histogram(
     "agentrun_schedule_lag_seconds",
-    "From a tick's scheduled time to its run's creation (jitter and catch-up included)",
-    buckets=LATENCY_BUCKETS,
+    "From a cron tick's scheduled time to its run's creation, for the ticks fired on their "
+    "own time (jitter and a late worker included; not triggers, backfills, buffered ticks)",
+    buckets=(0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0),
 )
 WEBHOOK_ATTEMPTS = Counter(
     "agentrun_webhook_attempts",

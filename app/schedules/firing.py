@@ -102,6 +102,7 @@ class Firer:
         if record.next_fire_at is None:
             return []
         cron = parse(spec["cron"], spec["timezone"])
+        jitter = spec.get("jitter_seconds") or 0
         due = plan.due(
             cron,
             record.next_fire_at,
@@ -109,9 +110,11 @@ class Firer:
             catchup=spec["catchup"],
             window_seconds=spec["catchup_window_seconds"],
             bounds=bounds_of(spec),
+            jitter=lambda t: (plan.due_at(record.id, t, jitter) or t) - t,
         )
         if due.fire and spec["overlap"] == "cancel_other":
             await self.cancel_last(record)
+        waiting = await self._buffered(record, now)
         ticks = [Tick(t, "cron", await self.prepare(record, t, "cron", now)) for t in due.fire]
         nxt = due.next_fire_at
         state = _State(record.last_run_id, record.buffered_time)
@@ -126,6 +129,9 @@ class Firer:
                     tick_row(record, missed.first, "cron", now, "missed", missed.reason)
                     | {"count": missed.count, "last_time": missed.last},
                 )
+            if waiting is not None:  # (its run ended, and the hook has not started it yet)
+                released = await self._release(conn, record, waiting, state, now)
+                outcomes += [] if released is None else [released]
             for tick in ticks:
                 outcomes.append(await self._handle(conn, record, tick, spec["overlap"], state, now))
             await self.rows.write(
@@ -133,13 +139,13 @@ class Firer:
                 locked,
                 {
                     "next_fire_at": nxt,
-                    "due_at": plan.due_at(record.id, nxt, spec.get("jitter_seconds") or 0),
+                    "due_at": plan.due_at(record.id, nxt, jitter),
                     "last_run_id": state.last_run_id,
                     "buffered_time": state.buffered,
                     "updated_at": now,
                 },
             )
-        self._committed(state, outcomes, due.missed, now)
+        self._committed(state, outcomes, due.missed, now, lag=set(due.fire))
         return outcomes
 
     # --- a trigger's, a backfill's and a buffered tick's --------------------------------
@@ -149,7 +155,8 @@ class Firer:
     ) -> list[Outcome]:
         """Start the ticks `times` now (a trigger's one, a backfill's), under `overlap`,
         waiting for the schedule's row if a worker holds it; a refused run body raises
-        (nothing is written)."""
+        (nothing is written). A tick recorded as missed, skipped or failed is started (its
+        row retaken); one that started or is buffered is left (`exists`)."""
         now = self.runs.clock.now()
         ticks = []
         for t in times:
@@ -181,36 +188,64 @@ class Firer:
 
     async def release(self, record: ScheduleRecord, now: datetime) -> list[Outcome]:
         """Start `record`'s buffered tick if its last run has ended."""
-        if record.buffered_time is None:
+        waiting = await self._buffered(record, now)
+        if waiting is None:
             return []
-        tick = Tick(
-            record.buffered_time,
-            "cron",
-            await self.prepare(record, record.buffered_time, "cron", now),
-        )
-        state = _State(record.last_run_id, None)
+        state = _State(record.last_run_id, record.buffered_time)
         async with self.store.backend.transaction() as conn:
             locked = await self.rows.lock(conn, record.id, record.version, skip=True)
-            if locked is None or await self.rows.run_open(conn, locked.last_run_id):
+            if locked is None:
                 return []
-            if isinstance(tick.run, str):
-                outcome = Outcome(tick.time, "failed", reason=tick.run)
-                await self.rows.settle_buffered(
-                    conn, record.id, tick.time, now, run_id=None, reason=tick.run
-                )
-            else:
-                run_id = tick.run.values["id"]
-                if await self.rows.settle_buffered(conn, record.id, tick.time, now, run_id=run_id):
-                    state.wakes += await self.store.create_joined(conn, tick.run.run, now)
-                    state.last_run_id, state.started = run_id, 1
-                outcome = Outcome(tick.time, "started", run_id)
+            released = await self._release(conn, record, waiting, state, now)
+            if state.buffered is not None:
+                return []
             await self.rows.write(
                 conn,
                 locked,
-                {"last_run_id": state.last_run_id, "buffered_time": None, "updated_at": now},
+                {
+                    "last_run_id": state.last_run_id,
+                    "buffered_time": state.buffered,
+                    "updated_at": now,
+                },
             )
-        self._committed(state, [outcome], (), now)
-        return [outcome]
+        done = [] if released is None else [released]
+        self._committed(state, done, (), now)
+        return done
+
+    async def _buffered(self, record: ScheduleRecord, now: datetime) -> Tick | None:
+        """The buffered tick, its run prepared (with the source its row records)."""
+        if record.buffered_time is None:
+            return None
+        when = record.buffered_time
+        source = await self.rows.tick_source(record.id, when) or "cron"
+        return Tick(when, source, await self.prepare(record, when, source, now))
+
+    async def _release(
+        self,
+        conn: AsyncConnection,
+        record: ScheduleRecord,
+        tick: Tick,
+        state: _State,
+        now: datetime,
+    ) -> Outcome | None:
+        """Start the buffered `tick` in the firing's transaction if the last run has
+        ended (then the schedule holds no buffered tick any more); None when it has not,
+        or when the tick's row is not buffered any more (nothing to start)."""
+        if await self.rows.run_open(conn, state.last_run_id):
+            return None
+        state.buffered = None
+        if isinstance(tick.run, str):
+            failed = await self.rows.settle_buffered(
+                conn, record.id, tick.time, now, run_id=None, reason=tick.run
+            )
+            return Outcome(tick.time, "failed", reason=tick.run) if failed else None
+        run_id = tick.run.values["id"]
+        if not await self.rows.settle_buffered(conn, record.id, tick.time, now, run_id=run_id):
+            return None
+        state.wakes += await self.store.create_joined(conn, tick.run.run, now)
+        state.last_run_id = run_id
+        state.started += 1
+        return Outcome(tick.time, "started", run_id)
 
     async def run_ended(self, schedule_id: str, now: datetime) -> None:
         """A run a schedule started has ended: its buffered tick, if any, starts."""
@@ -278,7 +313,9 @@ class Firer:
             return Outcome(tick.time, outcome, state.last_run_id, None if buffered else reason)
         run_id = tick.run.values["id"]
         row = tick_row(record, tick.time, tick.source, now, "started", None) | {"run_id": run_id}
-        if not await self.rows.add_tick(conn, row):
+        if not await self.rows.add_tick(conn, row) and (
+            tick.source == "cron" or not await self.rows.retake(conn, row)
+        ):
             return Outcome(tick.time, "exists")
         state.wakes += await self.store.create_joined(conn, tick.run.run, now)
         state.last_run_id = run_id
@@ -291,12 +328,15 @@ class Firer:
         outcomes: Sequence[Outcome],
         missed: Sequence[plan.Missed],
         now: datetime,
+        lag: set[datetime] | frozenset[datetime] = frozenset(),
     ) -> None:
+        """After the commit: the runs' wake-ups and the metrics (`lag`: the cron's ticks
+        this pass started on their own time, whose delay the lag histogram observes)."""
         self.store.created(state.started, state.wakes)
         for o in outcomes:
             if o.outcome != "exists":
                 metrics.SCHEDULE_TICKS.labels(o.outcome).inc()
-            if o.outcome == "started":
+            if o.outcome == "started" and o.scheduled_time in lag:
                 metrics.SCHEDULE_LAG.observe(max(0.0, (now - o.scheduled_time).total_seconds()))
         for m in missed:
             metrics.SCHEDULE_TICKS.labels("missed").inc(m.count)

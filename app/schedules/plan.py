@@ -5,6 +5,7 @@ lock."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from itertools import islice
@@ -14,9 +15,9 @@ from app.schedules.cron import Cron, tick_offset
 #: A tick fired later than this is late: `catchup: skip` lets it go.
 LATE_AFTER = timedelta(seconds=60)
 #: Ticks one pass fires of one schedule (`catchup: all` after a long stop goes on in the
-#: next pass); and the missed ticks it counts one by one before it jumps.
+#: next pass); and the most missed ticks one row counts.
 FIRE_PER_PASS = 100
-COUNT_LIMIT = 10_000
+COUNT_LIMIT = 100_000
 TINY = timedelta(microseconds=1)
 
 
@@ -71,38 +72,56 @@ def due(
     catchup: str,
     window_seconds: int,
     bounds: Window,
+    jitter: Callable[[datetime], timedelta] = lambda _: timedelta(0),
 ) -> Due:
-    """The ticks from `first` (the schedule's `next_fire_at`, itself a tick) to `now`."""
+    """The ticks from `first` (the schedule's `next_fire_at`, itself a tick) to `now`;
+    `jitter(tick)`: the tick's delay, which lateness (`catchup: skip`) does not count."""
     until = now if bounds.end_at is None else min(now, bounds.end_at)
     if first > until:
-        return Due(next_fire_at=first if first <= (bounds.end_at or first) else None)
+        keep = bounds.end_at is None or first <= bounds.end_at
+        return Due(next_fire_at=first if keep else None)
     horizon = now - timedelta(seconds=window_seconds)
     missed: list[Missed] = []
-    tick: datetime | None = first
+    start: datetime | None = first  # the first tick within the window
     if first < horizon:  # too old to fire whatever the policy: counted, not kept
-        old = [first, *islice(cron.between(first, horizon - TINY), COUNT_LIMIT)]
-        missed.append(Missed(old[0], old[-1], len(old), "catchup_window"))
-        tick = next_tick(cron, max(old[-1], horizon - TINY), bounds)
-    within: list[datetime] = []
-    if tick is not None and tick <= until:
-        limit = FIRE_PER_PASS + 1 if catchup == "all" else COUNT_LIMIT
-        within = [tick, *islice(cron.between(tick, until), limit - 1)]
-    fire: list[datetime] = []
+        missed.append(_range(cron, first, horizon - TINY, "catchup_window"))
+        start = next_tick(cron, horizon - TINY, bounds)
     rest = next_tick(cron, until, bounds)
+    if start is None or start > until:
+        return Due([], missed, rest)
     if catchup == "all":
-        fire = within[:FIRE_PER_PASS]
+        within = [start, *islice(cron.between(start, until), FIRE_PER_PASS)]
         if len(within) > FIRE_PER_PASS:
             rest = within[FIRE_PER_PASS]
-    elif within:
-        newest = within[-1]
-        if catchup == "latest" or now - newest <= LATE_AFTER:
-            fire = [newest]
-            let_go = within[:-1]
-        else:
-            let_go = within
-        if let_go:
-            missed.append(Missed(let_go[0], let_go[-1], len(let_go), "catchup"))
+        return Due(within[:FIRE_PER_PASS], missed, rest)
+    newest = _newest(cron, start, until)
+    late = now - newest - jitter(newest) > LATE_AFTER
+    fire = [newest] if catchup == "latest" or not late else []
+    let_go = newest - TINY if fire else newest
+    if start <= let_go:
+        missed.append(_range(cron, start, let_go, "catchup"))
     return Due(fire, missed, rest)
+
+
+def _range(cron: Cron, first: datetime, until: datetime, reason: str) -> Missed:
+    """The ticks from `first` (one) to `until`, counted up to `COUNT_LIMIT` (the row of a
+    longer run of them says the limit, and its `last` is the limit's tick)."""
+    count, last = 1, first
+    for tick in islice(cron.between(first, until), COUNT_LIMIT - 1):
+        count, last = count + 1, tick
+    return Missed(first, last, count, reason)
+
+
+def _newest(cron: Cron, start: datetime, until: datetime) -> datetime:
+    """The last tick at most `until` (`start`, a tick, is the earliest it can be), found
+    by looking back over growing spans, not by walking every tick from `start`."""
+    span = timedelta(minutes=1)
+    while until - span > start:
+        found = list(cron.between(until - span, until))
+        if found:
+            return found[-1]
+        span *= 4
+    return [start, *cron.between(start, until)][-1]
 
 
 #: What a tick does while the schedule's last run has not ended.

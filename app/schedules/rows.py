@@ -207,6 +207,28 @@ class ScheduleRows:
         stmt = self.backend.insert(tk).values(dict(values)).on_conflict_do_nothing()
         return bool((await conn.execute(stmt)).rowcount)
 
+    async def retake(self, conn: AsyncConnection, values: Mapping[str, Any]) -> bool:
+        """Record a tick over its row if that says it did not run (missed, skipped,
+        failed: a trigger or a backfill starts it); False when it started or is buffered."""
+        stmt = (
+            tk.update()
+            .where(
+                tk.c.schedule_id == values["schedule_id"],
+                tk.c.scheduled_time == values["scheduled_time"],
+                tk.c.outcome.in_(("missed", "skipped", "failed")),
+            )
+            .values({**values, "count": 1, "last_time": None})
+        )
+        return bool((await conn.execute(stmt)).rowcount)
+
+    async def tick_source(self, schedule_id: str, when: datetime) -> str | None:
+        stmt = sa.select(tk.c.source).where(
+            tk.c.schedule_id == schedule_id, tk.c.scheduled_time == when
+        )
+        async with self.backend.reader() as conn:
+            value = (await conn.execute(stmt)).scalar()
+        return None if value is None else str(value)
+
     @staticmethod
     async def settle_buffered(
         conn: AsyncConnection,

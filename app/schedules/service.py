@@ -137,7 +137,7 @@ class ScheduleService:
             values: dict[str, Any] = {"spec": spec, "updated_at": self.clock.now()}
             if "note" in changes:
                 values["note"] = changes["note"]
-            if any(k in changes for k in (*TIMING, "jitter_seconds")):
+            if not record.paused and any(k in changes for k in (*TIMING, "jitter_seconds")):
                 nxt = (
                     plan.next_tick(cron, self.clock.now(), bounds_of(spec))
                     if any(k in changes for k in TIMING)
@@ -151,7 +151,8 @@ class ScheduleService:
         raise ScheduleBusy("the schedule kept changing; send the change again")
 
     async def pause(self, key: str, body: PauseIn, *, tenant: str) -> ScheduleRecord:
-        return await self._set(key, tenant, {"paused": True, "note": body.note})
+        values = {"paused": True, "note": body.note, "next_fire_at": None, "due_at": None}
+        return await self._set(key, tenant, values)
 
     async def resume(self, key: str, *, tenant: str) -> ScheduleRecord:
         """Unpaused: the next tick is the first after now (the paused ones do not fire)."""

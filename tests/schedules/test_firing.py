@@ -277,3 +277,50 @@ async def test_two_firers_racing_start_each_tick_once(
     assert await world.run_count() == 12
     for i in range(12):
         assert await world.started(f"s{i}") == [at(6, 0)]
+
+
+async def test_catchup_skip_does_not_count_a_ticks_jitter_as_lateness(world: World) -> None:
+    await world.create(catchup="skip", jitter_seconds=3600, cron="0 6 * * *")
+    schedule = await world.schedules.get("s", tenant=TENANT)
+    assert schedule.due_at is not None and schedule.next_fire_at == at(6, 0)
+    delay = schedule.due_at - at(6, 0)
+    assert timedelta(seconds=60) < delay < timedelta(hours=1)  # (this tick's draw)
+    assert await world.fire_at(schedule.due_at + timedelta(seconds=5)) == [(at(6, 0), "started")]
+
+
+async def test_a_buffered_tick_starts_before_the_next_tick_is_decided(
+    world: World, store: RunStore
+) -> None:
+    await world.create(overlap="buffer_one")
+    await world.fire_at(at(6, 0))
+    first = (await world.schedules.get("s", tenant=TENANT)).last_run_id
+    await world.fire_at(at(6, 5))
+    store.hooks.run_ended = ()  # (the run's end reached no hook)
+    await world.end(first)
+    # 06:10: the buffered 06:05 starts first, then 06:10 waits for it in the buffer.
+    assert await world.fire_at(at(6, 10)) == [(at(6, 5), "started"), (at(6, 10), "buffered")]
+
+
+async def test_a_backfill_starts_the_ticks_that_were_missed(world: World) -> None:
+    await world.create(overlap="allow_all", catchup="latest")
+    await world.fire_at(at(6, 11))  # 06:00 and 06:05 missed (one row), 06:10 started
+    (missed,) = [t for t in await world.ticks() if t.outcome == "missed"]
+    assert (missed.scheduled_time, missed.count, missed.last_time) == (at(6, 0), 2, at(6, 5))
+    window = BackfillIn.model_validate(
+        {"from": "2027-01-04T06:00:00Z", "to": "2027-01-04T06:10:00Z"}
+    )
+    done = await world.schedules.backfill("s", window, tenant=TENANT)
+    assert [(o.scheduled_time, o.outcome) for o in done] == [
+        (at(6, 0), "started"),
+        (at(6, 5), "started"),
+        (at(6, 10), "exists"),
+    ]
+    assert await world.started() == [at(6, 0), at(6, 5), at(6, 10)]
+
+
+async def test_a_paused_schedule_has_no_next_tick_until_it_is_resumed(world: World) -> None:
+    await world.create()
+    paused = await world.schedules.pause("s", PauseIn(), tenant=TENANT)
+    assert (paused.next_fire_at, paused.due_at) == (None, None)
+    world.clock.set(at(7, 1))
+    assert (await world.schedules.resume("s", tenant=TENANT)).next_fire_at == at(7, 5)

@@ -8,8 +8,8 @@ from app.store.schema.base import Json, Timestamp, metadata, tenant_column
 
 # One row per schedule; `version` moves on with every write (a worker that planned a
 # fire from an older row leaves it). `due_at` is when a worker fires `next_fire_at`'s
-# tick (it plus the tick's jitter); null once the schedule has no more ticks (its
-# `end_at` passed) or while it is paused.
+# tick (it plus the tick's jitter); both are null once the schedule has no more ticks
+# (its `end_at` passed) and while it is paused (resuming plans them from then).
 schedules = sa.Table(
     "schedules",
     metadata,

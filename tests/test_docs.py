@@ -75,7 +75,7 @@ def test_every_metric_is_described() -> None:
     kept = [m for m in vars(metrics).values() if isinstance(m, Counter | Histogram)]
     names = [m._name + ("_total" if isinstance(m, Counter) else "") for m in kept]
     names += [name for name, _ in metrics.DB_GAUGES]
-    assert len(names) == 20
+    assert len(names) == 22
     for name in names:
         assert re.search(rf"^\| `{name}` \|", described, re.MULTILINE), name
 

@@ -3,7 +3,8 @@
 `web` holds what the pages share; `login` the login flow; `pages` what is read;
 `actions` the operator's actions as typed values and `perform` their one route; `inbox`
 the approvals waiting for a decision across runs; `keys` the tenant's API keys; `agents`
-the tenant's named agents and `trees` a run's tree of child runs, on its page.
+the tenant's named agents and `trees` a run's tree of child runs, on its page;
+`schedules` the tenant's schedules, their ticks, and their pause, resume and trigger.
 """
 
 from __future__ import annotations
@@ -15,13 +16,21 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from app.dashboard import agents, auth, inbox, keys, login, pages, perform
+from app.dashboard import agents, auth, inbox, keys, login, pages, perform, schedules
 from app.dashboard.web import error_page, templates, too_large
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 
 router = APIRouter()
-for part in (login.router, pages.router, inbox.router, perform.router, keys.router, agents.router):
+for part in (
+    login.router,
+    pages.router,
+    inbox.router,
+    perform.router,
+    keys.router,
+    agents.router,
+    schedules.router,
+):
     router.include_router(part)
 
 __all__ = ["STATIC_DIR", "install", "router", "too_large"]

@@ -221,6 +221,7 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
         "previous_run_id": lineage.previous_of(r),
         "continued_by": await continued_by(reads, run_id, events),
         "agent": present.agent_label(r),
+        "schedule": present.schedule_mark(r),
         "place": place,
         "tree": await trees.tree_of(service_of(request), r, await scope_of(request))
         if lineage.in_tree(r)

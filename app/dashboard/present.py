@@ -56,6 +56,17 @@ def timestamp(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
 
 
+def zoned(value: datetime | None) -> str:
+    """A time in its own zone: `2026-03-02 06:00:00 CET (+01:00)`."""
+    if value is None:
+        return "—"
+    shown = value.strftime("%Y-%m-%d %H:%M:%S")
+    if value.tzinfo is None:
+        return shown
+    offset = value.strftime("%z")  # +0100
+    return f"{shown} {value.tzname()} ({offset[:3]}:{offset[3:5]})"
+
+
 def to_json(value: Any, *, indent: bool = False) -> str:
     option = orjson.OPT_INDENT_2 if indent else 0
     try:
@@ -67,6 +78,27 @@ def to_json(value: Any, *, indent: bool = False) -> str:
 def preview(value: Any, limit: int = 80) -> str:
     text = value if isinstance(value, str) else to_json(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleMark:
+    """The schedule tick that started a run: the schedule's key and the tick's time."""
+
+    key: str
+    scheduled_time: datetime | None
+
+
+def schedule_mark(record: RunRecord) -> ScheduleMark | None:
+    """What the run's `schedule` mark says (`app.service.lineage.schedule_of`), if any."""
+    mark = lineage.schedule_of(record)
+    if mark is None or not isinstance(mark["key"], str):
+        return None
+    at = mark["scheduled_time"]
+    try:
+        when = datetime.fromisoformat(at) if isinstance(at, str) else None
+    except ValueError:
+        when = None
+    return ScheduleMark(mark["key"], when)
 
 
 # --- the runs table --------------------------------------------------------------------

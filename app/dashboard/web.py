@@ -20,6 +20,7 @@ from app.clock import Clock
 from app.core.scope import Scope as TenantScope  # (not starlette's ASGI `Scope`)
 from app.dashboard import actions, auth, present
 from app.limits.run_limits import RunLimitsService
+from app.schedules.service import ScheduleService
 from app.service.principals import Permission
 from app.service.reads import RunReads
 from app.service.runs import RunService
@@ -29,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 templates = Jinja2Templates(directory=str(HERE / "templates"))
 templates.env.filters["duration"] = present.duration
 templates.env.filters["ts"] = present.timestamp
+templates.env.filters["zoned"] = present.zoned
 templates.env.filters["preview"] = present.preview
 templates.env.filters["json"] = present.to_json
 
@@ -115,6 +117,11 @@ def approvals_of(request: Request) -> ApprovalService:
 def agents_of(request: Request) -> AgentService:
     agents: AgentService = request.app.state.agents
     return agents
+
+
+def schedules_of(request: Request) -> ScheduleService:
+    schedules: ScheduleService = request.app.state.schedules
+    return schedules
 
 
 def run_limits_of(request: Request) -> RunLimitsService:

@@ -7,7 +7,7 @@ extension points (`app.store.hooks`)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from app.clock import Clock
 from app.schedules.firing import Firer
@@ -17,7 +17,7 @@ from app.schedules.service import ScheduleService
 from app.service.lineage import SCHEDULE_KEY
 from app.service.runs import RunService
 from app.settings import Settings
-from app.store.hooks import Background
+from app.store.hooks import Background, Sweep
 from app.store.run_records import RunRecord
 
 
@@ -35,7 +35,8 @@ def schedule_service(runs: RunService) -> ScheduleService:
 def install(runs: RunService) -> None:
     """Plug schedules into `runs`' store: each worker runs a firing loop (`background`,
     woken by a schedule's write); a scheduled run's end starts its schedule's buffered
-    tick (`run_ended`; the loop finds what a crash in between left)."""
+    tick (`run_ended`; the loop finds what a crash in between left); tick rows older than
+    the runs' retention (`AGENTRUN_RETENTION_DAYS`) are deleted by an hourly sweep."""
     store = runs.store
     firer = Firer(runs, ScheduleRows(store.backend))
 
@@ -50,5 +51,14 @@ def install(runs: RunService) -> None:
         if isinstance(mark, dict) and isinstance(mark.get("id"), str):
             await firer.run_ended(mark["id"], now)
 
+    async def prune(now: datetime) -> list[str]:
+        """Tick rows older than the runs' retention go as the runs do."""
+        if runs.settings.retention_days > 0:
+            cutoff = now - timedelta(days=runs.settings.retention_days)
+            while await firer.rows.prune(cutoff, runs.settings.retention_batch):
+                pass
+        return []
+
     store.hooks.add_background(Background("schedules", open_loop, SCHEDULES_CHANNEL))
     store.hooks.on_run_ended(ended)
+    store.hooks.add_sweep(Sweep("schedule ticks pruned", prune, every=3600.0))

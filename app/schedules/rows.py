@@ -258,6 +258,22 @@ class ScheduleRows:
 
     # --- ticks -------------------------------------------------------------------------
 
+    async def prune(self, before: datetime, batch: int) -> int:
+        """Delete up to `batch` tick rows recorded before `before` (never a buffered one:
+        it is still to start); how many."""
+        old = (
+            sa.select(tk.c.schedule_id, tk.c.scheduled_time)
+            .where(tk.c.recorded_at < before, tk.c.outcome != "buffered")
+            .limit(batch)
+        )
+        async with self.backend.transaction() as conn:
+            found = (await conn.execute(old)).all()
+            for schedule_id, when in found:
+                await conn.execute(
+                    tk.delete().where(tk.c.schedule_id == schedule_id, tk.c.scheduled_time == when)
+                )
+        return len(found)
+
     async def ticks(
         self, schedule_id: str, *, limit: int, before: datetime | None
     ) -> list[TickRecord]:

@@ -17,6 +17,8 @@ log = structlog.get_logger("agentrun.schedules")
 SCHEDULES_CHANNEL = "agentrun_schedules"
 #: The longest sleep when NOTIFY wakes the loop (a missed wake-up costs at most this).
 LONGEST_SLEEP = 30.0
+#: The longest without NOTIFY.
+UNNOTIFIED_SLEEP = 1.0
 #: The shortest: a due schedule another worker holds is looked at again after it.
 SHORTEST_SLEEP = 0.2
 
@@ -25,7 +27,9 @@ class FiringLoop:
     def __init__(self, firer: Firer, clock: Clock, poll: float, notifies: bool) -> None:
         self.firer = firer
         self.clock = clock
-        self.longest = LONGEST_SLEEP if notifies else poll
+        # Without NOTIFY (SQLite) a new schedule is found by looking again: at most a
+        # second late (its first tick is at least a minute boundary away), not a busy poll.
+        self.longest = LONGEST_SLEEP if notifies else max(poll, UNNOTIFIED_SLEEP)
 
     async def run(self, woken: asyncio.Event) -> None:
         while True:

@@ -8,6 +8,7 @@ it waits on another connection."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -115,6 +116,9 @@ class Firer:
         if due.fire and spec["overlap"] == "cancel_other":
             await self.cancel_last(record)
         waiting = await self._buffered(record, now)
+        superseded: list[datetime] = []
+        if spec["overlap"] == "cancel_other":  # (each would cancel the one before it)
+            superseded, due = due.fire[:-1], dataclasses.replace(due, fire=due.fire[-1:])
         ticks = [Tick(t, "cron", await self.prepare(record, t, "cron", now)) for t in due.fire]
         nxt = due.next_fire_at
         state = _State(record.last_run_id, record.buffered_time)
@@ -129,6 +133,10 @@ class Firer:
                     tick_row(record, missed.first, "cron", now, "missed", missed.reason)
                     | {"count": missed.count, "last_time": missed.last},
                 )
+            for t in superseded:
+                row = tick_row(record, t, "cron", now, "skipped", "superseded")
+                if await self.rows.add_tick(conn, row):
+                    outcomes.append(Outcome(t, "skipped", reason="superseded"))
             if waiting is not None:  # (its run ended, and the hook has not started it yet)
                 released = await self._release(conn, record, waiting, state, now)
                 outcomes += [] if released is None else [released]

@@ -122,7 +122,8 @@ class TickOut(BaseModel):
     source: str = Field(description="cron | trigger | backfill")
     outcome: str = Field(description="started | skipped | buffered | missed | failed")
     reason: str | None = Field(
-        description="overlap | buffer_full | catchup | catchup_window | why the run was refused"
+        description="overlap | buffer_full | superseded | catchup | catchup_window | why the "
+        "run was refused"
     )
     run_id: str | None
     count: int = Field(description="missed: how many ticks (from this one to `last_time`)")

@@ -343,3 +343,13 @@ async def test_tick_rows_older_than_the_retention_are_pruned_but_not_a_buffered_
     assert await rows.prune(at(6, 10), 100) == 1  # 06:00's: recorded before 06:10
     assert await rows.prune(at(7, 0), 100) == 1  # 06:10's; the buffered 06:05 stays
     assert [(t.scheduled_time, t.outcome) for t in await world.ticks()] == [(at(6, 5), "buffered")]
+
+
+async def test_cancel_other_catching_up_starts_only_the_last_tick(world: World) -> None:
+    await world.create(overlap="cancel_other", catchup="all")
+    await world.fire_at(at(6, 0))
+    first = (await world.schedules.get("s", tenant=TENANT)).last_run_id or ""
+    assert await world.fire_at(at(6, 11)) == [(at(6, 5), "skipped"), (at(6, 10), "started")]
+    cancelled = await world.runs.get_run(first, scope=Scope.of(TENANT))
+    assert cancelled.record.status == RunStatus.CANCELLED
+    assert await world.started() == [at(6, 0), at(6, 10)]

@@ -7,11 +7,14 @@ from agentrun_client._async import AsyncClient, AsyncQueues
 from agentrun_client._async_agents import AsyncAgents
 from agentrun_client._async_approvals import AsyncApprovals
 from agentrun_client._async_runs import AsyncRuns, AsyncRunWaiter
+from agentrun_client._async_schedules import AsyncSchedules
 from agentrun_client._base import RetryPolicy, RunOptions
+from agentrun_client._schedules import Catchup, Overlap, ScheduleChanges, ScheduleFields
 from agentrun_client._sync import Client, Queues
 from agentrun_client._sync_agents import Agents
 from agentrun_client._sync_approvals import Approvals
 from agentrun_client._sync_runs import Runs, RunWaiter
+from agentrun_client._sync_schedules import Schedules
 from agentrun_client._sync_shims import QueueExecutor
 from agentrun_client.errors import (
     AgentrunError,
@@ -46,6 +49,8 @@ from agentrun_client.models import (
     Event,
     EventType,
     FieldError,
+    FireTime,
+    FireTimeList,
     LeasedCall,
     LeaseExtended,
     Message,
@@ -57,8 +62,15 @@ from agentrun_client.models import (
     RunPage,
     RunStatus,
     RunUsage,
+    Schedule,
+    SchedulePage,
+    ScheduleRef,
+    ScheduleTick,
+    ScheduleTickPage,
     SubmitOutcome,
     SubmitToolResults,
+    TickOutcome,
+    TickOutcomeList,
     ToolCall,
     ToolResult,
     Usage,
@@ -93,14 +105,18 @@ __all__ = [
     "AsyncQueues",
     "AsyncRunWaiter",
     "AsyncRuns",
+    "AsyncSchedules",
     "BadRequest",
     "BrowserToken",
+    "Catchup",
     "Client",
     "Conflict",
     "ConversationMessage",
     "Event",
     "EventType",
     "FieldError",
+    "FireTime",
+    "FireTimeList",
     "Forbidden",
     "InvalidInput",
     "LeaseExtended",
@@ -109,6 +125,7 @@ __all__ = [
     "MessagePage",
     "NotFound",
     "OnApproval",
+    "Overlap",
     "PayloadTooLarge",
     "QueueExecutor",
     "Queues",
@@ -125,9 +142,19 @@ __all__ = [
     "RunUsage",
     "RunWaiter",
     "Runs",
+    "Schedule",
+    "ScheduleChanges",
+    "ScheduleFields",
+    "SchedulePage",
+    "ScheduleRef",
+    "ScheduleTick",
+    "ScheduleTickPage",
+    "Schedules",
     "ServerError",
     "SubmitOutcome",
     "SubmitToolResults",
+    "TickOutcome",
+    "TickOutcomeList",
     "Tool",
     "ToolCall",
     "ToolCallContext",

@@ -1,5 +1,6 @@
 """The client, written once: `AsyncClient` and `AsyncQueues` (its runs in `_async_runs.py`,
-its approvals in `_async_approvals.py`, its agents in `_async_agents.py`). `_sync.py`
+its approvals in `_async_approvals.py`, its agents in `_async_agents.py`, its schedules in
+`_async_schedules.py`). `_sync.py`
 (`Client`, `Queues`) is generated from this file by unasync (`make sync-client`,
 client/scripts/generate_sync.py; a test fails when it is stale): edit this file, then
 regenerate. What unasync cannot turn into its sync form
@@ -27,6 +28,7 @@ from agentrun_client._approvals import OnApproval
 from agentrun_client._async_agents import AsyncAgents
 from agentrun_client._async_approvals import AsyncApprovals
 from agentrun_client._async_runs import AsyncRuns
+from agentrun_client._async_schedules import AsyncSchedules
 from agentrun_client._async_shims import AsyncQueueExecutor, AsyncToolRunner, sleep
 from agentrun_client._base import Call, DeadlineReached, RetryPolicy, RunOptions
 from agentrun_client.errors import (
@@ -56,8 +58,8 @@ from agentrun_client.tools import ToolRegistry
 
 
 class AsyncClient:
-    """The API: `runs`, `agents`, `approvals`, `queues`, `usage`, and the inline executor
-    (`run`, `execute`).
+    """The API: `runs`, `agents`, `schedules`, `approvals`, `queues`, `usage`, and the
+    inline executor (`run`, `execute`).
 
     `base_url` and `api_key` default to `AGENTRUN_BASE_URL` (else http://127.0.0.1:8000)
     and `AGENTRUN_API_KEY`. `retry` bounds the retries of safe calls (`RetryPolicy`);
@@ -91,6 +93,7 @@ class AsyncClient:
         self.runs = AsyncRuns(self)
         self.approvals = AsyncApprovals(self)
         self.agents = AsyncAgents(self)
+        self.schedules = AsyncSchedules(self)
         self.queues = AsyncQueues(self)
 
     async def aclose(self) -> None:

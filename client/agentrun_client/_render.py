@@ -1,10 +1,10 @@
-"""How the command line (`agentrun_client.cli`) shows runs, pages, events, submissions and
-agents to a person; `--json` bypasses all of this."""
+"""How the command line (`agentrun_client.cli`) shows runs, pages, events, submissions,
+agents and schedules to a person; `--json` bypasses all of this."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,12 +13,16 @@ from agentrun_client.models import (
     Approval,
     ApproveToolCalls,
     Event,
+    FireTimeList,
     RaiseLimits,
     ResolveInvalidToolCall,
     Run,
     RunStatus,
+    Schedule,
+    ScheduleTick,
     SubmitOutcome,
     SubmitToolResults,
+    TickOutcome,
 )
 
 
@@ -82,6 +86,8 @@ def run_text(run: Run, prog: str) -> str:
     row("model", _model(run.model))
     if run.agent is not None:
         row("agent", f"{run.agent.name}@{run.agent.version}")
+    if run.schedule is not None:
+        row("schedule", f"{run.schedule.key} (its tick of {when(run.schedule.scheduled_time)})")
     if run.parent_run_id is not None:
         row("parent", f"{run.parent_run_id} (its call {run.parent_tool_call_id}); depth "
             f"{run.depth} of the tree of {run.root_run_id}")  # fmt: skip
@@ -229,3 +235,79 @@ def agents_table(agents: Iterable[Agent]) -> str:
         "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1]
         for row in rows
     )
+
+
+def _table(rows: Sequence[tuple[str, ...]]) -> str:
+    """Rows in columns (the header first); the last column is not padded."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join(
+        (
+            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1]
+        ).rstrip()
+        for row in rows
+    )
+
+
+def local(value: datetime | None) -> str:
+    """A time in the zone it carries (a schedule's), to the second, with its offset."""
+    return "-" if value is None else value.replace(microsecond=0).isoformat()
+
+
+def schedule_text(schedule: Schedule, prog: str) -> str:
+    """A schedule as a short report: its timing, its run, its policies, its last run."""
+    s = schedule
+    state = f"paused ({s.note})" if s.paused and s.note else "paused" if s.paused else "active"
+    lines = [f"{s.key}  {s.cron}  ({s.timezone})  {state}"]
+
+    def row(name: str, value: str) -> None:
+        lines.append(f"  {name + ':':<10}{value}")
+
+    if s.next_fire_at is not None:
+        row("next", f"{when(s.next_fire_at)}  ({local(s.next_fire_at_local)} local)")
+    else:
+        row("next", "none (its end_at has passed)" if s.end_at else "none")
+    row("run", compact(s.run, 500))
+    row("overlap", f"{s.overlap}   catchup: {s.catchup} (window {s.catchup_window_seconds} s)"
+        + (f"   jitter: up to {s.jitter_seconds} s" if s.jitter_seconds else ""))  # fmt: skip
+    if s.start_at is not None or s.end_at is not None:
+        row("window", f"{when(s.start_at)} .. {when(s.end_at)}")
+    if s.buffered_time is not None:
+        row("buffered", f"the tick of {when(s.buffered_time)} starts when {s.last_run_id} ends")
+    if s.last_run_id is not None:
+        row("last run", f"{s.last_run_id} ({prog} runs get {s.last_run_id})")
+    row("created", f"{when(s.created_at)} by {s.created_by or '-'}   updated: "
+        f"{when(s.updated_at)}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def schedules_table(schedules: Iterable[Schedule]) -> str:
+    rows = [("KEY", "CRON", "TIMEZONE", "STATE", "NEXT (UTC)")]
+    for s in schedules:
+        state = "paused" if s.paused else "active"
+        rows.append((s.key, s.cron, s.timezone, state, when(s.next_fire_at)))
+    return _table(rows)
+
+
+def outcome_line(o: TickOutcome) -> str:
+    """What a trigger's or a backfill's tick became, in a line."""
+    why = f" ({o.reason})" if o.reason else ""
+    run = ""
+    if o.run_id is not None:
+        run = f"  {o.run_id}" if o.started else f"  (the run {o.run_id} still going)"
+    return f"{when(o.scheduled_time)}  {o.outcome}{why}{run}"
+
+
+def ticks_table(ticks: Iterable[ScheduleTick]) -> str:
+    rows = [("SCHEDULED", "SOURCE", "OUTCOME", "RUN", "REASON")]
+    for t in ticks:
+        reason = t.reason or ""
+        if t.outcome == "missed" and t.count > 1:
+            reason = f"{reason}: {t.count} ticks to {when(t.last_time)}".lstrip(": ")
+        rows.append((when(t.scheduled_time), t.source, t.outcome, t.run_id or "-", reason))
+    return _table(rows)
+
+
+def fire_times_text(times: FireTimeList) -> str:
+    rows = [("UTC", f"LOCAL ({times.timezone})")]
+    rows.extend((when(f.utc), local(f.local)) for f in times.data)
+    return _table(rows)

@@ -1,7 +1,8 @@
 # Generated from _async.py by client/scripts/generate_sync.py (unasync): do not edit;
 # edit _async.py and run `make sync-client`.
 """The client, written once: `AsyncClient` and `AsyncQueues` (its runs in `_async_runs.py`,
-its approvals in `_async_approvals.py`, its agents in `_async_agents.py`). `_sync.py`
+its approvals in `_async_approvals.py`, its agents in `_async_agents.py`, its schedules in
+`_async_schedules.py`). `_sync.py`
 (`Client`, `Queues`) is generated from this file by unasync (`make sync-client`,
 client/scripts/generate_sync.py; a test fails when it is stale): edit this file, then
 regenerate. What unasync cannot turn into its sync form
@@ -30,6 +31,7 @@ from agentrun_client._base import Call, DeadlineReached, RetryPolicy, RunOptions
 from agentrun_client._sync_agents import Agents
 from agentrun_client._sync_approvals import Approvals
 from agentrun_client._sync_runs import Runs
+from agentrun_client._sync_schedules import Schedules
 from agentrun_client._sync_shims import QueueExecutor, SyncToolRunner, sleep
 from agentrun_client.errors import (
     APIConnectionError,
@@ -58,8 +60,8 @@ from agentrun_client.tools import ToolRegistry
 
 
 class Client:
-    """The API: `runs`, `agents`, `approvals`, `queues`, `usage`, and the inline executor
-    (`run`, `execute`).
+    """The API: `runs`, `agents`, `schedules`, `approvals`, `queues`, `usage`, and the
+    inline executor (`run`, `execute`).
 
     `base_url` and `api_key` default to `AGENTRUN_BASE_URL` (else http://127.0.0.1:8000)
     and `AGENTRUN_API_KEY`. `retry` bounds the retries of safe calls (`RetryPolicy`);
@@ -93,6 +95,7 @@ class Client:
         self.runs = Runs(self)
         self.approvals = Approvals(self)
         self.agents = Agents(self)
+        self.schedules = Schedules(self)
         self.queues = Queues(self)
 
     def close(self) -> None:

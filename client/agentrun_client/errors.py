@@ -74,14 +74,17 @@ class Forbidden(APIError):
 
 
 class NotFound(APIError):
-    """404: no such run (`run-not-found`), a stale callback token
-    (`callback-token-invalid`), or no such route."""
+    """404: no such run (`run-not-found`), agent (`agent-not-found`) or schedule
+    (`schedule-not-found`), a stale callback token (`callback-token-invalid`), or no such
+    route."""
 
 
 class Conflict(APIError):
     """409: the run is in a status that does not allow this (`current_status` says which),
-    a different result was already submitted for a call, or an idempotent create with the
-    same key is still in flight."""
+    a different result was already submitted for a call, an idempotent create with the
+    same key is still in flight, or a name or key is taken (`agent-exists`,
+    `schedule-exists`); `schedule-busy`: workers kept firing the schedule through the
+    change's attempts (send it again)."""
 
     @property
     def current_status(self) -> RunStatus | None:

@@ -158,6 +158,14 @@ class AgentRef(Model):
     version: int
 
 
+class ScheduleRef(Model):
+    """The schedule tick that started a run: the schedule's `key` and the tick's
+    `scheduled_time` (a trigger's: when it was triggered)."""
+
+    key: str
+    scheduled_time: datetime
+
+
 class Run(Model):
     id: str
     status: RunStatus
@@ -180,6 +188,7 @@ class Run(Model):
     priority: int = 0  # claim order (docs/reference.md, Priority and fair share)
     queue: dict[str, Any] | None = None  # while queued: `position` and `reason`
     agent: AgentRef | None = None  # the named agent it started from
+    schedule: ScheduleRef | None = None  # the schedule tick that started it
     # Its place in a tree of runs (agent tools' calls start child runs):
     parent_run_id: str | None = None  # whose agent tool's call started it
     root_run_id: str | None = None  # its own id for a root (older servers: absent)
@@ -227,6 +236,93 @@ class Agent(Model):
 class AgentPage(Model):
     data: list[Agent]
     next_cursor: str | None = None
+
+
+class Schedule(Model):
+    """A schedule (`client.schedules`): each tick of `cron` in `timezone` starts the run
+    `run` describes (a run's create body, as given). `overlap`, `catchup` and the rest are
+    as `ScheduleFields` says; `next_fire_at` is the next tick (UTC; None once there is
+    none), `next_fire_at_local` the same time in `timezone`."""
+
+    key: str
+    cron: str
+    timezone: str
+    run: dict[str, Any] = Field(default_factory=dict)
+    overlap: str  # skip | buffer_one | allow_all | cancel_other
+    catchup: str  # skip | latest | all
+    catchup_window_seconds: int
+    jitter_seconds: int = 0
+    start_at: datetime | None = None
+    end_at: datetime | None = None
+    paused: bool = False
+    note: str | None = None  # why it is paused
+    next_fire_at: datetime | None = None
+    next_fire_at_local: datetime | None = None  # (with the zone's offset)
+    buffered_time: datetime | None = None  # buffer_one: the tick that starts when the last run ends
+    last_run_id: str | None = None  # the last run it started
+    created_at: datetime
+    created_by: str | None = None
+    updated_at: datetime
+
+
+class SchedulePage(Model):
+    data: list[Schedule]
+    next_cursor: str | None = None
+
+
+class TickOutcome(Model):
+    """What a trigger's or a backfill's tick became: `outcome` `started` (`run_id` is its
+    run), `skipped` (`reason`, e.g. `overlap`: `run_id` is the run still going),
+    `buffered` (it starts when `run_id` ends), `failed` (the run body was refused:
+    `reason`), or `exists` (the tick had an outcome already: nothing done)."""
+
+    scheduled_time: datetime
+    outcome: str
+    run_id: str | None = None
+    reason: str | None = None
+
+    @property
+    def started(self) -> bool:
+        return self.outcome == "started"
+
+
+class TickOutcomeList(Model):
+    data: list[TickOutcome]
+
+
+class ScheduleTick(Model):
+    """A tick as the schedule recorded it (`client.schedules.ticks`): its `source` (`cron`,
+    `trigger`, `backfill`), `outcome` (`started`, `skipped`, `buffered`, `missed`,
+    `failed`), `reason` (`overlap`, `buffer_full`, `catchup`, `catchup_window`, or why the
+    run was refused) and `run_id`; a `missed` one stands for `count` ticks, from
+    `scheduled_time` to `last_time`."""
+
+    scheduled_time: datetime
+    source: str
+    outcome: str
+    reason: str | None = None
+    run_id: str | None = None
+    count: int = 1
+    last_time: datetime | None = None
+    recorded_at: datetime
+
+
+class ScheduleTickPage(Model):
+    data: list[ScheduleTick]
+    next_cursor: str | None = None  # `before` of the next (older) page
+
+
+class FireTime(Model):
+    """A time a schedule would fire: `utc`, and `local` (the same instant in the
+    schedule's zone, with that zone's offset then)."""
+
+    utc: datetime
+    local: datetime
+
+
+class FireTimeList(Model):
+    timezone: str
+    data: list[FireTime]
 
 
 class LeasedCall(Model):

@@ -31,6 +31,7 @@ REPLACEMENTS = {
     "_async_agents": "_sync_agents",
     "_async_approvals": "_sync_approvals",
     "_async_runs": "_sync_runs",
+    "_async_schedules": "_sync_schedules",
     "AsyncAgents": "Agents",
     "AsyncApprovals": "Approvals",
     "AsyncRequester": "Requester",
@@ -39,6 +40,7 @@ REPLACEMENTS = {
     "AsyncBaseTransport": "BaseTransport",
     "AsyncRuns": "Runs",
     "AsyncRunWaiter": "RunWaiter",
+    "AsyncSchedules": "Schedules",
     "AsyncQueues": "Queues",
     "AsyncQueueExecutor": "QueueExecutor",
     "aclose": "close",
@@ -52,6 +54,7 @@ MODULES = {
     "_async_agents.py": "_sync_agents.py",
     "_async_approvals.py": "_sync_approvals.py",
     "_async_runs.py": "_sync_runs.py",
+    "_async_schedules.py": "_sync_schedules.py",
 }
 
 

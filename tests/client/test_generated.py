@@ -30,7 +30,8 @@ def test_the_committed_sync_client_is_generated_from_the_async_one() -> None:
 def test_the_check_fails_when_the_async_source_changed_alone(tmp_path: Path) -> None:
     package = tmp_path / "agentrun_client"
     package.mkdir()
-    for name in ("", "_agents", "_approvals", "_runs"):  # (each generated module and its source)
+    # (Each generated module and its source.)
+    for name in ("", "_agents", "_approvals", "_runs", "_schedules"):
         for side in ("_async", "_sync"):
             shutil.copyfile(PACKAGE / f"{side}{name}.py", package / f"{side}{name}.py")
     assert check(package).returncode == 0

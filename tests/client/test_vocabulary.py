@@ -17,11 +17,12 @@ from typing import Any, get_args
 import pytest
 from pydantic import BaseModel
 
-from agentrun_client import _agents, _base, errors, models
+from agentrun_client import _agents, _base, _schedules, errors, models
 from agentrun_client.cli import runs as runs_cli
 from app.api import models as api_models
 from app.api.problems import CATALOGUE
 from app.core import events, lifecycle
+from app.schedules import specs as schedule_specs
 from app.service import schemas
 
 
@@ -102,6 +103,23 @@ COPIES: dict[str, tuple[Callable[[], set[str]], Callable[[], set[str]]]] = {
     "agent names (_agents.AGENT_NAME)": (
         lambda: {_agents.AGENT_NAME},
         lambda: {schemas.AGENT_NAME},
+    ),
+    "schedule keys (the agents' rule, _agents.AGENT_NAME)": (
+        lambda: {_agents.AGENT_NAME},
+        lambda: {
+            m.pattern
+            for m in schedule_specs.ScheduleIn.model_fields["key"].metadata
+            if hasattr(m, "pattern")
+        },
+    ),
+    # (The command line's choices are these: `_schedules.OVERLAPS`, `CATCHUPS`.)
+    "schedule overlaps (_schedules.Overlap)": (
+        lambda: literal_values(_schedules.Overlap),
+        lambda: literal_values(schedule_specs.Overlap),
+    ),
+    "schedule catch-ups (_schedules.Catchup)": (
+        lambda: literal_values(_schedules.Catchup),
+        lambda: literal_values(schedule_specs.Catchup),
     ),
     "invalid tool call actions (cli.runs.INVALID_TOOL_CALL_ACTIONS)": (
         lambda: set(runs_cli.INVALID_TOOL_CALL_ACTIONS),

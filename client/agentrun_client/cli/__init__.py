@@ -1,7 +1,8 @@
 """`agentrun-client runs create|get|list|children|wait|events|submit|cancel|limits|approvals|
-approve|reject` and `agentrun-client agents create|list|get|versions|update|delete`: the API
-from a shell, for scripts and operators (also `agentrun runs …` and `agentrun agents …`
-where the service is installed).
+approve|reject`, `agentrun-client agents create|list|get|versions|update|delete` and
+`agentrun-client schedules create|list|get|update|delete|pause|resume|trigger|backfill|
+fire-times|ticks`: the API from a shell, for scripts and operators (also `agentrun runs …`
+and `agentrun agents …` where the service is installed).
 
 The server comes from `--base-url` / `--api-key`, else `AGENTRUN_BASE_URL` /
 `AGENTRUN_API_KEY` (default http://127.0.0.1:8000, no key). Output is for people unless
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from agentrun_client._sync import Client
-from agentrun_client.cli import agents, approvals, runs
+from agentrun_client.cli import agents, approvals, runs, schedules
 from agentrun_client.cli.flags import UsageError
 from agentrun_client.cli.output import EXIT_ERROR, EXIT_USAGE, AddCommand, Command, Output
 from agentrun_client.errors import AgentrunError, APIError, InvalidInput
@@ -50,7 +51,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    top = parser.add_subparsers(dest="group", required=True, metavar="runs|agents")
+    top = parser.add_subparsers(dest="group", required=True, metavar="runs|agents|schedules")
 
     def group(name: str, help: str, subject: str, on_all: tuple[str, ...]) -> AddCommand:
         """The command group `name`; its commands take `subject` first, but `on_all`."""
@@ -73,6 +74,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     for commands in (runs, approvals):  # (in this order in `--help`)
         commands.add_commands(runs_command)
     agents.add_commands(group("agents", "named agents that runs start from", "NAME", ("list",)))
+    schedules.add_commands(group("schedules", "runs started by the clock", "KEY", ("list",)))
     return parser
 
 

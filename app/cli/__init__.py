@@ -1,8 +1,8 @@
 """`agentrun`: serve | api | worker | migrate | purge | keys | tenants | operators | runs |
-agents. Parses the command line; the processes are built by the composition root
-(app.main), imported only once a command needs it. `runs …` and `agents …` are the client's
-command line (`agentrun_client.cli`), a distribution of its own that the service does not
-depend on."""
+agents | schedules. Parses the command line; the processes are built by the composition
+root (app.main), imported only once a command needs it. `runs …`, `agents …` and
+`schedules …` are the client's command line (`agentrun_client.cli`), a distribution of its
+own that the service does not depend on."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] in (["runs"], ["agents"]):  # before the server's settings: a client of any server
+    if argv[:1] in (["runs"], ["agents"], ["schedules"]):  # before the server's settings: a client of any server
         return runs.client_commands(argv)
     args = build_parser().parse_args(argv)
     settings = get_settings()

@@ -20,6 +20,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "runs", help="create, get, list, children, wait, events, submit, cancel over the HTTP API"
     )
     sub.add_parser("agents", help="create, list, get, versions, update, delete named agents")
+    sub.add_parser(
+        "schedules", help="create, list, pause, resume, trigger, backfill schedules; fire times"
+    )
 
 
 def client_commands(argv: list[str]) -> int:

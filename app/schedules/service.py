@@ -88,7 +88,7 @@ class ScheduleService:
         await self._vet(body.run, tenant)
         now = self.clock.now()
         sid = schedule_id()
-        nxt = plan.next_tick(cron, now, bounds_of(spec))
+        nxt = None if body.paused else plan.next_tick(cron, now, bounds_of(spec))
         values = {
             "id": sid,
             "tenant_id": tenant,

@@ -28,7 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] in (["runs"], ["agents"], ["schedules"]):  # before the server's settings: a client of any server
+    # Before the server's settings: a client of any server.
+    if argv[:1] in (["runs"], ["agents"], ["schedules"]):
         return runs.client_commands(argv)
     args = build_parser().parse_args(argv)
     settings = get_settings()

@@ -87,6 +87,8 @@ async def measure(args: argparse.Namespace, url: str) -> dict[str, float]:
                 await asyncio.sleep(0.1)
             before, started = scalar(conn, DONE, "a"), time.monotonic()
             await asyncio.sleep(args.window)
+            while scalar(conn, DONE, "a") == before:  # (a loaded machine: one at least)
+                await asyncio.sleep(0.05)
             rate = (scalar(conn, DONE, "a") - before) / (time.monotonic() - started)
             queued_a = scalar(conn, QUEUED, "a")
             await queue_runs(service, "b", args.b, args.delay_ms)

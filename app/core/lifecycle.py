@@ -116,6 +116,21 @@ class ApprovalStatus(StrEnum):
     CLOSED = "closed"
 
 
+class TickOutcome(StrEnum):
+    """What a schedule's tick became (`schedule_ticks.outcome`; app.schedules.firing)."""
+
+    STARTED = "started"  # its run was created with its row
+    SKIPPED = "skipped"  # overlap kept it from starting (or a newer tick superseded it)
+    BUFFERED = "buffered"  # buffer_one: it starts when the last run ends
+    MISSED = "missed"  # catch-up let it go (a row may stand for a range of them)
+    FAILED = "failed"  # the create's checks refused the schedule's run at the tick
+    #: Answered, never stored: a trigger's or a backfill's tick that has a row already.
+    EXISTS = "exists"
+
+
+NOT_RUN = (TickOutcome.MISSED, TickOutcome.SKIPPED, TickOutcome.FAILED)
+
+
 class KeyState(StrEnum):
     """An API key's state (`app.tenancy.keys`), derived from its revocation and expiry:
     spelled here with the other statuses, whose words it shares."""

@@ -18,6 +18,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app import metrics
+from app.core.lifecycle import TickOutcome as O
 from app.core.scope import Scope
 from app.schedules import plan
 from app.schedules.cron import parse
@@ -130,13 +131,13 @@ class Firer:
             for missed in due.missed:
                 await self.rows.add_tick(
                     conn,
-                    tick_row(record, missed.first, "cron", now, "missed", missed.reason)
+                    tick_row(record, missed.first, "cron", now, O.MISSED, missed.reason)
                     | {"count": missed.count, "last_time": missed.last},
                 )
             for t in superseded:
-                row = tick_row(record, t, "cron", now, "skipped", "superseded")
+                row = tick_row(record, t, "cron", now, O.SKIPPED, "superseded")
                 if await self.rows.add_tick(conn, row):
-                    outcomes.append(Outcome(t, "skipped", reason="superseded"))
+                    outcomes.append(Outcome(t, O.SKIPPED, reason="superseded"))
             if waiting is not None:  # (its run ended, and the hook has not started it yet)
                 released = await self._release(conn, record, waiting, state, now)
                 outcomes += [] if released is None else [released]
@@ -246,14 +247,14 @@ class Firer:
             failed = await self.rows.settle_buffered(
                 conn, record.id, tick.time, now, run_id=None, reason=tick.run
             )
-            return Outcome(tick.time, "failed", reason=tick.run) if failed else None
+            return Outcome(tick.time, O.FAILED, reason=tick.run) if failed else None
         run_id = tick.run.values["id"]
         if not await self.rows.settle_buffered(conn, record.id, tick.time, now, run_id=run_id):
             return None
         state.wakes += await self.store.create_joined(conn, tick.run.run, now)
         state.last_run_id = run_id
         state.started += 1
-        return Outcome(tick.time, "started", run_id)
+        return Outcome(tick.time, O.STARTED, run_id)
 
     async def run_ended(self, schedule_id: str, now: datetime) -> None:
         """A run a schedule started has ended: its buffered tick, if any, starts."""
@@ -302,33 +303,33 @@ class Firer:
         """One tick, in the firing's transaction: recorded once (a tick recorded already
         is `exists`), its run started with it, or skipped or buffered by `overlap`."""
         if isinstance(tick.run, str):
-            row = tick_row(record, tick.time, tick.source, now, "failed", tick.run)
+            row = tick_row(record, tick.time, tick.source, now, O.FAILED, tick.run)
             done = await self.rows.add_tick(conn, row)
-            return Outcome(tick.time, "failed" if done else "exists", reason=tick.run)
+            return Outcome(tick.time, O.FAILED if done else O.EXISTS, reason=tick.run)
         running = await self.rows.run_open(conn, state.last_run_id)
         action = plan.on_overlap(overlap, running, state.buffered)
         if action in (plan.SKIP, plan.BUFFER):
             buffered = action == plan.BUFFER
             reason = "overlap" if not running or state.buffered is None else "buffer_full"
-            outcome = "buffered" if buffered else "skipped"
+            outcome = O.BUFFERED if buffered else O.SKIPPED
             row = tick_row(
                 record, tick.time, tick.source, now, outcome, None if buffered else reason
             )
             if not await self.rows.add_tick(conn, row | {"run_id": state.last_run_id}):
-                return Outcome(tick.time, "exists")
+                return Outcome(tick.time, O.EXISTS)
             if buffered:
                 state.buffered = tick.time
             return Outcome(tick.time, outcome, state.last_run_id, None if buffered else reason)
         run_id = tick.run.values["id"]
-        row = tick_row(record, tick.time, tick.source, now, "started", None) | {"run_id": run_id}
+        row = tick_row(record, tick.time, tick.source, now, O.STARTED, None) | {"run_id": run_id}
         if not await self.rows.add_tick(conn, row) and (
             tick.source == "cron" or not await self.rows.retake(conn, row)
         ):
-            return Outcome(tick.time, "exists")
+            return Outcome(tick.time, O.EXISTS)
         state.wakes += await self.store.create_joined(conn, tick.run.run, now)
         state.last_run_id = run_id
         state.started += 1
-        return Outcome(tick.time, "started", run_id)
+        return Outcome(tick.time, O.STARTED, run_id)
 
     def _committed(
         self,
@@ -342,12 +343,12 @@ class Firer:
         this pass started on their own time, whose delay the lag histogram observes)."""
         self.store.created(state.started, state.wakes)
         for o in outcomes:
-            if o.outcome != "exists":
+            if o.outcome != O.EXISTS:
                 metrics.SCHEDULE_TICKS.labels(o.outcome).inc()
-            if o.outcome == "started" and o.scheduled_time in lag:
+            if o.outcome == O.STARTED and o.scheduled_time in lag:
                 metrics.SCHEDULE_LAG.observe(max(0.0, (now - o.scheduled_time).total_seconds()))
         for m in missed:
-            metrics.SCHEDULE_TICKS.labels("missed").inc(m.count)
+            metrics.SCHEDULE_TICKS.labels(O.MISSED).inc(m.count)
 
 
 def tick_row(

@@ -11,6 +11,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.core.lifecycle import NOT_RUN
+from app.core.lifecycle import TickOutcome as O
 from app.core.scope import Scope
 from app.store.backend.base import Backend
 from app.store.run_records import utc
@@ -215,7 +217,7 @@ class ScheduleRows:
             .where(
                 tk.c.schedule_id == values["schedule_id"],
                 tk.c.scheduled_time == values["scheduled_time"],
-                tk.c.outcome.in_(("missed", "skipped", "failed")),
+                tk.c.outcome.in_(NOT_RUN),
             )
             .values({**values, "count": 1, "last_time": None})
         )
@@ -245,10 +247,10 @@ class ScheduleRows:
             .where(
                 tk.c.schedule_id == schedule_id,
                 tk.c.scheduled_time == when,
-                tk.c.outcome == "buffered",
+                tk.c.outcome == O.BUFFERED,
             )
             .values(
-                outcome="started" if run_id else "failed",
+                outcome=O.STARTED if run_id else O.FAILED,
                 run_id=run_id,
                 reason=reason,
                 recorded_at=now,
@@ -263,7 +265,7 @@ class ScheduleRows:
         it is still to start); how many."""
         old = (
             sa.select(tk.c.schedule_id, tk.c.scheduled_time)
-            .where(tk.c.recorded_at < before, tk.c.outcome != "buffered")
+            .where(tk.c.recorded_at < before, tk.c.outcome != O.BUFFERED)
             .limit(batch)
         )
         async with self.backend.transaction() as conn:

@@ -298,11 +298,12 @@ async def test_the_lease_is_heartbeaten_while_a_long_stream_runs(
     store: RunStore, settings: Settings
 ) -> None:
     # A heartbeat every third of the lease: one may come up to two thirds late (a busy
-    # machine, a full suite) before the lease lapses.
-    settings = settings.model_copy(update={"lease_seconds": 1.0})
+    # machine, a full suite: 1.3 s of a 2 s lease; a 1 s lease was lost once) before the
+    # lease lapses.
+    settings = settings.model_copy(update={"lease_seconds": 2.0})
     service = RunService(store, settings)
     text = "y" * 90
-    provider = TrickleProvider(text, 0.035)  # ~3.2 s: over three lease lengths
+    provider = TrickleProvider(text, 0.07)  # ~6.3 s: over three lease lengths
     view, _ = await service.create_run(run_body(model=scripted(), tools=[], stream=True))
     async with running_worker(store, settings, providers=lambda spec: provider):
         done = await wait_status(service, view.record.id, RunStatus.COMPLETED)

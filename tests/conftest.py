@@ -27,6 +27,13 @@ from tests.helpers import CLEAN_TABLES
 BACKENDS = ["sqlite", "postgres"]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `starts_first` first (in their order): each is long (minutes of wall
+    clock, or the longest run), and started first it overlaps the other workers' tests
+    instead of ending the suite (pytest-xdist hands tests out in this order)."""
+    items.sort(key=lambda item: item.get_closest_marker("starts_first") is None)
+
+
 def _postgres_server_url() -> Iterator[str]:
     url = os.environ.get("AGENTRUN_TEST_DATABASE_URL")
     if url:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.e2e.processes import AGENTRUN, spawn, stop, wait_until
 from tests.mocks.uvicorn_thread import free_port
@@ -25,6 +26,7 @@ SCHEMATHESIS = str(Path(sys.executable).parent / "schemathesis")
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.starts_first  # (the suite's longest run of its own)
 def test_every_operation_conforms_to_the_openapi_document(tmp_path: Path) -> None:
     database = f"sqlite:///{tmp_path / 'api.db'}"
     env = {

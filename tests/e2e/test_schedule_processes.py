@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from app.schedules import schedule_service
 from app.schedules.specs import PauseIn, ScheduleIn
@@ -43,6 +44,7 @@ def runs_by_tick(url: str) -> Counter[str]:
     return Counter(r[0] for r in rows)
 
 
+@pytest.mark.starts_first  # (three minutes of wall clock, mostly waiting)
 async def test_each_tick_starts_one_run_though_a_worker_is_killed_at_a_tick(
     clean_postgres: str, tmp_path: Path
 ) -> None:

@@ -27,11 +27,9 @@ lint: install
 	$(BIN)/mypy --strict client/agentrun_client
 	$(BIN)/lint-imports
 
-# One pytest process per core and one more (pytest-xdist; each makes its own databases):
-# most tests wait on the database or a process, and the schedules' end-to-end test waits
-# three minutes of wall clock.
+# One pytest process per core (pytest-xdist): each makes its own databases.
 test: lint
-	$(BIN)/pytest -n $$(( $$(nproc) + 1 )) --dist worksteal
+	$(BIN)/pytest -n auto --dist worksteal
 
 # The sync client, generated from the async one (tests/client/test_generated.py checks it).
 sync-client: install

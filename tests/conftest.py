@@ -27,11 +27,20 @@ from tests.helpers import CLEAN_TABLES
 BACKENDS = ["sqlite", "postgres"]
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked `starts_first` first (in their order): each is long (minutes of wall
-    clock, or the longest run), and started first it overlaps the other workers' tests
-    instead of ending the suite (pytest-xdist hands tests out in this order)."""
-    items.sort(key=lambda item: item.get_closest_marker("starts_first") is None)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `starts_first` each at the head of a pytest-xdist worker's share: each
+    is long (minutes of wall clock, or the longest run of its own), and started at once
+    it overlaps the other workers' tests instead of ending the suite. (`worksteal` hands
+    each of N workers a contiguous N-th of this order first; every worker collects the
+    same order, as xdist requires.)"""
+    first = [item for item in items if item.get_closest_marker("starts_first")]
+    if not first:
+        return
+    rest = [item for item in items if not item.get_closest_marker("starts_first")]
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    for k, item in enumerate(first):  # k-th: the head of share k (of the last, if fewer)
+        rest.insert(min(k * len(items) // max(1, workers), len(rest)), item)
+    items[:] = rest
 
 
 def _postgres_server_url() -> Iterator[str]:

@@ -310,7 +310,7 @@ class Firer:
         action = plan.on_overlap(overlap, running, state.buffered)
         if action in (plan.SKIP, plan.BUFFER):
             buffered = action == plan.BUFFER
-            reason = "overlap" if not running or state.buffered is None else "buffer_full"
+            reason = "buffer_full" if overlap == "buffer_one" else "overlap"
             outcome = O.BUFFERED if buffered else O.SKIPPED
             row = tick_row(
                 record, tick.time, tick.source, now, outcome, None if buffered else reason

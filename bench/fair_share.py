@@ -1,8 +1,9 @@
 """Fair share on PostgreSQL: a small tenant queued behind a large one's backlog.
 
 Tenant A queues `--a` runs (5,000), `--workers` `agentrun worker` processes (8 slots each)
-start on them; once A's runs finish at a steady rate X (runs/s, measured over
-`--window` seconds), tenant B queues `--b` runs (50). Each run is one scripted model call
+start on them; once A's runs finish at a steady rate X (runs/s, from the database's
+completion times after the first `--warmup`, `--window` seconds on), tenant B queues `--b`
+runs (50). Each run is one scripted model call
 of `--delay-ms` and its completion.
 
 The prediction (docs/reference.md, "Priority and fair share"): within a priority the claim
@@ -31,7 +32,6 @@ import argparse
 import asyncio
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +73,22 @@ def scalar(conn: psycopg.Connection[Any], sql: str, *args: Any) -> Any:
     return row[0]
 
 
+def finish_rate(conn: psycopg.Connection[Any], skip: int) -> float:
+    """A's runs/s from the database's own times: its completions after the first `skip`
+    (start-up), from the first of them to the last so far. (Not this process's clock: on a
+    loaded machine this process may look late, after A's backlog is gone.)"""
+    row = conn.execute(
+        "SELECT count(*), extract(epoch FROM max(updated_at) - min(updated_at)) FROM"
+        " (SELECT updated_at FROM runs WHERE tenant_id = 'a' AND status = 'completed'"
+        "  ORDER BY updated_at OFFSET %s) s",
+        (max(0, skip - 1),),
+    ).fetchone()
+    count, span = (row or (0, None))[0], (row or (0, None))[1]
+    if count < 2 or not span:
+        raise SystemExit("A finished too few runs to measure a rate: queue more (--a)")
+    return (count - 1) / float(span)
+
+
 async def measure(args: argparse.Namespace, url: str) -> dict[str, float]:
     store = RunStore(create_engine(url, pool_size=8))
     service = RunService(store, Settings(database_url=url))
@@ -85,11 +101,12 @@ async def measure(args: argparse.Namespace, url: str) -> dict[str, float]:
         with psycopg.connect(dsn, autocommit=True) as conn:
             while scalar(conn, DONE, "a") < args.warmup:  # (start-up, first claims)
                 await asyncio.sleep(0.1)
-            before, started = scalar(conn, DONE, "a"), time.monotonic()
+            before = scalar(conn, DONE, "a")
             await asyncio.sleep(args.window)
-            while scalar(conn, DONE, "a") == before:  # (a loaded machine: one at least)
+            # (A loaded machine may finish none in the window: wait for one, if any is left.)
+            while scalar(conn, DONE, "a") == before < args.a:
                 await asyncio.sleep(0.05)
-            rate = (scalar(conn, DONE, "a") - before) / (time.monotonic() - started)
+            rate = finish_rate(conn, args.warmup)
             queued_a = scalar(conn, QUEUED, "a")
             await queue_runs(service, "b", args.b, args.delay_ms)
             while scalar(conn, DONE, "b") < args.b:

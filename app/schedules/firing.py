@@ -78,24 +78,33 @@ class Firer:
         self.runs = runs
         self.rows = rows
         self.store = runs.store
+        #: The earliest due time the last pass read (before it fired).
+        self.next_due: datetime | None = None
 
     # --- the cron's ticks ---------------------------------------------------------------
 
     async def fire_due(self, now: datetime, limit: int = 20) -> list[Outcome]:
         """Fire every due schedule (a batch), and start the buffered ticks whose last run
         has ended; what the ticks became."""
+        return (await self.pass_at(now, limit))[0]
+
+    async def pass_at(self, now: datetime, limit: int = 20) -> tuple[list[Outcome], bool]:
+        """A firing pass (`fire_due`): what the ticks became, and whether more may be due
+        (the batch was full, or due times are past) rather than only later ones."""
+        pending = await self.rows.pending(now, limit)
         out: list[Outcome] = []
-        for record in await self.rows.due(now, limit):
+        for record in pending.due:
             try:
                 out.extend(await self.fire(record, now))
             except Exception:
                 log.exception("schedule firing failed", schedule=record.key)
-        for record in await self.rows.buffered(limit):
+        for record in pending.buffered:
             try:
                 out.extend(await self.release(record, now))
             except Exception:
                 log.exception("buffered tick failed", schedule=record.key)
-        return out
+        self.next_due = pending.next_due
+        return out, bool(pending.due or pending.buffered)
 
     async def fire(self, record: ScheduleRecord, now: datetime) -> list[Outcome]:
         """Handle `record`'s due ticks (as read, at its version: a worker that finds the

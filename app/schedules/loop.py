@@ -32,12 +32,16 @@ class FiringLoop:
         self.longest = LONGEST_SLEEP if notifies else max(poll, UNNOTIFIED_SLEEP)
 
     async def run(self, woken: asyncio.Event) -> None:
+        """Each pass is one read when nothing is due (`Firer.pass_at`); after a pass that
+        fired, the next looks again at once (more may be due)."""
         while True:
             delay = self.longest
             try:
-                await self.firer.fire_due(self.clock.now())
-                nxt = await self.firer.rows.next_due()
-                if nxt is not None:
+                _, busy = await self.firer.pass_at(self.clock.now())
+                nxt = self.firer.next_due
+                if busy:
+                    delay = 0.0
+                elif nxt is not None:
                     delay = (nxt - self.clock.now()).total_seconds()
             except Exception:
                 log.exception("schedules loop failed")

@@ -84,6 +84,13 @@ class TickRecord:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Pending:
+    due: list[ScheduleRecord]
+    buffered: list[ScheduleRecord]
+    next_due: datetime | None  # the earliest due time (past: some are due now)
+
+
 class ScheduleRows:
     """Reads and writes of the schedules' tables on one backend."""
 
@@ -143,36 +150,34 @@ class ScheduleRows:
 
     # --- the firing worker's ------------------------------------------------------------
 
-    async def due(self, now: datetime, limit: int) -> list[ScheduleRecord]:
-        """Unpaused schedules whose tick is due (read without a lock: a firing locks the
-        row again at the version read here)."""
-        stmt = (
+    async def pending(self, now: datetime, limit: int) -> Pending:
+        """What a firing pass has to do, in one read (on SQLite one transaction, which
+        takes the database's write lock, not three): the unpaused schedules whose tick is
+        due, the buffered ticks whose last run has ended (the run's end starts them; this
+        finds what a crash between the two left), and when the next tick is due. Read
+        without a lock: a firing locks each row again at the version read here."""
+        due = (
             s.select()
             .where(s.c.due_at.is_not(None), s.c.due_at <= now, s.c.paused.is_(False))
             .order_by(s.c.due_at)
             .limit(limit)
         )
-        async with self.backend.reader() as conn:
-            rows = (await conn.execute(stmt)).mappings().all()
-        return [ScheduleRecord.from_row(r) for r in rows]
-
-    async def buffered(self, limit: int) -> list[ScheduleRecord]:
-        """Schedules holding a buffered tick whose last run has ended (the run's end
-        starts it; this finds what a crash between the two left)."""
         ended = sa.select(runs.c.id).where(
             runs.c.id == s.c.last_run_id, runs.c.status.in_(ENDED_VALUES)
         )
-        stmt = s.select().where(s.c.buffered_time.is_not(None), sa.exists(ended)).limit(limit)
-        async with self.backend.reader() as conn:
-            rows = (await conn.execute(stmt)).mappings().all()
-        return [ScheduleRecord.from_row(r) for r in rows]
-
-    async def next_due(self) -> datetime | None:
-        stmt = sa.select(sa.func.min(s.c.due_at)).where(
+        buffered = s.select().where(s.c.buffered_time.is_not(None), sa.exists(ended)).limit(limit)
+        nxt = sa.select(sa.func.min(s.c.due_at)).where(
             s.c.due_at.is_not(None), s.c.paused.is_(False)
         )
         async with self.backend.reader() as conn:
-            return utc((await conn.execute(stmt)).scalar())
+            due_rows = (await conn.execute(due)).mappings().all()
+            buffered_rows = (await conn.execute(buffered)).mappings().all()
+            next_due = utc((await conn.execute(nxt)).scalar())
+        return Pending(
+            [ScheduleRecord.from_row(r) for r in due_rows],
+            [ScheduleRecord.from_row(r) for r in buffered_rows],
+            next_due,
+        )
 
     async def lock(
         self, conn: AsyncConnection, schedule_id: str, version: int | None, *, skip: bool

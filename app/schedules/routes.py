@@ -4,7 +4,6 @@ would fire; mounted by the composition root (app.main)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Request, Response
@@ -20,7 +19,7 @@ from app.schedules.service import MAX_FIRE_TIMES, FireTime, ScheduleService
 from app.schedules.specs import BackfillIn, PauseIn, ScheduleIn, SchedulePatch, TriggerIn, when
 from app.service.principals import Permission, Principal
 from app.service.schemas import AGENT_NAME
-from app.timestamps import Timestamp
+from app.timestamps import Timestamp, iso
 
 router = APIRouter(prefix="/v1", tags=["schedules"])
 Manager = Annotated[Principal, Depends(authorize(Permission.SCHEDULES_MANAGE))]
@@ -334,12 +333,6 @@ async def list_ticks(
     more = found[limit - 1].scheduled_time if len(found) > limit else None
     page = TickList(
         data=[TickOut.of(t) for t in found[:limit]],
-        next_cursor=None if more is None else _iso(more),
+        next_cursor=None if more is None else iso(more),
     )
     return json_body(page)
-
-
-def _iso(value: datetime) -> str:
-    from app.timestamps import iso
-
-    return iso(value)

@@ -132,6 +132,12 @@ async def test_backfill_and_ticks(client: httpx.AsyncClient) -> None:
     ]:
         refused = await client.post("/v1/schedules/b/backfill", json=bad)
         assert refused.status_code == 422 and says in refused.json()["detail"], refused.text
+    # A minutely cron over 26 years (14 million ticks) is refused as soon as it is too long.
+    await make(client, key="m", cron="* * * * *", timezone="UTC")
+    years = {"from": "2000-01-01T00:00:00Z", "to": "2026-11-01T00:00:00Z"}
+    refused = await client.post("/v1/schedules/m/backfill", json=years)
+    assert refused.status_code == 422 and "more than 500" in refused.json()["detail"]
+    assert (await client.get("/v1/schedules/m/ticks")).json()["data"] == []
     skipped = await client.post(
         "/v1/schedules/b/backfill",
         json={"from": "2026-10-01T06:00:00Z", "to": "2026-10-03T06:00:00Z", "overlap": "skip"},

@@ -3,7 +3,9 @@ rendering with the security headers, and the service handles on the app."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -25,6 +27,7 @@ from app.service.principals import Permission
 from app.service.reads import RunReads
 from app.service.runs import RunService
 from app.service.types import RunRecord
+from app.tenancy.access import TENANT_PATTERN
 
 HERE = Path(__file__).resolve().parent
 templates = Jinja2Templates(directory=str(HERE / "templates"))
@@ -102,6 +105,61 @@ async def tenant_of(request: Request) -> str:
 async def scope_of(request: Request) -> TenantScope:
     """The signed-in principal's scope (its tenant's: never ALL)."""
     return (await auth.dashboard_principal(request)).scope
+
+
+#: The `tenant` parameter that shows every tenant's runs (to a deployment's admins).
+ALL_TENANTS = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class Viewing:
+    """Whose runs a list page reads. Everyone reads their own tenant's; a deployment's
+    admins (who hold `tenants:manage`) may name another tenant or every tenant (`*`) with
+    the page's `tenant` parameter, read-only: actions stay within their own tenant, as
+    the API's do. `wide`: the session may choose (the pages show a tenant column)."""
+
+    scope: TenantScope
+    tenant: str  # the choice: the principal's tenant, another's id, or ALL_TENANTS
+    own: str  # the principal's tenant
+    wide: bool
+    error: str | None = None
+
+    @property
+    def param(self) -> dict[str, str]:
+        """The query parameter that keeps this choice in a page's links (none: own)."""
+        return {"tenant": self.tenant} if self.tenant != self.own else {}
+
+
+async def viewing(request: Request, tenant: str | None) -> Viewing:
+    """The tenants a list page reads, from its `tenant` parameter (see `Viewing`)."""
+    principal = await auth.dashboard_principal(request)
+    wide = principal.can(Permission.TENANTS_MANAGE)
+    own = Viewing(principal.scope, principal.tenant, principal.tenant, wide)
+    tenant = (tenant or "").strip()
+    if not tenant or tenant == principal.tenant:
+        return own
+    if not wide:
+        refused = "Only a deployment's admins see other tenants' runs: these are your tenant's."
+        return Viewing(principal.scope, principal.tenant, principal.tenant, False, refused)
+    if tenant == ALL_TENANTS:
+        return Viewing(TenantScope.ALL, ALL_TENANTS, principal.tenant, True)
+    if not re.fullmatch(TENANT_PATTERN, tenant):
+        refused = f"no tenant can be named {tenant!r}"
+        return Viewing(principal.scope, principal.tenant, principal.tenant, True, refused)
+    return Viewing(TenantScope.of(tenant), tenant, principal.tenant, True)
+
+
+async def reading_scope(request: Request) -> TenantScope:
+    """What a run's own page may read: every tenant's for a deployment's admins (whose
+    lists link to them), else the principal's tenant."""
+    principal = await auth.dashboard_principal(request)
+    return TenantScope.ALL if principal.can(Permission.TENANTS_MANAGE) else principal.scope
+
+
+async def acts_on(request: Request, record: RunRecord) -> bool:
+    """Whether the signed-in principal may act on `record` at all: its own tenant's only
+    (a deployment's admin reads another tenant's run, and acts on none)."""
+    return record.tenant_id == (await auth.dashboard_principal(request)).tenant
 
 
 def service_of(request: Request) -> RunService:

@@ -30,7 +30,7 @@ from app.service.types import (
     RunRecord,
     ToolCallRecord,
 )
-from app.store import gauges, reports
+from app.store import gauges, reports, samples, spend
 from app.store.runs import RunStore
 
 
@@ -144,3 +144,14 @@ class RunReads:
             age_histogram=reports.age_histogram(ages),
             activity=await reports.activity(self.store.engine, now, scope),
         )
+
+    async def spend_of(self, start: datetime, end: datetime, scope: Scope) -> spend.Ledger:
+        """Usage per hour, tenant, provider, model and agent, and answered calls per
+        latency bucket, in [start, end) (`start` a whole UTC hour): the overview's."""
+        return await spend.read(self.store.engine, spend.Window(start, end), scope)
+
+    async def waiting_over(
+        self, start: datetime, end: datetime, scope: Scope
+    ) -> list[samples.Sample]:
+        """What was waiting per tenant and minute in [start, end), oldest first."""
+        return await samples.samples(self.store.engine, start, end, scope)

@@ -27,6 +27,7 @@ LEDGER_COLUMNS = (
     "price_source",
     "latency_ms",
     "error",
+    "http_status",
 )
 TOOL_CALL_COLUMNS = (
     "round",
@@ -87,7 +88,13 @@ def ledger_row(event: NewEvent) -> dict[str, Any]:
         "price_source": d.get("price_source"),
         "latency_ms": d.get("latency_ms"),
         "error": None if ok else str(d.get("message") or ""),
+        "http_status": _http_status(d.get("status")) if not ok else None,
     }
+
+
+def _http_status(value: Any) -> int | None:
+    """A failed call's HTTP status (`model.failed`'s `status`), if it is one."""
+    return value if isinstance(value, int) and 100 <= value <= 599 else None
 
 
 def webhook_payload(event: NewEvent, run_id: str, status: str, now: datetime) -> dict[str, Any]:

@@ -1,11 +1,13 @@
 """The fold: finished runs move into the rollups, so reports read a few rows per hour or
-status instead of every run kept (`usage_hourly`, `run_counts`, `run_endings`).
+status instead of every run kept (`usage_hourly`, `latency_hourly`, `run_counts`,
+`run_endings`).
 
 The change that ends a run writes its row of `unfolded_runs` in the same statement
 (app.store.backend); a ledger write on a run that had ended writes one for the calls. A
 fold takes a batch of those rows in one transaction: the runs' ledger rows are added to
-`usage_hourly` (per tenant, UTC hour of the call, provider, model and the run's status),
-the runs are counted in `run_counts` and in `run_endings` under the minute they ended, the
+`usage_hourly` (per tenant, UTC hour of the call, provider, model, the run's status and
+its agent's name) and the latencies of the answered ones to `latency_hourly`, the runs
+are counted in `run_counts` and in `run_endings` under the minute they ended, the
 calls summed are marked `folded` and the rows are deleted. The run's own row is never
 rewritten (it was, when the fold marked it: a new version of the whole row and an entry in
 each of its indexes). Readers add the calls not folded (`ix_model_calls_unfolded`) and the
@@ -18,9 +20,9 @@ under the status it left. Retention folds what it deletes in its own transaction
 (`app.store.retention`).
 
 Each batch locks the rows it takes with SKIP LOCKED on PostgreSQL (two workers never fold a
-run twice) and touches rollup rows in one order (`usage_hourly`, `run_counts`,
-`run_endings`, each by key), so concurrent folds and sweeps wait on each other briefly and
-never deadlock. The hot transitions write none of the rollups.
+run twice) and touches rollup rows in one order (`usage_hourly`, `latency_hourly`,
+`run_counts`, `run_endings`, each by key), so concurrent folds and sweeps wait on each
+other briefly and never deadlock. The hot transitions write none of the rollups.
 """
 
 from __future__ import annotations
@@ -36,9 +38,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.store.backend.base import Forms
 from app.store.backend.dialect_forms import forms_for
+from app.store.latency import bucket_of
 from app.store.schema import (
     ENDED_VALUES,
+    latency_hourly,
     model_calls,
+    run_configs,
     run_counts,
     run_endings,
     runs,
@@ -72,10 +77,12 @@ class Sums:
     reasoning_tokens: int = 0
     total_tokens: int = 0
     cost_usd: float | None = None
+    throttled_calls: int = 0  # (of the failed: refused with a 429)
 
     def add_call(self, row: Any) -> None:
         self.calls += 1
         self.failed_calls += row.outcome == "error"
+        self.throttled_calls += row.outcome == "error" and row.http_status == 429
         for column in TOKENS:
             setattr(self, column, getattr(self, column) + int(getattr(row, column) or 0))
         if row.cost_usd is not None:
@@ -87,7 +94,8 @@ class Deltas:
     """What a batch adds to the rollups."""
 
     # Keyed by tenant first, as the rollups' primary keys.
-    usage: dict[tuple[str, datetime, str, str, str], Sums] = field(default_factory=dict)
+    usage: dict[tuple[str, datetime, str, str, str, str], Sums] = field(default_factory=dict)
+    latency: Counter[tuple[str, datetime, str, str, int]] = field(default_factory=Counter)
     counts: Counter[tuple[str, str]] = field(default_factory=Counter)
     endings: Counter[tuple[str, datetime, str]] = field(default_factory=Counter)
 
@@ -153,6 +161,7 @@ async def fold_rows(
         deltas.counts[key] -= 1
     summed: list[int] = []
     if status_of:
+        agent_of = await _agents(conn, list(status_of))
         calls = await conn.execute(
             sa.select(
                 model_calls.c.id,
@@ -162,19 +171,37 @@ async def fold_rows(
                 model_calls.c.model,
                 model_calls.c.outcome,
                 model_calls.c.cost_usd,
+                model_calls.c.latency_ms,
+                model_calls.c.http_status,
                 *[model_calls.c[c] for c in TOKENS],
             ).where(model_calls.c.run_id.in_(list(status_of)), model_calls.c.folded.is_(False))
         )
         for call in calls:
             tenant, status = status_of[call.run_id]
-            hour = (tenant, hour_of(call.created_at), call.provider, call.model, status)
-            deltas.usage.setdefault(hour, Sums()).add_call(call)
+            hour = hour_of(call.created_at)
+            agent = agent_of.get(call.run_id, "")
+            usage_key = (tenant, hour, call.provider, call.model, status, agent)
+            deltas.usage.setdefault(usage_key, Sums()).add_call(call)
+            if call.outcome == "ok" and call.latency_ms is not None:
+                bucket = bucket_of(float(call.latency_ms))
+                deltas.latency[(tenant, hour, call.provider, call.model, bucket)] += 1
             summed.append(call.id)
     await _apply(conn, forms, deltas)
     if summed:
         await conn.execute(
             model_calls.update().where(model_calls.c.id.in_(summed)).values(folded=True)
         )
+
+
+async def _agents(conn: AsyncConnection, run_ids: list[str]) -> dict[str, str]:
+    """The name of the agent each of these runs started from (runs without one: absent)."""
+    name = run_configs.c.config[("agent", "name")].as_string()
+    rows = await conn.execute(
+        sa.select(run_configs.c.run_id, name).where(
+            run_configs.c.run_id.in_(run_ids), name.is_not(None)
+        )
+    )
+    return {run_id: str(agent)[:100] for run_id, agent in rows}
 
 
 async def taken(conn: AsyncConnection, run_ids: Sequence[str]) -> list[Any]:
@@ -205,8 +232,16 @@ async def reopen(conn: AsyncConnection, run_id: str) -> None:
 async def _apply(conn: AsyncConnection, forms: Forms, deltas: Deltas) -> None:
     """One multi-row upsert per rollup table, its rows in key order."""
     usage = [
-        {"tenant_id": t, "hour": h, "provider": p, "model": m, "run_status": s, **sums.__dict__}
-        for (t, h, p, m, s), sums in sorted(deltas.usage.items())
+        {
+            "tenant_id": t,
+            "hour": h,
+            "provider": p,
+            "model": m,
+            "run_status": s,
+            "agent": a,
+            **sums.__dict__,
+        }
+        for (t, h, p, m, s, a), sums in sorted(deltas.usage.items())
     ]
     if usage:
         stmt = forms.insert(usage_hourly).values(usage)
@@ -217,8 +252,23 @@ async def _apply(conn: AsyncConnection, forms: Forms, deltas: Deltas) -> None:
         )
         await conn.execute(
             stmt.on_conflict_do_update(
-                index_elements=["tenant_id", "hour", "provider", "model", "run_status"],
-                set_={**{c: old[c] + new[c] for c in COUNTERS}, "cost_usd": cost},
+                index_elements=["tenant_id", "hour", "provider", "model", "run_status", "agent"],
+                set_={
+                    **{c: old[c] + new[c] for c in (*COUNTERS, "throttled_calls")},
+                    "cost_usd": cost,
+                },
+            )
+        )
+    latency = [
+        {"tenant_id": t, "hour": h, "provider": p, "model": m, "bucket": b, "calls": n}
+        for (t, h, p, m, b), n in sorted(deltas.latency.items())
+    ]
+    if latency:
+        stmt = forms.insert(latency_hourly).values(latency)
+        await conn.execute(
+            stmt.on_conflict_do_update(
+                index_elements=["tenant_id", "hour", "provider", "model", "bucket"],
+                set_={"calls": latency_hourly.c.calls + stmt.excluded.calls},
             )
         )
     counts = [

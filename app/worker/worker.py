@@ -18,7 +18,7 @@ import contextlib
 import os
 import random
 import socket
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import structlog
 from sqlalchemy.engine import make_url
@@ -28,9 +28,9 @@ from app.core.scope import Scope
 from app.providers.profiles import Profiles
 from app.service.tokens import new_key
 from app.settings import Settings
-from app.store import changes
+from app.store import changes, samples
 from app.store.errors import is_unavailable
-from app.store.fold import FOLD_BATCH, fold_batch, forget_endings
+from app.store.fold import FOLD_BATCH, fold_batch, forget_endings, minute_of
 from app.store.hooks import Background, Loop
 from app.store.retention import purge_batch
 from app.store.run_records import RunRecord
@@ -261,16 +261,23 @@ class Worker:
     async def _fold(self) -> None:
         """Fold finished runs into the rollups that reports read (app.store.fold), with
         the reaper's period: the lag, and what reports read besides the rollups, stay
-        about one period of finished runs."""
+        about one period of finished runs. Each new minute, it also samples what is
+        waiting (app.store.samples: the overview's queue depth and suspended ages)."""
         forgotten: float | None = None  # (the clock's monotonic reading: when, if ever)
+        sampled: datetime | None = None  # (the minute this worker last sampled)
         while True:
             await asyncio.sleep(self.settings.reap_interval * (0.5 + random.random()))
             try:
                 folded = FOLD_BATCH
                 while folded == FOLD_BATCH and not self.stopping.is_set():
                     folded = await fold_batch(self.store.engine, FOLD_BATCH)
+                now = self.clock.now()
+                if sampled != minute_of(now):
+                    await samples.sample(self.store.engine, now)
+                    sampled = minute_of(now)
                 if forgotten is None or self.clock.monotonic() - forgotten > 600:
-                    await forget_endings(self.store.engine, self.clock.now())
+                    await forget_endings(self.store.engine, now)
+                    await samples.forget(self.store.engine, now)
                     forgotten = self.clock.monotonic()
             except Exception:
                 log.exception("fold failed")

@@ -62,6 +62,8 @@ from app.store.schema.runs import (
 from app.store.schema.schedules import schedule_ticks, schedules
 from app.store.schema.usage import (
     LEDGER_UNFOLDED,
+    gauge_samples,
+    latency_hourly,
     model_calls,
     run_counts,
     run_endings,
@@ -101,6 +103,8 @@ __all__ = [
     "flow_limits",
     "flow_slots",
     "flow_waiters",
+    "gauge_samples",
+    "latency_hourly",
     "metadata",
     "metadata_of",
     "model_calls",

@@ -31,6 +31,8 @@ model_calls = sa.Table(
     sa.Column("price_source", sa.String(100)),
     sa.Column("latency_ms", sa.Float),
     sa.Column("error", sa.Text),
+    # A failed call's HTTP status, when the provider answered one (429: throttled).
+    sa.Column("http_status", sa.SmallInteger),
     sa.Column("created_at", Timestamp, nullable=False),
     # In `usage_hourly` (app.store.fold): set in the transaction that adds the row there.
     sa.Column("folded", sa.Boolean, nullable=False, server_default=sa.false()),
@@ -51,8 +53,9 @@ sa.Index(
 # The rollups the fold (app.store.fold) keeps, so reports read a few rows per hour or
 # status whatever is kept. Never deleted by retention.
 #
-# The usage of folded ledger rows, per UTC hour of the call, provider, model and the status
-# of its run when the run was folded (it had finished).
+# The usage of folded ledger rows, per UTC hour of the call, provider, model, the status
+# of its run when the run was folded (it had finished) and the name of the agent it
+# started from ('' for none, and for rows folded before revision 0025).
 usage_hourly = sa.Table(
     "usage_hourly",
     metadata,
@@ -61,16 +64,53 @@ usage_hourly = sa.Table(
     sa.Column("provider", sa.String(40), nullable=False),
     sa.Column("model", sa.String(200), nullable=False),
     sa.Column("run_status", sa.String(20), nullable=False),
+    sa.Column("agent", sa.String(100), nullable=False, server_default=""),
     sa.Column("calls", sa.BigInteger, nullable=False),
     sa.Column("failed_calls", sa.BigInteger, nullable=False),
+    # Of the failed calls, those the provider refused with a 429 (since revision 0025).
+    sa.Column("throttled_calls", sa.BigInteger, nullable=False, server_default="0"),
     sa.Column("input_tokens", sa.BigInteger, nullable=False),
     sa.Column("output_tokens", sa.BigInteger, nullable=False),
     sa.Column("cached_input_tokens", sa.BigInteger, nullable=False),
     sa.Column("reasoning_tokens", sa.BigInteger, nullable=False),
     sa.Column("total_tokens", sa.BigInteger, nullable=False),
     sa.Column("cost_usd", sa.Float),
-    sa.PrimaryKeyConstraint("tenant_id", "hour", "provider", "model", "run_status"),
+    sa.PrimaryKeyConstraint("tenant_id", "hour", "provider", "model", "run_status", "agent"),
 )
+
+# The latency of folded answered calls (outcome ok), per UTC hour, provider and model, as
+# a histogram: `calls` answered within the latency bucket `bucket`
+# (app.store.latency: eight buckets per doubling), so percentiles over any window are a
+# few rows per hour whatever is kept. Since revision 0025.
+latency_hourly = sa.Table(
+    "latency_hourly",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("hour", Timestamp, nullable=False),
+    sa.Column("provider", sa.String(40), nullable=False),
+    sa.Column("model", sa.String(200), nullable=False),
+    sa.Column("bucket", sa.SmallInteger, nullable=False),
+    sa.Column("calls", sa.BigInteger, nullable=False),
+    sa.PrimaryKeyConstraint("tenant_id", "hour", "provider", "model", "bucket"),
+)
+
+# What was waiting, per tenant and UTC minute, sampled by the workers (the first to sample
+# a minute writes it): the overview's queue depth and suspended ages over time. Kept a
+# week (app.store.samples); a tenant with nothing waiting has no row that minute.
+gauge_samples = sa.Table(
+    "gauge_samples",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("minute", Timestamp, nullable=False),
+    sa.Column("queued", sa.Integer, nullable=False),
+    sa.Column("running", sa.Integer, nullable=False),
+    sa.Column("suspended", sa.Integer, nullable=False),
+    # The longest a suspended run had waited, and the sum of their waits (seconds).
+    sa.Column("oldest_suspended_s", sa.Float),
+    sa.Column("suspended_wait_s", sa.Float, nullable=False),
+    sa.PrimaryKeyConstraint("tenant_id", "minute"),
+)
+sa.Index("ix_gauge_samples_minute", gauge_samples.c.minute)
 
 # Finished runs whose usage and count the fold (app.store.fold) has not taken into the
 # rollups yet, one narrow row each: written by the change that ends the run (`counts`: it

@@ -1,0 +1,154 @@
+"""The overview's reads of the usage ledger over a window of whole UTC hours: usage per
+hour, tenant, provider, model and agent (`spend`), and answered calls' latencies per
+provider and model (`latencies`).
+
+As /v1/usage (app.store.usage), a window's whole hours up to the current one are read
+from the rollups (`usage_hourly`, `latency_hourly`) plus the ledger's calls not folded
+yet, and the current hour from the ledger itself, in one snapshot: exact to the token
+whatever the fold's lag, and a few rows per hour and model whatever is kept. The ledger's
+rows are read one by one (the calls of runs not folded, and the current hour's) and
+summed here, where their hour and latency bucket are computed the same way on both
+databases.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from app.core.scope import Scope
+from app.store.fold import COUNTERS, TOKENS, Sums, hour_of
+from app.store.latency import bucket_of
+from app.store.reports import reading
+from app.store.run_records import utc
+from app.store.schema import LEDGER_UNFOLDED, latency_hourly, model_calls, run_configs, usage_hourly
+from app.store.scoping import within
+
+#: (tenant, UTC hour, provider, model, agent): '' for a run without an agent.
+SpendKey = tuple[str, datetime, str, str, str]
+#: (provider, model, latency bucket).
+LatencyKey = tuple[str, str, int]
+
+
+@dataclass
+class Window:
+    """[start, end): `start` a whole hour; `end` any moment after it (now)."""
+
+    start: datetime
+    end: datetime
+
+    @property
+    def current(self) -> datetime:
+        """The hour `end` is in: read from the ledger (the rollups hold whole hours)."""
+        return max(self.start, hour_of(self.end))
+
+
+def _agent() -> Any:
+    """The agent's name of a ledger row's run (by the configuration's primary key)."""
+    name = run_configs.c.config[("agent", "name")].as_string()
+    return sa.select(name).where(run_configs.c.run_id == model_calls.c.run_id).scalar_subquery()
+
+
+def ledger_query(w: Window, scope: Scope) -> Any:
+    """The ledger rows no rollup read holds: calls of the window's whole hours not folded
+    yet (`ix_model_calls_unfolded`), and every call of the current hour
+    (`ix_model_calls_created`)."""
+    c = model_calls.c
+    columns = [
+        c.created_at,
+        c.tenant_id,
+        c.provider,
+        c.model,
+        c.outcome,
+        c.http_status,
+        c.latency_ms,
+        c.cost_usd,
+        *[c[t] for t in TOKENS],
+        _agent().label("agent"),
+    ]
+    mine = within(c.tenant_id, scope)
+    parts = [
+        sa.select(*columns).where(c.created_at >= w.current, c.created_at < w.end, *mine),
+    ]
+    if w.start < w.current:
+        parts.append(
+            sa.select(*columns).where(
+                LEDGER_UNFOLDED, c.created_at >= w.start, c.created_at < w.current, *mine
+            )
+        )
+    return parts[0] if len(parts) == 1 else sa.union_all(*parts)
+
+
+def hourly_query(w: Window, scope: Scope) -> Any:
+    h = usage_hourly.c
+    return (
+        sa.select(
+            h.tenant_id,
+            h.hour,
+            h.provider,
+            h.model,
+            h.agent,
+            *[sa.func.sum(h[c]).label(c) for c in (*COUNTERS, "throttled_calls")],
+            sa.func.sum(h.cost_usd).label("cost_usd"),
+        )
+        .where(h.hour >= w.start, h.hour < w.current, *within(h.tenant_id, scope))
+        .group_by(h.tenant_id, h.hour, h.provider, h.model, h.agent)
+    )
+
+
+def latency_query(w: Window, scope: Scope) -> Any:
+    h = latency_hourly.c
+    return (
+        sa.select(h.provider, h.model, h.bucket, sa.func.sum(h.calls))
+        .where(h.hour >= w.start, h.hour < w.current, *within(h.tenant_id, scope))
+        .group_by(h.provider, h.model, h.bucket)
+    )
+
+
+@dataclass
+class Ledger:
+    """A window's usage and latencies, before the overview groups them."""
+
+    spend: dict[SpendKey, Sums]
+    latency: Counter[LatencyKey]
+
+
+async def read(engine: AsyncEngine, w: Window, scope: Scope) -> Ledger:
+    """The window's usage by `SpendKey` and answered calls by `LatencyKey`."""
+    async with reading(engine) as conn:
+        return await _read(conn, w, scope)
+
+
+async def _read(conn: AsyncConnection, w: Window, scope: Scope) -> Ledger:
+    out = Ledger({}, Counter())
+    if w.start < w.current:
+        for r in (await conn.execute(hourly_query(w, scope))).all():
+            m = r._mapping
+            hour = utc(_as_datetime(m["hour"]))
+            assert hour is not None
+            sums = out.spend.setdefault(
+                (m["tenant_id"], hour, m["provider"], m["model"], m["agent"]), Sums()
+            )
+            for column in (*COUNTERS, "throttled_calls"):
+                setattr(sums, column, getattr(sums, column) + int(m[column] or 0))
+            if m["cost_usd"] is not None:
+                sums.cost_usd = (sums.cost_usd or 0.0) + float(m["cost_usd"])
+        for provider, model, bucket, n in (await conn.execute(latency_query(w, scope))).all():
+            out.latency[(provider, model, int(bucket))] += int(n)
+    for call in (await conn.execute(ledger_query(w, scope))).all():
+        at = utc(_as_datetime(call.created_at))
+        assert at is not None
+        key = (call.tenant_id, hour_of(at), call.provider, call.model, (call.agent or "")[:100])
+        out.spend.setdefault(key, Sums()).add_call(call)
+        if call.outcome == "ok" and call.latency_ms is not None:
+            out.latency[(call.provider, call.model, bucket_of(float(call.latency_ms)))] += 1
+    return out
+
+
+def _as_datetime(value: Any) -> datetime:
+    return datetime.fromisoformat(value) if isinstance(value, str) else value

@@ -202,6 +202,8 @@ CLEAN_TABLES = (
     *RUN_TABLES,
     "unfolded_runs",
     "usage_hourly",
+    "latency_hourly",
+    "gauge_samples",
     "run_counts",
     "run_endings",
     "api_keys",

@@ -1,5 +1,6 @@
 """The dashboard's pages: the runs (suspended first) with their filters and the table
-body the auto-refresh swaps, a run's detail and its change poll, and the overview."""
+body the auto-refresh swaps, and a run's detail and its change poll (the overview is
+`app.dashboard.overview`'s)."""
 
 from __future__ import annotations
 
@@ -274,27 +275,3 @@ async def run_poll(request: Request, run_id: str, _: Session, v: int = 0, seq: i
     if record is None or (record.version, record.last_event_seq) != (v, seq):
         return Response(status_code=200, headers={"HX-Refresh": "true"})
     return Response(status_code=204)
-
-
-# --- overview --------------------------------------------------------------------------
-
-
-@router.get("/overview", response_class=HTMLResponse)
-async def overview(request: Request, session: Session) -> HTMLResponse:
-    t = now(request)
-    o = await reads_of(request).overview(t, await scope_of(request))
-    per_minute = [(str(i), n) for i, n in enumerate(o.activity.completed_per_minute)]
-    return await render(
-        request,
-        "overview.html",
-        {
-            "counts": [(s.value, o.counts.get(s.value, 0)) for s in RunStatus],
-            "total": sum(o.counts.values()),
-            "age_bars": present.bars(o.age_histogram),
-            "oldest": max(o.suspended_ages) if o.suspended_ages else None,
-            "activity": o.activity,
-            "minute_bars": present.bars(per_minute, width=480, height=80),
-            "now": t,
-        },
-        session=session,
-    )

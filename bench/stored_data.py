@@ -156,6 +156,7 @@ def requests(old_run: str, now: datetime) -> list[tuple[str, str]]:
         ("`/admin` main page", "/admin"),
         ("`/admin` suspended-runs rows", "/admin/rows?status=requires_action"),
         ("`/admin` overview", "/admin/overview"),
+        ("`/admin` overview, 30 days by agent", "/admin/overview?window=30d&split=agent"),
         (
             "`GET /v1/runs?status=requires_action&limit=50`",
             "/v1/runs?status=requires_action&limit=50",

@@ -90,8 +90,8 @@ def stacked_bars(
     series: Sequence[Series],
     fmt: Callable[[float], str],
     *,
-    width: float = 640,
-    height: float = 180,
+    width: float = 1100,
+    height: float = 200,
 ) -> Chart:
     """One bar per bucket (`labels`), stacked by series in their order."""
     chart = Chart(width, height, title, legend=[(s.colour, s.name) for s in series])
@@ -131,7 +131,7 @@ def lines(
     series: Sequence[Series],
     fmt: Callable[[float], str],
     *,
-    width: float = 640,
+    width: float = 1100,
     height: float = 160,
 ) -> Chart:
     """One polyline per series over the buckets (`labels`)."""

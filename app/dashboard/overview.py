@@ -57,7 +57,7 @@ def dollars(value: float) -> str:
 
 
 def count(value: float) -> str:
-    return f"{value:.0f}"
+    return f"{value:g}"
 
 
 def _choice(value: str | None, allowed: Sequence[str], default: str) -> tuple[str, str | None]:

@@ -140,7 +140,7 @@ async def test_each_tenant_sees_its_own_spend_and_an_admin_every_tenants(
     assert {c["key"] for c in rows(every, CELL)} == {"default", TENANT}
     assert "every tenant" in every
     # Each tenant's queued run, sampled: one each, two for every tenant.
-    assert "1 minutes sampled" in mine and "queued: peak 1<" in mine
+    assert '<span id="sampled">1</span>' in mine and "queued: peak 1<" in mine
     assert "queued: peak 2<" in every
     await person(people, "wile", role="viewer", tenant=TENANT)
     async with browser(app) as client:

@@ -7,31 +7,56 @@ or when AGENTRUN_UPDATE_DOCS_SCREENSHOT=1 (SQLite's run)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
-from tests.dashboard.test_browser import (  # noqa: F401  (fixtures: page, server)
+import pytest
+
+from app.main import create_app
+from tests.conftest import make_settings
+from tests.dashboard.test_browser import (  # noqa: F401  (fixtures: page)
     KEY,
     ROOT,
+    _fresh_database,
     assert_labelled,
     create_run,
     page,
-    server,
     shot,
     wait_status,
 )
+from tests.mocks.uvicorn_thread import serve_in_thread
 
-SCRIPTS = {
-    "gpt-4.1-mini": [{"text": "Refund of $30 approved for order 1042."}],
-    "claude-sonnet-4": [{"text": "The invoice lines add up to $1,240."}],
+#: model -> (its answer, its tokens in and out, its latency in ms)
+MODELS = {
+    "gpt-4.1-mini": ("Refund of $30 approved for order 1042.", 1200, 300, 40),
+    "claude-sonnet-4": ("The invoice lines add up to $1,240.", 2400, 800, 120),
+}
+PRICES = {
+    "scripted:gpt-4.1-mini": {"input": 0.4, "output": 1.6},
+    "scripted:claude-sonnet-4": {"input": 3.0, "output": 15.0},
 }
 
 
-def test_the_overview_in_chromium(page: Any, server: tuple[str, str]) -> None:  # noqa: F811
-    base, backend = server
+@pytest.fixture(params=["sqlite", "postgres"])
+def priced(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """(base URL, back end) of a real server with workers whose scripted models are
+    priced (AGENTRUN_PRICES), so the overview has costs to draw."""
+    with _fresh_database(request, tmp_path) as url:
+        settings = make_settings(url, api_keys=KEY, prices=PRICES)
+        with serve_in_thread(create_app(settings, worker_slots=2)) as base:
+            yield base, request.param
+
+
+def test_the_overview_in_chromium(page: Any, priced: tuple[str, str]) -> None:  # noqa: F811
+    base, backend = priced
     done = []
     for n in range(6):
-        name = list(SCRIPTS)[n % 2]
-        model = {"provider": "scripted", "name": name, "script": SCRIPTS[name]}
+        name = list(MODELS)[n % 2]
+        text, tokens_in, tokens_out, delay = MODELS[name]
+        usage = {"input_tokens": tokens_in + 100 * n, "output_tokens": tokens_out}
+        script = [{"text": text, "usage": usage}]
+        model = {"provider": "scripted", "name": name, "script": script, "delay_ms": delay}
         done.append(create_run(base, model=model, tools=[], metadata={"n": n}))
     waiting = create_run(base)  # (a tool round: it suspends)
     for run_id in done:
@@ -55,6 +80,7 @@ def test_the_overview_in_chromium(page: Any, server: tuple[str, str]) -> None:  
     health = page.locator("#health tbody tr[data-model='scripted:gpt-4.1-mini']")
     assert health.locator("td").nth(2).inner_text() == "3"
     assert "ms" in health.locator("td").nth(3).inner_text()
+    assert page.locator("#cost-chart rect").count() >= 1
     # The window and split are a form: by agent, over 7 days.
     page.select_option("#o-window", "7d")
     page.select_option("#o-split", "agent")

@@ -18,7 +18,7 @@ from sqlalchemy.dialects import postgresql
 
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
-from app.store import reports
+from app.store import reports, samples, spend
 from app.store import run_reads as lookups
 from app.store.backend.dialect_forms import POSTGRES
 from app.store.backend.engines import create_engine
@@ -250,3 +250,29 @@ async def test_suspended_since_reads_each_run_by_key(seeded: str) -> None:
     plan = await explain(seeded, literal(stmt))
     assert_flat(plan)
     assert any(n.get("Index Name") == "pk_runs" for n in nodes(plan)), plan
+
+
+async def test_the_overviews_spend_latency_and_samples_read_rollups_and_indexes(
+    seeded: str,
+) -> None:
+    """The overview's reads (app.store.spend, app.store.samples): a month's and a day's
+    window read the rollups, the calls not folded and the current hour's calls; a sample
+    reads the waiting and the running runs' partial indexes."""
+    engine = create_engine(seeded)
+    try:
+        statements: list[Any] = []
+        for days in (30, 1):
+            w = spend.Window(NOW - timedelta(days=days), NOW + timedelta(minutes=17))
+            for t in (Scope.ALL, Scope.of("default")):
+                statements += [spend.ledger_query(w, t), spend.hourly_query(w, t)]
+                statements.append(spend.latency_query(w, t))
+        statements += samples.sample_statements(engine, NOW)
+        statements += [
+            samples.samples_query(NOW - timedelta(days=1), NOW, t)
+            for t in (Scope.ALL, Scope.of("default"))
+        ]
+        for stmt in statements:
+            plan = await explain(seeded, literal(stmt))
+            assert_flat(plan, sort_rows=2 * (SUSPENDED + UNFOLDED_N))
+    finally:
+        await engine.dispose()

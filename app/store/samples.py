@@ -80,21 +80,23 @@ async def sample(engine: AsyncEngine, now: datetime) -> int:
         )
 
     forms = forms_for(engine)
-    async with engine.begin() as conn:
-        await forms.by_index(conn)
-        for tenant, status, n, oldest, waited in (await conn.execute(waiting)).all():
-            if status == RunStatus.QUEUED.value:
-                row(tenant)["queued"] = int(n)
-            elif status == RunStatus.REQUIRES_ACTION.value:
-                row(tenant).update(
-                    suspended=int(n),
-                    oldest_suspended_s=max(0.0, float(oldest)) if oldest is not None else None,
-                    suspended_wait_s=max(0.0, float(waited)),
-                )
-        for tenant, n in (await conn.execute(running)).all():
-            row(tenant)["running"] = int(n)
-        if rows:
-            stmt = forms.insert(gauge_samples).values([rows[t] for t in sorted(rows)])
+    async with reading(engine) as conn:  # (no write lock unless there is a row to write)
+        found = (await conn.execute(waiting)).all()
+        busy = (await conn.execute(running)).all()
+    for tenant, status, n, oldest, waited in found:
+        if status == RunStatus.QUEUED.value:
+            row(tenant)["queued"] = int(n)
+        elif status == RunStatus.REQUIRES_ACTION.value:
+            row(tenant).update(
+                suspended=int(n),
+                oldest_suspended_s=max(0.0, float(oldest)) if oldest is not None else None,
+                suspended_wait_s=max(0.0, float(waited)),
+            )
+    for tenant, n in busy:
+        row(tenant)["running"] = int(n)
+    if rows:
+        stmt = forms.insert(gauge_samples).values([rows[t] for t in sorted(rows)])
+        async with engine.begin() as conn:
             await conn.execute(stmt.on_conflict_do_nothing(index_elements=["tenant_id", "minute"]))
     return len(rows)
 

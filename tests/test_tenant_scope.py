@@ -22,14 +22,20 @@ from app.tenancy.access import Role, principal_of
 APP = Path(__file__).resolve().parent.parent / "app"
 NAMES = {"tenant", "tenants", "tenant_id"}
 #: (file, function) whose `tenant` may be None: the `?tenant=` query of /v1/keys, which
-#: `app.tenancy.routes.scope` turns into one tenant (the caller's by default).
+#: `app.tenancy.routes.scope` turns into one tenant (the caller's by default), and of the
+#: dashboard's lists, which `app.dashboard.web.viewing` turns into a scope (the caller's
+#: tenant's by default; another's or every tenant's only for a deployment's admins).
 ALLOWED = {
     ("tenancy/routes.py", name)
     for name in ("create_key", "list_keys", "get_key", "revoke_key", "rotate_key")
+} | {
+    ("dashboard/web.py", "viewing"),
+    *(("dashboard/inbox.py", name) for name in ("listing_of", "inbox", "poll")),
 }
 #: Where `Scope.ALL` may appear in the front ends: /metrics (deployment-wide gauges,
-#: metrics:read, which only the default tenant's principals hold).
-ALL_IN_FRONT_ENDS = {"api/metrics.py"}
+#: metrics:read, which only the default tenant's principals hold), and the dashboard's
+#: reads for a deployment's admins (tenants:manage: `viewing`, `reading_scope`).
+ALL_IN_FRONT_ENDS = {"api/metrics.py", "dashboard/web.py"}
 
 
 def _optional_tenants(source: str, where: str) -> list[str]:

@@ -1,5 +1,6 @@
 """Approvals in the store: the decisions' writes on gated calls, and the reads of pending
-approvals (a tenant's inbox, a run's, the timeout sweep's).
+approvals (a tenant's inbox, a run's, the timeout sweep's, the dashboard's inbox with
+what each card shows of its run).
 
 A gated call is a `tool_calls` row with an `approval` (ApprovalStatus), written by its suspension
 in no queue (so the lease statement, which reads queued calls only, never sees it) and
@@ -21,17 +22,22 @@ from typing import Any
 import sqlalchemy as sa
 
 from app import metrics
+from app.approvals.inbox import CallKey, InboxRow
 from app.core.lifecycle import ApprovalStatus, RunStatus
 from app.core.scope import Scope
 from app.store.backend.base import QUEUE_CHANNEL, Backend, ChangeWrite, Wake
 from app.store.backend.leases import bell_of
 from app.store.changes import Change
 from app.store.run_records import RunRecord, ToolCallRecord
-from app.store.schema import Timestamp, runs, tool_calls
+from app.store.schema import Timestamp, run_configs, run_messages, runs, tool_calls
+from app.store.scoping import p_tenant, scope_params, scoped, within
 
 tc = tool_calls
 #: Pending approvals (the partial indexes' predicate, as a literal).
 AWAITING = tc.c.approval == sa.literal_column(f"'{ApprovalStatus.PENDING.value}'")
+#: The named agent a run started from (its configuration's `agent` mark), as text.
+AGENT_NAME = run_configs.c.config[("agent", "name")].as_string()
+AGENT_VERSION = run_configs.c.config[("agent", "version")].as_string()
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +86,71 @@ def awaiting_statement(paged: bool) -> Any:
 
 
 @functools.cache
+def inbox_statement(paged: bool, tenant: bool, tool: bool, agent: bool) -> Any:
+    """Pending approvals newest first, at most `p_limit`, with their runs' agents; only
+    tenant `p_tenant`'s (`tenant`), tool `p_tool`'s (`tool`), of runs started from agent
+    `p_agent` (`agent`), before the cursor (`paged`: as `awaiting_statement`)."""
+    order = (tc.c.approval_requested_at, tc.c.run_id, tc.c.round, tc.c.position)
+    stmt = (
+        sa.select(*tc.c, AGENT_NAME.label("agent_name"), AGENT_VERSION.label("agent_version"))
+        .select_from(tc.join(run_configs, run_configs.c.run_id == tc.c.run_id))
+        .where(AWAITING, *_waiting_runs())
+        .order_by(*(c.desc() for c in order))
+        .limit(sa.bindparam("p_limit", type_=sa.Integer()))
+    )
+    if tenant:
+        stmt = stmt.where(tc.c.tenant_id == p_tenant())
+    if tool:
+        stmt = stmt.where(tc.c.name == sa.bindparam("p_tool", type_=sa.String()))
+    if agent:
+        stmt = stmt.where(sa.bindparam("p_agent", type_=sa.String()) == AGENT_NAME)
+    if paged:
+        after = sa.tuple_(
+            sa.bindparam("p_at", type_=Timestamp),
+            sa.bindparam("p_run", type_=sa.String()),
+            sa.bindparam("p_round", type_=sa.Integer()),
+            sa.bindparam("p_position", type_=sa.Integer()),
+        )
+        stmt = stmt.where(sa.tuple_(*order) < after)
+    return stmt
+
+
+def named_query(keys: Sequence[CallKey], scope: Scope) -> sa.Select[Any]:
+    """The gated calls of these keys in `scope`, decided or not, each with its run's
+    status and turn (whether it still awaits a decision)."""
+    return (
+        sa.select(*tc.c, runs.c.status.label("run_status"), runs.c.turn.label("run_turn"))
+        .select_from(tc.join(runs, runs.c.id == tc.c.run_id))
+        .where(sa.tuple_(tc.c.run_id, tc.c.round, tc.c.position).in_(list(keys)))
+        .where(tc.c.approval.is_not(None), *within(tc.c.tenant_id, scope))
+    )
+
+
+def log_ends_query(run_ids: Sequence[str]) -> sa.Select[Any]:
+    """The first and the latest log batch of each run (by primary key): the first holds
+    its prompt, the latest the model turn that asked for its waiting round's calls."""
+    log = run_messages
+    other = run_messages.alias("other")
+    first = sa.select(sa.func.min(other.c.seq)).where(other.c.run_id == log.c.run_id)
+    latest = sa.select(sa.func.max(other.c.seq)).where(other.c.run_id == log.c.run_id)
+    return (
+        sa.select(log.c.run_id, log.c.seq, log.c.body)
+        .where(log.c.run_id.in_(list(run_ids)))
+        .where(sa.or_(log.c.seq == first.scalar_subquery(), log.c.seq == latest.scalar_subquery()))
+        .order_by(log.c.run_id, log.c.seq)
+    )
+
+
+def rounds_query(rounds: Sequence[tuple[str, int]]) -> sa.Select[Any]:
+    """Every call of these rounds (run id, round), in order."""
+    return (
+        tc.select()
+        .where(sa.tuple_(tc.c.run_id, tc.c.round).in_(list(rounds)))
+        .order_by(tc.c.run_id, tc.c.round, tc.c.position)
+    )
+
+
+@functools.cache
 def run_statement() -> Any:
     """Every gated call of run `p_run`, decided or not, in order."""
     return (
@@ -114,6 +185,72 @@ class Approvals:
         if before is not None:
             params.update(zip(("p_at", "p_run", "p_round", "p_position"), before, strict=True))
         rows = await self.backend.fetch(awaiting_statement(before is not None), params)
+        return [ToolCallRecord.from_row(r) for r in rows]
+
+    async def inbox(
+        self,
+        scope: Scope,
+        limit: int,
+        *,
+        tool: str | None = None,
+        agent: str | None = None,
+        before: tuple[datetime, str, int, int] | None = None,
+    ) -> list[InboxRow]:
+        """A page of the pending approvals in `scope`, newest first, of tool `tool` and
+        agent `agent` (None: any), older than `before` (a cursor's key)."""
+        params: dict[str, Any] = {"p_limit": limit, **scope_params(scope)}
+        if tool is not None:
+            params["p_tool"] = tool
+        if agent is not None:
+            params["p_agent"] = agent
+        paged = before is not None
+        if before is not None:
+            params.update(zip(("p_at", "p_run", "p_round", "p_position"), before, strict=True))
+        stmt = inbox_statement(paged, scoped(scope), tool is not None, agent is not None)
+        rows = await self.backend.fetch(stmt, params)
+        return [
+            InboxRow(
+                ToolCallRecord.from_row(r),
+                None if r["agent_name"] is None else str(r["agent_name"]),
+                None if r["agent_version"] is None else str(r["agent_version"]),
+            )
+            for r in rows
+        ]
+
+    async def named(
+        self, keys: Sequence[CallKey], scope: Scope
+    ) -> list[tuple[ToolCallRecord, bool]]:
+        """The gated calls of `keys` in `scope` (a key of none is left out), each with
+        whether it still awaits a decision (pending, of its run's waiting round)."""
+        if not keys:
+            return []
+        async with self.backend.reader() as conn:
+            rows = (await conn.execute(named_query(keys, scope))).mappings().all()
+        out = []
+        for r in rows:
+            call = ToolCallRecord.from_row(r)
+            waiting = r["run_status"] == RunStatus.REQUIRES_ACTION.value
+            out.append((call, call.awaits_approval and waiting and r["run_turn"] == call.round))
+        return out
+
+    async def log_ends(self, run_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The bodies of each run's first and latest log batches, in order (one when
+        they are the same); a run without a log (a legacy whole document) has none."""
+        out: dict[str, list[str]] = {run_id: [] for run_id in run_ids}
+        if not run_ids:
+            return out
+        async with self.backend.reader() as conn:
+            rows = (await conn.execute(log_ends_query(run_ids))).all()
+        for run_id, _, body in rows:
+            out[run_id].append(body)
+        return out
+
+    async def rounds(self, rounds: Sequence[tuple[str, int]]) -> list[ToolCallRecord]:
+        """Every call of these rounds, gated or not, in order."""
+        if not rounds:
+            return []
+        async with self.backend.reader() as conn:
+            rows = (await conn.execute(rounds_query(rounds))).mappings().all()
         return [ToolCallRecord.from_row(r) for r in rows]
 
     async def of_run(self, run_id: str) -> list[ToolCallRecord]:

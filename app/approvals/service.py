@@ -29,6 +29,7 @@ from typing import Any
 
 from app import tracing
 from app.approvals import policies
+from app.approvals.inbox import CallKey, Context, InboxFilter, InboxRow, contexts_of
 from app.approvals.rows import Approvals, CallDecision
 from app.core.events import EventType as E
 from app.core.lifecycle import TERMINAL, ApprovalStatus, RunStatus
@@ -322,6 +323,31 @@ class ApprovalService:
         more = len(calls) > limit
         calls = calls[:limit]
         return calls, (encode_cursor(calls[-1]) if more and calls else None)
+
+    async def inbox(
+        self, f: InboxFilter, *, limit: int, cursor: str | None
+    ) -> tuple[list[InboxRow], str | None]:
+        """A page of the dashboard's inbox: the pending approvals `f` names, newest first,
+        each with its run's agent."""
+        before = decode_cursor(cursor) if cursor else None
+        rows = await self.rows.inbox(f.scope, limit + 1, tool=f.tool, agent=f.agent, before=before)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return rows, (encode_cursor(rows[-1].call) if more and rows else None)
+
+    async def contexts(self, calls: Sequence[ToolCallRecord]) -> dict[str, Context]:
+        """What the inbox shows of each call's run (`app.approvals.inbox`), keyed by run
+        id: two reads for all of them."""
+        rounds = sorted({(c.run_id, c.round) for c in calls})
+        batches = await self.rows.log_ends([run_id for run_id, _ in rounds])
+        return contexts_of(batches, await self.rows.rounds(rounds))
+
+    async def named(
+        self, keys: Sequence[CallKey], *, scope: Scope
+    ) -> list[tuple[ToolCallRecord, bool]]:
+        """The gated calls of `keys` (run id, round, position) in `scope`, each with
+        whether it still awaits a decision; a key of no gated call is left out."""
+        return await self.rows.named(keys, scope)
 
     async def of_run(self, run_id: str, *, scope: Scope) -> list[ToolCallRecord]:
         """Every gated call of a run (in `scope`), decided or not; the ones left pending

@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from app.core.content import Message
 from app.core.errors import StateDecodeError
 from app.core.run import AgentRun
 from app.core.serde import (
@@ -31,6 +32,7 @@ from app.core.serde import (
     completion_call_to_dict,
     dumps,
     load_doc,
+    message_from,
     message_to_dict,
     state_to_dict,
     upgrade,
@@ -288,22 +290,7 @@ def _read_log(log: str | None, extent: Extent) -> dict[str, list[Any]]:
             raise StateDecodeError("run log: a batch must be an object")
         # (Counters filled in before any upgrade: an upgrader sees whole usage objects.)
         _calls_usage(batch.get("c"), _full_usage)
-        version = batch.get("v", SCHEMA_VERSION)
-        if version != SCHEMA_VERSION:  # upgraded as the lists of a whole document are
-            doc = upgrade(
-                {
-                    "schema_version": version,
-                    "chat_history": batch.get("h", []),
-                    "new_messages": batch.get("m", []),
-                    "completion_calls": batch.get("c", []),
-                    "state": "PreparingRequest",
-                }
-            )
-            batch = {
-                "h": doc["chat_history"],
-                "m": doc["new_messages"],
-                "c": doc["completion_calls"],
-            }
+        batch = _current(batch)
         for short in lists:
             items = batch.get(short, [])
             if not isinstance(items, list):
@@ -316,6 +303,48 @@ def _read_log(log: str | None, extent: Extent) -> dict[str, list[Any]]:
                 f"run log holds {len(lists[short])} items of {short!r}, its run expects {n}"
             )
     return lists
+
+
+def _current(batch: Doc) -> Doc:
+    """A batch's lists at the current schema version, upgraded as the lists of a whole
+    document are."""
+    version = batch.get("v", SCHEMA_VERSION)
+    if version == SCHEMA_VERSION:
+        return batch
+    doc = upgrade(
+        {
+            "schema_version": version,
+            "chat_history": batch.get("h", []),
+            "new_messages": batch.get("m", []),
+            "completion_calls": batch.get("c", []),
+            "state": "PreparingRequest",
+        }
+    )
+    return {"h": doc["chat_history"], "m": doc["new_messages"], "c": doc["completion_calls"]}
+
+
+def batch_messages(body: str) -> tuple[list[Message], list[Message]]:
+    """The messages one log batch appended (the given history's, the run's own),
+    decoded at the current schema version, without loading the run: for a reader of a
+    few batches (the approvals inbox reads a run's first and its latest). A batch that
+    does not decode raises `StateDecodeError`."""
+    try:
+        batch = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise StateDecodeError(f"run log is not valid JSON: {exc}") from None
+    if not isinstance(batch, dict):
+        raise StateDecodeError("run log: a batch must be an object")
+    try:
+        batch = _current(batch)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        raise StateDecodeError(f"run log: a batch has an invalid shape: {exc!r}") from None
+    out: list[list[Message]] = []
+    for short in ("h", "m"):
+        items = batch.get(short, [])
+        if not isinstance(items, list):
+            raise StateDecodeError(f"run log: batch list {short!r} must be an array")
+        out.append([message_from(m, f"log.{short}[{i}]") for i, m in enumerate(items)])
+    return out[0], out[1]
 
 
 def snapshot(loaded: Loaded) -> Snapshot:

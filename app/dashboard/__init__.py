@@ -3,8 +3,9 @@
 `web` holds what the pages share; `login` the login flow; `pages` the runs and a run;
 `overview` what it costs and whether it is healthy (`charts` draws it); `actions` the
 operator's actions as typed values and `perform` their one route; `inbox` the approvals
-waiting for a decision across runs; `keys` the tenant's API keys; `agents` the tenant's
-named agents and `trees` a run's tree of child runs, on its page;
+waiting for a decision across runs, with their runs' context, and `bulk` several of them
+decided at once; `keys` the tenant's API keys; `agents` the tenant's named agents and
+`trees` a run's tree of child runs, on its page;
 `schedules` the tenant's schedules, their ticks, and their pause, resume and trigger.
 """
 
@@ -17,7 +18,18 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from app.dashboard import agents, auth, inbox, keys, login, overview, pages, perform, schedules
+from app.dashboard import (
+    agents,
+    auth,
+    bulk,
+    inbox,
+    keys,
+    login,
+    overview,
+    pages,
+    perform,
+    schedules,
+)
 from app.dashboard.web import error_page, templates, too_large
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -28,6 +40,7 @@ for part in (
     pages.router,
     overview.router,
     inbox.router,
+    bulk.router,
     perform.router,
     keys.router,
     agents.router,

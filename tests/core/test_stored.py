@@ -82,3 +82,29 @@ def test_the_stored_form_leaves_out_zero_counters_and_null_call_fields() -> None
     assert batch["c"][0]["usage"] == {"input_tokens": 7, "output_tokens": 2, "total_tokens": 9}
     log = f"[{first.batch.body},{snap.batch.body}]"
     assert stored.load(snap.control, log).run.to_json() == whole
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[p.stem for p in FIXTURES])
+def test_one_batch_decodes_alone_at_the_current_version(path: Path) -> None:
+    """`batch_messages` reads a batch of any schema version without its run: the same
+    messages as the whole run loaded (a reader of a run's first and latest batches)."""
+    text = path.read_text()
+    _, batch = stored.split_document(text)
+    run = AgentRun.from_json(text)
+    if batch is None:
+        assert not run.full_history()
+        return
+    history, messages = stored.batch_messages(batch)
+    assert [*history, *messages] == list(run.full_history())
+    assert messages == list(run.messages())
+
+
+def test_a_batch_that_does_not_decode_is_refused() -> None:
+    for body, problem in [
+        ("{", "not valid JSON"),
+        ("[]", "must be an object"),
+        ('{"m": {}, "v": 2}', "must be an array"),
+        ('{"m": [{"role": "robot"}], "v": 2}', "role"),
+    ]:
+        with pytest.raises(StateDecodeError, match=problem):
+            stored.batch_messages(body)

@@ -14,13 +14,16 @@ from dataclasses import dataclass
 
 PER_DOUBLING = 8
 LAST = 24 * PER_DOUBLING - 1  # (2^24 ms: 4.6 hours)
+#: Added before the floor, so a latency on a bucket's edge (a power of two, exact in
+#: binary) lands in the bucket it opens however the logarithm rounds (here or in SQL).
+EPSILON = 1e-9
 
 
 def bucket_of(latency_ms: float) -> int:
     """The bucket a latency falls in."""
     if not latency_ms > 1.0:  # (NaN too)
         return 0
-    return min(LAST, math.floor(PER_DOUBLING * math.log2(latency_ms)))
+    return min(LAST, math.floor(PER_DOUBLING * math.log2(latency_ms) + EPSILON))
 
 
 def lower(bucket: int) -> float:

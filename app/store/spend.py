@@ -6,22 +6,23 @@ As /v1/usage (app.store.usage), a window's whole hours up to the current one are
 from the rollups (`usage_hourly`, `latency_hourly`) plus the ledger's calls not folded
 yet, and the current hour from the ledger itself, in one snapshot: exact to the token
 whatever the fold's lag, and a few rows per hour and model whatever is kept. The ledger's
-rows are read one by one (the calls of runs not folded, and the current hour's) and
-summed here, where their hour and latency bucket are computed the same way on both
-databases.
+rows (the calls of runs not folded, and the current hour's) are summed by the database
+per hour and, on PostgreSQL, per latency bucket (SQLite's latencies are bucketed here).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.scope import Scope
+from app.store.backend.base import Forms
+from app.store.backend.dialect_forms import forms_for
 from app.store.fold import COUNTERS, TOKENS, Sums, hour_of
 from app.store.latency import bucket_of
 from app.store.reports import reading
@@ -33,6 +34,7 @@ from app.store.scoping import within
 SpendKey = tuple[str, datetime, str, str, str]
 #: (provider, model, latency bucket).
 LatencyKey = tuple[str, str, int]
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass
@@ -54,10 +56,10 @@ def _agent() -> Any:
     return sa.select(name).where(run_configs.c.run_id == model_calls.c.run_id).scalar_subquery()
 
 
-def ledger_query(w: Window, scope: Scope) -> Any:
+def _ledger_rows(w: Window, scope: Scope) -> Any:
     """The ledger rows no rollup read holds: calls of the window's whole hours not folded
     yet (`ix_model_calls_unfolded`), and every call of the current hour
-    (`ix_model_calls_created`)."""
+    (`ix_model_calls_created`), each with its run's agent."""
     c = model_calls.c
     columns = [
         c.created_at,
@@ -81,7 +83,42 @@ def ledger_query(w: Window, scope: Scope) -> Any:
                 LEDGER_UNFOLDED, c.created_at >= w.start, c.created_at < w.current, *mine
             )
         )
-    return parts[0] if len(parts) == 1 else sa.union_all(*parts)
+    return (parts[0] if len(parts) == 1 else sa.union_all(*parts)).subquery("ledger")
+
+
+def ledger_query(w: Window, scope: Scope, forms: Forms) -> Any:
+    """Those rows' usage per tenant, UTC hour, provider, model and agent."""
+    r = _ledger_rows(w, scope).c
+    error = r.outcome == "error"
+    hour = forms.hour_utc(r.created_at).label("hour")
+    return sa.select(
+        r.tenant_id,
+        hour,
+        r.provider,
+        r.model,
+        r.agent,
+        sa.func.count().label("calls"),
+        sa.func.count().filter(error).label("failed_calls"),
+        sa.func.count().filter(error, r.http_status == 429).label("throttled_calls"),
+        *[sa.func.coalesce(sa.func.sum(r[t]), 0).label(t) for t in TOKENS],
+        sa.func.sum(r.cost_usd).label("cost_usd"),
+    ).group_by(r.tenant_id, hour, r.provider, r.model, r.agent)
+
+
+def ledger_latency_query(w: Window, scope: Scope, forms: Forms) -> Any:
+    """Those rows' answered calls per provider, model and latency bucket; where the
+    database cannot bucket them, their latencies one by one (`bucketed` False)."""
+    r = _ledger_rows(w, scope).c
+    answered = [r.outcome == "ok", r.latency_ms.is_not(None)]
+    bucket = forms.latency_bucket(r.latency_ms)
+    if bucket is None:
+        return sa.select(r.provider, r.model, r.latency_ms).where(*answered)
+    bucket = bucket.label("bucket")
+    return (
+        sa.select(r.provider, r.model, bucket, sa.func.count())
+        .where(*answered)
+        .group_by(r.provider, r.model, bucket)
+    )
 
 
 def hourly_query(w: Window, scope: Scope) -> Any:
@@ -126,28 +163,33 @@ async def read(engine: AsyncEngine, w: Window, scope: Scope) -> Ledger:
 
 async def _read(conn: AsyncConnection, w: Window, scope: Scope) -> Ledger:
     out = Ledger({}, Counter())
+    forms = forms_for(conn)
+    usage = [ledger_query(w, scope, forms)]
     if w.start < w.current:
-        for r in (await conn.execute(hourly_query(w, scope))).all():
-            m = r._mapping
-            hour = utc(_as_datetime(m["hour"]))
-            assert hour is not None
-            sums = out.spend.setdefault(
-                (m["tenant_id"], hour, m["provider"], m["model"], m["agent"]), Sums()
-            )
-            for column in (*COUNTERS, "throttled_calls"):
-                setattr(sums, column, getattr(sums, column) + int(m[column] or 0))
-            if m["cost_usd"] is not None:
-                sums.cost_usd = (sums.cost_usd or 0.0) + float(m["cost_usd"])
+        usage.append(hourly_query(w, scope))
         for provider, model, bucket, n in (await conn.execute(latency_query(w, scope))).all():
             out.latency[(provider, model, int(bucket))] += int(n)
-    for call in (await conn.execute(ledger_query(w, scope))).all():
-        at = utc(_as_datetime(call.created_at))
-        assert at is not None
-        key = (call.tenant_id, hour_of(at), call.provider, call.model, (call.agent or "")[:100])
-        out.spend.setdefault(key, Sums()).add_call(call)
-        if call.outcome == "ok" and call.latency_ms is not None:
-            out.latency[(call.provider, call.model, bucket_of(float(call.latency_ms)))] += 1
+    for stmt in usage:
+        for r in (await conn.execute(stmt)).all():
+            m = r._mapping
+            hour = hour_of(utc(_as_datetime(m["hour"])) or EPOCH)
+            agent = (m["agent"] or "")[:100]
+            key = (m["tenant_id"], hour, m["provider"], m["model"], agent)
+            _add(out.spend.setdefault(key, Sums()), m)
+    latencies = ledger_latency_query(w, scope, forms)
+    for row in (await conn.execute(latencies)).all():
+        if len(row) == 4:  # (bucketed by the database)
+            out.latency[(row[0], row[1], int(row[2]))] += int(row[3])
+        else:
+            out.latency[(row[0], row[1], bucket_of(float(row[2])))] += 1
     return out
+
+
+def _add(into: Sums, m: Any) -> None:
+    for column in (*COUNTERS, "throttled_calls"):
+        setattr(into, column, getattr(into, column) + int(m[column] or 0))
+    if m["cost_usd"] is not None:
+        into.cost_usd = (into.cost_usd or 0.0) + float(m["cost_usd"])
 
 
 def _as_datetime(value: Any) -> datetime:

@@ -264,8 +264,11 @@ async def test_the_overviews_spend_latency_and_samples_read_rollups_and_indexes(
         for days in (30, 1):
             w = spend.Window(NOW - timedelta(days=days), NOW + timedelta(minutes=17))
             for t in (Scope.ALL, Scope.of("default")):
-                statements += [spend.ledger_query(w, t), spend.hourly_query(w, t)]
-                statements.append(spend.latency_query(w, t))
+                statements += [spend.ledger_query(w, t, POSTGRES), spend.hourly_query(w, t)]
+                statements += [
+                    spend.latency_query(w, t),
+                    spend.ledger_latency_query(w, t, POSTGRES),
+                ]
         statements += samples.sample_statements(engine, NOW)
         statements += [
             samples.samples_query(NOW - timedelta(days=1), NOW, t)

@@ -126,6 +126,15 @@ class Forms(Protocol):
         """Seconds from the timestamp `column` to the timestamp expression `at`."""
         ...
 
+    def hour_utc(self, column: Any) -> sa.ColumnElement[Any]:
+        """The UTC hour the timestamp `column` is in (a timestamp, or its text on SQLite)."""
+        ...
+
+    def latency_bucket(self, column: Any) -> sa.ColumnElement[Any] | None:
+        """`app.store.latency.bucket_of` of the milliseconds `column`, computed by the
+        database; None where it may lack the logarithm (the caller buckets the values)."""
+        ...
+
 
 class Backend(Forms, Protocol):
     engine: AsyncEngine  # (reports, usage and retention run their own SQLAlchemy queries)

@@ -1,7 +1,7 @@
 """Each dialect's statement forms and session settings (`Forms`, app.store.backend.base):
 what the repositories that run their own SQLAlchemy statements (the fold, retention,
-reports, gauges) need of the database they are on. Imports nothing of the store, so any
-repository may use it; the backends hold theirs too."""
+reports, gauges) need of the database they are on. Imports nothing of the store but the
+latency buckets' constants, so any repository may use it; the backends hold theirs too."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.store.backend.base import Forms
+from app.store.latency import EPSILON, LAST, PER_DOUBLING
 
 
 class PostgresForms:
@@ -41,6 +42,15 @@ class PostgresForms:
     def seconds_since(self, at: Any, column: Any) -> sa.ColumnElement[Any]:
         return sa.extract("epoch", at - column)
 
+    def hour_utc(self, column: Any) -> sa.ColumnElement[Any]:
+        return sa.func.date_trunc("hour", column, "UTC")
+
+    def latency_bucket(self, column: Any) -> sa.ColumnElement[Any] | None:
+        # (As `bucket_of`: floor(8·log2(ms) + ε), at least 0, at most LAST.)
+        log2 = sa.func.ln(sa.func.greatest(column, 1.0)) / sa.func.ln(2.0)
+        steps = sa.func.floor(PER_DOUBLING * log2 + EPSILON)
+        return sa.cast(sa.func.least(steps, LAST), sa.Integer)
+
 
 class SqliteForms:
     def insert(self, table: sa.Table) -> Any:
@@ -57,6 +67,12 @@ class SqliteForms:
 
     def seconds_since(self, at: Any, column: Any) -> sa.ColumnElement[Any]:
         return (sa.func.julianday(at) - sa.func.julianday(column)) * 86400.0
+
+    def hour_utc(self, column: Any) -> sa.ColumnElement[Any]:
+        return sa.func.strftime("%Y-%m-%d %H:00:00", column)  # (stored as UTC text)
+
+    def latency_bucket(self, column: Any) -> sa.ColumnElement[Any] | None:
+        return None  # (log2 is there only when SQLite was built with its math functions)
 
 
 POSTGRES, SQLITE = PostgresForms(), SqliteForms()

@@ -86,7 +86,7 @@ async def overview(
     reads = reads_of(request)
     o = await reads.overview(t, view.scope)
     span = Span.of(window, t)
-    ledger = await reads.spend_of(span.start, t, view.scope)
+    ledger = await reads.spend_of(span.start, t, view.scope, agents=split == "agent")
     s = spend(ledger, span, split)
     n = len(span.starts)
     labels = [span.label(b) for b in span.starts]

@@ -145,10 +145,14 @@ class RunReads:
             activity=await reports.activity(self.store.engine, now, scope),
         )
 
-    async def spend_of(self, start: datetime, end: datetime, scope: Scope) -> spend.Ledger:
-        """Usage per hour, tenant, provider, model and agent, and answered calls per
-        latency bucket, in [start, end) (`start` a whole UTC hour): the overview's."""
-        return await spend.read(self.store.engine, spend.Window(start, end), scope)
+    async def spend_of(
+        self, start: datetime, end: datetime, scope: Scope, *, agents: bool = True
+    ) -> spend.Ledger:
+        """Usage per hour, tenant, provider, model and agent (all '' unless `agents`),
+        and answered calls per latency bucket, in [start, end) (`start` a whole UTC
+        hour): the overview's."""
+        window = spend.Window(start, end, agents=agents)
+        return await spend.read(self.store.engine, window, scope)
 
     async def waiting_over(
         self, start: datetime, end: datetime, scope: Scope

@@ -39,10 +39,13 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 @dataclass
 class Window:
-    """[start, end): `start` a whole hour; `end` any moment after it (now)."""
+    """[start, end): `start` a whole hour; `end` any moment after it (now). `agents`:
+    whether usage is told apart by agent (else every key's agent is '': the ledger's
+    calls are not looked up in their runs' configurations)."""
 
     start: datetime
     end: datetime
+    agents: bool = True
 
     @property
     def current(self) -> datetime:
@@ -56,7 +59,7 @@ def _agent() -> Any:
     return sa.select(name).where(run_configs.c.run_id == model_calls.c.run_id).scalar_subquery()
 
 
-def _ledger_rows(w: Window, scope: Scope) -> Any:
+def _ledger_rows(w: Window, scope: Scope, *, agents: bool) -> Any:
     """The ledger rows no rollup read holds: calls of the window's whole hours not folded
     yet (`ix_model_calls_unfolded`), and every call of the current hour
     (`ix_model_calls_created`), each with its run's agent."""
@@ -71,7 +74,7 @@ def _ledger_rows(w: Window, scope: Scope) -> Any:
         c.latency_ms,
         c.cost_usd,
         *[c[t] for t in TOKENS],
-        _agent().label("agent"),
+        (_agent() if agents else sa.literal("")).label("agent"),
     ]
     mine = within(c.tenant_id, scope)
     parts = [
@@ -88,7 +91,7 @@ def _ledger_rows(w: Window, scope: Scope) -> Any:
 
 def ledger_query(w: Window, scope: Scope, forms: Forms) -> Any:
     """Those rows' usage per tenant, UTC hour, provider, model and agent."""
-    r = _ledger_rows(w, scope).c
+    r = _ledger_rows(w, scope, agents=w.agents).c
     error = r.outcome == "error"
     hour = forms.hour_utc(r.created_at).label("hour")
     return sa.select(
@@ -108,7 +111,7 @@ def ledger_query(w: Window, scope: Scope, forms: Forms) -> Any:
 def ledger_latency_query(w: Window, scope: Scope, forms: Forms) -> Any:
     """Those rows' answered calls per provider, model and latency bucket; where the
     database cannot bucket them, their latencies one by one (`bucketed` False)."""
-    r = _ledger_rows(w, scope).c
+    r = _ledger_rows(w, scope, agents=False).c
     answered = [r.outcome == "ok", r.latency_ms.is_not(None)]
     bucket = forms.latency_bucket(r.latency_ms)
     if bucket is None:
@@ -123,18 +126,16 @@ def ledger_latency_query(w: Window, scope: Scope, forms: Forms) -> Any:
 
 def hourly_query(w: Window, scope: Scope) -> Any:
     h = usage_hourly.c
+    keys = [h.tenant_id, h.hour, h.provider, h.model, *([h.agent] if w.agents else [])]
     return (
         sa.select(
-            h.tenant_id,
-            h.hour,
-            h.provider,
-            h.model,
-            h.agent,
+            *keys,
+            *([] if w.agents else [sa.literal("").label("agent")]),
             *[sa.func.sum(h[c]).label(c) for c in (*COUNTERS, "throttled_calls")],
             sa.func.sum(h.cost_usd).label("cost_usd"),
         )
         .where(h.hour >= w.start, h.hour < w.current, *within(h.tenant_id, scope))
-        .group_by(h.tenant_id, h.hour, h.provider, h.model, h.agent)
+        .group_by(*keys)
     )
 
 

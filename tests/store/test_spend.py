@@ -194,6 +194,8 @@ async def test_429s_agents_and_tenants_are_where_their_calls_runs_are(store: Run
         support = keys["default/support"]
         assert (support.calls, support.failed_calls, support.throttled_calls) == (3, 2, 2)
         assert (keys["acme/"].failed_calls, keys["acme/"].throttled_calls) == (1, 0)
+        plain = await read(store.engine, Window(window.start, window.end, agents=False), Scope.ALL)
+        assert {f"{k[0]}/{k[4]}" for k in plain.spend} == {"default/", "acme/"}
         acme = await read(store.engine, window, Scope.of("acme"))
         assert [k[0] for k in acme.spend] == ["acme"] and not acme.latency
         assert sum(everyone.latency.values()) == 1

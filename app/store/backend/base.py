@@ -126,6 +126,12 @@ class Forms(Protocol):
         """Seconds from the timestamp `column` to the timestamp expression `at`."""
         ...
 
+    def json_text(self, column: Any, *path: str | int) -> sa.ColumnElement[Any]:
+        """The value at `path` (keys and array positions) of the JSON document that the
+        text `column` holds, as text (a string's own, an object's JSON; null where there
+        is none), taken out on the server: the document itself is not sent."""
+        ...
+
 
 class Backend(Forms, Protocol):
     engine: AsyncEngine  # (reports, usage and retention run their own SQLAlchemy queries)

@@ -41,6 +41,11 @@ class PostgresForms:
     def seconds_since(self, at: Any, column: Any) -> sa.ColumnElement[Any]:
         return sa.extract("epoch", at - column)
 
+    def json_text(self, column: Any, *path: str | int) -> sa.ColumnElement[Any]:
+        value = sa.cast(column, postgresql.JSON)[tuple(map(str, path))]
+        text: sa.ColumnElement[Any] = value.as_string()  # (`#>>`: an object's JSON text)
+        return text
+
 
 class SqliteForms:
     def insert(self, table: sa.Table) -> Any:
@@ -57,6 +62,10 @@ class SqliteForms:
 
     def seconds_since(self, at: Any, column: Any) -> sa.ColumnElement[Any]:
         return (sa.func.julianday(at) - sa.func.julianday(column)) * 86400.0
+
+    def json_text(self, column: Any, *path: str | int) -> sa.ColumnElement[Any]:
+        steps = "".join(f"[{p}]" if isinstance(p, int) else f'."{p}"' for p in path)
+        return sa.func.json_extract(column, f"${steps}")
 
 
 POSTGRES, SQLITE = PostgresForms(), SqliteForms()

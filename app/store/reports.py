@@ -143,7 +143,7 @@ def _filters(f: RunFilter) -> list[Any]:
 
 
 def _checks(f: RunFilter) -> list[Any]:
-    """What a walk checks of each run it reads (`chunk_query`'s `hit`): the filters no
+    """What a walk checks of each run it reads (`hits_query`, `_passes`): the filters no
     index holds; along an id range, its status too and that its id starts with the prefix
     (the range's bounds are right under a bytewise collation, C's; this check under any)."""
     where = _filters(f)
@@ -156,7 +156,7 @@ def _checks(f: RunFilter) -> list[Any]:
 
 
 def chunked(f: RunFilter) -> bool:
-    """Whether a page is found by a bounded walk that checks each run (`chunk_query`)."""
+    """Whether a page is found by a bounded walk that checks each run (`hits_query`)."""
     return bool(_checks(f))
 
 
@@ -193,7 +193,10 @@ def _walk(f: RunFilter, after: tuple[datetime, str] | None) -> tuple[Any, list[A
     return on, where
 
 
-def _order(f: RunFilter, on: Any) -> tuple[Any, Any]:
+def _order(f: RunFilter, on: Any) -> tuple[Any, ...]:
+    """The page order on the keys `on` (created_at, id): by id alone along an id range."""
+    if f.id_prefix is not None:
+        return (on[1].asc(),)
     return (oldest_first if f.ascending else newest_first)(on)
 
 
@@ -204,7 +207,7 @@ def page_query(
     after: tuple[datetime, str] | None,
     tenants: Sequence[str] | None = None,
 ) -> sa.Select[Any]:
-    """A keyset page on (created_at, id), without filters; every tenant's (`tenants`, of
+    """A keyset page on (created_at, id), without checks; every tenant's (`tenants`, of
     `tenants_query`, when `per_tenant`): each tenant's page, merged."""
     if tenants is not None:
         return _keyed(f, _keys(f, limit + 1, after, tenants))
@@ -212,54 +215,83 @@ def page_query(
     return select_runs().where(*where).order_by(*_order(f, on)).limit(limit + 1)
 
 
-def chunk_query(
+def hits_query(
     f: RunFilter,
     *,
-    size: int,
+    window: int,
+    limit: int,
     after: tuple[datetime, str] | None,
     tenants: Sequence[str] | None = None,
 ) -> sa.Select[Any]:
-    """The next `size` runs of the walk (a page order's keys, by index), each with
-    whether it passes the checks no index holds (`hit`, `_checks`): they are checked
-    along the walk, a bounded chunk per statement, whatever they match."""
-    hit = sa.func.coalesce(sa.and_(sa.true(), *_checks(f)), sa.false()).label("hit")
-    return _keyed(f, _keys(f, size, after, tenants)).add_columns(hit)
+    """The first `limit + 1` runs that pass the checks no index holds (`_checks`) among
+    the next `window` runs of the walk (by index, in page order), each with `passes`; and
+    when fewer pass, the walk's `window`-th run (where the next page goes on), `passes`
+    or not. Each run is checked as the walk reaches it (`_passes`), and the walk stops
+    once the page is found: at most `window` runs on."""
+    chunk = _keys(f, window, after, tenants)
+    at, key = chunk.c
+    order = _order(f, (at, key))
+    n = sa.func.row_number().over(order_by=order).label("n")
+    walked = sa.select(at, key, _passes(f, key).label("passes"), n).subquery("walked")
+    w_at, w_key, w_passes, w_n = walked.c
+    kept = sa.select(w_key, w_passes, w_n).where(sa.or_(w_passes, w_n == window))
+    # (In the walk's order, not by `n`: the index's, so the walk stops at a page's runs.)
+    hits = kept.order_by(*_order(f, (w_at, w_key))).limit(limit + 1).subquery("hits")
+    h_key, h_passes, h_n = hits.c
+    return (
+        select_runs()
+        .add_columns(h_passes.label("passes"), h_n.label("n"))
+        .join(hits, h_key == runs.c.id)
+        .order_by(h_n)
+    )
+
+
+def _passes(f: RunFilter, key: Any) -> Any:
+    """Whether the run `key` passes `_checks(f)`: a lookup by its key (a correlated
+    subquery, so a check is never turned into a scan of `run_configs` for its values)."""
+    table: Any = run_configs
+    if f.id_prefix is not None:  # (its status is on the run's row)
+        table = run_configs.join(runs, runs.c.id == run_configs.c.run_id)
+    checked = sa.select(sa.and_(sa.true(), *_checks(f))).select_from(table)
+    return sa.func.coalesce(checked.where(run_configs.c.run_id == key).scalar_subquery(), False)
 
 
 def _keys(
-    f: RunFilter, size: int, after: tuple[datetime, str] | None, tenants: Sequence[str] | None
+    f: RunFilter,
+    size: int,
+    after: tuple[datetime, str] | None,
+    tenants: Sequence[str] | None,
 ) -> Any:
     """The next `size` keys (created_at, id) of the walk, as a subquery `chunk`: of an id
     range by the primary key; of every tenant, each tenant's next `size` merged."""
+
+    def taken(keys: Any, on: Any) -> Any:
+        return keys.order_by(*_order(f, on)).limit(size).subquery("chunk")
+
     if f.id_prefix is not None:
         where = [*_id_range(f.id_prefix), *within(runs.c.tenant_id, f.scope)]
         if after is not None:
             where.append(runs.c.id > after[1])
-        keys = sa.select(runs.c.created_at, runs.c.id).where(*where)
-        return keys.order_by(runs.c.id).limit(size).subquery("chunk")
+        return taken(sa.select(*RUN_CREATED).where(*where), RUN_CREATED)
     on, where = _walk(f, after)
     table = runs if f.status is not None else run_configs
     keys = sa.select(*on).select_from(table).where(*where)
     if tenants is None:
-        return keys.order_by(*_order(f, on)).limit(size).subquery("chunk")
+        return taken(keys, on)
     held = table.c.tenant_id
     parts = [keys.where(held == t).order_by(*_order(f, on)).limit(size).subquery() for t in tenants]
     merged = sa.union_all(*[sa.select(*part.c) for part in parts]).subquery("merged")
-    at, key = merged.c
-    return sa.select(at, key).order_by(*_order(f, (at, key))).limit(size).subquery("chunk")
+    return taken(sa.select(*merged.c), tuple(merged.c))
 
 
 def _keyed(f: RunFilter, chunk: Any) -> sa.Select[Any]:
     """The runs of the keys `chunk`, in the walk's order."""
     at, key = chunk.c
-    joined = select_runs().join(chunk, key == runs.c.id)
-    if f.id_prefix is not None:
-        return joined.order_by(key.asc())
-    return joined.order_by(*(oldest_first if f.ascending else newest_first)((at, key)))
+    return select_runs().join(chunk, key == runs.c.id).order_by(*_order(f, (at, key)))
 
 
-#: A filtered page's walk: runs per statement (in pages), statements per request.
-CHUNK_PAGES, CHUNKS = 4, 10
+#: A page with checks no index holds walks at most this many pages' worth of runs.
+WALK_PAGES = 40
 
 
 async def page_of_runs(
@@ -268,11 +300,9 @@ async def page_of_runs(
     """One keyset page on (created_at, id): oldest first for waiting statuses, newest
     first otherwise, by id with an id prefix; the cursor of the next page, or None on the
     last one. With checks no index holds (provider, agent, metadata; an id range's
-    status), a page holds what a bounded walk found (possibly fewer runs than `limit`,
-    with a cursor where the walk stopped)."""
+    status), a page holds what a bounded walk found (`hits_query`: possibly fewer runs
+    than `limit`, with a cursor where the walk stopped)."""
     after = decode_cursor(cursor) if cursor else None
-    size = CHUNK_PAGES * (limit + 1)
-    found: list[RunRecord] = []
     async with reading(engine) as conn:
         tenants = None
         if per_tenant(f):
@@ -283,19 +313,15 @@ async def page_of_runs(
             stmt = page_query(f, limit=limit, after=after, tenants=tenants)
             rows = (await conn.execute(stmt)).all()
             return _page([RunRecord.from_row(r) for r in rows], limit)
-        for _ in range(CHUNKS):
-            stmt = chunk_query(f, size=size, after=after, tenants=tenants)
-            rows = (await conn.execute(stmt)).all()
-            for row in rows:
-                record = RunRecord.from_row(row)
-                after = (record.created_at, record.id)
-                if row._mapping["hit"]:
-                    found.append(record)
-                if len(found) > limit:
-                    return _page(found, limit)
-            if len(rows) < size:
-                return _page(found, limit)
-    return found, encode_cursor(*after) if after is not None else None
+        window = WALK_PAGES * (limit + 1)
+        await forms_for(conn).in_order(conn)
+        stmt = hits_query(f, window=window, limit=limit, after=after, tenants=tenants)
+        rows = (await conn.execute(stmt)).all()
+    found = [RunRecord.from_row(r) for r in rows if r._mapping["passes"]]
+    if len(found) > limit or not rows or rows[-1]._mapping["n"] < window:
+        return _page(found, limit)  # (a page found, or the walk's end)
+    end = RunRecord.from_row(rows[-1])  # the window's last run: the walk goes on after it
+    return found, encode_cursor(end.created_at, end.id)
 
 
 def _page(records: list[RunRecord], limit: int) -> tuple[list[RunRecord], str | None]:

@@ -144,9 +144,14 @@ def literal(stmt: Any) -> str:
     return str(stmt.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
 
 
-async def explain(url: str, sql: str, *, analyze: bool = False) -> dict[str, Any]:
+async def explain(
+    url: str, sql: str, *, analyze: bool = False, in_order: bool = False
+) -> dict[str, Any]:
+    """The plan of `sql`; `in_order`: with the settings of a bounded walk (`Forms.in_order`)."""
     async with await psycopg.AsyncConnection.connect(url) as conn:
         await conn.execute("SET max_parallel_workers_per_gather = 0")  # (as `serial`)
+        if in_order:
+            await conn.execute("SET enable_bitmapscan = off")
         options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
         row = await (await conn.execute(f"EXPLAIN ({options}) {sql}")).fetchone()
         await conn.rollback()  # (an analyzed DELETE or UPDATE leaves nothing)
@@ -192,7 +197,8 @@ async def test_dashboard_pages_twenty_deep_read_about_a_page(
     store: RunStore, seeded: str, status: RunStatus
 ) -> None:
     """Oldest first for waiting statuses, newest first otherwise; with a metadata filter
-    (one run in ten matches) too: each page reads its own runs, not those before it."""
+    (six runs in ten match) too: each page reads its own runs, not those before it (the
+    filtered walk stops at a page's hits: within 3 pages of runs here)."""
     for meta in (None, "a"):
         f = RunFilter(
             status=status,
@@ -206,14 +212,17 @@ async def test_dashboard_pages_twenty_deep_read_about_a_page(
             assert cursor is not None and len(records) == PAGE
         after = reports.decode_cursor(cursor)
         if meta:
-            size = reports.CHUNK_PAGES * (PAGE + 1)
-            stmt = reports.chunk_query(f, size=size, after=after)
+            size = 3 * (PAGE + 1)
+            stmt = reports.hits_query(f, window=WINDOW, limit=PAGE, after=after)
         else:
             size, stmt = PAGE + 1, reports.page_query(f, limit=PAGE, after=after)
-        plan = await explain(seeded, literal(stmt), analyze=True)
+        plan = await explain(seeded, literal(stmt), analyze=True, in_order=bool(meta))
         assert_flat(plan, sort_rows=size)
         read = max(n.get("Actual Rows", 0) for n in nodes(plan) if "Index" in n["Node Type"])
         assert read <= size, plan
+
+
+WINDOW = reports.WALK_PAGES * (PAGE + 1)
 
 
 async def test_counts_depth_suspended_activity_and_usage_read_indexes_and_rollups(
@@ -297,14 +306,13 @@ async def test_an_id_prefix_walks_the_primary_keys_range(
         want = []
     assert [r.id for r in records] == want[:PAGE]
     assert (cursor is not None) == (len(want) > PAGE)
-    size = reports.CHUNK_PAGES * (PAGE + 1)
     for after in (None, (NOW, "r031250")):
-        stmt = reports.chunk_query(f, size=size, after=after)
-        plan = await explain(seeded, literal(stmt), analyze=True)
-        assert_flat(plan, sort_rows=size)
+        stmt = reports.hits_query(f, window=WINDOW, limit=PAGE, after=after)
+        plan = await explain(seeded, literal(stmt), analyze=True, in_order=True)
+        assert_flat(plan, sort_rows=PAGE + 1)
         walked = [n for n in index_reads(plan) if n.get("Index Name") == "pk_runs"]
         assert walked and prefix in walked[0].get("Index Cond", ""), plan
-        assert max(n.get("Actual Rows", 0) for n in index_reads(plan)) <= size, plan
+        assert max(n.get("Actual Rows", 0) for n in index_reads(plan)) <= 100, plan
 
 
 @pytest.mark.parametrize("status", [None, RunStatus.REQUIRES_ACTION, RunStatus.COMPLETED])
@@ -319,14 +327,18 @@ async def test_an_agent_filter_is_checked_along_a_bounded_walk(
         records, cursor = await reports.page_of_runs(store.engine, f, limit=PAGE, cursor=cursor)
         assert cursor is not None and records
         assert all(r.id.endswith("7") and r.config["agent"]["name"] == "helper" for r in records)
-    size = reports.CHUNK_PAGES * (PAGE + 1)
-    stmt = reports.chunk_query(f, size=size, after=reports.decode_cursor(cursor))
-    plan = await explain(seeded, literal(stmt), analyze=True)
-    assert_flat(plan, sort_rows=size)
-    assert max(n.get("Actual Rows", 0) for n in index_reads(plan)) <= size, plan
+    after = reports.decode_cursor(cursor)
+    stmt = reports.hits_query(f, window=WINDOW, limit=PAGE, after=after)
+    plan = await explain(seeded, literal(stmt), analyze=True, in_order=True)
+    assert_flat(plan, sort_rows=PAGE + 1)
+    assert max(n.get("Actual Rows", 0) for n in index_reads(plan)) <= 12 * (PAGE + 1), plan
     other = RunFilter(status, agent="helper", agent_version=3, scope=Scope.of("default"))
     records, cursor = await reports.page_of_runs(store.engine, other, limit=PAGE, cursor=None)
     assert records == [] and cursor is not None  # (a walk's bound: where it stopped)
+    stmt = reports.hits_query(other, window=WINDOW, limit=PAGE, after=after)
+    plan = await explain(seeded, literal(stmt), analyze=True, in_order=True)
+    assert_flat(plan, sort_rows=PAGE + 1)
+    assert max(n.get("Actual Rows", 0) for n in index_reads(plan)) <= WINDOW, plan
 
 
 @pytest.mark.parametrize("status", [None, RunStatus.REQUIRES_ACTION, RunStatus.COMPLETED])
@@ -352,13 +364,13 @@ async def test_every_tenants_pages_merge_each_tenants_page(
         assert {r.tenant_id for r in seen} == {"acme", "default"}
         after = reports.decode_cursor(cursor)
         if meta:
-            size = reports.CHUNK_PAGES * (PAGE + 1)
-            stmt = reports.chunk_query(f, size=size, after=after, tenants=tenants)
+            size = 3 * (PAGE + 1)
+            stmt = reports.hits_query(f, window=WINDOW, limit=PAGE, after=after, tenants=tenants)
         else:
             size = PAGE + 1
             stmt = reports.page_query(f, limit=PAGE, after=after, tenants=tenants)
-        plan = await explain(seeded, literal(stmt), analyze=True)
-        assert_flat(plan, sort_rows=len(tenants) * size)
+        plan = await explain(seeded, literal(stmt), analyze=True, in_order=bool(meta))
+        assert_flat(plan, sort_rows=PAGE + 1)
         assert max(n.get("Actual Rows", 0) for n in index_reads(plan)) <= size, plan
 
 

@@ -122,6 +122,12 @@ class Forms(Protocol):
         predicate must not scan a table whole instead)."""
         ...
 
+    async def in_order(self, conn: AsyncConnection) -> None:
+        """For the rest of `conn`'s transaction, read an index in its order rather than as
+        a bitmap: a bounded walk (a window of a status's runs) must stop where its page is
+        found, not read and sort all of what remains once little does."""
+        ...
+
     def seconds_since(self, at: Any, column: Any) -> sa.ColumnElement[Any]:
         """Seconds from the timestamp `column` to the timestamp expression `at`."""
         ...

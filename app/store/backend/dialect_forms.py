@@ -38,6 +38,9 @@ class PostgresForms:
             " set_config('jit', 'off', true)"
         )
 
+    async def in_order(self, conn: AsyncConnection) -> None:
+        await conn.exec_driver_sql("SELECT set_config('enable_bitmapscan', 'off', true)")
+
     def seconds_since(self, at: Any, column: Any) -> sa.ColumnElement[Any]:
         return sa.extract("epoch", at - column)
 
@@ -59,6 +62,9 @@ class SqliteForms:
 
     async def by_index(self, conn: AsyncConnection) -> None:
         """(SQLite's planner reads the partial indexes as they are.)"""
+
+    async def in_order(self, conn: AsyncConnection) -> None:
+        """(SQLite's planner walks an index in order for an ORDER BY it holds.)"""
 
     def seconds_since(self, at: Any, column: Any) -> sa.ColumnElement[Any]:
         return (sa.func.julianday(at) - sa.func.julianday(column)) * 86400.0

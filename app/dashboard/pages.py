@@ -12,6 +12,7 @@ from app.core.lifecycle import TERMINAL, RunStatus, Transition, sources
 from app.dashboard import actions, auth, present, trees
 from app.dashboard.search import Listing, listing
 from app.dashboard.web import (
+    ALL_TENANTS,
     Session,
     acts_on,
     agents_of,
@@ -133,6 +134,8 @@ async def runs_page(
             return redirect(f"/admin/runs/{whole}")
         page.errors.append(f"no run {whole} among the runs viewed")
     tenants = [t.id for t in await tenants_of(request).list()] if page.viewing.wide else []
+    if page.viewing.wide and page.viewing.tenant not in (ALL_TENANTS, *tenants):
+        page.errors.append(f"no tenant {page.viewing.tenant!r}: it has no runs")
     context.update(
         providers=profiles.active().names(), flash=FLASH.get(done or ""), tenants=tenants
     )

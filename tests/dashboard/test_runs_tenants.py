@@ -97,6 +97,8 @@ async def test_a_deployment_admin_views_another_tenant_or_every_tenant(
     assert theirs in ids(found.text)
     straight = await admin.get(f"/admin?tenant=*&id={theirs}")
     assert straight.headers["location"] == f"/admin/runs/{theirs}"
+    ghost = (await admin.get("/admin?tenant=ghost")).text
+    assert ids(ghost) == [] and errors(ghost) == ["no tenant 'ghost': it has no runs"]
     mine_only = await admin.get(f"/admin?id={theirs}")  # (not among the default tenant's)
     assert mine_only.status_code == 200 and errors(mine_only.text) == [
         f"no run {theirs} among the runs viewed"

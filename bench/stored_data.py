@@ -142,8 +142,13 @@ def verify_sample(
     return checked
 
 
-def requests(old_run: str, now: datetime) -> list[tuple[str, str]]:
-    """The requests; usage windows end at `now` (the seeding's) plus an hour."""
+def requests(old_run: str, now: datetime, template: str = "") -> list[tuple[str, str]]:
+    """The requests; usage windows end at `now` (the seeding's) plus an hour. The runs
+    list's searches: by the first characters of `template`'s id (a template: in every
+    database); by `run_c0`, which every completed copy's id starts with and no suspended
+    run's (the suspended list's walk of that range, to its bound); by an agent no run
+    started from (the walk's bound) and by metadata (a fifth of the copies match one
+    value, none the other); every tenant's runs (one here: the merge of one)."""
 
     def since(days: int) -> str:
         start = (now - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -157,6 +162,14 @@ def requests(old_run: str, now: datetime) -> list[tuple[str, str]]:
         ("`/admin` suspended-runs rows", "/admin/rows?status=requires_action"),
         ("`/admin` overview", "/admin/overview"),
         ("`/admin` overview, 30 days by agent", "/admin/overview?window=30d&split=agent"),
+        ("`/admin` all runs", "/admin?status=any"),
+        ("`/admin` search: id prefix (6 characters)", f"/admin?status=any&id={template[:10]}"),
+        ("`/admin` search: suspended, id prefix `run_c0`", "/admin?id=run_c0"),
+        ("`/admin` search: agent, none match", "/admin?status=any&agent=bench-agent"),
+        ("`/admin` search: metadata, 1 in 5 match", "/admin?status=any&meta=template%3Dc0"),
+        ("`/admin` search: metadata, none match", "/admin?status=any&meta=template%3Dnone"),
+        ("`/admin` every tenant's suspended runs", "/admin?tenant=*"),
+        ("`/admin` every tenant's runs", "/admin?status=any&tenant=*"),
         (
             "`GET /v1/runs?status=requires_action&limit=50`",
             "/v1/runs?status=requires_action&limit=50",
@@ -226,6 +239,7 @@ def measure_database(
     sequential: int,
     each: int,
     workers: int,
+    template: str = "",
 ) -> Timings:
     """The requests on `url`, with an API and `workers` workers whose retention sweep
     deletes none of the copies, however long ago they were seeded."""
@@ -236,7 +250,7 @@ def measure_database(
         client = service.client()
         cookies = login(client)
         workers_listening(url, workers, 2.0 * min(1.0, sequential / 20))
-        paths = requests(old_run, seeded_at)
+        paths = requests(old_run, seeded_at, template)
         return asyncio.run(measure(service.base, cookies, paths, sequential, each))
     finally:
         service.stop()
@@ -348,7 +362,14 @@ def main() -> None:
         for name, url in dbs.items():
             print(f"{name} database:", flush=True)
             results[name] = measure_database(
-                url, olds[name], seeded_at, logdir, args.sequential, args.each, args.workers
+                url,
+                olds[name],
+                seeded_at,
+                logdir,
+                args.sequential,
+                args.each,
+                args.workers,
+                templates["completed"][0],
             )
         _, count = database_size(dbs["seeded"])
         label = f"{count / 1000:,.0f}k kept"

@@ -122,8 +122,11 @@ def make_templates(
             )
             kinds: dict[str, list[str]] = {"completed": [], "suspended": [], "queued": []}
             for kind in ("completed", "suspended"):
-                for _ in range(per_kind):
-                    payload = {**body, "expires_in": 365 * 86400} if kind == "suspended" else body
+                for i in range(per_kind):
+                    # (each template's copies share its metadata: the runs list's filter)
+                    payload = {**body, "metadata": {"template": f"{kind[0]}{i}"}}
+                    if kind == "suspended":
+                        payload["expires_in"] = 365 * 86400
                     run = client.post("/v1/runs", json=payload).json()
                     run = wait_status(client, run["id"], "requires_action")
                     kinds[kind].append(run["id"])
@@ -139,8 +142,9 @@ def make_templates(
             while len(receiver.delivered) < 3 * per_kind and time.monotonic() < deadline:
                 time.sleep(0.1)
             service.stop_workers()
-            for _ in range(per_kind):
-                kinds["queued"].append(client.post("/v1/runs", json=body).json()["id"])
+            for i in range(per_kind):
+                payload = {**body, "metadata": {"template": f"q{i}"}}
+                kinds["queued"].append(client.post("/v1/runs", json=payload).json()["id"])
         finally:
             service.stop()
     return kinds

@@ -4,92 +4,43 @@ body the auto-refresh swaps, and a run's detail and its change poll (the overvie
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.core.lifecycle import TERMINAL, RunStatus, Transition, sources
-from app.core.scope import Scope
 from app.dashboard import actions, auth, present, trees
-from app.dashboard.web import Session, error_page, now, reads_of, render, scope_of, service_of
+from app.dashboard.search import Listing, listing
+from app.dashboard.web import (
+    ALL_TENANTS,
+    Session,
+    acts_on,
+    agents_of,
+    error_page,
+    now,
+    reading_scope,
+    reads_of,
+    redirect,
+    render,
+    service_of,
+    tenants_of,
+    viewing,
+)
 from app.providers import profiles
 from app.service import lineage
 from app.service.errors import ServiceError
 from app.service.principals import Permission
 from app.service.reads import RunReads
-from app.service.types import BadCursor, RunFilter
+from app.service.types import BadCursor
 
 router = APIRouter(prefix="/admin", include_in_schema=False)
 
 PAGE_SIZE = 25
-META_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 FLASH = {**actions.DONE, "login": "Logged in."}
 
 
 # --- runs (suspended first) ------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class Listing:
-    filter: RunFilter
-    status_param: str
-    meta: str
-    cursor: str | None
-    errors: list[str] = field(default_factory=list)
-
-    def query(self, **changes: str | None) -> str:
-        params: dict[str, str | None] = {
-            "status": self.status_param,
-            "provider": self.filter.provider,
-            "meta": self.meta or None,
-            "cursor": self.cursor,
-        }
-        params.update(changes)
-        return urlencode({k: v for k, v in params.items() if v})
-
-
-def listing(
-    scope: Scope, status: str | None, provider: str | None, meta: str | None, cursor: str | None
-) -> Listing:
-    errors = []
-    status_value: RunStatus | None = RunStatus.REQUIRES_ACTION
-    status_param = RunStatus.REQUIRES_ACTION.value if status is None else status
-    if status_param == "any":
-        status_value = None
-    else:
-        try:
-            status_value = RunStatus(status_param)
-        except ValueError:
-            errors.append(f"unknown status {status_param!r}")
-            status_param = RunStatus.REQUIRES_ACTION.value
-    provider = provider or None
-    if provider is not None and provider not in profiles.active().names():
-        errors.append(f"unknown provider {provider!r}")
-        provider = None
-    meta_key = meta_value = None
-    meta = (meta or "").strip()
-    if meta:
-        key, sep, value = meta.partition("=")
-        key = key.strip()
-        if "\x00" in value:  # no run's metadata holds one; PostgreSQL's text cannot
-            errors.append("metadata filter: the value cannot hold a NUL character")
-            meta = ""
-        elif META_KEY.match(key):
-            meta_key, meta_value = key, (value.strip() if sep else None)
-        else:
-            errors.append("metadata filter: use key=value (key: letters, digits, _ . -)")
-            meta = ""
-    return Listing(
-        RunFilter(status_value, provider, meta_key, meta_value, scope=scope),
-        status_param,
-        meta,
-        cursor or None,
-        errors,
-    )
 
 
 async def rows_of(request: Request, page: Listing) -> tuple[list[present.Row], str | None]:
@@ -104,6 +55,7 @@ async def rows_of(request: Request, page: Listing) -> tuple[list[present.Row], s
         records, next_cursor = await reads.runs_page(page.filter, limit=PAGE_SIZE, cursor=None)
     pending = await reads.pending_calls(records)
     since = await reads.suspended_since(records)
+    prompts = await reads.prompts(records)
     t = now(request)
     rows = []
     for r in records:
@@ -116,24 +68,48 @@ async def rows_of(request: Request, page: Listing) -> tuple[list[present.Row], s
                 (r.expires_at - t).total_seconds()
                 if r.expires_at is not None and r.status == RunStatus.REQUIRES_ACTION
                 else None,
+                prompt=prompts.get(r.id),
             )
         )
     return rows, next_cursor
 
 
+async def agent_known(request: Request, page: Listing) -> None:
+    """Says on the page when the agent searched for is none of the viewed tenant's (its
+    runs are still listed: those of a deleted agent keep its name)."""
+    f = page.filter
+    if f.agent is None or f.scope.only is None:
+        return
+    try:
+        await agents_of(request).get(f.agent, f.agent_version, tenant=f.scope.only)
+    except ServiceError:
+        known = f"no agent {page.agent!r} in this tenant (only a deleted one's runs match)"
+        page.errors.append(known)
+
+
 async def listing_context(
-    request: Request, status: str | None, provider: str | None, meta: str | None, cursor: str | None
+    request: Request,
+    status: str | None,
+    provider: str | None,
+    meta: str | None,
+    cursor: str | None,
+    run_id: str | None = None,
+    agent: str | None = None,
+    tenant: str | None = None,
 ) -> dict[str, Any]:
     """What the runs page and its auto-refreshed rows both show."""
-    page = listing(await scope_of(request), status, provider, meta, cursor)
+    seen = await viewing(request, tenant)
+    page = listing(seen, status, provider, meta, cursor, run_id, agent)
+    await agent_known(request, page)
     rows, next_cursor = await rows_of(request, page)
     return {
         "page": page,
         "rows": rows,
         "next_cursor": next_cursor,
         "statuses": [s.value for s in RunStatus],
-        "counts": await reads_of(request).count_by_status(await scope_of(request)),
+        "counts": await reads_of(request).count_by_status(seen.scope),
         "now": now(request),
+        "own": seen.own,
     }
 
 
@@ -146,9 +122,23 @@ async def runs_page(
     meta: str | None = None,
     cursor: str | None = None,
     done: str | None = None,
-) -> HTMLResponse:
-    context = await listing_context(request, status, provider, meta, cursor)
-    context.update(providers=profiles.active().names(), flash=FLASH.get(done or ""))
+    id: str | None = None,  # (the form field)
+    agent: str | None = None,
+    tenant: str | None = None,
+) -> Response:
+    context = await listing_context(request, status, provider, meta, cursor, id, agent, tenant)
+    page: Listing = context["page"]
+    whole = page.whole_id
+    if whole is not None:  # a whole id: straight to its run, if it is one of those viewed
+        if await reads_of(request).run(whole, page.filter.scope) is not None:
+            return redirect(f"/admin/runs/{whole}")
+        page.errors.append(f"no run {whole} among the runs viewed")
+    tenants = [t.id for t in await tenants_of(request).list()] if page.viewing.wide else []
+    if page.viewing.wide and page.viewing.tenant not in (ALL_TENANTS, *tenants):
+        page.errors.append(f"no tenant {page.viewing.tenant!r}: it has no runs")
+    context.update(
+        providers=profiles.active().names(), flash=FLASH.get(done or ""), tenants=tenants
+    )
     return await render(request, "runs.html", context, session=session)
 
 
@@ -160,10 +150,13 @@ async def runs_rows(
     provider: str | None = None,
     meta: str | None = None,
     cursor: str | None = None,
+    id: str | None = None,  # (the form field)
+    agent: str | None = None,
+    tenant: str | None = None,
 ) -> HTMLResponse:
     """The table body alone (and the pager, out of band): what the auto-refresh swaps, so
     the page and its scroll position stay put."""
-    context = await listing_context(request, status, provider, meta, cursor)
+    context = await listing_context(request, status, provider, meta, cursor, id, agent, tenant)
     context.update(oob=True)
     return await render(request, "_rows.html", context, session=session)
 
@@ -185,11 +178,15 @@ async def continued_by(reads: RunReads, run_id: str, shown: list[Any]) -> list[s
 
 
 async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
-    """Everything run.html shows; the action route renders it too, with its errors."""
+    """Everything run.html shows; the action route renders it too, with its errors. A
+    deployment's admin reads any tenant's run (their lists link to them), and is offered
+    no action on another tenant's (`allowed` empty: its action routes refuse them)."""
     reads = reads_of(request)
     session = await auth.load_session(request)
-    view = await service_of(request).get_run(run_id, with_log=True, scope=await scope_of(request))
+    scope = await reading_scope(request)
+    view = await service_of(request).get_run(run_id, with_log=True, scope=scope)
     r = view.record
+    ours = await acts_on(request, r)
     events = await reads.events(run_id, limit=TIMELINE_EVENTS)
     try:
         messages, state_error = present.conversation(r, await reads.run_of(r)), None
@@ -224,11 +221,11 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
         "agent": present.agent_label(r),
         "schedule": present.schedule_mark(r),
         "place": place,
-        "tree": await trees.tree_of(service_of(request), r, await scope_of(request))
-        if lineage.in_tree(r)
-        else None,
+        "tree": await trees.tree_of(service_of(request), r, scope) if lineage.in_tree(r) else None,
         # A callback URL answers the run's calls: shown only to who may submit results.
-        "timeline": present.timeline(events, callbacks=session.can(Permission.TOOL_RESULTS_SUBMIT)),
+        "timeline": present.timeline(
+            events, callbacks=ours and session.can(Permission.TOOL_RESULTS_SUBMIT)
+        ),
         "deliveries": deliveries,
         "open_calls": open_calls,
         "approvals": present.pending_of(actions.awaiting(view), t)
@@ -253,6 +250,9 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
         "form_errors": {},
         "error": None,
         "flash": None,
+        # Another tenant's run (to a deployment's admin): read-only, whatever the role.
+        "foreign": None if ours else r.tenant_id,
+        **({} if ours else {"allowed": set()}),
     }
 
 
@@ -271,7 +271,7 @@ async def run_page(
 @router.get("/runs/{run_id}/poll")
 async def run_poll(request: Request, run_id: str, _: Session, v: int = 0, seq: int = 0) -> Response:
     """204 while nothing changed; otherwise tells htmx to reload the page."""
-    record = await reads_of(request).run(run_id, await scope_of(request))
+    record = await reads_of(request).run(run_id, await reading_scope(request))
     if record is None or (record.version, record.last_event_seq) != (v, seq):
         return Response(status_code=200, headers={"HX-Refresh": "true"})
     return Response(status_code=204)

@@ -116,6 +116,7 @@ class Row:
     pending: list[ToolCallRecord]
     waiting_for: float | None  # seconds since it suspended
     expires_in: float | None  # seconds left; negative: overdue
+    prompt: str | None = None  # its prompt's text (`RunReads.prompts`)
 
     @property
     def model(self) -> str:
@@ -125,6 +126,15 @@ class Row:
     @property
     def agent(self) -> str | None:
         return agent_label(self.record)
+
+    @property
+    def tree_root(self) -> str | None:
+        """The root of the run's tree (whose page lists the tree), if it is in one."""
+        return lineage.tree_of(self.record)["root_run_id"] if lineage.in_tree(self.record) else None
+
+    @property
+    def schedule(self) -> ScheduleMark | None:
+        return schedule_mark(self.record)
 
     @property
     def age(self) -> float:

@@ -28,6 +28,7 @@ from app.service.reads import RunReads
 from app.service.runs import RunService
 from app.service.types import RunRecord
 from app.tenancy.access import TENANT_PATTERN
+from app.tenancy.tenants import Tenants
 
 HERE = Path(__file__).resolve().parent
 templates = Jinja2Templates(directory=str(HERE / "templates"))
@@ -185,6 +186,11 @@ def schedules_of(request: Request) -> ScheduleService:
 def run_limits_of(request: Request) -> RunLimitsService:
     limits: RunLimitsService = request.app.state.run_limits
     return limits
+
+
+def tenants_of(request: Request) -> Tenants:
+    tenants: Tenants = request.app.state.tenants
+    return tenants
 
 
 def reads_of(request: Request) -> RunReads:

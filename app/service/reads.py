@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import orjson
 import sqlalchemy as sa
 
 from app.core import AgentRun
@@ -121,6 +122,12 @@ class RunReads:
         applied (`app.service.recorded`): the conversation as the API shows it."""
         return await recorded.loaded_run(self.store, record)
 
+    async def prompts(self, records: Iterable[RunRecord]) -> dict[str, str]:
+        """Each run's prompt as one line of text (`prompt_text`), in one query for all of
+        them (a run stored before its log was kept apart has none)."""
+        found = await reports.prompts(self.store.engine, [r.id for r in records])
+        return {run_id: text for run_id, raw in found.items() if (text := prompt_text(raw))}
+
     async def suspended_since(self, records: Iterable[RunRecord]) -> dict[str, datetime]:
         """When each suspended run among `records` last suspended."""
         ids = [r.id for r in records if r.status == RunStatus.REQUIRES_ACTION]
@@ -159,3 +166,26 @@ class RunReads:
     ) -> list[samples.Sample]:
         """What was waiting per tenant and minute in [start, end), oldest first."""
         return await samples.samples(self.store.engine, start, end, scope)
+
+
+def prompt_text(raw: str) -> str:
+    """A stored prompt message (its JSON text) as one line: its text parts, whitespace
+    folded; an image or a tool result is named in brackets. Any shape an older schema
+    version stored reads as what text it holds, never an error."""
+    try:
+        message = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return ""
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return " ".join(content.split())
+    parts: list[str] = []
+    for item in content if isinstance(content, list) else ():
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "text" and isinstance(item.get("text"), str):
+            parts.append(item["text"])
+        elif kind == "image":
+            parts.append("[image]")
+        elif kind == "toolresult":
+            parts.append(f"[result of {item.get('name')}]")
+    return " ".join(" ".join(parts).split())

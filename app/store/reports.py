@@ -3,9 +3,11 @@
 by status and queue depth; /metrics reads `app.store.gauges`.
 
 Each reads an index or a rollup (app.store.fold), so its cost does not grow with the
-finished runs kept: pages of one status walk that status's index, counts
+finished runs kept: pages of one status walk that status's index (every tenant's: each
+tenant's part of it, merged), a search by id prefix walks the primary key's range, counts
 and activity add the rollups to the runs not folded yet, suspended runs are read by their
-status's index. tests/store/test_report_plans.py EXPLAINs them on a seeded database."""
+status's index, prompts by their log's key. tests/store/test_report_plans.py EXPLAINs them
+on a seeded database."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
+from app.store.backend.base import Forms
 from app.store.backend.dialect_forms import forms_for
 from app.store.fold import minute_of
 from app.store.run_records import RunRecord, utc
@@ -38,6 +41,7 @@ from app.store.schema import (
     run_configs,
     run_counts,
     run_endings,
+    run_messages,
     runs,
     select_runs,
     unfolded_runs,
@@ -78,10 +82,16 @@ class RunFilter:
     meta_key: str | None = None
     meta_value: str | None = None
     scope: Scope = field(kw_only=True)  # whose runs
+    #: The named agent the runs started from (`name`, and its `version` if given).
+    agent: str | None = field(default=None, kw_only=True)
+    agent_version: int | None = field(default=None, kw_only=True)
+    #: The first characters of the runs' ids: the page is then in id order, a walk of the
+    #: primary key's range (the status and other filters checked along it).
+    id_prefix: str | None = field(default=None, kw_only=True)
 
     @property
     def ascending(self) -> bool:
-        return self.status in WAITING
+        return self.id_prefix is not None or self.status in WAITING
 
 
 def encode_cursor(created_at: datetime, run_id: str) -> str:
@@ -94,6 +104,8 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         created, run_id = raw.split("|", 1)
         value = utc(datetime.fromisoformat(created))
+        if "\x00" in run_id or len(run_id) > 40:  # (no run's id; PostgreSQL's text holds no NUL)
+            raise ValueError(run_id)
     except (ValueError, UnicodeDecodeError):
         raise BadCursor("the cursor is malformed") from None
     assert value is not None
@@ -111,10 +123,15 @@ def _status(f: RunFilter) -> list[Any]:
 
 
 def _filters(f: RunFilter) -> list[Any]:
-    """The provider and metadata filters (on `run_configs`): no index holds them."""
+    """The provider, agent and metadata filters (on `run_configs`): no index holds them."""
     where: list[Any] = []
     if f.provider:
         where.append(run_configs.c.config[("model", "provider")].as_string() == f.provider)
+    if f.agent:  # (the mark a create from a named agent writes: `{"name", "version"}`)
+        where.append(run_configs.c.config[("agent", "name")].as_string() == f.agent)
+        if f.agent_version is not None:
+            version = run_configs.c.config[("agent", "version")].as_string()
+            where.append(sa.cast(version, sa.String) == str(f.agent_version))
     if f.meta_key:
         value = run_configs.c.metadata[f.meta_key]
         if f.meta_value is None:
@@ -123,6 +140,46 @@ def _filters(f: RunFilter) -> list[Any]:
             # JSON strings and scalars alike: compare the text of the value.
             where.append(sa.cast(value.as_string(), sa.String) == f.meta_value)
     return where
+
+
+def _checks(f: RunFilter) -> list[Any]:
+    """What a walk checks of each run it reads (`hits_query`, `_passes`): the filters no
+    index holds; along an id range, its status too and that its id starts with the prefix
+    (the range's bounds are right under a bytewise collation, C's; this check under any)."""
+    where = _filters(f)
+    if f.id_prefix is not None:
+        prefix = f.id_prefix
+        where.append(sa.func.substr(runs.c.id, 1, len(prefix)) == prefix)
+        if f.status is not None:
+            where.append(runs.c.status == sa.literal_column(f"'{f.status.value}'"))
+    return where
+
+
+def chunked(f: RunFilter) -> bool:
+    """Whether a page is found by a bounded walk that checks each run (`hits_query`)."""
+    return bool(_checks(f))
+
+
+def per_tenant(f: RunFilter) -> bool:
+    """Whether the walk reads each tenant's part of its index (`tenants_query`) and merges
+    them: every tenant's runs in creation order, which no index holds in that order."""
+    return f.scope.is_all and f.id_prefix is None and f.status != RunStatus.RUNNING
+
+
+def tenants_query() -> sa.Select[Any]:
+    """The tenants that have runs, by a loose walk of ix_run_configs_created: one probe of
+    the index per tenant (however many runs each has)."""
+    held = run_configs.c.tenant_id
+    first = sa.select(sa.func.min(held).label("id")).cte("tenant_ids", recursive=True)
+    following = sa.select(sa.func.min(held)).where(held > first.c.id).scalar_subquery()
+    walked = first.union_all(sa.select(following).where(first.c.id.is_not(None)))
+    return sa.select(walked.c.id).where(walked.c.id.is_not(None))
+
+
+def _id_range(prefix: str) -> list[Any]:
+    """The primary key's range of the ids that start with `prefix`."""
+    upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    return [runs.c.id >= prefix, runs.c.id < upper]
 
 
 def _walk(f: RunFilter, after: tuple[datetime, str] | None) -> tuple[Any, list[Any]]:
@@ -136,65 +193,135 @@ def _walk(f: RunFilter, after: tuple[datetime, str] | None) -> tuple[Any, list[A
     return on, where
 
 
-def _order(f: RunFilter, on: Any) -> tuple[Any, Any]:
+def _order(f: RunFilter, on: Any) -> tuple[Any, ...]:
+    """The page order on the keys `on` (created_at, id): by id alone along an id range."""
+    if f.id_prefix is not None:
+        return (on[1].asc(),)
     return (oldest_first if f.ascending else newest_first)(on)
 
 
-def page_query(f: RunFilter, *, limit: int, after: tuple[datetime, str] | None) -> sa.Select[Any]:
-    """A keyset page on (created_at, id), without provider or metadata filters."""
+def page_query(
+    f: RunFilter,
+    *,
+    limit: int,
+    after: tuple[datetime, str] | None,
+    tenants: Sequence[str] | None = None,
+) -> sa.Select[Any]:
+    """A keyset page on (created_at, id), without checks; every tenant's (`tenants`, of
+    `tenants_query`, when `per_tenant`): each tenant's page, merged."""
+    if tenants is not None:
+        return _keyed(f, _keys(f, limit + 1, after, tenants))
     on, where = _walk(f, after)
     return select_runs().where(*where).order_by(*_order(f, on)).limit(limit + 1)
 
 
-def chunk_query(f: RunFilter, *, size: int, after: tuple[datetime, str] | None) -> sa.Select[Any]:
-    """The next `size` runs of the walk (a page order's keys, by index), each with
-    whether it passes the provider and metadata filters (`hit`): a filter no index holds
-    is checked along the walk, a bounded chunk per statement, whatever it matches."""
-    on, where = _walk(f, after)
-    table = runs if f.status is not None else run_configs
-    keys = sa.select(*on).select_from(table).where(*where).order_by(*_order(f, on)).limit(size)
-    chunk = keys.subquery("chunk")
+def hits_query(
+    f: RunFilter,
+    *,
+    window: int,
+    limit: int,
+    after: tuple[datetime, str] | None,
+    tenants: Sequence[str] | None = None,
+) -> sa.Select[Any]:
+    """The first `limit + 1` runs that pass the checks no index holds (`_checks`) among
+    the next `window` runs of the walk (by index, in page order), each with `passes`; and
+    when fewer pass, the walk's `window`-th run (where the next page goes on), `passes`
+    or not. Each run is checked as the walk reaches it (`_passes`), and the walk stops
+    once the page is found: at most `window` runs on."""
+    chunk = _keys(f, window, after, tenants)
     at, key = chunk.c
-    hit = sa.func.coalesce(sa.and_(*_filters(f)), sa.false()).label("hit")
+    order = _order(f, (at, key))
+    n = sa.func.row_number().over(order_by=order).label("n")
+    walked = sa.select(at, key, _passes(f, key).label("passes"), n).subquery("walked")
+    w_at, w_key, w_passes, w_n = walked.c
+    kept = sa.select(w_key, w_passes, w_n).where(sa.or_(w_passes, w_n == window))
+    # (In the walk's order, not by `n`: the index's, so the walk stops at a page's runs.)
+    hits = kept.order_by(*_order(f, (w_at, w_key))).limit(limit + 1).subquery("hits")
+    h_key, h_passes, h_n = hits.c
     return (
         select_runs()
-        .add_columns(hit)
-        .join(chunk, key == runs.c.id)
-        .order_by(*((at.asc(), key.asc()) if f.ascending else (at.desc(), key.desc())))
+        .add_columns(h_passes.label("passes"), h_n.label("n"))
+        .join(hits, h_key == runs.c.id)
+        .order_by(h_n)
     )
 
 
-#: A filtered page's walk: runs per statement (in pages), statements per request.
-CHUNK_PAGES, CHUNKS = 4, 10
+def _passes(f: RunFilter, key: Any) -> Any:
+    """Whether the run `key` passes `_checks(f)`: a lookup by its key (a correlated
+    subquery, so a check is never turned into a scan of `run_configs` for its values)."""
+    table: Any = run_configs
+    if f.id_prefix is not None:  # (its status is on the run's row)
+        table = run_configs.join(runs, runs.c.id == run_configs.c.run_id)
+    checked = sa.select(sa.and_(sa.true(), *_checks(f))).select_from(table)
+    return sa.func.coalesce(checked.where(run_configs.c.run_id == key).scalar_subquery(), False)
+
+
+def _keys(
+    f: RunFilter,
+    size: int,
+    after: tuple[datetime, str] | None,
+    tenants: Sequence[str] | None,
+) -> Any:
+    """The next `size` keys (created_at, id) of the walk, as a subquery `chunk`: of an id
+    range by the primary key; of every tenant, each tenant's next `size` merged."""
+
+    def taken(keys: Any, on: Any) -> Any:
+        return keys.order_by(*_order(f, on)).limit(size).subquery("chunk")
+
+    if f.id_prefix is not None:
+        where = [*_id_range(f.id_prefix), *within(runs.c.tenant_id, f.scope)]
+        if after is not None:
+            where.append(runs.c.id > after[1])
+        return taken(sa.select(*RUN_CREATED).where(*where), RUN_CREATED)
+    on, where = _walk(f, after)
+    table = runs if f.status is not None else run_configs
+    keys = sa.select(*on).select_from(table).where(*where)
+    if tenants is None:
+        return taken(keys, on)
+    held = table.c.tenant_id
+    parts = [keys.where(held == t).order_by(*_order(f, on)).limit(size).subquery() for t in tenants]
+    merged = sa.union_all(*[sa.select(*part.c) for part in parts]).subquery("merged")
+    return taken(sa.select(*merged.c), tuple(merged.c))
+
+
+def _keyed(f: RunFilter, chunk: Any) -> sa.Select[Any]:
+    """The runs of the keys `chunk`, in the walk's order."""
+    at, key = chunk.c
+    return select_runs().join(chunk, key == runs.c.id).order_by(*_order(f, (at, key)))
+
+
+#: A page with checks no index holds walks at most this many pages' worth of runs.
+WALK_PAGES = 40
 
 
 async def page_of_runs(
     engine: AsyncEngine, f: RunFilter, *, limit: int, cursor: str | None
 ) -> tuple[list[RunRecord], str | None]:
     """One keyset page on (created_at, id): oldest first for waiting statuses, newest
-    first otherwise; the cursor of the next page, or None on the last one. With provider
-    or metadata filters, a page holds what a bounded walk found (possibly fewer runs than
-    `limit`, with a cursor where the walk stopped)."""
+    first otherwise, by id with an id prefix; the cursor of the next page, or None on the
+    last one. With checks no index holds (provider, agent, metadata; an id range's
+    status), a page holds what a bounded walk found (`hits_query`: possibly fewer runs
+    than `limit`, with a cursor where the walk stopped)."""
     after = decode_cursor(cursor) if cursor else None
-    if not _filters(f):
-        async with reading(engine) as conn:
-            rows = (await conn.execute(page_query(f, limit=limit, after=after))).all()
-        return _page([RunRecord.from_row(r) for r in rows], limit)
-    size = CHUNK_PAGES * (limit + 1)
-    found: list[RunRecord] = []
     async with reading(engine) as conn:
-        for _ in range(CHUNKS):
-            rows = (await conn.execute(chunk_query(f, size=size, after=after))).all()
-            for row in rows:
-                record = RunRecord.from_row(row)
-                after = (record.created_at, record.id)
-                if row._mapping["hit"]:
-                    found.append(record)
-                if len(found) > limit:
-                    return _page(found, limit)
-            if len(rows) < size:
-                return _page(found, limit)
-    return found, encode_cursor(*after) if after is not None else None
+        tenants = None
+        if per_tenant(f):
+            tenants = list((await conn.execute(tenants_query())).scalars())
+            if not tenants:
+                return [], None
+        if not chunked(f):
+            stmt = page_query(f, limit=limit, after=after, tenants=tenants)
+            rows = (await conn.execute(stmt)).all()
+            return _page([RunRecord.from_row(r) for r in rows], limit)
+        window = WALK_PAGES * (limit + 1)
+        await forms_for(conn).in_order(conn)
+        stmt = hits_query(f, window=window, limit=limit, after=after, tenants=tenants)
+        rows = (await conn.execute(stmt)).all()
+    found = [RunRecord.from_row(r) for r in rows if r._mapping["passes"]]
+    if len(found) > limit or not rows or rows[-1]._mapping["n"] < window:
+        return _page(found, limit)  # (a page found, or the walk's end)
+    end = RunRecord.from_row(rows[-1])  # the window's last run: the walk goes on after it
+    return found, encode_cursor(end.created_at, end.id)
 
 
 def _page(records: list[RunRecord], limit: int) -> tuple[list[RunRecord], str | None]:
@@ -221,6 +348,25 @@ async def suspended_since(engine: AsyncEngine, run_ids: Sequence[str]) -> dict[s
         if when is not None:
             out[run_id] = when
     return out
+
+
+def prompts_query(run_ids: Sequence[str], forms: Forms) -> sa.Select[Any]:
+    """Each run's prompt, the first message of its log's first batch (app.core.stored),
+    as JSON text: by the log's primary key, the message taken out on the server (the
+    batch also holds the history given, however long)."""
+    first = forms.json_text(run_messages.c.body, "m", 0)
+    return sa.select(run_messages.c.run_id, first).where(
+        run_messages.c.run_id.in_(list(run_ids)), run_messages.c.seq == 1
+    )
+
+
+async def prompts(engine: AsyncEngine, run_ids: Sequence[str]) -> dict[str, str]:
+    """The JSON text of each run's prompt message (`prompts_query`), of those that have one."""
+    if not run_ids:
+        return {}
+    async with reading(engine) as conn:
+        rows = (await conn.execute(prompts_query(run_ids, forms_for(conn)))).all()
+    return {run_id: text for run_id, text in rows if isinstance(text, str)}
 
 
 def _of(scope: Scope, table: sa.Table = runs) -> list[Any]:

@@ -371,7 +371,11 @@ async def test_another_tenants_schedules_are_in_no_page_and_no_action_reaches_th
         assert 'href="/admin/schedules/acme-daily"' in run_page.text
     assert (await schedules.get("nightly", tenant=TENANT)).note == "acme pauses"
     assert {k: await state(schedules, k) for k in ours} == ours
-    assert (await admin.get(f"/admin/runs/{theirs.run_id}")).status_code == 404
+    # The default tenant's admin (a deployment's) reads their run, read-only; the
+    # schedule is acme's, not a page of theirs: named, not linked.
+    run_page = await admin.get(f"/admin/runs/{theirs.run_id}")
+    assert run_page.status_code == 200 and 'id="foreign-run"' in run_page.text
+    assert "acme-daily" in run_page.text and "/admin/schedules/acme-daily" not in run_page.text
 
 
 def test_the_trigger_form_offers_every_overlap_the_apis_default_first() -> None:

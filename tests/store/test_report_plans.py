@@ -37,11 +37,25 @@ from app.store.usage import usage_query
 from tests.conftest import fresh_database
 from tests.store.test_plans import generic_plan
 
-GROWING = {"runs", "run_events", "model_calls", "webhook_outbox", "webhook_attempts", "run_configs"}
+GROWING = {
+    "runs",
+    "run_events",
+    "model_calls",
+    "webhook_outbox",
+    "webhook_attempts",
+    "run_configs",
+    "run_messages",
+}
 PAGE = 50
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 DONE, FAILED, SUSPENDED, QUEUED, UNFOLDED_N = 40_000, 3_000, 4_000, 2_000, 300
 ALL = DONE + FAILED + SUSPENDED + QUEUED
+OTHER = "acme"  # one run in a hundred is its (the ids ending in 00)
+CONFIG = '{"model": {"provider": "scripted", "name": "demo"}}'
+#: One run in ten started from an agent (the ids ending in 7).
+AGENT_CONFIG = (
+    '{"model": {"provider": "scripted", "name": "demo"}, "agent": {"name": "helper", "version": 2}}'
+)
 
 SEED = f"""
 INSERT INTO runs (id, status, state, schema_version, version, available_at, max_turns,
@@ -57,13 +71,21 @@ SELECT 'r' || lpad(g::text, 6, '0'),
        timestamptz '{NOW.isoformat()}' - ({ALL} - g) * interval '60 s',
        timestamptz '{NOW.isoformat()}' - ({ALL} - g) * interval '60 s' + interval '20 s'
 FROM generate_series(1, {ALL}) g;
+UPDATE runs SET tenant_id = '{OTHER}' WHERE id LIKE '%00';
 INSERT INTO unfolded_runs (run_id, tenant_id, status, ended_at, counts)
 SELECT id, tenant_id, status, updated_at, true FROM runs
 WHERE id > 'r' || lpad({DONE - UNFOLDED_N}::text, 6, '0')
   AND id <= 'r' || lpad({DONE}::text, 6, '0');
-INSERT INTO run_configs (run_id, config, metadata, created_at)
-SELECT id, '{{"model": {{"provider": "scripted", "name": "demo"}}}}',
-       jsonb_build_object('team', CASE WHEN random() < 0.6 THEN 'a' ELSE 'b' END), created_at
+INSERT INTO run_configs (run_id, config, metadata, created_at, tenant_id)
+SELECT id, CASE WHEN id LIKE '%7' THEN '{AGENT_CONFIG}' ELSE '{CONFIG}' END::jsonb,
+       jsonb_build_object('team', CASE WHEN random() < 0.6 THEN 'a' ELSE 'b' END), created_at,
+       tenant_id
+FROM runs;
+INSERT INTO run_messages (run_id, seq, body)
+SELECT id, 1, '{{"v": 2, "h": [{{"role": "user", "content": [{{"type": "text", "text": "'
+              || repeat('earlier ', 200) || '"}}]}}],'
+              || ' "m": [{{"role": "user", "content": [{{"type": "text", "text": "prompt of '
+              || id || '"}}]}}]}}'
 FROM runs;
 INSERT INTO run_events (run_id, seq, type, data, actor, created_at)
 SELECT id, s, CASE s WHEN 3 THEN 'run.requires_action' ELSE 'run.note' END, '{{}}', NULL,
@@ -122,9 +144,14 @@ def literal(stmt: Any) -> str:
     return str(stmt.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
 
 
-async def explain(url: str, sql: str, *, analyze: bool = False) -> dict[str, Any]:
+async def explain(
+    url: str, sql: str, *, analyze: bool = False, in_order: bool = False
+) -> dict[str, Any]:
+    """The plan of `sql`; `in_order`: with the settings of a bounded walk (`Forms.in_order`)."""
     async with await psycopg.AsyncConnection.connect(url) as conn:
         await conn.execute("SET max_parallel_workers_per_gather = 0")  # (as `serial`)
+        if in_order:
+            await conn.execute("SET enable_bitmapscan = off")
         options = "ANALYZE, FORMAT JSON" if analyze else "FORMAT JSON"
         row = await (await conn.execute(f"EXPLAIN ({options}) {sql}")).fetchone()
         await conn.rollback()  # (an analyzed DELETE or UPDATE leaves nothing)
@@ -170,7 +197,8 @@ async def test_dashboard_pages_twenty_deep_read_about_a_page(
     store: RunStore, seeded: str, status: RunStatus
 ) -> None:
     """Oldest first for waiting statuses, newest first otherwise; with a metadata filter
-    (one run in ten matches) too: each page reads its own runs, not those before it."""
+    (six runs in ten match) too: each page reads its own runs, not those before it (the
+    filtered walk stops at a page's hits: within 3 pages of runs here)."""
     for meta in (None, "a"):
         f = RunFilter(
             status=status,
@@ -184,14 +212,17 @@ async def test_dashboard_pages_twenty_deep_read_about_a_page(
             assert cursor is not None and len(records) == PAGE
         after = reports.decode_cursor(cursor)
         if meta:
-            size = reports.CHUNK_PAGES * (PAGE + 1)
-            stmt = reports.chunk_query(f, size=size, after=after)
+            size = 3 * (PAGE + 1)
+            stmt = reports.hits_query(f, window=WINDOW, limit=PAGE, after=after)
         else:
             size, stmt = PAGE + 1, reports.page_query(f, limit=PAGE, after=after)
-        plan = await explain(seeded, literal(stmt), analyze=True)
+        plan = await explain(seeded, literal(stmt), analyze=True, in_order=bool(meta))
         assert_flat(plan, sort_rows=size)
         read = max(n.get("Actual Rows", 0) for n in nodes(plan) if "Index" in n["Node Type"])
         assert read <= size, plan
+
+
+WINDOW = reports.WALK_PAGES * (PAGE + 1)
 
 
 async def test_counts_depth_suspended_activity_and_usage_read_indexes_and_rollups(
@@ -279,3 +310,104 @@ async def test_the_overviews_spend_latency_and_samples_read_rollups_and_indexes(
             assert_flat(plan, sort_rows=2 * (SUSPENDED + UNFOLDED_N))
     finally:
         await engine.dispose()
+
+
+def index_reads(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    return [n for n in nodes(plan) if "Index" in n["Node Type"]]
+
+
+@pytest.mark.parametrize("status", [None, RunStatus.REQUIRES_ACTION, RunStatus.COMPLETED])
+@pytest.mark.parametrize("scope", [Scope.of("default"), Scope.ALL])
+async def test_an_id_prefix_walks_the_primary_keys_range(
+    store: RunStore, seeded: str, status: Any, scope: Scope
+) -> None:
+    """A chunk of the range per statement (`pk_runs`, from the cursor's id), the status
+    and the other checks along it: the ids that start with the prefix, in id order."""
+    prefix = "r0312"  # r031200 … r031299: 100 runs, all completed
+    f = RunFilter(status, id_prefix=prefix, scope=scope)
+    records, cursor = await reports.page_of_runs(store.engine, f, limit=PAGE, cursor=None)
+    want = [
+        f"r{g:06d}"
+        for g in range(31200, 31300)
+        if scope.admits("acme" if g % 100 == 0 else "default")
+    ]
+    if status == RunStatus.REQUIRES_ACTION:
+        want = []
+    assert [r.id for r in records] == want[:PAGE]
+    assert (cursor is not None) == (len(want) > PAGE)
+    for after in (None, (NOW, "r031250")):
+        stmt = reports.hits_query(f, window=WINDOW, limit=PAGE, after=after)
+        plan = await explain(seeded, literal(stmt), analyze=True, in_order=True)
+        assert_flat(plan, sort_rows=PAGE + 1)
+        walked = [n for n in index_reads(plan) if n.get("Index Name") == "pk_runs"]
+        assert walked and prefix in walked[0].get("Index Cond", ""), plan
+        assert max(n.get("Actual Rows", 0) for n in index_reads(plan)) <= 100, plan
+
+
+@pytest.mark.parametrize("status", [None, RunStatus.REQUIRES_ACTION, RunStatus.COMPLETED])
+async def test_an_agent_filter_is_checked_along_a_bounded_walk(
+    store: RunStore, seeded: str, status: Any
+) -> None:
+    """No index holds a run's agent: its pages are walks of the status's index (one run in
+    ten matches), each statement a chunk; pages deep, it reads its own chunk."""
+    f = RunFilter(status, agent="helper", agent_version=2, scope=Scope.of("default"))
+    cursor = None
+    for _ in range(5):
+        records, cursor = await reports.page_of_runs(store.engine, f, limit=PAGE, cursor=cursor)
+        assert cursor is not None and records
+        assert all(r.id.endswith("7") and r.config["agent"]["name"] == "helper" for r in records)
+    after = reports.decode_cursor(cursor)
+    stmt = reports.hits_query(f, window=WINDOW, limit=PAGE, after=after)
+    plan = await explain(seeded, literal(stmt), analyze=True, in_order=True)
+    assert_flat(plan, sort_rows=PAGE + 1)
+    assert max(n.get("Actual Rows", 0) for n in index_reads(plan)) <= 12 * (PAGE + 1), plan
+    other = RunFilter(status, agent="helper", agent_version=3, scope=Scope.of("default"))
+    records, cursor = await reports.page_of_runs(store.engine, other, limit=PAGE, cursor=None)
+    assert records == [] and cursor is not None  # (a walk's bound: where it stopped)
+    stmt = reports.hits_query(other, window=WINDOW, limit=PAGE, after=after)
+    plan = await explain(seeded, literal(stmt), analyze=True, in_order=True)
+    assert_flat(plan, sort_rows=PAGE + 1)
+    assert max(n.get("Actual Rows", 0) for n in index_reads(plan)) <= WINDOW, plan
+
+
+@pytest.mark.parametrize("status", [None, RunStatus.REQUIRES_ACTION, RunStatus.COMPLETED])
+async def test_every_tenants_pages_merge_each_tenants_page(
+    store: RunStore, seeded: str, status: Any
+) -> None:
+    """Every tenant's runs (a deployment's admin's list): the tenants by a loose walk of
+    ix_run_configs_created, then each tenant's next page by its index, merged: a sort
+    of a page per tenant, however many runs are kept; twenty pages deep too."""
+    tenants_plan = await explain(seeded, literal(reports.tenants_query()), analyze=True)
+    assert_flat(tenants_plan)
+    assert max(n.get("Actual Rows", 0) for n in index_reads(tenants_plan)) <= 1
+    tenants = ["acme", "default"]
+    for meta in (None, "a"):
+        f = RunFilter(status, meta_key="team" if meta else None, meta_value=meta, scope=Scope.ALL)
+        cursor, seen = None, []
+        for _ in range(20):
+            records, cursor = await reports.page_of_runs(store.engine, f, limit=PAGE, cursor=cursor)
+            assert cursor is not None and len(records) == PAGE
+            seen += records
+        keys = [(r.created_at, r.id) for r in seen]
+        assert keys == sorted(keys, reverse=not f.ascending)
+        assert {r.tenant_id for r in seen} == {"acme", "default"}
+        after = reports.decode_cursor(cursor)
+        if meta:
+            size = 3 * (PAGE + 1)
+            stmt = reports.hits_query(f, window=WINDOW, limit=PAGE, after=after, tenants=tenants)
+        else:
+            size = PAGE + 1
+            stmt = reports.page_query(f, limit=PAGE, after=after, tenants=tenants)
+        plan = await explain(seeded, literal(stmt), analyze=True, in_order=bool(meta))
+        assert_flat(plan, sort_rows=PAGE + 1)
+        assert max(n.get("Actual Rows", 0) for n in index_reads(plan)) <= size, plan
+
+
+async def test_the_prompts_of_a_page_are_read_by_the_logs_key(store: RunStore, seeded: str) -> None:
+    ids = [f"r{g:06d}" for g in range(DONE + 1, DONE + PAGE + 1)]
+    found = await reports.prompts(store.engine, ids)
+    assert set(found) == set(ids)
+    assert orjson.loads(found[ids[0]])["content"][0]["text"] == f"prompt of {ids[0]}"
+    plan = await explain(seeded, literal(reports.prompts_query(ids, POSTGRES)))
+    assert_flat(plan)
+    assert any(n.get("Index Name") == "pk_run_messages" for n in nodes(plan)), plan

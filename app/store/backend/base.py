@@ -122,6 +122,12 @@ class Forms(Protocol):
         predicate must not scan a table whole instead)."""
         ...
 
+    async def in_order(self, conn: AsyncConnection) -> None:
+        """For the rest of `conn`'s transaction, read an index in its order rather than as
+        a bitmap: a bounded walk (a window of a status's runs) must stop where its page is
+        found, not read and sort all of what remains once little does."""
+        ...
+
     def seconds_since(self, at: Any, column: Any) -> sa.ColumnElement[Any]:
         """Seconds from the timestamp `column` to the timestamp expression `at`."""
         ...
@@ -133,6 +139,11 @@ class Forms(Protocol):
     def latency_bucket(self, column: Any) -> sa.ColumnElement[Any] | None:
         """`app.store.latency.bucket_of` of the milliseconds `column`, computed by the
         database; None where it may lack the logarithm (the caller buckets the values)."""
+
+    def json_text(self, column: Any, *path: str | int) -> sa.ColumnElement[Any]:
+        """The value at `path` (keys and array positions) of the JSON document that the
+        text `column` holds, as text (a string's own, an object's JSON; null where there
+        is none), taken out on the server: the document itself is not sent."""
         ...
 
 

@@ -39,6 +39,9 @@ class PostgresForms:
             " set_config('jit', 'off', true)"
         )
 
+    async def in_order(self, conn: AsyncConnection) -> None:
+        await conn.exec_driver_sql("SELECT set_config('enable_bitmapscan', 'off', true)")
+
     def seconds_since(self, at: Any, column: Any) -> sa.ColumnElement[Any]:
         return sa.extract("epoch", at - column)
 
@@ -50,6 +53,11 @@ class PostgresForms:
         log2 = sa.func.ln(sa.func.greatest(column, 1.0)) / sa.func.ln(2.0)
         steps = sa.func.floor(PER_DOUBLING * log2 + EPSILON)
         return sa.cast(sa.func.least(steps, LAST), sa.Integer)
+
+    def json_text(self, column: Any, *path: str | int) -> sa.ColumnElement[Any]:
+        value = sa.cast(column, postgresql.JSON)[tuple(map(str, path))]
+        text: sa.ColumnElement[Any] = value.as_string()  # (`#>>`: an object's JSON text)
+        return text
 
 
 class SqliteForms:
@@ -65,6 +73,9 @@ class SqliteForms:
     async def by_index(self, conn: AsyncConnection) -> None:
         """(SQLite's planner reads the partial indexes as they are.)"""
 
+    async def in_order(self, conn: AsyncConnection) -> None:
+        """(SQLite's planner walks an index in order for an ORDER BY it holds.)"""
+
     def seconds_since(self, at: Any, column: Any) -> sa.ColumnElement[Any]:
         return (sa.func.julianday(at) - sa.func.julianday(column)) * 86400.0
 
@@ -73,6 +84,10 @@ class SqliteForms:
 
     def latency_bucket(self, column: Any) -> sa.ColumnElement[Any] | None:
         return None  # (log2 is there only when SQLite was built with its math functions)
+
+    def json_text(self, column: Any, *path: str | int) -> sa.ColumnElement[Any]:
+        steps = "".join(f"[{p}]" if isinstance(p, int) else f'."{p}"' for p in path)
+        return sa.func.json_extract(column, f"${steps}")
 
 
 POSTGRES, SQLITE = PostgresForms(), SqliteForms()

@@ -62,13 +62,14 @@ def _postgres_server_url() -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def fresh_database(server: str) -> Iterator[str]:
-    """A new database on `server`, migrated to head, dropped at the end."""
+def fresh_database(server: str, options: str = "") -> Iterator[str]:
+    """A new database on `server` (made with `options`: `CREATE DATABASE`'s), migrated to
+    head, dropped at the end."""
     name = f"agentrun_test_{secrets.token_hex(4)}"
     admin = make_url(server).set(drivername="postgresql")
     admin_dsn = admin.render_as_string(hide_password=False)
     with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}" {options}')
     url = admin.set(database=name).render_as_string(hide_password=False)
     try:
         upgrade_to_head(url)

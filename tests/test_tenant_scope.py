@@ -34,6 +34,7 @@ ALLOWED = {
     ("dashboard/web.py", "viewing"),
     *(("dashboard/inbox.py", name) for name in ("listing_of", "inbox", "poll")),
     ("dashboard/overview.py", "overview"),
+    *(("dashboard/pages.py", name) for name in ("listing_context", "runs_page", "runs_rows")),
 }
 #: Where `Scope.ALL` may appear in the front ends: /metrics (deployment-wide gauges,
 #: metrics:read, which only the default tenant's principals hold), and the dashboard's

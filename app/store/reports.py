@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import contextlib
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -86,12 +86,20 @@ class RunFilter:
     agent: str | None = field(default=None, kw_only=True)
     agent_version: int | None = field(default=None, kw_only=True)
     #: The first characters of the runs' ids: the page is then in id order, a walk of the
-    #: primary key's range (the status and other filters checked along it).
+    #: primary key's range (the status and other filters checked along it), where ids
+    #: compare byte by byte (`by_range`, which `page_of_runs` sets from
+    #: `Forms.bytewise_ids`); elsewhere a check along the status's walk, as metadata's.
     id_prefix: str | None = field(default=None, kw_only=True)
+    by_range: bool = field(default=True, kw_only=True)
+
+    @property
+    def id_range(self) -> bool:
+        """Whether the walk is the primary key's range of `id_prefix`."""
+        return self.id_prefix is not None and self.by_range
 
     @property
     def ascending(self) -> bool:
-        return self.id_prefix is not None or self.status in WAITING
+        return self.id_range or self.status in WAITING
 
 
 def encode_cursor(created_at: datetime, run_id: str) -> str:
@@ -150,7 +158,7 @@ def _checks(f: RunFilter) -> list[Any]:
     if f.id_prefix is not None:
         prefix = f.id_prefix
         where.append(sa.func.substr(runs.c.id, 1, len(prefix)) == prefix)
-        if f.status is not None:
+        if f.status is not None and f.id_range:
             where.append(runs.c.status == sa.literal_column(f"'{f.status.value}'"))
     return where
 
@@ -163,7 +171,7 @@ def chunked(f: RunFilter) -> bool:
 def per_tenant(f: RunFilter) -> bool:
     """Whether the walk reads each tenant's part of its index (`tenants_query`) and merges
     them: every tenant's runs in creation order, which no index holds in that order."""
-    return f.scope.is_all and f.id_prefix is None and f.status != RunStatus.RUNNING
+    return f.scope.is_all and not f.id_range and f.status != RunStatus.RUNNING
 
 
 def tenants_query() -> sa.Select[Any]:
@@ -195,7 +203,7 @@ def _walk(f: RunFilter, after: tuple[datetime, str] | None) -> tuple[Any, list[A
 
 def _order(f: RunFilter, on: Any) -> tuple[Any, ...]:
     """The page order on the keys `on` (created_at, id): by id alone along an id range."""
-    if f.id_prefix is not None:
+    if f.id_range:
         return (on[1].asc(),)
     return (oldest_first if f.ascending else newest_first)(on)
 
@@ -205,12 +213,12 @@ def page_query(
     *,
     limit: int,
     after: tuple[datetime, str] | None,
-    tenants: Sequence[str] | None = None,
+    merging: Sequence[str] = (),
 ) -> sa.Select[Any]:
-    """A keyset page on (created_at, id), without checks; every tenant's (`tenants`, of
-    `tenants_query`, when `per_tenant`): each tenant's page, merged."""
-    if tenants is not None:
-        return _keyed(f, _keys(f, limit + 1, after, tenants))
+    """A keyset page on (created_at, id), without checks; every tenant's (`merging` the
+    tenants of `tenants_query`, when `per_tenant`): each tenant's page, merged."""
+    if merging:
+        return _keyed(f, _keys(f, limit + 1, after, merging))
     on, where = _walk(f, after)
     return select_runs().where(*where).order_by(*_order(f, on)).limit(limit + 1)
 
@@ -221,14 +229,14 @@ def hits_query(
     window: int,
     limit: int,
     after: tuple[datetime, str] | None,
-    tenants: Sequence[str] | None = None,
+    merging: Sequence[str] = (),
 ) -> sa.Select[Any]:
     """The first `limit + 1` runs that pass the checks no index holds (`_checks`) among
     the next `window` runs of the walk (by index, in page order), each with `passes`; and
     when fewer pass, the walk's `window`-th run (where the next page goes on), `passes`
     or not. Each run is checked as the walk reaches it (`_passes`), and the walk stops
     once the page is found: at most `window` runs on."""
-    chunk = _keys(f, window, after, tenants)
+    chunk = _keys(f, window, after, merging)
     at, key = chunk.c
     order = _order(f, (at, key))
     n = sa.func.row_number().over(order_by=order).label("n")
@@ -260,15 +268,17 @@ def _keys(
     f: RunFilter,
     size: int,
     after: tuple[datetime, str] | None,
-    tenants: Sequence[str] | None,
+    merging: Sequence[str],
 ) -> Any:
     """The next `size` keys (created_at, id) of the walk, as a subquery `chunk`: of an id
-    range by the primary key; of every tenant, each tenant's next `size` merged."""
+    range by the primary key; of every tenant (`merging` theirs), each tenant's next
+    `size` merged."""
 
     def taken(keys: Any, on: Any) -> Any:
         return keys.order_by(*_order(f, on)).limit(size).subquery("chunk")
 
-    if f.id_prefix is not None:
+    if f.id_range:
+        assert f.id_prefix is not None
         where = [*_id_range(f.id_prefix), *within(runs.c.tenant_id, f.scope)]
         if after is not None:
             where.append(runs.c.id > after[1])
@@ -276,10 +286,10 @@ def _keys(
     on, where = _walk(f, after)
     table = runs if f.status is not None else run_configs
     keys = sa.select(*on).select_from(table).where(*where)
-    if tenants is None:
+    if not merging:
         return taken(keys, on)
     held = table.c.tenant_id
-    parts = [keys.where(held == t).order_by(*_order(f, on)).limit(size).subquery() for t in tenants]
+    parts = [keys.where(held == t).order_by(*_order(f, on)).limit(size).subquery() for t in merging]
     merged = sa.union_all(*[sa.select(*part.c) for part in parts]).subquery("merged")
     return taken(sa.select(*merged.c), tuple(merged.c))
 
@@ -304,18 +314,20 @@ async def page_of_runs(
     than `limit`, with a cursor where the walk stopped)."""
     after = decode_cursor(cursor) if cursor else None
     async with reading(engine) as conn:
-        tenants = None
+        if f.id_prefix is not None and not await forms_for(conn).bytewise_ids(conn):
+            f = replace(f, by_range=False)
+        merging: list[str] = []
         if per_tenant(f):
-            tenants = list((await conn.execute(tenants_query())).scalars())
-            if not tenants:
+            merging = list((await conn.execute(tenants_query())).scalars())
+            if not merging:
                 return [], None
         if not chunked(f):
-            stmt = page_query(f, limit=limit, after=after, tenants=tenants)
+            stmt = page_query(f, limit=limit, after=after, merging=merging)
             rows = (await conn.execute(stmt)).all()
             return _page([RunRecord.from_row(r) for r in rows], limit)
         window = WALK_PAGES * (limit + 1)
         await forms_for(conn).in_order(conn)
-        stmt = hits_query(f, window=window, limit=limit, after=after, tenants=tenants)
+        stmt = hits_query(f, window=window, limit=limit, after=after, merging=merging)
         rows = (await conn.execute(stmt)).all()
     found = [RunRecord.from_row(r) for r in rows if r._mapping["passes"]]
     if len(found) > limit or not rows or rows[-1]._mapping["n"] < window:

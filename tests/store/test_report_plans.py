@@ -394,10 +394,10 @@ async def test_every_tenants_pages_merge_each_tenants_page(
         after = reports.decode_cursor(cursor)
         if meta:
             size = 3 * (PAGE + 1)
-            stmt = reports.hits_query(f, window=WINDOW, limit=PAGE, after=after, tenants=tenants)
+            stmt = reports.hits_query(f, window=WINDOW, limit=PAGE, after=after, merging=tenants)
         else:
             size = PAGE + 1
-            stmt = reports.page_query(f, limit=PAGE, after=after, tenants=tenants)
+            stmt = reports.page_query(f, limit=PAGE, after=after, merging=tenants)
         plan = await explain(seeded, literal(stmt), analyze=True, in_order=bool(meta))
         assert_flat(plan, sort_rows=PAGE + 1)
         assert max(n.get("Actual Rows", 0) for n in index_reads(plan)) <= size, plan

@@ -128,6 +128,13 @@ class Forms(Protocol):
         found, not read and sort all of what remains once little does."""
         ...
 
+    async def bytewise_ids(self, conn: AsyncConnection) -> bool:
+        """Whether `runs.id` compares byte by byte (C's collation, SQLite's BINARY), so
+        the ids that start with a prefix are one range of its primary key. Under a
+        language's collation (the default of many servers and of Docker's image) they are
+        not: an id prefix is then checked along a walk (`app.store.reports`)."""
+        ...
+
     def seconds_since(self, at: Any, column: Any) -> sa.ColumnElement[Any]:
         """Seconds from the timestamp `column` to the timestamp expression `at`."""
         ...

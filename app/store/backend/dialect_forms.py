@@ -5,7 +5,7 @@ latency buckets' constants, so any repository may use it; the backends hold thei
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -42,6 +42,16 @@ class PostgresForms:
     async def in_order(self, conn: AsyncConnection) -> None:
         await conn.exec_driver_sql("SELECT set_config('enable_bitmapscan', 'off', true)")
 
+    #: `bytewise_ids` per database (its URL without the password): a collation is fixed
+    #: when the column is made.
+    _bytewise: ClassVar[dict[str, bool]] = {}
+
+    async def bytewise_ids(self, conn: AsyncConnection) -> bool:
+        where = str(conn.engine.url)
+        if where not in self._bytewise:
+            self._bytewise[where] = await _compares_bytewise(conn)
+        return self._bytewise[where]
+
     def seconds_since(self, at: Any, column: Any) -> sa.ColumnElement[Any]:
         return sa.extract("epoch", at - column)
 
@@ -76,6 +86,9 @@ class SqliteForms:
     async def in_order(self, conn: AsyncConnection) -> None:
         """(SQLite's planner walks an index in order for an ORDER BY it holds.)"""
 
+    async def bytewise_ids(self, conn: AsyncConnection) -> bool:
+        return True  # (the column's collation is BINARY)
+
     def seconds_since(self, at: Any, column: Any) -> sa.ColumnElement[Any]:
         return (sa.func.julianday(at) - sa.func.julianday(column)) * 86400.0
 
@@ -88,6 +101,26 @@ class SqliteForms:
     def json_text(self, column: Any, *path: str | int) -> sa.ColumnElement[Any]:
         steps = "".join(f"[{p}]" if isinstance(p, int) else f'."{p}"' for p in path)
         return sa.func.json_extract(column, f"${steps}")
+
+
+#: Pairs that a bytewise collation orders as given and a language's does not all: case
+#: (`B` before `a`) and the characters after `9` and `Z` (`:` and `[`, which a language's
+#: collation ignores or puts first).
+BYTE_ORDER = (("run_B", "run_a"), ("run_9", "run_:"), ("run_Z", "run_["), ("run_z", "run_{"))
+
+
+async def _compares_bytewise(conn: AsyncConnection) -> bool:
+    """Whether `runs.id`'s collation (the column's own, else the database's default)
+    orders `BYTE_ORDER`'s pairs as bytes do."""
+    named = await conn.scalar(
+        sa.text(
+            "SELECT collation_name FROM information_schema.columns WHERE table_name = 'runs'"
+            " AND column_name = 'id' AND table_schema = current_schema()"
+        )
+    )
+    collate = "" if named is None else ' COLLATE "{}"'.format(str(named).replace('"', '""'))
+    probes = " AND ".join(f"('{a}'{collate} < '{b}'{collate})" for a, b in BYTE_ORDER)
+    return bool(await conn.scalar(sa.text(f"SELECT {probes}")))
 
 
 POSTGRES, SQLITE = PostgresForms(), SqliteForms()

@@ -4,8 +4,9 @@ on SQLite and on PostgreSQL.
 
 Log in, see a suspended run appear without reloading, open it, submit its tool results
 from the page and watch it complete; cancel another run with the keyboard only; check
-labels and visible focus. Screenshots go to test-artifacts/; docs/dashboard.png (the
-README's) is written when missing or when AGENTRUN_UPDATE_DOCS_SCREENSHOT=1.
+labels and visible focus. Screenshots go to test-artifacts/; the docs' pictures of the
+pages (docs/img/, `docs_shot`) are written when missing or when
+AGENTRUN_UPDATE_DOCS_SCREENSHOT=1.
 
 Without Chromium these tests skip locally and FAIL when the CI variable is set.
 """
@@ -189,6 +190,27 @@ def shot(page: Any, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
 
 
+DOCS_IMAGES = ROOT / "docs" / "img"
+
+
+def docs_shot(page: Any, name: str, *, until: str | None = None) -> None:
+    """docs/img/<name>.png, the docs' picture of this page, when it is missing or when
+    AGENTRUN_UPDATE_DOCS_SCREENSHOT is set (the committed one is rewritten on request
+    only); the whole page, or down to the bottom of the element `until` selects."""
+    path = DOCS_IMAGES / f"{name}.png"
+    if path.exists() and not os.environ.get("AGENTRUN_UPDATE_DOCS_SCREENSHOT"):
+        return
+    DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
+    if until is None:
+        page.screenshot(path=str(path), full_page=True)
+        return
+    box = page.locator(until).first.bounding_box()
+    bottom = box["y"] + box["height"] + 16
+    page.screenshot(
+        path=str(path), clip={"x": 0, "y": 0, "width": 1400, "height": bottom}, full_page=True
+    )
+
+
 UNLABELLED = """() => [...document.querySelectorAll('input, select, textarea')]
   .filter(el => el.type !== 'hidden')
   .filter(el => el.labels.length === 0 && !el.getAttribute('aria-label'))
@@ -251,15 +273,8 @@ def test_operator_flow_in_chromium(page: Any, server: tuple[str, str]) -> None:
         "() => document.querySelector('#chip-requires_action').innerText === '4'"
     )
     shot(page, f"{backend}-01-suspended-runs")
-    readme_shot = ROOT / "docs" / "dashboard.png"
-    if backend == "sqlite" and (
-        not readme_shot.exists() or os.environ.get("AGENTRUN_UPDATE_DOCS_SCREENSHOT")
-    ):  # the committed README screenshot is rewritten only on request
-        readme_shot.parent.mkdir(exist_ok=True)
-        bottom = page.locator("#pager").bounding_box()["y"] + 48
-        page.screenshot(
-            path=str(readme_shot), clip={"x": 0, "y": 0, "width": 1400, "height": bottom}
-        )
+    if backend == "sqlite":
+        docs_shot(page, "suspended-runs", until="#pager")
 
     # The auto-refresh keeps the scroll position (only the table body is swapped).
     page.set_viewport_size({"width": 900, "height": 300})
@@ -301,6 +316,8 @@ def test_operator_flow_in_chromium(page: Any, server: tuple[str, str]) -> None:
     events = page.inner_text("table.events")
     assert "run.resumed" in events and actor_of(KEY) in events and "run.completed" in events
     shot(page, f"{backend}-04-completed")
+    if backend == "sqlite":
+        docs_shot(page, "run")
     assert wait_status(base, first, "completed")["output"] == "the sums are 3 and 7"
 
     # Cancel the second run with the keyboard only.

@@ -14,7 +14,6 @@ missing or when AGENTRUN_UPDATE_DOCS_SCREENSHOT=1."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import httpx
@@ -23,9 +22,9 @@ from tests.dashboard.test_approvals import GATED_ADD
 from tests.dashboard.test_approvals_inbox import LOOKUP, PROMPT, REFUND, SAID, refund_model
 from tests.dashboard.test_browser import (  # noqa: F401  (fixtures: page, server, people_server)
     KEY,
-    ROOT,
     assert_labelled,
     create_run,
+    docs_shot,
     page,
     people_server,
     server,
@@ -187,14 +186,7 @@ def test_approvals_with_context_live_refresh_and_bulk_in_chromium(
     whole = page.locator(f"#approval-{context_key} details.more")
     assert "receipt" in whole.inner_text() and whole.inner_text().count("A-1042") == 1
     assert not page.is_visible(f"#prompt-{context_key}")  # (the whole replaces the excerpt)
-    docs_shot = ROOT / "docs" / "img" / "approvals-inbox.png"
-    if not docs_shot.exists() or os.environ.get("AGENTRUN_UPDATE_DOCS_SCREENSHOT"):
-        # (the committed docs screenshot is rewritten only on request)
-        docs_shot.parent.mkdir(exist_ok=True)
-        box = page.locator(f"#approval-{context_key}").bounding_box()
-        bottom = box["y"] + box["height"] + 16
-        clip = {"x": 0, "y": 0, "width": 1400, "height": bottom}
-        page.screenshot(path=str(docs_shot), clip=clip, full_page=True)
+    docs_shot(page, "approvals-inbox", until=f"#approval-{context_key}")
     shot(page, "postgres-approvals-05-context")
 
     # A new approval appears without a reload; a message being typed, and a ticked box, stay.

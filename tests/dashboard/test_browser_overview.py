@@ -6,7 +6,6 @@ or when AGENTRUN_UPDATE_DOCS_SCREENSHOT=1 (SQLite's run)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,10 +16,10 @@ from app.main import create_app
 from tests.conftest import make_settings
 from tests.dashboard.test_browser import (  # noqa: F401  (fixtures: page)
     KEY,
-    ROOT,
     _fresh_database,
     assert_labelled,
     create_run,
+    docs_shot,
     page,
     shot,
     wait_status,
@@ -93,9 +92,5 @@ def test_the_overview_in_chromium(page: Any, priced: tuple[str, str]) -> None:  
     page.get_by_role("button", name="Show").click()
     page.wait_for_url(f"{base}/admin/overview?window=24h&split=model*")
     shot(page, f"{backend}-overview")
-    docs_shot = ROOT / "docs" / "img" / "overview.png"
-    if backend == "sqlite" and (
-        not docs_shot.exists() or os.environ.get("AGENTRUN_UPDATE_DOCS_SCREENSHOT")
-    ):
-        docs_shot.parent.mkdir(exist_ok=True)
-        page.screenshot(path=str(docs_shot), full_page=True)
+    if backend == "sqlite":
+        docs_shot(page, "overview")

@@ -14,6 +14,7 @@ import httpx
 from tests.dashboard.test_browser import (  # noqa: F401  (fixtures: page, server)
     KEY,
     assert_labelled,
+    docs_shot,
     page,
     server,
     shot,
@@ -49,6 +50,8 @@ def test_a_schedule_triggered_from_its_page_in_chromium(
     row = page.locator("#schedule-morning")
     assert "0 6 * * 1-5" in row.inner_text() and "06:00:00 CE" in row.inner_text()
     shot(page, f"{backend}-schedules-01-list")
+    if backend == "sqlite":
+        docs_shot(page, "schedules")
 
     page.click("#open-schedule-morning")
     page.wait_for_url(f"{base}/admin/schedules/morning")
@@ -65,6 +68,8 @@ def test_a_schedule_triggered_from_its_page_in_chromium(
     assert tick.locator(".source").inner_text() == "trigger"
     assert tick.locator(".outcome").inner_text() == "started"
     shot(page, f"{backend}-schedules-02-triggered")
+    if backend == "sqlite":
+        docs_shot(page, "schedule")
 
     run_id = tick.locator(".run a").inner_text()
     assert wait_status(base, run_id, "completed")["output"] == "good morning"

@@ -6,7 +6,6 @@ AGENTRUN_UPDATE_DOCS_SCREENSHOT=1."""
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import httpx
@@ -14,9 +13,9 @@ import pytest
 
 from tests.dashboard.test_browser import (  # noqa: F401 (fixtures)
     KEY,
-    ROOT,
     assert_labelled,
     create_run,
+    docs_shot,
     page,
     server,
     shot,
@@ -91,13 +90,8 @@ def test_runs_found_by_id_prefix_and_by_agent_in_chromium(
     for run_id in (found, waiting, other):
         page.wait_for_selector(f"#row-{run_id}")
     assert page.inner_text(f"#row-{other} td.tenant") == "default"
-    docs_shot = ROOT / "docs" / "img" / "runs-search.png"
-    if backend == "sqlite" and (
-        not docs_shot.exists() or os.environ.get("AGENTRUN_UPDATE_DOCS_SCREENSHOT")
-    ):
-        docs_shot.parent.mkdir(exist_ok=True)
-        bottom = page.locator("#pager").bounding_box()["y"] + 48
-        page.screenshot(path=str(docs_shot), clip={"x": 0, "y": 0, "width": 1400, "height": bottom})
+    if backend == "sqlite":
+        docs_shot(page, "runs-search", until="#pager")
 
     # A malformed prefix: said on the page, the rest of the search kept.
     search(page, **{"f-id": "run_!!"})

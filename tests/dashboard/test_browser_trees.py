@@ -13,6 +13,7 @@ import pytest
 from tests.dashboard.test_browser import (  # noqa: F401 (fixtures)
     KEY,
     assert_labelled,
+    docs_shot,
     page,
     server,
     shot,
@@ -76,6 +77,8 @@ def test_a_tree_of_runs_in_chromium(page: Any, server: tuple[str, str]) -> None:
     assert "waiter@1" in page.inner_text("#run-agent")
     assert_labelled(page)
     shot(page, f"{backend}-tree-01-child")
+    if backend == "sqlite":
+        docs_shot(page, "run-tree")
 
     page.click(f"#node-{root} > a")
     page.wait_for_url(f"{base}/admin/runs/{root}")
@@ -89,3 +92,5 @@ def test_a_tree_of_runs_in_chromium(page: Any, server: tuple[str, str]) -> None:
     page.wait_for_url(f"{base}/admin/agents")
     assert page.locator("table.agents tbody tr").count() == 3
     shot(page, f"{backend}-tree-03-agents")
+    if backend == "sqlite":
+        docs_shot(page, "agents")

@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,7 +21,7 @@ from app.service.runs import RunService, RunView
 from app.service.schemas import RunCreate, ToolResultsIn
 from app.settings import Settings
 from app.store.runs import RunStore
-from app.store.schema import RUN_ROWS
+from app.store.schema import RUN_ROWS, run_configs, runs
 from app.worker.worker import Worker
 
 T = TypeVar("T")
@@ -271,3 +272,34 @@ def counts_at_once(script: str, args: list[str], processes: int) -> list[int]:
     finally:
         for p in procs:
             p.kill() if p.poll() is None else None
+
+
+async def bare_run(
+    conn: Any,
+    run_id: str,
+    at: datetime,
+    *,
+    status: str = "queued",
+    tenant: str = "default",
+    config: dict[str, Any] | None = None,
+) -> None:
+    """A run's two rows (`runs`, `run_configs`) written directly, created and last changed
+    at `at`: for tests of reads across runs that need ids, times and tenants of their own."""
+    await conn.execute(
+        runs.insert().values(
+            id=run_id,
+            status=status,
+            state="{}",
+            schema_version=2,
+            available_at=at,
+            max_turns=5,
+            created_at=at,
+            updated_at=at,
+            tenant_id=tenant,
+        )
+    )
+    await conn.execute(
+        run_configs.insert().values(
+            run_id=run_id, config=config or {}, metadata={}, created_at=at, tenant_id=tenant
+        )
+    )

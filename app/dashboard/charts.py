@@ -84,6 +84,27 @@ def _bucket_labels(chart: Chart, labels: Sequence[str], slot: float, every: int)
             chart.labels.append(Label(LEFT + slot * (i + 0.5), chart.height - 6, text))
 
 
+def _framed(
+    title: str,
+    labels: Sequence[str],
+    series: Sequence[Series],
+    top_value: float,
+    fmt: Callable[[float], str],
+    width: float,
+    height: float,
+) -> tuple[Chart, float, float, float]:
+    """A chart with its legend, value axis and bucket labels: and its axis maximum, the
+    plot's height and one bucket's width, for the marks."""
+    chart = Chart(width, height, title, legend=[(s.colour, s.name) for s in series])
+    top = nice_top(top_value)
+    plot_h = height - TOP - BOTTOM
+    slot = (width - LEFT) / max(1, len(labels))
+    if labels:
+        _axis(chart, top, plot_h, fmt)
+        _bucket_labels(chart, labels, slot, max(1, math.ceil(len(labels) / 12)))
+    return chart, top, plot_h, slot
+
+
 def stacked_bars(
     title: str,
     labels: Sequence[str],
@@ -94,15 +115,10 @@ def stacked_bars(
     height: float = 200,
 ) -> Chart:
     """One bar per bucket (`labels`), stacked by series in their order."""
-    chart = Chart(width, height, title, legend=[(s.colour, s.name) for s in series])
-    n = len(labels)
-    if n == 0:
-        return chart
-    totals = [sum(s.values[i] for s in series) for i in range(n)]
-    top = nice_top(max(totals, default=0.0))
-    plot_w, plot_h = width - LEFT, height - TOP - BOTTOM
-    slot = plot_w / n
-    _axis(chart, top, plot_h, fmt)
+    totals = [sum(s.values[i] for s in series) for i in range(len(labels))]
+    chart, top, plot_h, slot = _framed(
+        title, labels, series, max(totals, default=0.0), fmt, width, height
+    )
     for i, label in enumerate(labels):
         base = TOP + plot_h
         for s in series:
@@ -111,17 +127,9 @@ def stacked_bars(
                 continue
             h = plot_h * value / top
             base -= h
-            chart.rects.append(
-                Rect(
-                    LEFT + slot * i + slot * 0.12,
-                    base,
-                    slot * 0.76,
-                    h,
-                    s.colour,
-                    f"{label} · {s.name}: {fmt(value)}",
-                )
-            )
-    _bucket_labels(chart, labels, slot, max(1, math.ceil(n / 12)))
+            title_ = f"{label} · {s.name}: {fmt(value)}"
+            x = LEFT + slot * i + slot * 0.12
+            chart.rects.append(Rect(x, base, slot * 0.76, h, s.colour, title_))
     return chart
 
 
@@ -135,20 +143,14 @@ def lines(
     height: float = 160,
 ) -> Chart:
     """One polyline per series over the buckets (`labels`)."""
-    chart = Chart(width, height, title, legend=[(s.colour, s.name) for s in series])
-    n = len(labels)
-    if n == 0:
+    peak = max((v for s in series for v in s.values), default=0.0)
+    chart, top, plot_h, slot = _framed(title, labels, series, peak, fmt, width, height)
+    if not labels:
         return chart
-    top = nice_top(max((v for s in series for v in s.values), default=0.0))
-    plot_w, plot_h = width - LEFT, height - TOP - BOTTOM
-    slot = plot_w / n
-    _axis(chart, top, plot_h, fmt)
     for s in series:
         points = " ".join(
             f"{LEFT + slot * (i + 0.5):.1f},{TOP + plot_h * (1 - v / top):.1f}"
             for i, v in enumerate(s.values)
         )
-        peak = max(s.values, default=0.0)
-        chart.lines.append(Line(s.colour, points, f"{s.name}: peak {fmt(peak)}"))
-    _bucket_labels(chart, labels, slot, max(1, math.ceil(n / 12)))
+        chart.lines.append(Line(s.colour, points, f"{s.name}: peak {fmt(max(s.values))}"))
     return chart

@@ -1,5 +1,6 @@
-"""An in-process dashboard client per test (both back ends), and helpers to log in and
-to read the CSRF token off a page."""
+"""An in-process dashboard client per test (both back ends), helpers to log in and to
+read the CSRF token off a page, and the app's services the dashboard's tests drive
+(`people`: operator accounts, emptied before and after; `agents`; `approvals`)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,15 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from app.agents.service import AgentService
+from app.approvals.service import ApprovalService
 from app.main import create_app
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.runs import RunStore
+from app.tenancy.operators import OperatorService
 from tests.conftest import make_settings
+from tests.people import reset_people
 
 KEY = "dash-key-1"
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
@@ -71,3 +76,23 @@ async def admin(anon: httpx.AsyncClient) -> httpx.AsyncClient:
     """A logged-in client; its CSRF token is `admin.csrf`."""
     anon.csrf = await log_in(anon)  # type: ignore[attr-defined]
     return anon
+
+
+@pytest.fixture
+async def people(app: FastAPI, store: RunStore) -> AsyncIterator[OperatorService]:
+    await reset_people(store)
+    service: OperatorService = app.state.operators
+    yield service
+    await reset_people(store)
+
+
+@pytest.fixture
+def agents(app: FastAPI) -> AgentService:
+    service: AgentService = app.state.agents
+    return service
+
+
+@pytest.fixture
+def approvals(app: FastAPI) -> ApprovalService:
+    service: ApprovalService = app.state.approvals
+    return service

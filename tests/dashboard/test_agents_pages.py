@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -20,12 +19,11 @@ from app.dashboard import agents as agent_pages
 from app.dashboard import trees
 from app.service.runs import RunService
 from app.service.schemas import RunCreate
-from app.store.runs import RunStore
 from app.tenancy.operators import OperatorService
 from tests.dashboard.helpers import completed_run
 from tests.dashboard.test_people import browser, signed_in
 from tests.helpers import drive_due
-from tests.people import TENANT, person, reset_people
+from tests.people import TENANT, person
 
 
 def script(*entries: dict[str, Any]) -> dict[str, Any]:
@@ -34,20 +32,6 @@ def script(*entries: dict[str, Any]) -> dict[str, Any]:
 
 def calls(name: str, n: int) -> dict[str, Any]:
     return {"tool_calls": [{"name": name, "arguments": {"input": f"q{i}"}} for i in range(n)]}
-
-
-@pytest.fixture
-def agents(app: FastAPI) -> AgentService:
-    service: AgentService = app.state.agents
-    return service
-
-
-@pytest.fixture
-async def people(app: FastAPI, store: RunStore) -> AsyncIterator[OperatorService]:
-    await reset_people(store)
-    service: OperatorService = app.state.operators
-    yield service
-    await reset_people(store)
 
 
 async def make(agents: AgentService, tenant: str = "default", **body: Any) -> None:

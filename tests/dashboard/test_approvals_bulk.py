@@ -7,7 +7,6 @@ a viewer's post change nothing."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -21,26 +20,11 @@ from app.core.scope import Scope
 from app.dashboard import bulk
 from app.service.runs import RunService
 from app.service.schemas import DecisionsIn
-from app.store.runs import RunStore
 from app.tenancy.operators import OperatorService
 from tests.dashboard.test_approvals_inbox import refund_run, shown, text
 from tests.dashboard.test_people import browser, signed_in
 from tests.helpers import snapshot
-from tests.people import person, reset_people
-
-
-@pytest.fixture
-async def people(app: FastAPI, store: RunStore) -> AsyncIterator[OperatorService]:
-    await reset_people(store)
-    service: OperatorService = app.state.operators
-    yield service
-    await reset_people(store)
-
-
-@pytest.fixture
-def approvals(app: FastAPI) -> ApprovalService:
-    service: ApprovalService = app.state.approvals
-    return service
+from tests.people import person
 
 
 def choice(call: Any, digest: str | None = None) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -30,7 +30,7 @@ from app.tenancy.operators import OperatorService
 from tests.dashboard.test_approvals import gated_run
 from tests.dashboard.test_people import browser, signed_in
 from tests.helpers import drive_once, run_body, snapshot
-from tests.people import TENANT, person, reset_people
+from tests.people import TENANT, person
 
 PROMPT = "Customer A-1042 says the kettle arrived broken and wants their 30 EUR back."
 SAID = "The kettle is broken on arrival: I will refund the 30 EUR and look the order up."
@@ -109,26 +109,6 @@ def inner(page: str, element_id: str) -> str:
 
 def cards(page: str) -> list[str]:
     return re.findall(r'<article class="approval card" id="approval-([^"]+)"', page)
-
-
-@pytest.fixture
-def agents(app: FastAPI) -> AgentService:
-    service: AgentService = app.state.agents
-    return service
-
-
-@pytest.fixture
-def approvals(app: FastAPI) -> ApprovalService:
-    service: ApprovalService = app.state.approvals
-    return service
-
-
-@pytest.fixture
-async def people(app: FastAPI, store: RunStore) -> AsyncIterator[OperatorService]:
-    await reset_people(store)
-    service: OperatorService = app.state.operators
-    yield service
-    await reset_people(store)
 
 
 @contextmanager

@@ -26,7 +26,6 @@ from app.store.run_records import NewEvent
 from app.store.schema import model_calls
 from tests.dashboard.conftest import KEY
 from tests.dashboard.test_people import browser, signed_in
-from tests.dashboard.test_tenants import people  # noqa: F401  (fixture)
 from tests.helpers import run_body
 from tests.people import TENANT, person
 
@@ -126,7 +125,7 @@ async def test_each_tenant_sees_its_own_spend_and_an_admin_every_tenants(
     app: FastAPI,
     admin: httpx.AsyncClient,
     service: RunService,
-    people: Any,  # noqa: F811
+    people: Any,
 ) -> None:
     now = datetime.now(UTC) - timedelta(minutes=1)
     ours, _ = await service.create_run(run_body())

@@ -5,7 +5,6 @@ decides which actions the pages offer and the posts accept."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Annotated
 
@@ -26,14 +25,6 @@ from tests.dashboard.conftest import csrf_of
 from tests.dashboard.helpers import failed_run, parked_run
 from tests.helpers import results_for, snapshot, suspended_run
 from tests.people import PASSWORD, TENANT, person, reset_people, stored_rows
-
-
-@pytest.fixture
-async def people(app: FastAPI, store: RunStore) -> AsyncIterator[OperatorService]:
-    await reset_people(store)
-    service: OperatorService = app.state.operators
-    yield service
-    await reset_people(store)
 
 
 def browser(app: FastAPI) -> httpx.AsyncClient:

@@ -45,12 +45,6 @@ def errors(page: str) -> list[str]:
 
 
 @pytest.fixture
-def agents(app: FastAPI) -> AgentService:
-    service: AgentService = app.state.agents
-    return service
-
-
-@pytest.fixture
 def schedules(app: FastAPI) -> ScheduleService:
     service: ScheduleService = app.state.schedules
     return service

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import AsyncIterator
 
 import httpx
 import pytest
@@ -17,22 +16,13 @@ from fastapi import FastAPI
 from app.core.scope import Scope
 from app.dashboard import pages
 from app.service.runs import RunService
-from app.store.runs import RunStore
 from app.tenancy.operators import OperatorService
 from tests.dashboard.helpers import csrf
 from tests.dashboard.test_people import browser, signed_in
 from tests.helpers import drive_once, run_body, snapshot
-from tests.people import TENANT, person, reset_people
+from tests.people import TENANT, person
 
 COLUMN = '<th scope="col">Tenant</th>'
-
-
-@pytest.fixture
-async def people(app: FastAPI, store: RunStore) -> AsyncIterator[OperatorService]:
-    await reset_people(store)
-    service: OperatorService = app.state.operators
-    yield service
-    await reset_people(store)
 
 
 def ids(page: str) -> list[str]:

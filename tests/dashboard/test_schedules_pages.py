@@ -9,7 +9,6 @@ from __future__ import annotations
 import html
 import itertools
 import re
-from collections.abc import AsyncIterator
 from datetime import date, datetime
 from typing import Any, get_args
 from zoneinfo import ZoneInfo
@@ -25,12 +24,11 @@ from app.dashboard import schedules as schedule_pages
 from app.schedules.service import ScheduleService
 from app.schedules.specs import Overlap, ScheduleIn, TriggerIn
 from app.service.runs import RunService
-from app.store.runs import RunStore
 from app.tenancy.operators import OperatorService
 from tests.dashboard.helpers import csrf
 from tests.dashboard.test_people import browser, signed_in
 from tests.helpers import run_body
-from tests.people import TENANT, person, reset_people
+from tests.people import TENANT, person
 
 BERLIN = ZoneInfo("Europe/Berlin")
 TEXT_ONLY = {"provider": "scripted", "name": "demo", "script": [{"text": "good morning"}]}
@@ -40,14 +38,6 @@ TEXT_ONLY = {"provider": "scripted", "name": "demo", "script": [{"text": "good m
 def schedules(app: FastAPI) -> ScheduleService:
     service: ScheduleService = app.state.schedules
     return service
-
-
-@pytest.fixture
-async def people(app: FastAPI, store: RunStore) -> AsyncIterator[OperatorService]:
-    await reset_people(store)
-    service: OperatorService = app.state.operators
-    yield service
-    await reset_people(store)
 
 
 async def make(schedules: ScheduleService, tenant: str = "default", **body: Any) -> None:

@@ -4,30 +4,19 @@ action reaches them. A person of tenant `acme` signs in, beside the default tena
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import httpx
-import pytest
 from fastapi import FastAPI
 
 from app.core.scope import Scope
 from app.service.principals import DEFAULT_TENANT
 from app.service.runs import RunService
-from app.store.runs import RunStore
 from app.tenancy.operators import OperatorService
 from tests.dashboard.helpers import failed_run
 from tests.dashboard.test_people import browser, signed_in
 from tests.helpers import run_body, snapshot, suspended_run
-from tests.people import TENANT, person, reset_people
-
-
-@pytest.fixture
-async def people(app: FastAPI, store: RunStore) -> AsyncIterator[OperatorService]:
-    await reset_people(store)
-    service: OperatorService = app.state.operators
-    yield service
-    await reset_people(store)
+from tests.people import TENANT, person
 
 
 async def test_another_tenants_runs_are_in_no_page_and_no_action_reaches_them(

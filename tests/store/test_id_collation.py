@@ -17,8 +17,8 @@ from app.store.backend.dialect_forms import forms_for
 from app.store.backend.engines import create_engine
 from app.store.reports import RunFilter
 from app.store.runs import RunStore
-from app.store.schema import run_configs, runs
 from tests.conftest import fresh_database
+from tests.helpers import bare_run
 
 ICU = "TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'"
 IDS = ["run_aZ1", "run_aZz", "run_az1", "run_aa", "run_a91", "run_a9Z", "run_a:", "run_B"]
@@ -37,22 +37,7 @@ async def _seeded(url: str) -> RunStore:
         await conn.exec_driver_sql("DELETE FROM run_configs")
         await conn.exec_driver_sql("DELETE FROM runs")
         for n, run_id in enumerate(IDS):
-            at = AT + timedelta(minutes=n)
-            await conn.execute(
-                runs.insert().values(
-                    id=run_id,
-                    status="completed",
-                    state="{}",
-                    schema_version=2,
-                    available_at=at,
-                    max_turns=5,
-                    created_at=at,
-                    updated_at=at,
-                )
-            )
-            await conn.execute(
-                run_configs.insert().values(run_id=run_id, config={}, metadata={}, created_at=at)
-            )
+            await bare_run(conn, run_id, AT + timedelta(minutes=n), status="completed")
     return store
 
 

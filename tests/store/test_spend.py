@@ -24,35 +24,18 @@ from app.store.changes import Change
 from app.store.fold import fold
 from app.store.run_records import NewEvent
 from app.store.runs import RunStore
-from app.store.schema import model_calls, run_configs, runs
+from app.store.schema import model_calls
 from app.store.spend import Ledger, Window, read
 from app.store.usage import usage_totals
-from tests.helpers import CLEAN_TABLES
+from tests.helpers import CLEAN_TABLES, bare_run
 from tests.store.test_usage import DAYS, MODELS, MONTH, STEP, World, _apply
 
 
 async def _agent_run(store: RunStore, run_id: str, minutes: int, agent: str, tenant: str) -> None:
-    at = MONTH + timedelta(minutes=minutes)
     config: dict[str, Any] = {"agent": {"name": agent, "version": 1}} if agent else {}
     async with store.engine.begin() as conn:
-        await conn.execute(
-            runs.insert().values(
-                id=run_id,
-                status="queued",
-                state="{}",
-                schema_version=2,
-                available_at=at,
-                max_turns=5,
-                created_at=at,
-                updated_at=at,
-                tenant_id=tenant,
-            )
-        )
-        await conn.execute(
-            run_configs.insert().values(
-                run_id=run_id, config=config, metadata={}, created_at=at, tenant_id=tenant
-            )
-        )
+        at = MONTH + timedelta(minutes=minutes)
+        await bare_run(conn, run_id, at, tenant=tenant, config=config)
 
 
 async def _call(

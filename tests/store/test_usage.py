@@ -25,8 +25,9 @@ from app.store.reports import activity, count_by_status
 from app.store.retention import purge
 from app.store.run_records import NewEvent, utc
 from app.store.runs import RunStore
-from app.store.schema import run_configs, runs
+from app.store.schema import runs
 from app.store.usage import usage_totals
+from tests.helpers import bare_run
 
 MONTH = datetime(2026, 10, 1, tzinfo=UTC)
 DAYS = 30
@@ -96,21 +97,7 @@ async def _apply(store: RunStore, world: World, step: tuple[Any, ...], n: int) -
     if kind == "new":
         run_id, at = f"r{n}", MONTH + timedelta(minutes=step[1])
         async with engine.begin() as conn:
-            await conn.execute(
-                runs.insert().values(
-                    id=run_id,
-                    status="queued",
-                    state="{}",
-                    schema_version=2,
-                    available_at=at,
-                    max_turns=5,
-                    created_at=at,
-                    updated_at=at,
-                )
-            )
-            await conn.execute(
-                run_configs.insert().values(run_id=run_id, config={}, metadata={}, created_at=at)
-            )
+            await bare_run(conn, run_id, at)
         world.status[run_id], world.updated[run_id] = "queued", at
         return
     stored = sorted(world.status)

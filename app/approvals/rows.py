@@ -74,15 +74,19 @@ def awaiting_statement(paged: bool) -> Any:
         .order_by(*(c.desc() for c in order))
         .limit(sa.bindparam("p_limit", type_=sa.Integer()))
     )
-    if paged:
-        after = sa.tuple_(
-            sa.bindparam("p_at", type_=Timestamp),
-            sa.bindparam("p_run", type_=sa.String()),
-            sa.bindparam("p_round", type_=sa.Integer()),
-            sa.bindparam("p_position", type_=sa.Integer()),
-        )
-        stmt = stmt.where(sa.tuple_(*order) < after)
-    return stmt
+    return stmt.where(_before_cursor(order)) if paged else stmt
+
+
+def _before_cursor(order: tuple[Any, ...]) -> Any:
+    """The calls after the cursor's (`p_at`, `p_run`, `p_round`, `p_position`), newest
+    first: a row comparison on the order's columns."""
+    after = sa.tuple_(
+        sa.bindparam("p_at", type_=Timestamp),
+        sa.bindparam("p_run", type_=sa.String()),
+        sa.bindparam("p_round", type_=sa.Integer()),
+        sa.bindparam("p_position", type_=sa.Integer()),
+    )
+    return sa.tuple_(*order) < after
 
 
 @functools.cache
@@ -104,15 +108,7 @@ def inbox_statement(paged: bool, tenant: bool, tool: bool, agent: bool) -> Any:
         stmt = stmt.where(tc.c.name == sa.bindparam("p_tool", type_=sa.String()))
     if agent:
         stmt = stmt.where(sa.bindparam("p_agent", type_=sa.String()) == AGENT_NAME)
-    if paged:
-        after = sa.tuple_(
-            sa.bindparam("p_at", type_=Timestamp),
-            sa.bindparam("p_run", type_=sa.String()),
-            sa.bindparam("p_round", type_=sa.Integer()),
-            sa.bindparam("p_position", type_=sa.Integer()),
-        )
-        stmt = stmt.where(sa.tuple_(*order) < after)
-    return stmt
+    return stmt.where(_before_cursor(order)) if paged else stmt
 
 
 def named_query(keys: Sequence[CallKey], scope: Scope) -> sa.Select[Any]:

@@ -134,8 +134,8 @@ async def overview(
             "Runs waiting (the largest count in each interval)",
             w.labels,
             [
-                charts.Series("queued", charts.PALETTE[0], w.queued),
-                charts.Series("running", charts.PALETTE[2], w.running),
+                charts.Series(RunStatus.QUEUED.value, charts.PALETTE[0], w.queued),
+                charts.Series(RunStatus.RUNNING.value, charts.PALETTE[2], w.running),
                 charts.Series("suspended", charts.PALETTE[1], w.suspended),
             ],
             count,

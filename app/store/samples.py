@@ -71,9 +71,9 @@ async def sample(engine: AsyncEngine, now: datetime) -> int:
             {
                 "tenant_id": tenant,
                 "minute": minute,
-                "queued": 0,
-                "running": 0,
-                "suspended": 0,
+                "queued_runs": 0,
+                "running_runs": 0,
+                "suspended_runs": 0,
                 "oldest_suspended_s": None,
                 "suspended_wait_s": 0.0,
             },
@@ -85,15 +85,15 @@ async def sample(engine: AsyncEngine, now: datetime) -> int:
         busy = (await conn.execute(running)).all()
     for tenant, status, n, oldest, waited in found:
         if status == RunStatus.QUEUED.value:
-            row(tenant)["queued"] = int(n)
+            row(tenant)["queued_runs"] = int(n)
         elif status == RunStatus.REQUIRES_ACTION.value:
             row(tenant).update(
-                suspended=int(n),
+                suspended_runs=int(n),
                 oldest_suspended_s=max(0.0, float(oldest)) if oldest is not None else None,
                 suspended_wait_s=max(0.0, float(waited)),
             )
     for tenant, n in busy:
-        row(tenant)["running"] = int(n)
+        row(tenant)["running_runs"] = int(n)
     if rows:
         stmt = forms.insert(gauge_samples).values([rows[t] for t in sorted(rows)])
         async with engine.begin() as conn:
@@ -126,9 +126,9 @@ async def samples(
         Sample(
             r.tenant_id,
             utc(r.minute) or r.minute,
-            int(r.queued),
-            int(r.running),
-            int(r.suspended),
+            int(r.queued_runs),
+            int(r.running_runs),
+            int(r.suspended_runs),
             None if r.oldest_suspended_s is None else float(r.oldest_suspended_s),
             float(r.suspended_wait_s),
         )

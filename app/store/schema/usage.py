@@ -102,9 +102,9 @@ gauge_samples = sa.Table(
     metadata,
     sa.Column("tenant_id", sa.String(64), nullable=False),
     sa.Column("minute", Timestamp, nullable=False),
-    sa.Column("queued", sa.Integer, nullable=False),
-    sa.Column("running", sa.Integer, nullable=False),
-    sa.Column("suspended", sa.Integer, nullable=False),
+    sa.Column("queued_runs", sa.Integer, nullable=False),
+    sa.Column("running_runs", sa.Integer, nullable=False),
+    sa.Column("suspended_runs", sa.Integer, nullable=False),
     # The longest a suspended run had waited, and the sum of their waits (seconds).
     sa.Column("oldest_suspended_s", sa.Float),
     sa.Column("suspended_wait_s", sa.Float, nullable=False),

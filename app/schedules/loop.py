@@ -46,8 +46,9 @@ class FiringLoop:
             except Exception:
                 log.exception("schedules loop failed")
             delay = min(self.longest, max(SHORTEST_SLEEP, delay))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(woken.wait(), delay)
+            with contextlib.suppress(TimeoutError):  # (not wait_for: see app.worker.worker)
+                async with asyncio.timeout(delay):
+                    await woken.wait()
             woken.clear()
 
     async def aclose(self) -> None:

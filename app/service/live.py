@@ -146,8 +146,9 @@ class RunFeed:
             return self.generation > seen_generation or (stop is not None and stop())
 
         async with self.changed:
-            try:
-                await asyncio.wait_for(self.changed.wait_for(woken), timeout)
+            try:  # (not asyncio.wait_for: see app.worker.worker)
+                async with asyncio.timeout(timeout):
+                    await self.changed.wait_for(woken)
                 return
             except TimeoutError:
                 if not poll:

@@ -108,8 +108,9 @@ async def stream(
                 continue
             if all(feed.ended for feed in feeds.values()):
                 return
-            try:
-                await asyncio.wait_for(bell.wait(), wait)
+            try:  # (not wait_for: see app.worker.worker)
+                async with asyncio.timeout(wait):
+                    await bell.wait()
             except TimeoutError:
                 # Heard nothing: read the runs not read for a while (a missed NOTIFY; on
                 # SQLite nothing notifies), as a single run's stream does.

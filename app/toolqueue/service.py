@@ -24,6 +24,7 @@ of that tenant's runs only; a token of another tenant's lease is not found (404)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hmac
 import re
@@ -166,10 +167,9 @@ class QueueService:
                 if due is not None:  # a lease lapses then (or a call is due but was busy)
                     until_due = (due - self.clock.now()).total_seconds()
                     pause = min(pause, max(until_due, MIN_PAUSE_SECONDS))
-                try:
-                    await asyncio.wait_for(asyncio.shield(ring), pause)
-                except TimeoutError:
-                    pass
+                with contextlib.suppress(TimeoutError):  # (not wait_for: app.worker.worker)
+                    async with asyncio.timeout(pause):
+                        await asyncio.shield(ring)
             finally:
                 bell.forget(name, ring)
 

@@ -81,8 +81,9 @@ class WebhookSender:
                 await self.deliver_due()
             except Exception:
                 log.exception("webhook delivery loop failed")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(woken.wait(), timeout)
+            with contextlib.suppress(TimeoutError):  # (not wait_for: see app.worker.worker)
+                async with asyncio.timeout(timeout):
+                    await woken.wait()
             woken.clear()
 
     async def deliver_due(self) -> int:

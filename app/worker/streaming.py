@@ -161,8 +161,9 @@ class DeltaPublisher:
             self._data.clear()
             if not self._urgent.is_set():
                 # Let more fragments gather, up to `interval` or a full batch.
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._urgent.wait(), self.interval)
+                with contextlib.suppress(TimeoutError):  # (not wait_for: app.worker.worker)
+                    async with asyncio.timeout(self.interval):
+                        await self._urgent.wait()
             self._urgent.clear()
             await self._write()
             if self._closing and not self._buffer:

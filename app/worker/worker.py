@@ -186,8 +186,12 @@ class Worker:
         """Claim for idle slots, one statement per wake-up (up to one run per slot)."""
         timeout = self.settings.poll_interval if not self.store.notifies else 1.0
         while not self.stopping.is_set():
+            # (asyncio.timeout, never wait_for, for every bounded wait: Python 3.11's
+            # wait_for returns normally when it is cancelled as what it waits for
+            # completes, CPython gh-86296; a loop waiting so once ignored a stop.)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._kick.wait(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._kick.wait()
             self._kick.clear()
             wanted = self._idle_slots - self._ready.qsize()
             if wanted <= 0 or self.stopping.is_set():

@@ -24,7 +24,7 @@ import base64
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from app import tracing
@@ -233,10 +233,14 @@ def decode_cursor(cursor: str) -> tuple[datetime, str, int, int]:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         at, run_id, round, position = raw.split("|")
         when = datetime.fromisoformat(at)
+        if when.tzinfo is None:
+            raise ValueError(at)
+        # (In UTC, and within what PostgreSQL's timestamps hold: year 1 to 9999 there.)
+        when = when.astimezone(UTC)
         key = (when, run_id, int(round), int(position))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, OverflowError):
         raise InvalidRequest("cursor is malformed") from None
-    if when.tzinfo is None or not run_id or len(run_id) > 40:
+    if not run_id or len(run_id) > 40 or "\x00" in run_id:
         raise InvalidRequest("cursor is malformed")
     if not (0 <= key[2] < 2**31 and 0 <= key[3] < 2**31):
         raise InvalidRequest("cursor is malformed")

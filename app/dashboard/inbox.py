@@ -269,10 +269,12 @@ async def poll(
     agent: str | None = None,
     tenant: str | None = None,
 ) -> Response:
-    """The cards the page does not show yet that are newer than its newest (on the first
-    page only), and an out-of-band delete of each card it shows that no longer waits."""
-    if len(shown) > MAX_SHOWN:
-        return _bad(f"shown: at most {MAX_SHOWN} cards")
+    """The cards of the first page that the page does not show yet and that sort after
+    its oldest (on the first page only; a call can commit after a newer one was shown:
+    its worker's clock stamped it), and an out-of-band delete of each card it shows that
+    no longer waits."""
+    if len(shown) > MAX_SHOWN:  # (a page left open a long time: reload it, trimmed)
+        return Response(status_code=200, headers={"HX-Refresh": "true", **SECURITY_HEADERS})
     keys = [k for k in map(parse_key, shown) if k is not None]
     if len(keys) < len(shown):
         return _bad("shown: expected run id:round:position")
@@ -283,12 +285,12 @@ async def poll(
     gone = [k for k in dict.fromkeys(shown) if k not in waiting]
     fresh: list[InboxRow] = []
     if listing.cursor is None:
-        newest = max((order_of(c) for c, _ in named), default=None)
+        oldest = min((order_of(c) for c, _ in named), default=None)
         rows, _ = await approvals.inbox(listing.filter, limit=PAGE_SIZE, cursor=None)
         fresh = [
             r
             for r in rows
-            if key_of(r.call) not in shown and (newest is None or order_of(r.call) > newest)
+            if key_of(r.call) not in shown and (oldest is None or order_of(r.call) > oldest)
         ]
     context: dict[str, Any] = {
         "cards": await cards_of(request, fresh, session),

@@ -111,10 +111,13 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         created, run_id = raw.split("|", 1)
+        # (In UTC, so within what PostgreSQL's timestamps hold: year 1 to 9999 there.)
         value = utc(datetime.fromisoformat(created))
+        assert value is not None
+        value = value.astimezone(UTC)
         if "\x00" in run_id or len(run_id) > 40:  # (no run's id; PostgreSQL's text holds no NUL)
             raise ValueError(run_id)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, OverflowError):
         raise BadCursor("the cursor is malformed") from None
     assert value is not None
     return value, run_id
@@ -172,6 +175,11 @@ def per_tenant(f: RunFilter) -> bool:
     """Whether the walk reads each tenant's part of its index (`tenants_query`) and merges
     them: every tenant's runs in creation order, which no index holds in that order."""
     return f.scope.is_all and not f.id_range and f.status != RunStatus.RUNNING
+
+
+#: The most tenants whose walks a page of every tenant's runs merges (one branch of a
+#: UNION ALL each; SQLite takes at most 500); past it, one walk across tenants, sorted.
+MERGED_TENANTS = 200
 
 
 def tenants_query() -> sa.Select[Any]:
@@ -321,6 +329,8 @@ async def page_of_runs(
             merging = list((await conn.execute(tenants_query())).scalars())
             if not merging:
                 return [], None
+            if len(merging) > MERGED_TENANTS:  # (then one walk of every tenant's, sorted)
+                merging = []
         if not chunked(f):
             stmt = page_query(f, limit=limit, after=after, merging=merging)
             rows = (await conn.execute(stmt)).all()

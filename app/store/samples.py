@@ -41,8 +41,10 @@ class Sample:
 def sample_statements(engine: AsyncEngine, now: datetime) -> list[Any]:
     """The waiting runs per tenant and status (ix_runs_waiting), the running runs per
     tenant (ix_runs_lease): also what the plan tests EXPLAIN."""
+    # (Since the run suspended: `updated_at` moves with a partial answer or an extension.)
+    suspended = sa.func.coalesce(runs.c.suspended_at, runs.c.updated_at)
     since = forms_for(engine).seconds_since(
-        sa.bindparam("now", now, type_=runs.c.updated_at.type), runs.c.updated_at
+        sa.bindparam("now", now, type_=runs.c.updated_at.type), suspended
     )
     waiting = (
         sa.select(

@@ -4,10 +4,11 @@ provider and model (`latencies`).
 
 As /v1/usage (app.store.usage), a window's whole hours up to the current one are read
 from the rollups (`usage_hourly`, `latency_hourly`) plus the ledger's calls not folded
-yet, and the current hour from the ledger itself, in one snapshot: exact to the token
-whatever the fold's lag, and a few rows per hour and model whatever is kept. The ledger's
-rows (the calls of runs not folded, and the current hour's) are summed by the database
-per hour and, on PostgreSQL, per latency bucket (SQLite's latencies are bucketed here).
+yet, and the current hour from the ledger itself, its statements in one snapshot
+(`Forms.snapshot`): exact to the token whatever the fold's lag, and a few rows per hour
+and model whatever is kept. The ledger's rows (the calls of runs not folded, and the
+current hour's) are summed by the database per hour and, on PostgreSQL, per latency
+bucket (SQLite's latencies are bucketed here).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from app.store.backend.base import Forms
 from app.store.backend.dialect_forms import forms_for
 from app.store.fold import COUNTERS, TOKENS, Sums, hour_of
 from app.store.latency import bucket_of
-from app.store.reports import reading
 from app.store.run_records import utc
 from app.store.schema import LEDGER_UNFOLDED, latency_hourly, model_calls, run_configs, usage_hourly
 from app.store.scoping import within
@@ -157,8 +157,13 @@ class Ledger:
 
 
 async def read(engine: AsyncEngine, w: Window, scope: Scope) -> Ledger:
-    """The window's usage by `SpendKey` and answered calls by `LatencyKey`."""
-    async with reading(engine) as conn:
+    """The window's usage by `SpendKey` and answered calls by `LatencyKey`, its
+    statements in one snapshot (a fold committing between them would move calls from the
+    ledger's part to the rollups': counted twice, or not at all)."""
+    async with engine.connect() as conn:
+        forms = forms_for(conn)
+        await forms.snapshot(conn)
+        await forms.by_index(conn)
         return await _read(conn, w, scope)
 
 

@@ -245,9 +245,23 @@ async def test_the_poll_adds_new_cards_and_deletes_those_no_longer_waiting(
         "/admin/approvals/poll", params={"shown": [shown(first)], "cursor": "AAAA"}
     )
     assert cards(paged.text) == []
-    # A card older than the newest shown is left to a reload (never prepended above it).
+    # A card older than the oldest shown is left to a reload (it is on a later page); one
+    # between the cards shown is added (its worker stamped it before a newer one shown).
     behind = await admin.get("/admin/approvals/poll", params={"shown": [shown(second)]})
     assert cards(behind.text) == []
+    _, third = await refund_run(service)
+    between = await admin.get(
+        "/admin/approvals/poll", params={"shown": [shown(first), shown(third)]}
+    )
+    assert cards(between.text) == [key(second)]
+    decision = {
+        "tool_call_id": third.call_id,
+        "arguments_hash": policies.arguments_hash(third.arguments),
+        "action": "reject",
+        "message": "no",
+    }
+    body = DecisionsIn.model_validate({"decisions": [decision]})
+    await approvals.decide(third.run_id, body, actor="key:elsewhere", scope=Scope.ALL)
 
     decision = {
         "tool_call_id": first.call_id,
@@ -273,9 +287,13 @@ async def test_the_poll_adds_new_cards_and_deletes_those_no_longer_waiting(
     assert re.search(r'id="no-approvals" hx-swap-oob="true">', last.text)  # (none left)
     assert last.text.count('hx-swap-oob="delete"') == 2
 
-    for bad in (["nope"], ["run:1"], ["a:b:c"], [shown(second)] * (inbox.MAX_SHOWN + 1)):
+    for bad in (["nope"], ["run:1"], ["a:b:c"]):
         refused = await admin.get("/admin/approvals/poll", params={"shown": bad})
         assert refused.status_code == 400, bad
+    # A page left open until it shows too many cards is told to reload itself.
+    many = [shown(second)] * (inbox.MAX_SHOWN + 1)
+    reload = await admin.get("/admin/approvals/poll", params={"shown": many})
+    assert reload.status_code == 200 and reload.headers["HX-Refresh"] == "true"
 
 
 async def test_an_admin_views_other_tenants_read_only_and_decides_only_their_own(

@@ -122,6 +122,12 @@ class Forms(Protocol):
         predicate must not scan a table whole instead)."""
         ...
 
+    async def snapshot(self, conn: AsyncConnection) -> None:
+        """Before `conn`'s first statement: its transaction reads one snapshot, so several
+        statements agree (PostgreSQL: REPEATABLE READ; SQLite's read already holds the
+        database: unchanged)."""
+        ...
+
     async def in_order(self, conn: AsyncConnection) -> None:
         """For the rest of `conn`'s transaction, read an index in its order rather than as
         a bitmap: a bounded walk (a window of a status's runs) must stop where its page is

@@ -46,6 +46,9 @@ class PostgresForms:
     #: when the column is made.
     _bytewise: ClassVar[dict[str, bool]] = {}
 
+    async def snapshot(self, conn: AsyncConnection) -> None:
+        await conn.execution_options(isolation_level="REPEATABLE READ")
+
     async def bytewise_ids(self, conn: AsyncConnection) -> bool:
         where = str(conn.engine.url)
         if where not in self._bytewise:
@@ -85,6 +88,9 @@ class SqliteForms:
 
     async def in_order(self, conn: AsyncConnection) -> None:
         """(SQLite's planner walks an index in order for an ORDER BY it holds.)"""
+
+    async def snapshot(self, conn: AsyncConnection) -> None:
+        """(Every transaction begins IMMEDIATE here: the fold cannot write meanwhile.)"""
 
     async def bytewise_ids(self, conn: AsyncConnection) -> bool:
         return True  # (the column's collation is BINARY)

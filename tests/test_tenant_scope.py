@@ -28,13 +28,6 @@ NAMES = {"tenant", "tenants", "tenant_id"}
 ALLOWED = {
     ("tenancy/routes.py", name)
     for name in ("create_key", "list_keys", "get_key", "revoke_key", "rotate_key")
-} | {
-    # (A page's `?tenant=` is a deployment admin's choice of tenant, checked by
-    # `viewing`, which turns it into a `Scope`; an absent one means their own.)
-    ("dashboard/web.py", "viewing"),
-    *(("dashboard/inbox.py", name) for name in ("listing_of", "inbox", "poll")),
-    ("dashboard/overview.py", "overview"),
-    *(("dashboard/pages.py", name) for name in ("listing_context", "runs_page", "runs_rows")),
 }
 #: Where `Scope.ALL` may appear in the front ends: /metrics (deployment-wide gauges,
 #: metrics:read, which only the default tenant's principals hold), and the dashboard's

@@ -25,7 +25,7 @@ from starlette.datastructures import FormData
 from app.approvals.inbox import CallKey
 from app.core.lifecycle import ApprovalStatus
 from app.dashboard import auth, inbox, present
-from app.dashboard.web import Form, approvals_of, render, requiring, scope_of
+from app.dashboard.web import Form, approvals_of, render, requiring, scope_of, viewing
 from app.service.errors import ServiceError
 from app.service.principals import Permission
 from app.service.schemas import DecisionsIn
@@ -176,7 +176,7 @@ async def refused(
 async def _listing(request: Request, form: FormData) -> inbox.Listing:
     """The inbox's filters the bulk form carries (to go back to, or show its error on)."""
     tool, agent, tenant = (_text(form, k) for k in ("tool", "agent", "tenant"))
-    return await inbox.listing_of(request, tool, agent, tenant, None)
+    return inbox.listing_of(await viewing(request, tenant or ""), tool, agent, None)
 
 
 def _text(form: FormData, name: str) -> str | None:

@@ -29,11 +29,11 @@ from app.dashboard import actions, auth, present
 from app.dashboard.web import (
     SECURITY_HEADERS,
     Session,
+    Viewed,
     Viewing,
     approvals_of,
     now,
     render,
-    viewing,
 )
 from app.service.errors import ServiceError
 from app.service.principals import Permission
@@ -173,11 +173,8 @@ def _name(value: str | None, what: str, errors: list[str]) -> str:
     return text
 
 
-async def listing_of(
-    request: Request, tool: str | None, agent: str | None, tenant: str | None, cursor: str | None
-) -> Listing:
+def listing_of(seen: Viewing, tool: str | None, agent: str | None, cursor: str | None) -> Listing:
     errors: list[str] = []
-    seen = await viewing(request, tenant)
     if seen.error:
         errors.append(seen.error)
     return Listing(
@@ -242,13 +239,13 @@ async def page_context(
 async def inbox(
     request: Request,
     session: Session,
+    view: Viewed,
     cursor: str | None = None,
     done: str | None = None,
     tool: str | None = None,
     agent: str | None = None,
-    tenant: str | None = None,
 ) -> HTMLResponse:
-    listing = await listing_of(request, tool, agent, tenant, cursor)
+    listing = listing_of(view, tool, agent, cursor)
     context = await page_context(request, session, listing)
     context["flash"] = FLASH.get(done or "")
     return await render(request, "approvals.html", context, session=session)
@@ -263,11 +260,11 @@ def _bad(message: str) -> Response:
 async def poll(
     request: Request,
     session: Session,
+    view: Viewed,
     shown: Annotated[list[str], Query()] = [],  # noqa: B006  (FastAPI's form of a list)
     cursor: str | None = None,
     tool: str | None = None,
     agent: str | None = None,
-    tenant: str | None = None,
 ) -> Response:
     """The cards of the first page that the page does not show yet and that sort after
     its oldest (on the first page only; a call can commit after a newer one was shown:
@@ -278,7 +275,7 @@ async def poll(
     keys = [k for k in map(parse_key, shown) if k is not None]
     if len(keys) < len(shown):
         return _bad("shown: expected run id:round:position")
-    listing = await listing_of(request, tool, agent, tenant, cursor)
+    listing = listing_of(view, tool, agent, cursor)
     approvals = approvals_of(request)
     named = await approvals.named(keys, scope=listing.viewing.scope)
     waiting = {key_of(c) for c, awaiting in named if awaiting}

@@ -18,7 +18,7 @@ from fastapi.responses import HTMLResponse
 
 from app.core.lifecycle import RunStatus
 from app.dashboard import charts, present
-from app.dashboard.web import Session, now, reads_of, render, viewing
+from app.dashboard.web import Session, Viewed, now, reads_of, render
 from app.service.spend import KEPT, SPLITS, WINDOWS, Span, Spend, health, spend, waiting
 
 router = APIRouter(prefix="/admin", include_in_schema=False)
@@ -72,12 +72,11 @@ def _choice(value: str | None, allowed: Sequence[str], default: str) -> tuple[st
 async def overview(
     request: Request,
     session: Session,
+    view: Viewed,
     window: str | None = None,
     split: str | None = None,
-    tenant: str | None = None,
 ) -> HTMLResponse:
     t = now(request)
-    view = await viewing(request, tenant)
     errors = [e for e in (view.error,) if e]
     window, error = _choice(window, list(WINDOWS), "24h")
     errors += [error] if error else []

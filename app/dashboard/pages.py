@@ -15,6 +15,8 @@ from app.dashboard.search import Listing, listing
 from app.dashboard.web import (
     ALL_TENANTS,
     Session,
+    Viewed,
+    Viewing,
     acts_on,
     agents_of,
     error_page,
@@ -25,7 +27,6 @@ from app.dashboard.web import (
     render,
     service_of,
     tenants_of,
-    viewing,
 )
 from app.providers import profiles
 from app.service import lineage
@@ -95,10 +96,10 @@ async def listing_context(
     cursor: str | None,
     run_id: str | None = None,
     agent: str | None = None,
-    tenant: str | None = None,
+    *,
+    seen: Viewing,
 ) -> dict[str, Any]:
     """What the runs page and its auto-refreshed rows both show."""
-    seen = await viewing(request, tenant)
     page = listing(seen, status, provider, meta, cursor, run_id, agent)
     await agent_known(request, page)
     rows, next_cursor = await rows_of(request, page)
@@ -117,6 +118,7 @@ async def listing_context(
 async def runs_page(
     request: Request,
     session: Session,
+    view: Viewed,
     status: str | None = None,
     provider: str | None = None,
     meta: str | None = None,
@@ -124,9 +126,8 @@ async def runs_page(
     done: str | None = None,
     id: str | None = None,  # (the form field)
     agent: str | None = None,
-    tenant: str | None = None,
 ) -> Response:
-    context = await listing_context(request, status, provider, meta, cursor, id, agent, tenant)
+    context = await listing_context(request, status, provider, meta, cursor, id, agent, seen=view)
     page: Listing = context["page"]
     whole = page.whole_id
     if whole is not None:  # a whole id: straight to its run, if it is one of those viewed
@@ -146,17 +147,17 @@ async def runs_page(
 async def runs_rows(
     request: Request,
     session: Session,
+    view: Viewed,
     status: str | None = None,
     provider: str | None = None,
     meta: str | None = None,
     cursor: str | None = None,
     id: str | None = None,  # (the form field)
     agent: str | None = None,
-    tenant: str | None = None,
 ) -> HTMLResponse:
     """The table body alone (and the pager, out of band): what the auto-refresh swaps, so
     the page and its scroll position stay put."""
-    context = await listing_context(request, status, provider, meta, cursor, id, agent, tenant)
+    context = await listing_context(request, status, provider, meta, cursor, id, agent, seen=view)
     context.update(oob=True)
     return await render(request, "_rows.html", context, session=session)
 

@@ -131,12 +131,13 @@ class Viewing:
         return {"tenant": self.tenant} if self.tenant != self.own else {}
 
 
-async def viewing(request: Request, tenant: str | None) -> Viewing:
-    """The tenants a list page reads, from its `tenant` parameter (see `Viewing`)."""
+async def viewing(request: Request, tenant: str = "") -> Viewing:
+    """The tenants a list page reads, from its `tenant` parameter (see `Viewing`; '':
+    the principal's own). A page's dependency (`Viewed`) or a form's reading."""
     principal = await auth.dashboard_principal(request)
     wide = principal.can(Permission.TENANTS_MANAGE)
     own = Viewing(principal.scope, principal.tenant, principal.tenant, wide)
-    tenant = (tenant or "").strip()
+    tenant = tenant.strip()
     if not tenant or tenant == principal.tenant:
         return own
     if not wide:
@@ -148,6 +149,9 @@ async def viewing(request: Request, tenant: str | None) -> Viewing:
         refused = f"no tenant can be named {tenant!r}"
         return Viewing(principal.scope, principal.tenant, principal.tenant, True, refused)
     return Viewing(TenantScope.of(tenant), tenant, principal.tenant, True)
+
+
+Viewed = Annotated[Viewing, Depends(viewing)]
 
 
 async def reading_scope(request: Request) -> TenantScope:

@@ -31,7 +31,7 @@ from app.service.types import (
     RunRecord,
     ToolCallRecord,
 )
-from app.store import gauges, reports, samples, spend
+from app.store import gauges, reports, run_pages, samples, spend
 from app.store.runs import RunStore
 
 
@@ -109,7 +109,7 @@ class RunReads:
         self, f: RunFilter, *, limit: int, cursor: str | None
     ) -> tuple[list[RunRecord], str | None]:
         """One page of runs matching `f` and the cursor of the next (raises `BadCursor`)."""
-        return await reports.page_of_runs(self.store.engine, f, limit=limit, cursor=cursor)
+        return await run_pages.page_of_runs(self.store.engine, f, limit=limit, cursor=cursor)
 
     async def pending_calls(self, records: Iterable[RunRecord]) -> dict[str, list[ToolCallRecord]]:
         """The tool calls each run waits on (none for a run that waits on nothing), in one
@@ -125,7 +125,7 @@ class RunReads:
     async def prompts(self, records: Iterable[RunRecord]) -> dict[str, str]:
         """Each run's prompt as one line of text (`prompt_text`), in one query for all of
         them (a run stored before its log was kept apart has none)."""
-        found = await reports.prompts(self.store.engine, [r.id for r in records])
+        found = await run_pages.prompts(self.store.engine, [r.id for r in records])
         return {run_id: text for run_id, raw in found.items() if (text := prompt_text(raw))}
 
     async def suspended_since(self, records: Iterable[RunRecord]) -> dict[str, datetime]:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from app.service.submissions import SubmitOutcome
 from app.store.gauges import Gauges, QueueDepth
-from app.store.reports import Activity, BadCursor, RunFilter
+from app.store.reports import Activity
+from app.store.run_pages import BadCursor, RunFilter
 from app.store.run_records import (
     APPROVAL_APPROVED,
     APPROVAL_PENDING,

@@ -12,10 +12,10 @@ import sqlalchemy as sa
 
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
-from app.store import reports
+from app.store import run_pages
 from app.store.backend.dialect_forms import POSTGRES
 from app.store.backend.engines import create_engine
-from app.store.reports import RunFilter
+from app.store.run_pages import RunFilter
 from app.store.runs import RunStore
 from tests.helpers import bare_run
 
@@ -32,10 +32,10 @@ async def test_every_tenants_page_past_the_merge_cap(
     f = RunFilter(status, scope=Scope.ALL)
     pages = {}
     for cap in (10, 2):  # merged (3 tenants), then one walk across them
-        monkeypatch.setattr(reports, "MERGED_TENANTS", cap)
+        monkeypatch.setattr(run_pages, "MERGED_TENANTS", cap)
         seen, cursor = [], None
         while True:
-            records, cursor = await reports.page_of_runs(store.engine, f, limit=4, cursor=cursor)
+            records, cursor = await run_pages.page_of_runs(store.engine, f, limit=4, cursor=cursor)
             seen += [r.id for r in records]
             if cursor is None:
                 break

@@ -12,10 +12,10 @@ import pytest
 
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
-from app.store import reports
+from app.store import run_pages
 from app.store.backend.dialect_forms import forms_for
 from app.store.backend.engines import create_engine
-from app.store.reports import RunFilter
+from app.store.run_pages import RunFilter
 from app.store.runs import RunStore
 from tests.conftest import fresh_database
 from tests.helpers import bare_run
@@ -49,7 +49,7 @@ async def icu_store(icu_url: str) -> AsyncIterator[RunStore]:
 
 
 async def found(store: RunStore, f: RunFilter) -> list[str]:
-    records, cursor = await reports.page_of_runs(store.engine, f, limit=50, cursor=None)
+    records, cursor = await run_pages.page_of_runs(store.engine, f, limit=50, cursor=None)
     assert cursor is None
     return sorted(r.id for r in records)
 
@@ -68,7 +68,7 @@ async def test_a_prefix_finds_its_runs_under_a_languages_collation(
     for prefix in ("run_aZ", "run_a9"):
         ranged = RunFilter(status, id_prefix=prefix, scope=Scope.of("default"), by_range=True)
         async with icu_store.engine.connect() as conn:
-            stmt = reports.hits_query(ranged, window=50, limit=50, after=None)
+            stmt = run_pages.hits_query(ranged, window=50, limit=50, after=None)
             rows = (await conn.execute(stmt)).all()
         hits = sorted(r.id for r in rows if r._mapping["passes"])
         assert hits != sorted(i for i in IDS if i.startswith(prefix)), prefix

@@ -18,13 +18,13 @@ from sqlalchemy.dialects import postgresql
 
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
-from app.store import reports, samples, spend
+from app.store import reports, run_pages, samples, spend
 from app.store import run_reads as lookups
 from app.store.backend.dialect_forms import POSTGRES
 from app.store.backend.engines import create_engine
 from app.store.backend.pg_direct import compile_statement
-from app.store.reports import RunFilter
 from app.store.retention import ENDED_VALUES, due_query
+from app.store.run_pages import RunFilter
 from app.store.runs import RunStore
 from app.store.schema import (
     RUN_ROWS,
@@ -208,21 +208,23 @@ async def test_dashboard_pages_twenty_deep_read_about_a_page(
         )
         cursor = None
         for _ in range(20):
-            records, cursor = await reports.page_of_runs(store.engine, f, limit=PAGE, cursor=cursor)
+            records, cursor = await run_pages.page_of_runs(
+                store.engine, f, limit=PAGE, cursor=cursor
+            )
             assert cursor is not None and len(records) == PAGE
-        after = reports.decode_cursor(cursor)
+        after = run_pages.decode_cursor(cursor)
         if meta:
             size = 3 * (PAGE + 1)
-            stmt = reports.hits_query(f, window=WINDOW, limit=PAGE, after=after)
+            stmt = run_pages.hits_query(f, window=WINDOW, limit=PAGE, after=after)
         else:
-            size, stmt = PAGE + 1, reports.page_query(f, limit=PAGE, after=after)
+            size, stmt = PAGE + 1, run_pages.page_query(f, limit=PAGE, after=after)
         plan = await explain(seeded, literal(stmt), analyze=True, in_order=bool(meta))
         assert_flat(plan, sort_rows=size)
         read = max(n.get("Actual Rows", 0) for n in nodes(plan) if "Index" in n["Node Type"])
         assert read <= size, plan
 
 
-WINDOW = reports.WALK_PAGES * (PAGE + 1)
+WINDOW = run_pages.WALK_PAGES * (PAGE + 1)
 
 
 async def test_counts_depth_suspended_activity_and_usage_read_indexes_and_rollups(
@@ -325,7 +327,7 @@ async def test_an_id_prefix_walks_the_primary_keys_range(
     and the other checks along it: the ids that start with the prefix, in id order."""
     prefix = "r0312"  # r031200 … r031299: 100 runs, all completed
     f = RunFilter(status, id_prefix=prefix, scope=scope)
-    records, cursor = await reports.page_of_runs(store.engine, f, limit=PAGE, cursor=None)
+    records, cursor = await run_pages.page_of_runs(store.engine, f, limit=PAGE, cursor=None)
     want = [
         f"r{g:06d}"
         for g in range(31200, 31300)
@@ -336,7 +338,7 @@ async def test_an_id_prefix_walks_the_primary_keys_range(
     assert [r.id for r in records] == want[:PAGE]
     assert (cursor is not None) == (len(want) > PAGE)
     for after in (None, (NOW, "r031250")):
-        stmt = reports.hits_query(f, window=WINDOW, limit=PAGE, after=after)
+        stmt = run_pages.hits_query(f, window=WINDOW, limit=PAGE, after=after)
         plan = await explain(seeded, literal(stmt), analyze=True, in_order=True)
         assert_flat(plan, sort_rows=PAGE + 1)
         walked = [n for n in index_reads(plan) if n.get("Index Name") == "pk_runs"]
@@ -353,18 +355,18 @@ async def test_an_agent_filter_is_checked_along_a_bounded_walk(
     f = RunFilter(status, agent="helper", agent_version=2, scope=Scope.of("default"))
     cursor = None
     for _ in range(5):
-        records, cursor = await reports.page_of_runs(store.engine, f, limit=PAGE, cursor=cursor)
+        records, cursor = await run_pages.page_of_runs(store.engine, f, limit=PAGE, cursor=cursor)
         assert cursor is not None and records
         assert all(r.id.endswith("7") and r.config["agent"]["name"] == "helper" for r in records)
-    after = reports.decode_cursor(cursor)
-    stmt = reports.hits_query(f, window=WINDOW, limit=PAGE, after=after)
+    after = run_pages.decode_cursor(cursor)
+    stmt = run_pages.hits_query(f, window=WINDOW, limit=PAGE, after=after)
     plan = await explain(seeded, literal(stmt), analyze=True, in_order=True)
     assert_flat(plan, sort_rows=PAGE + 1)
     assert max(n.get("Actual Rows", 0) for n in index_reads(plan)) <= 12 * (PAGE + 1), plan
     other = RunFilter(status, agent="helper", agent_version=3, scope=Scope.of("default"))
-    records, cursor = await reports.page_of_runs(store.engine, other, limit=PAGE, cursor=None)
+    records, cursor = await run_pages.page_of_runs(store.engine, other, limit=PAGE, cursor=None)
     assert records == [] and cursor is not None  # (a walk's bound: where it stopped)
-    stmt = reports.hits_query(other, window=WINDOW, limit=PAGE, after=after)
+    stmt = run_pages.hits_query(other, window=WINDOW, limit=PAGE, after=after)
     plan = await explain(seeded, literal(stmt), analyze=True, in_order=True)
     assert_flat(plan, sort_rows=PAGE + 1)
     assert max(n.get("Actual Rows", 0) for n in index_reads(plan)) <= WINDOW, plan
@@ -377,7 +379,7 @@ async def test_every_tenants_pages_merge_each_tenants_page(
     """Every tenant's runs (a deployment's admin's list): the tenants by a loose walk of
     ix_run_configs_created, then each tenant's next page by its index, merged: a sort
     of a page per tenant, however many runs are kept; twenty pages deep too."""
-    tenants_plan = await explain(seeded, literal(reports.tenants_query()), analyze=True)
+    tenants_plan = await explain(seeded, literal(run_pages.tenants_query()), analyze=True)
     assert_flat(tenants_plan)
     assert max(n.get("Actual Rows", 0) for n in index_reads(tenants_plan)) <= 1
     tenants = ["acme", "default"]
@@ -385,19 +387,21 @@ async def test_every_tenants_pages_merge_each_tenants_page(
         f = RunFilter(status, meta_key="team" if meta else None, meta_value=meta, scope=Scope.ALL)
         cursor, seen = None, []
         for _ in range(20):
-            records, cursor = await reports.page_of_runs(store.engine, f, limit=PAGE, cursor=cursor)
+            records, cursor = await run_pages.page_of_runs(
+                store.engine, f, limit=PAGE, cursor=cursor
+            )
             assert cursor is not None and len(records) == PAGE
             seen += records
         keys = [(r.created_at, r.id) for r in seen]
         assert keys == sorted(keys, reverse=not f.ascending)
         assert {r.tenant_id for r in seen} == {"acme", "default"}
-        after = reports.decode_cursor(cursor)
+        after = run_pages.decode_cursor(cursor)
         if meta:
             size = 3 * (PAGE + 1)
-            stmt = reports.hits_query(f, window=WINDOW, limit=PAGE, after=after, merging=tenants)
+            stmt = run_pages.hits_query(f, window=WINDOW, limit=PAGE, after=after, merging=tenants)
         else:
             size = PAGE + 1
-            stmt = reports.page_query(f, limit=PAGE, after=after, merging=tenants)
+            stmt = run_pages.page_query(f, limit=PAGE, after=after, merging=tenants)
         plan = await explain(seeded, literal(stmt), analyze=True, in_order=bool(meta))
         assert_flat(plan, sort_rows=PAGE + 1)
         assert max(n.get("Actual Rows", 0) for n in index_reads(plan)) <= size, plan
@@ -405,9 +409,9 @@ async def test_every_tenants_pages_merge_each_tenants_page(
 
 async def test_the_prompts_of_a_page_are_read_by_the_logs_key(store: RunStore, seeded: str) -> None:
     ids = [f"r{g:06d}" for g in range(DONE + 1, DONE + PAGE + 1)]
-    found = await reports.prompts(store.engine, ids)
+    found = await run_pages.prompts(store.engine, ids)
     assert set(found) == set(ids)
     assert orjson.loads(found[ids[0]])["content"][0]["text"] == f"prompt of {ids[0]}"
-    plan = await explain(seeded, literal(reports.prompts_query(ids, POSTGRES)))
+    plan = await explain(seeded, literal(run_pages.prompts_query(ids, POSTGRES)))
     assert_flat(plan)
     assert any(n.get("Index Name") == "pk_run_messages" for n in nodes(plan)), plan

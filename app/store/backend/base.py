@@ -138,7 +138,7 @@ class Forms(Protocol):
         """Whether `runs.id` compares byte by byte (C's collation, SQLite's BINARY), so
         the ids that start with a prefix are one range of its primary key. Under a
         language's collation (the default of many servers and of Docker's image) they are
-        not: an id prefix is then checked along a walk (`app.store.reports`)."""
+        not: an id prefix is then checked along a walk (`app.store.run_pages`)."""
         ...
 
     def seconds_since(self, at: Any, column: Any) -> sa.ColumnElement[Any]:

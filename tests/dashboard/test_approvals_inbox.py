@@ -221,6 +221,18 @@ async def test_filters_by_tool_and_agent_are_kept_in_the_pager_poll_and_bulk_for
         assert len(cards(page.text)) == 1  # (the filter dropped; PAGE_SIZE 1)
 
 
+async def rejected_elsewhere(approvals: ApprovalService, call: Any, message: str) -> None:
+    """`call` rejected by someone else (another page, the API) meanwhile."""
+    decision = {
+        "tool_call_id": call.call_id,
+        "arguments_hash": policies.arguments_hash(call.arguments),
+        "action": "reject",
+        "message": message,
+    }
+    body = DecisionsIn.model_validate({"decisions": [decision]})
+    await approvals.decide(call.run_id, body, actor="key:elsewhere", scope=Scope.ALL)
+
+
 async def test_the_poll_adds_new_cards_and_deletes_those_no_longer_waiting(
     admin: httpx.AsyncClient, service: RunService, approvals: ApprovalService
 ) -> None:
@@ -254,23 +266,9 @@ async def test_the_poll_adds_new_cards_and_deletes_those_no_longer_waiting(
         "/admin/approvals/poll", params={"shown": [shown(first), shown(third)]}
     )
     assert cards(between.text) == [key(second)]
-    decision = {
-        "tool_call_id": third.call_id,
-        "arguments_hash": policies.arguments_hash(third.arguments),
-        "action": "reject",
-        "message": "no",
-    }
-    body = DecisionsIn.model_validate({"decisions": [decision]})
-    await approvals.decide(third.run_id, body, actor="key:elsewhere", scope=Scope.ALL)
+    await rejected_elsewhere(approvals, third, "no")
 
-    decision = {
-        "tool_call_id": first.call_id,
-        "arguments_hash": policies.arguments_hash(first.arguments),
-        "action": "reject",
-        "message": "no",
-    }
-    body = DecisionsIn.model_validate({"decisions": [decision]})
-    await approvals.decide(first.run_id, body, actor="key:elsewhere", scope=Scope.ALL)
+    await rejected_elsewhere(approvals, first, "no")
     both = [shown(first), shown(second)]
     gone = await admin.get("/admin/approvals/poll", params={"shown": both})
     slot = f"card-{first.run_id}-{first.round}-{first.position}"
@@ -280,9 +278,7 @@ async def test_the_poll_adds_new_cards_and_deletes_those_no_longer_waiting(
     # Shown only the decided one, the page gets the newer waiting one.
     alone = await admin.get("/admin/approvals/poll", params={"shown": [shown(first)]})
     assert cards(alone.text) == [key(second)] and f'id="{slot}" hx-swap-oob="delete"' in alone.text
-    decision |= {"tool_call_id": second.call_id, "message": "no again"}
-    body = DecisionsIn.model_validate({"decisions": [decision]})
-    await approvals.decide(second.run_id, body, actor="key:elsewhere", scope=Scope.ALL)
+    await rejected_elsewhere(approvals, second, "no again")
     last = await admin.get("/admin/approvals/poll", params={"shown": both})
     assert re.search(r'id="no-approvals" hx-swap-oob="true">', last.text)  # (none left)
     assert last.text.count('hx-swap-oob="delete"') == 2

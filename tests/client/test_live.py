@@ -88,7 +88,10 @@ def test_wait_for_a_status_that_does_not_last(
     with live_sqlite.client() as client:
         run = client.runs.create(prompt="x", model=scripted(), tools=ADD_MUL)
         running = client.runs.wait(run.id, [RunStatus.RUNNING], timeout=30)
-        assert running.status == RunStatus.RUNNING and gate.held == 1
+        assert running.status == RunStatus.RUNNING
+        # (The run is running from its claim on; its call reaches the gate just after.)
+        gate.wait_held(1)
+        assert client.runs.get(run.id).status == RunStatus.RUNNING  # held: still running
         gate.release()
         assert client.runs.wait(run.id, "requires_action").status == RunStatus.REQUIRES_ACTION
         client.runs.cancel(run.id)

@@ -34,6 +34,7 @@ class Gate:
         self.holds = holds
         self.released = threading.Event()
         self.lock = threading.Lock()
+        self.arrived = threading.Condition(self.lock)  # (notified as a call is held)
         self.calls = 0  # calls that entered the gate
         self.held = 0  # of which held (till released)
 
@@ -65,11 +66,19 @@ class Gate:
                 raise AssertionError(f"only {self.held} of {count} model calls came to the gate")
             await asyncio.sleep(0.01)
 
+    def wait_held(self, count: int = 1, timeout: float = 30.0) -> None:
+        """Once `count` calls are held at the gate, from a thread that is not the worker's
+        (a sync test beside a server in its own thread)."""
+        with self.arrived:
+            if not self.arrived.wait_for(lambda: self.held >= count, timeout):
+                raise AssertionError(f"only {self.held} of {count} model calls came to the gate")
+
     async def enter(self) -> None:
         with self.lock:
             self.calls += 1
             hold = self.holds is None or self.calls <= self.holds
             self.held += int(hold)
+            self.arrived.notify_all()
         if not hold:
             return
         deadline = time.monotonic() + HOLD_SECONDS

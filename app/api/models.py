@@ -108,6 +108,11 @@ class RunOut(BaseModel):
         default=None,
         description='the schedule tick that started the run: `{"key", "scheduled_time"}`',
     )
+    origin: dict[str, Any] | None = Field(
+        default=None,
+        description='the open protocol the run was started over: `{"protocol": "a2a", '
+        '"context_id"}` or `{"protocol": "ag-ui", "thread_id", "run_id"}`; `null` for the API',
+    )
     parent_run_id: str | None = Field(
         default=None, description="a child run's parent (whose agent tool's call started it)"
     )
@@ -202,6 +207,7 @@ class RunOut(BaseModel):
             conversation_id=lineage.conversation_of(r),
             agent=lineage.agent_of(r),
             schedule=lineage.schedule_of(r),
+            origin=lineage.origin_of(r),
             **lineage.tree_of(r),
             tree_usage=view.tree_usage,
             priority=r.priority,

@@ -221,6 +221,7 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
         "continued_by": await continued_by(reads, run_id, events),
         "agent": present.agent_label(r),
         "schedule": present.schedule_mark(r),
+        "origin": present.origin_label(r),
         "place": place,
         "tree": await trees.tree_of(service_of(request), r, scope) if lineage.in_tree(r) else None,
         # A callback URL answers the run's calls: shown only to who may submit results.

@@ -101,6 +101,21 @@ def schedule_mark(record: RunRecord) -> ScheduleMark | None:
     return ScheduleMark(mark["key"], when)
 
 
+#: How the dashboard names the open protocols a run may have been started over.
+PROTOCOLS = {"a2a": "A2A", "ag-ui": "AG-UI"}
+
+
+def origin_label(record: RunRecord) -> str | None:
+    """`A2A` or `AG-UI` (with the protocol's own name of the conversation) when the run
+    was started over an open protocol (`app.service.lineage.origin_of`)."""
+    origin = lineage.origin_of(record)
+    if origin is None:
+        return None
+    name = PROTOCOLS.get(str(origin["protocol"]), str(origin["protocol"]))
+    thread = origin.get("context_id") or origin.get("thread_id")
+    return f"{name} ({thread})" if isinstance(thread, str) else name
+
+
 # --- the runs table --------------------------------------------------------------------
 
 

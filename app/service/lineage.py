@@ -18,6 +18,9 @@ AGENT_KEY = "agent"
 TREE_KEY = "tree"
 #: The schedule tick that started a run (`{"id", "key", "scheduled_time", "source"}`).
 SCHEDULE_KEY = "schedule"
+#: The open protocol a run was started over (`{"protocol": "a2a" | "ag-ui", ...}`: the
+#: protocol's own names for it, a2a's `context_id`, AG-UI's `thread_id` and `run_id`).
+ORIGIN_KEY = "origin"
 
 
 def conversation_of(record: RunRecord) -> str:
@@ -43,6 +46,12 @@ def schedule_of(record: RunRecord) -> dict[str, Any] | None:
     if not isinstance(value, dict):
         return None
     return {"key": value.get("key"), "scheduled_time": value.get("scheduled_time")}
+
+
+def origin_of(record: RunRecord) -> dict[str, Any] | None:
+    """`{"protocol", ...}` of the open protocol the run was started over, if it was."""
+    value = record.config.get(ORIGIN_KEY)
+    return dict(value) if isinstance(value, dict) and "protocol" in value else None
 
 
 def tree_of(record: RunRecord) -> dict[str, Any]:

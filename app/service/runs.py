@@ -117,23 +117,41 @@ class RunService:
         actor: str | None = None,
         trace_parent: Mapping[str, str] | None = None,
         tenant: str = DEFAULT_TENANT,  # the new run's
+        named: Mapping[str, Any] | None = None,
+        marks: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> tuple[RunView, bool]:
         """Create a run (or, for a known Idempotency-Key, answer with the stored one). Its
         trace starts here, as a child of `trace_parent` (the request's W3C headers) if that
-        holds a context."""
+        holds a context. `named` and `marks` as `prepare` takes them (a front end that
+        builds the body from an agent itself: the open protocols)."""
         with tracing.span(
             "agentrun.run.create",
             lambda: {"agentrun.actor": actor or ""},
             parent=trace_parent or {},
         ) as span:
-            view, created = await self._create_run(body, idempotency_key, actor, tenant)
+            view, created = await self._create_run(
+                body, idempotency_key, actor, tenant, named, marks
+            )
             tracing.set_attributes(span, lambda: tracing.create_attributes(view.record, created))
         return view, created
 
     async def _create_run(
-        self, body: RunCreate, idempotency_key: str | None, actor: str | None, tenant: str
+        self,
+        body: RunCreate,
+        idempotency_key: str | None,
+        actor: str | None,
+        tenant: str,
+        named: Mapping[str, Any] | None,
+        marks: Mapping[str, Mapping[str, Any]] | None,
     ) -> tuple[RunView, bool]:
-        new = await self.prepare(body, idempotency_key=idempotency_key, actor=actor, tenant=tenant)
+        new = await self.prepare(
+            body,
+            idempotency_key=idempotency_key,
+            actor=actor,
+            tenant=tenant,
+            named=named,
+            marks=marks,
+        )
         values = new.values
         record, created = await self.store.create(
             dict(values), list(new.run.events), new.run.snapshot, new.now

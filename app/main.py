@@ -141,6 +141,8 @@ def create_app(
     from app.api.app import create_api
     from app.approvals import routes as approval_routes
     from app.limits import routes as limits_routes
+    from app.protocols import a2a, agui
+    from app.protocols.sessions import Sessions
     from app.schedules import routes as schedule_routes
     from app.toolqueue import routes as queue_routes
 
@@ -153,6 +155,7 @@ def create_app(
             app.state.queues = c.queues
             app.state.approvals = ApprovalService(c.service)
             app.state.agents = agent_service(c.service)
+            app.state.sessions = Sessions(c.service, app.state.agents)
             app.state.schedules = schedule_service(c.service)
             app.state.run_limits = RunLimitsService.of(c.store, settings, clock)
             app.state.operators = OperatorService(
@@ -187,6 +190,8 @@ def create_app(
         ],
     )
     dashboard.install(app)
+    a2a.install(app)
+    agui.install(app)
     return app
 
 

@@ -17,6 +17,7 @@ from app.agents.specs import AgentIn, AgentUpdate
 from app.core.scope import Scope
 from app.dashboard import agents as agent_pages
 from app.dashboard import trees
+from app.protocols.sessions import Sessions, Turn
 from app.service.runs import RunService
 from app.service.schemas import RunCreate
 from app.tenancy.operators import OperatorService
@@ -242,3 +243,24 @@ async def test_another_tenants_people_see_no_agent_and_no_tree(
         page = (await client.get("/admin/agents")).text
         assert len(re.findall(r'<tr id="agent-', page)) == 4 and "acme's own" not in page
         assert (await client.get(f"/admin/runs/{ids['leaf']}")).status_code == 200
+
+
+async def test_a_run_page_names_the_protocol_it_was_started_over(
+    admin: httpx.AsyncClient, app: FastAPI, agents: AgentService, service: RunService
+) -> None:
+    """A run an open protocol started (its `origin` mark) says so; the API shows the mark."""
+    plain = (await completed_run(service)).record.id
+    await make(agents, name="greeter", model=script({"text": "hi"}))
+    sessions: Sessions = app.state.sessions
+    turn = Turn(
+        agent="greeter",
+        prompt="hello",
+        tenant="default",
+        actor="key:test",
+        origin={"protocol": "ag-ui", "thread_id": "thread-7", "run_id": "r1"},
+    )
+    started = (await sessions.start(turn)).record
+    page = (await admin.get(f"/admin/runs/{started.id}")).text
+    assert "started over AG-UI (thread-7)" in section(page, "run-origin")
+    assert "greeter@1" in section(page, "run-agent")
+    assert 'id="run-origin"' not in (await admin.get(f"/admin/runs/{plain}")).text

@@ -163,7 +163,11 @@ async def test_malformed_json_rpc_gets_its_error_and_changes_nothing(
 
 
 JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=20),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20),
     lambda inner: (
         st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
     ),

@@ -111,7 +111,7 @@ class RunOut(BaseModel):
     origin: dict[str, Any] | None = Field(
         default=None,
         description='the open protocol the run was started over: `{"protocol": "a2a", '
-        '"context_id"}` or `{"protocol": "ag-ui", "thread_id", "run_id"}`; `null` for the API',
+        '"message_id"}` or `{"protocol": "ag-ui", "thread_id", "run_id"}`; `null` for the API',
     )
     parent_run_id: str | None = Field(
         default=None, description="a child run's parent (whose agent tool's call started it)"

@@ -106,13 +106,13 @@ PROTOCOLS = {"a2a": "A2A", "ag-ui": "AG-UI"}
 
 
 def origin_label(record: RunRecord) -> str | None:
-    """`A2A` or `AG-UI` (with the protocol's own name of the conversation) when the run
+    """`A2A`, or `AG-UI (<thread id>)`, when the run
     was started over an open protocol (`app.service.lineage.origin_of`)."""
     origin = lineage.origin_of(record)
     if origin is None:
         return None
     name = PROTOCOLS.get(str(origin["protocol"]), str(origin["protocol"]))
-    thread = origin.get("context_id") or origin.get("thread_id")
+    thread = origin.get("thread_id")
     return f"{name} ({thread})" if isinstance(thread, str) else name
 
 

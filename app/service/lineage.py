@@ -19,7 +19,7 @@ TREE_KEY = "tree"
 #: The schedule tick that started a run (`{"id", "key", "scheduled_time", "source"}`).
 SCHEDULE_KEY = "schedule"
 #: The open protocol a run was started over (`{"protocol": "a2a" | "ag-ui", ...}`: the
-#: protocol's own names for it, a2a's `context_id`, AG-UI's `thread_id` and `run_id`).
+#: protocol's own names for it: A2A's `message_id`, AG-UI's `thread_id` and `run_id`).
 ORIGIN_KEY = "origin"
 
 

@@ -435,6 +435,11 @@ class EventHub:
     def _is_released(self) -> bool:
         return self._released
 
+    @property
+    def released(self) -> bool:
+        """Whether `release` was called (the process is shutting down)."""
+        return self._released
+
     def subscribers(self, run_id: str) -> int:
         """The streams and waits this process holds on the run."""
         feed = self._feeds.get(run_id)

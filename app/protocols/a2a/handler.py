@@ -282,13 +282,14 @@ class RunTasks(RequestHandler):
                 )
 
     async def _settled(self, call: Call, run_id: str) -> RunRecord:
-        """The run once it needs input or has ended (a blocking SendMessage)."""
+        """The run once it needs input or has ended (a blocking SendMessage); as it is
+        when the server shuts down meanwhile (the client reads it again later)."""
         while True:
             work = call.hub.until(run_id, SETTLED, WAIT_SECONDS, call.principal.scope)
             record = await while_connected(call.request, work)
             if record is None:
                 raise TaskNotFoundError(f"no task {run_id}")
-            if record.status in SETTLED:
+            if record.status in SETTLED or call.hub.released:
                 return record
 
     async def _follow(self, call: Call, run_id: str, after: int) -> AsyncGenerator[Event]:

@@ -215,7 +215,8 @@ def task_of(
     if (artifact := output_artifact(record)) is not None:
         task.artifacts.append(artifact)
     agent = lineage.agent_of(record) or {}
-    task.metadata.update({"agent": agent.get("name"), "agent_version": agent.get("version")})
+    version = agent.get("version")  # (a string: a Struct's numbers are doubles, `1.0`)
+    task.metadata.update({"agent": agent.get("name"), "agent_version": str(version)})
     return task
 
 

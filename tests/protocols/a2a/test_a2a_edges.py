@@ -102,6 +102,18 @@ async def test_a_wrong_key_is_refused_in_each_bindings_shape(client: httpx.Async
     assert await runs(client) == []
 
 
+async def test_a_browser_token_is_refused(client: httpx.AsyncClient) -> None:
+    made = await client.post(
+        "/v1/runs", json={"prompt": "x", "model": {"provider": "scripted", "name": "demo"}}
+    )
+    run_id = made.json()["id"]
+    token = (await client.post(f"/v1/runs/{run_id}/browser-tokens")).json()["token"]
+    bearer = {"Authorization": f"Bearer {token}", **VERSION}
+    response = await client.post(JSONRPC, json=rpc("GetTask", {"id": run_id}), headers=bearer)
+    assert response.status_code == 403 and response.json()["error"]["data"]["code"] == "forbidden"
+    assert await runs(client) == [run_id]
+
+
 async def test_another_tenants_agent_is_not_found(client: httpx.AsyncClient) -> None:
     tenants: Tenants = client.app.state.tenants  # type: ignore[attr-defined]
     keys: KeyAdmin = client.app.state.keys  # type: ignore[attr-defined]

@@ -49,7 +49,7 @@ from pydantic import ValidationError
 from starlette.requests import Request
 
 from app.api import models
-from app.api.live import while_connected
+from app.api.live import ClientGone, while_connected
 from app.approvals.service import ApprovalService
 from app.core.lifecycle import TERMINAL
 from app.protocols.a2a import tasks
@@ -286,7 +286,10 @@ class RunTasks(RequestHandler):
         when the server shuts down meanwhile (the client reads it again later)."""
         while True:
             work = call.hub.until(run_id, SETTLED, WAIT_SECONDS, call.principal.scope)
-            record = await while_connected(call.request, work)
+            try:
+                record = await while_connected(call.request, work)
+            except ClientGone:  # (nobody reads the answer: a warning, not a stack trace)
+                raise InvalidRequestError("the client went away before the task settled") from None
             if record is None:
                 raise TaskNotFoundError(f"no task {run_id}")
             if record.status in SETTLED or call.hub.released:

@@ -11,6 +11,9 @@ import pytest
 from app.settings import Settings
 from app.store.runs import RunStore
 from tests.conftest import make_settings
+from tests.mocks.server import mock, mock_server
+
+__all__ = ["agui_settings", "client", "mock", "mock_server"]
 
 KEY = "agui-key-1"
 OTHER = "agui-key-2"

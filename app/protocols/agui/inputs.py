@@ -30,7 +30,7 @@ from app.service.errors import InvalidRequest
 from app.service.jsonrules import check_body
 
 
-class AgUiInput(RunAgentInput):  # type: ignore[misc]
+class AgUiInput(RunAgentInput):
     """`RunAgentInput`, refused (422) where the service's text and JSON rule refuses a
     body (`app.service.jsonrules`: NUL, lone surrogates, numbers no run can hold)."""
 
@@ -75,7 +75,11 @@ def ask_of(body: RunAgentInput) -> Ask:
         end = len(messages)
         while end and isinstance(messages[end - 1], ToolMessage):
             end -= 1
-        answers = [answer_of(m, i) for i, m in enumerate(messages) if i >= end]
+        answers = [
+            answer_of(m, i)
+            for i, m in enumerate(messages)
+            if i >= end and isinstance(m, ToolMessage)
+        ]
     resume = list(body.resume or ())
     if prompt is None and not answers and not resume:
         raise InvalidRequest(

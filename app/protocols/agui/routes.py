@@ -10,6 +10,7 @@ for one run) may answer and follow that run, the thread's run, and nothing else.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Annotated
 
 from ag_ui.encoder import EventEncoder
@@ -69,7 +70,7 @@ async def run_agent(
     stream = RunStream(state.service, state.event_hub, start, principal.scope)
     encoder = EventEncoder()
 
-    async def encoded():  # type: ignore[no-untyped-def]
+    async def encoded() -> AsyncIterator[bytes]:
         async for event in stream.events():
             yield encoder.encode(event).encode()
 

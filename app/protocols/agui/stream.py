@@ -103,9 +103,7 @@ def message_id(run_id: str, turn: int) -> str:
 
 
 class RunStream:
-    def __init__(
-        self, service: RunService, hub: EventHub, start: Start, scope: Scope
-    ) -> None:
+    def __init__(self, service: RunService, hub: EventHub, start: Start, scope: Scope) -> None:
         self.service = service
         self.hub = hub
         self.start = start
@@ -211,7 +209,9 @@ class RunStream:
     def _turn(self, turn: int, content: Any) -> Iterable[BaseEvent]:
         shown = self.shown
         mid = message_id(self.start.run_id, turn)
-        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        parts: list[dict[str, Any]] = (
+            [{"type": "text", "text": content}] if isinstance(content, str) else content
+        )
         text = "".join(p.get("text", "") for p in parts if p.get("type") == "text")
         if shown.open_turn == turn:
             yield from self._close_text()
@@ -225,13 +225,15 @@ class RunStream:
         for p in parts:
             if p.get("type") != "toolcall":
                 continue
-            call_id, function = str(p.get("id")), p.get("function") or {}
-            name = str(function.get("name"))
+            function: dict[str, Any] = p.get("function") or {}
+            call_id, name = str(p.get("id")), str(function.get("name"))
             if self.output_tool and name == OUTPUT_TOOL:
                 continue
             arguments = function.get("arguments")
             args = arguments if isinstance(arguments, str) else orjson.dumps(arguments).decode()
-            yield ToolCallStartEvent(tool_call_id=call_id, tool_call_name=name, parent_message_id=mid)
+            yield ToolCallStartEvent(
+                tool_call_id=call_id, tool_call_name=name, parent_message_id=mid
+            )
             yield ToolCallArgsEvent(tool_call_id=call_id, delta=args)
             yield ToolCallEndEvent(tool_call_id=call_id)
 
@@ -302,7 +304,9 @@ class RunStream:
             return None
         if isinstance(r.waiting, Budget) or view.resolution is not None:
             interrupt = RunFinishedInterruptOutcome(interrupts=[operator_interrupt(r)])
-            return [RunFinishedEvent(thread_id=thread, run_id=run, outcome=interrupt, metadata=meta)]
+            return [
+                RunFinishedEvent(thread_id=thread, run_id=run, outcome=interrupt, metadata=meta)
+            ]
         if r.waiting_round is None:  # (queued behind its conversation, say)
             return None
         calls = view.pending
@@ -321,7 +325,9 @@ class RunStream:
             outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
             return [RunFinishedEvent(thread_id=thread, run_id=run, outcome=outcome, metadata=meta)]
         if unanswered:
-            pending = RunFinishedSuccessOutcome(pending_tool_call_ids=[c.call_id for c in unanswered])
+            pending = RunFinishedSuccessOutcome(
+                pending_tool_call_ids=[c.call_id for c in unanswered]
+            )
             return [RunFinishedEvent(thread_id=thread, run_id=run, outcome=pending, metadata=meta)]
         return None  # (every call answered: it resumes)
 

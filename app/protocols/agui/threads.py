@@ -67,9 +67,7 @@ class Threads:
     def runs(self) -> RunService:
         return self.sessions.runs
 
-    async def begin(
-        self, agent: str, body: RunAgentInput, ask: Ask, principal: Principal
-    ) -> Start:
+    async def begin(self, agent: str, body: RunAgentInput, ask: Ask, principal: Principal) -> Start:
         """Do what the request asks; where its stream starts."""
         scope = principal.scope
         first = await self.runs.by_idempotency_key(thread_key(agent, body.thread_id), scope=scope)
@@ -254,4 +252,3 @@ def floor_after(entries: list[Entry], call_ids: set[str]) -> int:
         if call_ids & set(_calls(entry)):
             return entry.index + 1
     return len(entries)
-

@@ -36,7 +36,9 @@ def tool_message(call_id: str, content: str, mid: str = "t1") -> dict[str, Any]:
     return {"id": mid, "role": "tool", "toolCallId": call_id, "content": content}
 
 
-def run_input(thread: str, run: str, messages: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
+def run_input(
+    thread: str, run: str, messages: list[dict[str, Any]], **fields: Any
+) -> dict[str, Any]:
     return {"threadId": thread, "runId": run, "messages": messages, **fields}
 
 

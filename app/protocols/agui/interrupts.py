@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from ag_ui.core import Interrupt, ResumeEntry
+from ag_ui.core import Interrupt, ResumeEntry, ResumeStatus
 from pydantic import ValidationError
 
 from app.service import convert
@@ -27,6 +27,9 @@ APPROVAL = "tool_approval"
 #: The ids of the interrupts only an operator answers.
 BUDGET = "budget"
 RESOLUTION = "invalid_tool_call"
+
+#: A resume entry's statuses, AG-UI's words: answered, or abandoned.
+RESOLVED, ABANDONED = get_args(ResumeStatus)
 
 #: What a resolved approval's `payload` holds (its `response_schema`).
 DECISION_SCHEMA: dict[str, Any] = {
@@ -116,10 +119,10 @@ def resumed(entries: Sequence[ResumeEntry]) -> Resumed:
     for i, entry in enumerate(entries):
         where = f"resume[{i}]"
         if entry.interrupt_id in (BUDGET, RESOLUTION):
-            cancel = cancel or entry.status == "cancelled"
+            cancel = cancel or entry.status == ABANDONED
             continue
         call_id, position, hash_ = _parsed(entry.interrupt_id, where)
-        if entry.status == "cancelled":
+        if entry.status == ABANDONED:
             decisions.append(_decision(call_id, position, hash_, "reject", where))
             continue
         payload = entry.payload

@@ -5,6 +5,7 @@ stale resume; each changes nothing (no run is created, nothing is decided)."""
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 
 import httpx
@@ -30,6 +31,15 @@ async def runs(client: httpx.AsyncClient) -> list[dict[str, Any]]:
     return data
 
 
+async def other_tenant(client: httpx.AsyncClient) -> dict[str, str]:
+    """The header of an admin key of a new tenant (tenants outlive a test: a fresh id)."""
+    tenant = f"other-{secrets.token_hex(4)}"
+    made = await client.post("/v1/tenants", json={"id": tenant, "name": "Other"})
+    assert made.status_code == 201, made.text
+    theirs = await client.app.state.keys.create(tenant, "admin", "theirs")  # type: ignore[attr-defined]
+    return {"Authorization": f"Bearer {theirs.secret}"}
+
+
 def problem(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
     assert response.status_code == status, response.text
     assert response.headers["content-type"].startswith("application/problem+json")
@@ -49,10 +59,7 @@ async def test_keys_and_tenants_are_refused_before_anything_is_made(
     missing = await client.post("/ag-ui/helper", json=body, headers={**bare, "Authorization": ""})
     problem(missing, 401, "unauthorized")
 
-    made = await client.post("/v1/tenants", json={"id": "other-co", "name": "Other"})
-    assert made.status_code == 201, made.text
-    theirs = await client.app.state.keys.create("other-co", "admin", "theirs")  # type: ignore[attr-defined]
-    other = {"Authorization": f"Bearer {theirs.secret}"}
+    other = await other_tenant(client)
     foreign = await client.post("/ag-ui/helper", json=body, headers=other)
     problem(foreign, 404, "agent-not-found")
     viewer = await client.app.state.keys.create("default", "viewer", "looker")  # type: ignore[attr-defined]
@@ -120,6 +127,10 @@ async def test_answers_that_answer_nothing_change_nothing(client: httpx.AsyncCli
     problem(await client.post("/ag-ui/helper", json=stale), 422, "tool-call-not-pending")
     odd = run_input("t1", "r4", [], resume=[{"interruptId": "what", "status": "resolved"}])
     problem(await client.post("/ag-ui/helper", json=odd), 422, "invalid-request")
+    other = await other_tenant(client)
+    answer = run_input("t1", "r5", [user("hi"), tool_message(call, "x")], tools=[WEATHER])
+    foreign = await client.post("/ag-ui/helper", json=answer, headers=other)
+    problem(foreign, 404, "run-not-found")  # (their tenant has no such thread)
     after = (await client.get(f"/v1/runs/{run['id']}")).json()
     assert after["status"] == "requires_action"
     assert [c["answered"] for c in after["required_action"]["tool_calls"]] == [False]

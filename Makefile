@@ -14,8 +14,17 @@ $(BIN)/agentrun: pyproject.toml client/pyproject.toml
 COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
 WORKERS ?= 1
 
-.PHONY: install run test lint bench up down sync-client
+# The AG-UI client's tests (@ag-ui/client in Node): installed from the committed lock,
+# again whenever the lock is newer than what is installed.
+NODE_TESTS := tests/protocols/agui/node
+
+$(NODE_TESTS)/node_modules/.package-lock.json: $(NODE_TESTS)/package-lock.json $(NODE_TESTS)/package.json
+	npm ci --prefix $(NODE_TESTS) --no-audit --no-fund --loglevel=error
+
+.PHONY: install run test lint bench up down sync-client node-deps
 install: $(BIN)/agentrun
+
+node-deps: $(NODE_TESTS)/node_modules/.package-lock.json
 
 run: install
 	$(BIN)/agentrun serve
@@ -28,7 +37,7 @@ lint: install
 	$(BIN)/lint-imports
 
 # One pytest process per core (pytest-xdist): each makes its own databases.
-test: lint
+test: lint node-deps
 	$(BIN)/pytest -n auto --dist worksteal
 
 # The sync client, generated from the async one (tests/client/test_generated.py checks it).

@@ -39,6 +39,7 @@ class Turn:
     if_busy: Literal["reject", "enqueue", "interrupt"] = "reject"
     metadata: Mapping[str, Any] = field(default_factory=dict)
     idempotency_key: str | None = None
+    stream: bool | None = None  # the run's `stream` (None: the agent's, or off)
 
 
 class Sessions:
@@ -96,6 +97,8 @@ class Sessions:
                 "history": list(turn.history),
                 "tools": joined(record.spec.get("tools") or [], turn.tools or ()),
             }
+        if turn.stream is not None:
+            fields["stream"] = turn.stream
         if turn.metadata:
             fields["metadata"] = {**(fields.get("metadata") or {}), **turn.metadata}
         view, _ = await self.runs.create_run(

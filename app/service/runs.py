@@ -339,6 +339,13 @@ class RunService:
             )
         return view
 
+    async def by_idempotency_key(self, key: str, *, scope: Scope) -> RunRecord | None:
+        """The run a create with `Idempotency-Key: key` made in `scope` (a tenant's), if
+        any (a front end that names its runs by a key of its own: AG-UI's threads)."""
+        if scope.is_all:
+            raise ValueError("idempotency keys are unique per tenant: name one")
+        return await self.store.lookups.by_idempotency_key(key, scope=scope)
+
     async def load_run(self, run_id: str, *, scope: Scope) -> AgentRun:
         """A run's state machine as stored, with its whole conversation and its round's
         recorded answers applied (`app.service.recorded`)."""

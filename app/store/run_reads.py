@@ -135,6 +135,11 @@ class Lookups:
         (None otherwise, as for a missing run)."""
         return await self.backend.run("id", run_id, with_log=with_log, scope=scope)
 
+    async def by_idempotency_key(self, key: str, *, scope: Scope) -> RunRecord | None:
+        """The run a create with this `Idempotency-Key` made in `scope` (a tenant's:
+        keys are unique per tenant), if any."""
+        return await self.backend.run("idempotency_key", key, with_log=False, scope=scope)
+
     async def list_runs(
         self,
         *,

@@ -10,6 +10,7 @@ import httpx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.strategies import JSON_VALUES
 from tests.tenancy.test_keys_api import bearer, new_tenant
 
 ECHO = {"provider": "scripted", "name": "echo"}
@@ -193,17 +194,7 @@ async def test_hostile_bodies_are_4xx_and_create_nothing(client: httpx.AsyncClie
     assert (await client.get("/v1/schedules/kept")).json() == before
 
 
-JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=20),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=5)
-    ),
-    max_leaves=20,
-)
+JSON = JSON_VALUES
 #: Bodies near a schedule's: its fields, each with an arbitrary value.
 NEAR = st.fixed_dictionaries(
     {},

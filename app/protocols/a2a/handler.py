@@ -219,7 +219,7 @@ class RunTasks(RequestHandler):
             origin={"protocol": "a2a", "message_id": message.message_id},
             conversation=message.context_id or None,
             metadata={"a2a_message_id": message.message_id} if message.message_id else {},
-            idempotency_key=_idempotency_key(message.message_id),
+            idempotency_key=_idempotency_key(call.agent, message.message_id),
         )
         with translated():
             try:
@@ -479,12 +479,12 @@ def _prompt_of(message: Message) -> str:
     return prompt
 
 
-def _idempotency_key(message_id: str) -> str | None:
-    """The create's Idempotency-Key: a message sent again (same `message_id`) starts no
-    second run."""
+def _idempotency_key(agent: str, message_id: str) -> str | None:
+    """The create's Idempotency-Key: a message sent again (same `message_id`, to the same
+    agent) starts no second run."""
     if not message_id:
         return None
-    return "a2a:" + hashlib.sha256(message_id.encode()).hexdigest()[:40]
+    return f"a2a:{agent}:" + hashlib.sha256(message_id.encode()).hexdigest()[:40]
 
 
 def _result_of(i: int, data: dict[str, Any]) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from app.tenancy.keys import Role as KeyRole
 from app.tenancy.tenants import Tenants
 from tests.api.conftest import KEY, api_settings
 from tests.helpers import api_client, drive_once
+from tests.strategies import JSON_VALUES
 
 __all__ = ["api_settings"]
 
@@ -174,17 +175,7 @@ async def test_malformed_json_rpc_gets_its_error_and_changes_nothing(
     assert await runs(client) == []
 
 
-JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=20),
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4)
-    ),
-    max_leaves=20,
-)
+JSON = JSON_VALUES
 METHODS = st.sampled_from(
     [
         "SendMessage",

@@ -53,9 +53,13 @@ class Sessions:
         """The agent at its latest version (`AgentNotFound`: none of the tenant's)."""
         return await self.agents.get(name, tenant=tenant)
 
-    async def head(self, agent: str, conversation: str, scope: Scope) -> RunRecord:
-        """The latest run of `agent`'s conversation `conversation` in `scope`; a run that
-        starts none, another agent's or another tenant's is `RunNotFound`."""
+    async def head(
+        self, agent: str, conversation: str, scope: Scope, idempotency_key: str | None = None
+    ) -> RunRecord:
+        """The latest run of `agent`'s conversation `conversation` in `scope` (before the
+        run `idempotency_key` made, if one did: a retried turn continues what the first
+        continued); a run that starts none, another agent's or another tenant's is
+        `RunNotFound`."""
         try:
             first = (await self.runs.get_run(conversation, scope=scope)).record
         except RunNotFound:
@@ -68,7 +72,7 @@ class Sessions:
             or named.get("name") != agent
         ):
             raise RunNotFound(f"no conversation {conversation} of the agent {agent}")
-        record, _ = await latest(self.runs.store, first, scope)
+        record, _ = await latest(self.runs.store, first, scope, idempotency_key)
         return record
 
     async def start(self, turn: Turn) -> RunView:
@@ -78,7 +82,7 @@ class Sessions:
         added as client tools, and its `origin` mark."""
         scope = Scope.of(turn.tenant)
         if turn.conversation is not None:
-            head = await self.head(turn.agent, turn.conversation, scope)
+            head = await self.head(turn.agent, turn.conversation, scope, turn.idempotency_key)
             named = lineage.agent_of(head) or {}
             spec = await self._spec_of(turn.agent, named.get("version"), turn.tenant, head)
             fields: dict[str, Any] = {

@@ -32,6 +32,7 @@ from a2a.types.a2a_pb2 import (
     Task,
     TaskArtifactUpdateEvent,
     TaskPushNotificationConfig,
+    TaskState,
     TaskStatusUpdateEvent,
 )
 from a2a.utils.errors import (
@@ -51,7 +52,7 @@ from starlette.requests import Request
 from app.api import models
 from app.api.live import ClientGone, while_connected
 from app.approvals.service import ApprovalService
-from app.core.lifecycle import TERMINAL
+from app.core.lifecycle import TERMINAL, RunStatus
 from app.protocols.a2a import tasks
 from app.protocols.sessions import Sessions, Turn
 from app.service import lineage
@@ -72,24 +73,10 @@ from app.service.types import BadCursor, RunFilter, RunRecord
 #: How long one wait of a blocking SendMessage lasts before it looks again (it lasts until
 #: the task ends or needs input, or the client goes).
 WAIT_SECONDS = 30.0
-#: The events after which a stream reads the task again (the others change no state).
-CHANGES = frozenset(
-    {
-        "run.claimed",
-        "run.requires_action",
-        "run.approval_required",
-        "run.resumed",
-        "run.completed",
-        "run.failed",
-        "run.cancelled",
-        "run.expired",
-        "run.released",
-        "run.lease_lost",
-        "tool_result.received",
-        "tool_call.approved",
-        "tool_call.rejected",
-    }
-)
+#: The events after which a stream does not read the task again (streamed text).
+QUIET = frozenset({"model.delta"})
+#: The statuses a run waiting only for others (WORKING) leaves when it goes on.
+ONWARD = frozenset(RunStatus) - {RunStatus.REQUIRES_ACTION}
 PAGE_SIZE = 50
 
 
@@ -169,9 +156,11 @@ class RunTasks(RequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Task | Message:
         call = Call.of(context)
-        record = await self._send(call, params)
-        if not params.configuration.return_immediately:
-            record = await self._settled(call, record.id)
+        before = await self._send(call, params)
+        if params.configuration.return_immediately:
+            record = await self._read(call, before.id)
+        else:
+            record = await self._settled(call, before.id)
         return await self._task(call, record, _history_length(params.configuration))
 
     async def on_message_send_stream(
@@ -188,9 +177,9 @@ class RunTasks(RequestHandler):
         call = Call.of(context)
         record = await self._own(call, params.id)
         if record.status in TERMINAL:
+            state = TaskState.Name(tasks.STATES[record.status])
             raise UnsupportedOperationError(
-                f"task {record.id} is {tasks.STATES[record.status]} and final: nothing to "
-                "subscribe to (GetTask reads it)"
+                f"task {record.id} is {state} and final: nothing to subscribe to (GetTask reads it)"
             )
         async for event in self._follow(call, record.id, record.last_event_seq):
             yield event
@@ -268,32 +257,74 @@ class RunTasks(RequestHandler):
                 f'"response"}}` with metadata `{{"{tasks.KIND}": "{tasks.FUNCTION_RESPONSE}"}}` '
                 f"(or `{tasks.APPROVAL_RESPONSE}`) for what its input-required message asked"
             )
+        # Everything is checked before the first write: a refused message decides nothing.
+        if decisions:
+            call.needs(Permission.RUNS_APPROVE, "deciding an approval")
+        if results:
+            call.needs(Permission.TOOL_RESULTS_SUBMIT, "answering a call")
         scope, actor = call.principal.scope, call.principal.actor
         with translated():
-            if decisions:
-                call.needs(Permission.RUNS_APPROVE, "deciding an approval")
-                body = DecisionsIn.model_validate({"decisions": decisions})
+            body = DecisionsIn.model_validate({"decisions": decisions}) if decisions else None
+            answers = ToolResultsIn.model_validate({"results": results}) if results else None
+            await self._answerable(call, record, results, decisions)
+            if body is not None:
                 await call.approvals.decide(record.id, body, actor=actor, scope=scope)
-            if results:
-                call.needs(Permission.TOOL_RESULTS_SUBMIT, "answering a call")
-                answers = ToolResultsIn.model_validate({"results": results})
+            if answers is not None:
                 await call.service.submit_tool_results(
                     answers, run_id=record.id, actor=actor, scope=scope
                 )
 
+    async def _answerable(
+        self,
+        call: Call,
+        record: RunRecord,
+        results: list[dict[str, Any]],
+        decisions: list[dict[str, Any]],
+    ) -> None:
+        """Each result answers a call the task hands out (or one this message approves),
+        each decision an approval it asks for: checked against the task as it is, so a
+        message that would be refused half-way is refused whole."""
+        action = await self._required_action(call, record)
+        waiting = tasks.waiting_of(action)
+        gated = {a["id"] for a in waiting.approvals}
+        approved = {d["tool_call_id"] for d in decisions if d["action"] == "approve"}
+        calls = {c["id"] for c in (action or {}).get("tool_calls") or ()}
+        for d in decisions:
+            if d["tool_call_id"] not in gated:
+                raise InvalidParamsError(
+                    f"approval {d['tool_call_id']!r} is not awaiting a decision",
+                    data={"code": "tool-call-not-pending"},
+                )
+        for r in results:
+            if r["tool_call_id"] not in calls | (approved & gated):
+                raise InvalidParamsError(
+                    f"tool call {r['tool_call_id']!r} is not pending",
+                    data={"code": "tool-call-not-pending"},
+                )
+
     async def _settled(self, call: Call, run_id: str) -> RunRecord:
-        """The run once it needs input or has ended (a blocking SendMessage); as it is
-        when the server shuts down meanwhile (the client reads it again later)."""
+        """The run once it needs the client's input or has ended (a blocking
+        SendMessage): a run suspended only for others (WORKING: a queue's executor, its
+        child runs) is waited past. As it is when the server shuts down meanwhile (the
+        client reads it again later)."""
+        wanted: frozenset[RunStatus] = SETTLED
         while True:
-            work = call.hub.until(run_id, SETTLED, WAIT_SECONDS, call.principal.scope)
+            work = call.hub.until(run_id, wanted, WAIT_SECONDS, call.principal.scope)
             try:
                 record = await while_connected(call.request, work)
             except ClientGone:  # (nobody reads the answer: a warning, not a stack trace)
                 raise InvalidRequestError("the client went away before the task settled") from None
             if record is None:
                 raise TaskNotFoundError(f"no task {run_id}")
-            if record.status in SETTLED or call.hub.released:
+            if call.hub.released or record.status in TERMINAL:
                 return record
+            if record.status != RunStatus.REQUIRES_ACTION:
+                wanted = SETTLED
+                continue
+            task = await self._task(call, record, 0)
+            if task.status.state != TaskState.TASK_STATE_WORKING:
+                return record
+            wanted = ONWARD  # (until it goes on: the others answered)
 
     async def _follow(self, call: Call, run_id: str, after: int) -> AsyncGenerator[Event]:
         """The task now, then an update whenever its state (or what it waits for)
@@ -307,7 +338,7 @@ class RunTasks(RequestHandler):
             return
         async with contextlib.aclosing(call.hub.stream(run_id, after)) as events:
             async for e in events:
-                if e.type not in CHANGES:
+                if e.type in QUIET:
                     continue
                 task = await self._task(call, await self._read(call, run_id), 0)
                 if _status_key(task) == shown:
@@ -425,18 +456,31 @@ class RunTasks(RequestHandler):
             raise TaskNotFoundError(f"no task {task_id} of the agent {call.agent}")
         return record
 
+    async def _required_action(self, call: Call, record: RunRecord) -> dict[str, Any] | None:
+        """The run's `required_action` as the API shows it (None once it has ended)."""
+        if record.status in TERMINAL:
+            return None
+        view: RunView = await call.service.view(record)
+        action: dict[str, Any] | None = models.RunOut.of(view).model_dump(mode="json")[
+            "required_action"
+        ]
+        return action
+
     async def _task(self, call: Call, record: RunRecord, history: int | None) -> Task:
         """The run as a task, with the last `history` messages of its own (None: all)."""
-        action = None
-        if record.status not in TERMINAL:
-            view: RunView = await call.service.view(record)
-            action = models.RunOut.of(view).model_dump(mode="json")["required_action"]
+        action = await self._required_action(call, record)
         messages: list[Message] = []
         if history is None or history > 0:
+            entries: list[Any] = []
+            cursor: str | None = None
             with translated():
-                entries, _ = await call.service.messages(
-                    record.id, limit=1000, cursor=None, scope=call.principal.scope
-                )
+                while True:  # (every page: the history's tail is asked for)
+                    page, cursor = await call.service.messages(
+                        record.id, limit=1000, cursor=cursor, scope=call.principal.scope
+                    )
+                    entries += page
+                    if cursor is None:
+                        break
             own = [(e.index, e.message) for e in entries if not e.from_history]
             messages = tasks.history_of(record, own)
             if history is not None:

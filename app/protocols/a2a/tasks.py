@@ -19,6 +19,7 @@ from a2a.types.a2a_pb2 import (
     TaskState,
     TaskStatus,
 )
+from a2a.utils.errors import InvalidParamsError
 from google.protobuf import struct_pb2
 from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -127,13 +128,22 @@ def text_part(text: str) -> Part:
 def part_kind(part: Part) -> str | None:
     if not part.HasField("metadata"):
         return None
-    value = MessageToDict(part.metadata).get(KIND)
+    value = _json_of(part.metadata).get(KIND)
     return value if isinstance(value, str) else None
 
 
 def part_data(part: Part) -> Any:
     """A DataPart's JSON (numbers arrive as doubles: whole ones are integers again)."""
-    return integral(MessageToDict(part.data))
+    return integral(_json_of(part.data))
+
+
+def _json_of(value: Any) -> Any:
+    """A Struct or Value as JSON; one JSON cannot hold (an infinity, NaN) is the
+    client's error."""
+    try:
+        return MessageToDict(value)
+    except (ValueError, OverflowError) as exc:
+        raise InvalidParamsError(f"message.parts: not JSON ({exc})") from None
 
 
 def stamp(record: RunRecord) -> Timestamp:

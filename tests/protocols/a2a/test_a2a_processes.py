@@ -46,18 +46,30 @@ LOOKUP = {"name": "lookup", "description": "looks a word up", "parameters": {"ty
 
 
 def model(body: Any) -> Reply:
-    """`look up <word>` calls `lookup` once, then answers with its result; anything else
-    is answered `heard <the user's messages so far, joined by |>`."""
+    """`look up <word>` calls `lookup` once, then answers with its result; offered the
+    agent tool `ask`, it asks `hi` once and answers with what it heard; anything else is
+    answered `heard <the user's messages so far, joined by |>`."""
     messages = body["messages"]
     users = [m["content"] for m in messages if m["role"] == "user"]
     results = [m["content"] for m in messages if m["role"] == "tool"]
+    offered = [t["function"]["name"] for t in body.get("tools") or ()]
     last = users[-1]
     if last.startswith("look up ") and not results:
         word = last.removeprefix("look up ")
         return Reply(tool_calls=[MockToolCall("lookup", json.dumps({"word": word, "n": 3}))])
     if last.startswith("look up "):
         return Reply(text=f"found {results[-1]}")
+    if "ask" in offered and not results:
+        return Reply(tool_calls=[MockToolCall("ask", json.dumps({"input": "hi"}))])
+    if results:
+        return Reply(text=f"told {results[-1]}")
     return Reply(text="heard " + "|".join(users))
+
+
+def agent(client: httpx.Client, name: str, *tools: dict[str, Any], **fields: Any) -> None:
+    body = {"name": name, "description": f"the {name}", "model": MODEL, "tools": list(tools)}
+    response = client.post("/v1/agents", json={**body, **fields})
+    assert response.status_code == 201, response.text
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +82,9 @@ def deployed(
         fresh_database(postgres_server) as url,
         deployment(url, logs, workers=2, **mock_server.env()) as d,
     ):
-        body = {"name": "finder", "description": "finds words", "model": MODEL, "tools": [LOOKUP]}
-        assert d.client.post("/v1/agents", json=body).status_code == 201
+        agent(d.client, "finder", LOOKUP)
+        agent(d.client, "boss", {"name": "ask", "agent": "finder"})
+        agent(d.client, "thrifty", LOOKUP, limits={"max_model_calls": 1})
         yield d
     mock_server.responder = None
 
@@ -84,13 +97,15 @@ def server(deployed: Deployment, mock_server: MockProviderServer) -> Iterator[De
 
 
 @contextlib.asynccontextmanager
-async def connect(base: str, binding: str, *, streaming: bool) -> AsyncIterator[Client]:
-    """a2a-sdk's client of the agent at `base`, over one binding, holding the service's key."""
+async def connect(
+    base: str, binding: str, *, streaming: bool, name: str = "finder"
+) -> AsyncIterator[Client]:
+    """a2a-sdk's client of the agent `name` at `base`, over one binding, with the key."""
     http = httpx.AsyncClient(headers={"Authorization": f"Bearer {KEY}"}, timeout=30)
     config = ClientConfig(
         httpx_client=http, supported_protocol_bindings=[binding], streaming=streaming
     )
-    made = await create_client(f"{base}/a2a/finder", config)
+    made = await create_client(f"{base}/a2a/{name}", config)
     try:
         yield made
     finally:
@@ -251,6 +266,45 @@ async def test_a_streamed_message_ends_when_the_task_needs_input(
             e.artifact_update.artifact for e in answered if e.HasField("artifact_update")
         ]
         assert artifact.parts[0].text == "found a root"
+
+
+async def test_a_blocking_send_waits_while_the_task_waits_only_for_its_child(
+    binding: str, server: Deployment, mock_server: MockProviderServer
+) -> None:
+    """`boss`'s run suspends for its child (held at its model call): a blocking send
+    answers only once the task completed, not while it is WORKING."""
+    mock_server.hold(only=lambda body: body["messages"][-1]["content"] == "hi")
+    async with connect(str(server.client.base_url), binding, streaming=False, name="boss") as c:
+        sending = asyncio.ensure_future(send(c, text("delegate")))
+        await asyncio.to_thread(mock_server.wait_held, 1)
+        mock_server.release()
+        task = await sending
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED, task
+    assert task.artifacts[0].parts[0].text == "told heard hi"
+
+
+async def test_a_stream_ends_when_the_task_waits_for_a_raised_budget(
+    binding: str, server: Deployment
+) -> None:
+    """`thrifty` may make one model call: answered, its run suspends on its budget, which
+    only an operator raises; the stream says so and ends."""
+    async with connect(
+        str(server.client.base_url), binding, streaming=True, name="thrifty"
+    ) as streaming:
+        first = [
+            e async for e in streaming.send_message(SendMessageRequest(message=text("look up oak")))
+        ]
+        status = first[-1].status_update.status
+        task = Task(id=first[0].task.id, context_id=first[0].task.context_id, status=status)
+        answered = [
+            e
+            async for e in streaming.send_message(
+                SendMessageRequest(message=answer(task, "a tree"))
+            )
+        ]
+    last = answered[-1].status_update.status
+    assert last.state == TaskState.TASK_STATE_INPUT_REQUIRED, answered
+    assert "max_model_calls" in last.message.parts[0].text
 
 
 async def test_a_worker_killed_mid_task_loses_nothing(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import secrets
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -127,7 +128,7 @@ async def client(binding: str, server: Deployment) -> AsyncIterator[Client]:
 
 def text(words: str, *, context: str = "", task: str = "") -> Message:
     return Message(
-        message_id=f"m-{words}-{id(object())}",
+        message_id=f"m-{secrets.token_hex(8)}",  # (unique: it is the idempotency key)
         role=Role.ROLE_USER,
         context_id=context,
         task_id=task,

@@ -4,6 +4,7 @@ response's events, each parsed by the protocol's own models (`ag_ui.core.Event`)
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import httpx
@@ -43,10 +44,13 @@ def run_input(
 
 
 def parse(text: str) -> list[dict[str, Any]]:
-    """The stream's events, each validated as an AG-UI event; comments (pings) skipped."""
+    """The stream's events, each validated as an AG-UI event; comments (pings) skipped.
+    Lines end at CR, LF or CRLF only, as the SSE format says (`str.splitlines` would also
+    split at U+2028 and U+0085, which JSON strings carry unescaped)."""
     out = []
-    for block in text.split("\n\n"):
-        data = [line[5:].lstrip() for line in block.splitlines() if line.startswith("data:")]
+    for block in re.split(r"\r\n\r\n|\n\n|\r\r", text):
+        lines = re.split(r"\r\n|\r|\n", block)
+        data = [line[5:].removeprefix(" ") for line in lines if line.startswith("data:")]
         if data:
             event = json.loads("\n".join(data))
             EVENTS.validate_python(event)

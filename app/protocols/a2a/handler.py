@@ -78,6 +78,8 @@ QUIET = frozenset({"model.delta"})
 #: The statuses a run waiting only for others (WORKING) leaves when it goes on.
 ONWARD = frozenset(RunStatus) - {RunStatus.REQUIRES_ACTION}
 PAGE_SIZE = 50
+#: The longest message id kept (it is the run's metadata and origin; an id is not text).
+MAX_ID = 255
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +201,8 @@ class RunTasks(RequestHandler):
             await self._answer(call, record, message)
             return record
         call.needs(Permission.RUNS_CREATE, "a message that starts a task")
+        if len(message.message_id) > MAX_ID:
+            raise InvalidParamsError(f"message.message_id: at most {MAX_ID} characters")
         prompt = _prompt_of(message)
         turn = Turn(
             agent=call.agent,

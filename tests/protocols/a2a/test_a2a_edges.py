@@ -162,6 +162,13 @@ async def test_a_viewer_reads_but_starts_no_task(client: httpx.AsyncClient) -> N
         (b'{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": 5}}', -32602),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {}}', -32602),
         (b'{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "run_nope"}}', -32001),
+        (
+            b'{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": '
+            b'{"messageId": "'
+            + b"m" * 256
+            + b'", "role": "ROLE_USER", "parts": [{"text": "x"}]}}}',
+            -32602,
+        ),
         (  # (JSON holds no infinity: a DataPart's number out of a double's range)
             b'{"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": '
             b'{"messageId": "i", "role": "ROLE_USER", "parts": [{"data": {"x": 1e400}}]}}}',

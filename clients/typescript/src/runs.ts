@@ -359,6 +359,7 @@ export class Runs {
             started = now();
             yield event;
             if (TERMINAL_EVENTS.includes(event.type)) return;
+            signal?.throwIfAborted();
           }
         }
       } catch (error) {

@@ -1,4 +1,4 @@
-// Every ```js example of docs/client-typescript.md, run against the service the suite
+// Every ```js example of docs/client-typescript.md (and of the README), run against the service the suite
 // started (AGENTRUN_BASE_URL, AGENTRUN_API_KEY, AGENTRUN_WEBHOOK_SECRET). An example is
 // run as a module of its own, after an `<!-- before … -->` comment's code and before an
 // `<!-- after … -->` comment's (the checks), with `assert`, a `client` and a scripted
@@ -12,7 +12,8 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import * as agentrun from "@agentrun/client";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const DOC = join(here, "..", "..", "..", "docs", "client-typescript.md");
+const ROOT = join(here, "..", "..", "..");
+const DOCS = ["docs/client-typescript.md", "README.md"];
 const OUT = join(here, ".docs"); // inside the package: `@agentrun/client` resolves to it
 
 /** The doc's examples: each ```js block with the code of the comments around it. */
@@ -43,18 +44,21 @@ function program({ before, code, after }) {
   return [...prelude, before, code, after].join("\n");
 }
 
-const markdown = readFileSync(DOC, "utf8");
-const found = examples(markdown);
+const markdown = readFileSync(join(ROOT, DOCS[0]), "utf8");
+const found = DOCS.flatMap((doc) =>
+  examples(readFileSync(join(ROOT, doc), "utf8")).map((example) => ({ ...example, doc })),
+);
 
-test("the guide has its examples", () => {
-  assert.ok(found.length >= 9, `only ${found.length} examples found`);
+test("the guide and the README have their examples", () => {
+  assert.ok(found.filter((e) => e.doc === DOCS[0]).length >= 9, `only ${found.length} examples found`);
+  assert.ok(found.some((e) => e.doc === "README.md"));
   assert.ok(process.env.AGENTRUN_BASE_URL, "AGENTRUN_BASE_URL names the service");
 });
 
 mkdirSync(OUT, { recursive: true });
 for (const example of found) {
-  test(`docs/client-typescript.md, the example at line ${example.line}`, async () => {
-    const file = join(OUT, `example-${example.line}.mjs`);
+  test(`${example.doc}, the example at line ${example.line}`, async () => {
+    const file = join(OUT, `example-${example.doc.replace(/\W/g, "_")}-${example.line}.mjs`);
     writeFileSync(file, program(example));
     const log = console.log;
     console.log = () => undefined; // (the examples print what they show)

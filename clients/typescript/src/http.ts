@@ -65,7 +65,12 @@ export function settings(options: ClientOptions): { baseUrl: string; bearer: str
   if (options.apiKey && options.browserToken) {
     throw new InvalidInput("give apiKey or browserToken, not both");
   }
-  const origin = (globalThis as EnvLike).location?.origin;
+  let origin: string | undefined;
+  try {
+    origin = (globalThis as EnvLike).location?.origin;
+  } catch {
+    origin = undefined; // (Deno without --location throws)
+  }
   const baseUrl =
     options.baseUrl ??
     env("AGENTRUN_BASE_URL") ??

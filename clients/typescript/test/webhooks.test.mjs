@@ -44,7 +44,15 @@ test("a webhook executor answers the service's signed deliveries: two tool round
     },
   });
   const events = [];
-  const executor = webhookExecutor({ tools: [add], secret: SECRET, onEvent: (p) => events.push(p.type) });
+  let completed;
+  const delivered = new Promise((resolve) => {
+    completed = resolve;
+  });
+  const onEvent = (payload) => {
+    events.push(payload.type);
+    if (payload.type === "run.completed") completed();
+  };
+  const executor = webhookExecutor({ tools: [add], secret: SECRET, onEvent });
   const server = await serve(executor.handler);
   try {
     const client = new AgentrunClient();
@@ -71,8 +79,7 @@ test("a webhook executor answers the service's signed deliveries: two tool round
         [3, 4],
       ],
     );
-    // run.completed is delivered after the run ends: wait for it to reach the executor.
-    for (let i = 0; i < 200 && !events.includes("run.completed"); i++) await new Promise((r) => setTimeout(r, 25));
+    await delivered; // (run.completed is delivered after the run ends)
     assert.deepEqual(events, ["run.requires_action", "run.requires_action", "run.completed"]);
 
     // A redelivery of an executed event (a new id, the same calls) executes nothing again.

@@ -26,7 +26,9 @@ BUNDLE = "/__agentrun-client/"
 
 def browser_example() -> str:
     """The guide's example that uses a browser token."""
-    blocks = re.findall(r"```js\n(.*?)```\n", GUIDE.read_text(encoding="utf-8"), re.DOTALL)
+    blocks: list[str] = re.findall(
+        r"```js\n(.*?)```\n", GUIDE.read_text(encoding="utf-8"), re.DOTALL
+    )
     found = [b for b in blocks if "browserToken: token" in b]
     assert len(found) == 1, "docs/client-typescript.md has one browser example"
     return found[0]

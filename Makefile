@@ -21,10 +21,22 @@ NODE_TESTS := tests/protocols/agui/node
 $(NODE_TESTS)/node_modules/.package-lock.json: $(NODE_TESTS)/package-lock.json $(NODE_TESTS)/package.json
 	npm ci --prefix $(NODE_TESTS) --no-audit --no-fund --loglevel=error
 
-.PHONY: install run test lint bench up down sync-client node-deps
+# The TypeScript client (clients/typescript, docs/client-typescript.md): its build tools
+# from the committed lock (again whenever the lock is newer), then dist/, which its tests
+# import (tsc --strict checks the sources on the way).
+TS_CLIENT := clients/typescript
+
+$(TS_CLIENT)/node_modules/.package-lock.json: $(TS_CLIENT)/package-lock.json $(TS_CLIENT)/package.json
+	npm ci --prefix $(TS_CLIENT) --no-audit --no-fund --loglevel=error
+
+$(TS_CLIENT)/dist/index.js: $(TS_CLIENT)/node_modules/.package-lock.json $(TS_CLIENT)/tsconfig.json \
+		$(TS_CLIENT)/scripts/build.mjs $(wildcard $(TS_CLIENT)/src/*.ts $(TS_CLIENT)/src/generated/*.ts)
+	npm run --prefix $(TS_CLIENT) --silent build
+
+.PHONY: install run test lint bench up down sync-client ts-client node-deps
 install: $(BIN)/agentrun
 
-node-deps: $(NODE_TESTS)/node_modules/.package-lock.json
+node-deps: $(NODE_TESTS)/node_modules/.package-lock.json $(TS_CLIENT)/dist/index.js
 
 run: install
 	$(BIN)/agentrun serve
@@ -43,6 +55,11 @@ test: lint node-deps
 # The sync client, generated from the async one (tests/client/test_generated.py checks it).
 sync-client: install
 	$(BIN)/python client/scripts/generate_sync.py
+
+# The TypeScript client's types, generated from the OpenAPI document
+# (tests/clients_typescript/test_generated.py checks them).
+ts-client: install $(TS_CLIENT)/node_modules/.package-lock.json
+	AGENTRUN_PYTHON=$(abspath $(BIN)/python) npm run --prefix $(TS_CLIENT) --silent generate
 
 bench: install
 	$(BIN)/python bench/core.py

@@ -42,8 +42,8 @@ run: install
 	$(BIN)/agentrun serve
 
 lint: install
-	$(BIN)/ruff check app tests bench client examples
-	$(BIN)/ruff format --check app tests bench client examples
+	$(BIN)/ruff check app tests bench client clients examples
+	$(BIN)/ruff format --check app tests bench client clients examples
 	$(BIN)/mypy --strict app
 	$(BIN)/mypy --strict client/agentrun_client
 	$(BIN)/lint-imports

@@ -10,12 +10,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from agentrun_client import Client, NotFound, RunStatus, ToolRegistry
 from tests.client.conftest import KEY, SECRET, scripted
-from tests.e2e.processes import spawn, stop, wait_until
+from tests.e2e.processes import agentrun_serve
 from tests.mocks.uvicorn_thread import free_port
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -24,36 +23,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """`agentrun serve`; the environment a program needs to use it."""
-    tmp = tmp_path_factory.mktemp("serve")
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = {
-        "AGENTRUN_API_KEYS": KEY,
-        "AGENTRUN_PUBLIC_URL": base,
-        "AGENTRUN_WEBHOOK_SECRET": SECRET,
-        "AGENTRUN_WEBHOOK_ALLOW_PRIVATE": "true",
-        "AGENTRUN_POLL_INTERVAL": "0.02",
-    }
-    proc = spawn(
-        ["serve", "--port", str(port)], f"sqlite:///{tmp}/agentrun.db", tmp / "serve.log", **env
-    )
-
-    def ready() -> bool:
-        try:
-            return httpx.get(f"{base}/readyz").status_code == 200
-        except httpx.TransportError:
-            assert proc.poll() is None, (tmp / "serve.log").read_text()
-            return False
-
-    try:
-        wait_until(ready, 30, "agentrun serve to be ready")
-        yield {
-            "AGENTRUN_BASE_URL": base,
-            "AGENTRUN_API_KEY": KEY,
-            "AGENTRUN_WEBHOOK_SECRET": SECRET,
-        }
-    finally:
-        assert stop(proc) == 0
+    with agentrun_serve(tmp_path_factory.mktemp("serve"), KEY, SECRET) as env:
+        yield env
 
 
 def example(name: str, service: dict[str, str], **env: str) -> str:

@@ -13,10 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
-
-from tests.e2e.processes import spawn, stop, wait_until
-from tests.mocks.uvicorn_thread import free_port
+from tests.e2e.processes import agentrun_serve as serve
 
 PACKAGE = Path(__file__).resolve().parents[2] / "clients" / "typescript"
 KEY = "ts-client-key"
@@ -65,37 +62,9 @@ def build() -> None:
 
 @contextmanager
 def agentrun_serve(tmp: Path) -> Iterator[dict[str, str]]:
-    """`agentrun serve` on a SQLite file, with a webhook secret and loopback deliveries
-    allowed; the environment a program needs to use it."""
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = {
-        "AGENTRUN_API_KEYS": KEY,
-        "AGENTRUN_PUBLIC_URL": base,
-        "AGENTRUN_WEBHOOK_SECRET": SECRET,
-        "AGENTRUN_WEBHOOK_ALLOW_PRIVATE": "true",
-        "AGENTRUN_POLL_INTERVAL": "0.02",
-    }
-    proc = spawn(
-        ["serve", "--port", str(port)], f"sqlite:///{tmp}/agentrun.db", tmp / "serve.log", **env
-    )
-
-    def ready() -> bool:
-        try:
-            return httpx.get(f"{base}/readyz").status_code == 200
-        except httpx.TransportError:
-            assert proc.poll() is None, (tmp / "serve.log").read_text()
-            return False
-
-    try:
-        wait_until(ready, 30, "agentrun serve to be ready")
-        yield {
-            "AGENTRUN_BASE_URL": base,
-            "AGENTRUN_API_KEY": KEY,
-            "AGENTRUN_WEBHOOK_SECRET": SECRET,
-        }
-    finally:
-        assert stop(proc) == 0
+    """`agentrun serve` for the package's programs (`tests.e2e.processes.agentrun_serve`)."""
+    with serve(tmp, KEY, SECRET) as env:
+        yield env
 
 
 def environment(service: dict[str, str]) -> dict[str, str]:

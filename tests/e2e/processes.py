@@ -7,6 +7,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -52,3 +54,42 @@ def wait_until(predicate: object, timeout: float, what: str) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
+
+
+@contextmanager
+def agentrun_serve(tmp: Path, key: str, secret: str) -> Iterator[dict[str, str]]:
+    """`agentrun serve` on a SQLite file in `tmp`, with `key`, the webhook secret `secret`
+    and loopback deliveries allowed, ready; the environment a program needs to use it
+    (`AGENTRUN_BASE_URL`, `AGENTRUN_API_KEY`, `AGENTRUN_WEBHOOK_SECRET`). Required to stop
+    cleanly."""
+    from tests.mocks.uvicorn_thread import free_port
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = {
+        "AGENTRUN_API_KEYS": key,
+        "AGENTRUN_PUBLIC_URL": base,
+        "AGENTRUN_WEBHOOK_SECRET": secret,
+        "AGENTRUN_WEBHOOK_ALLOW_PRIVATE": "true",
+        "AGENTRUN_POLL_INTERVAL": "0.02",
+    }
+    proc = spawn(
+        ["serve", "--port", str(port)], f"sqlite:///{tmp}/agentrun.db", tmp / "serve.log", **env
+    )
+
+    def ready() -> bool:
+        try:
+            return httpx.get(f"{base}/readyz").status_code == 200
+        except httpx.TransportError:
+            assert proc.poll() is None, (tmp / "serve.log").read_text()
+            return False
+
+    try:
+        wait_until(ready, 30, "agentrun serve to be ready")
+        yield {
+            "AGENTRUN_BASE_URL": base,
+            "AGENTRUN_API_KEY": key,
+            "AGENTRUN_WEBHOOK_SECRET": secret,
+        }
+    finally:
+        assert stop(proc) == 0

@@ -23,6 +23,10 @@ from app.service.runs import RunService, RunView
 from app.service.schemas import RunCreate
 from app.service.types import RunRecord
 
+#: The key of a run's `origin` mark that lists the tools its turn brought (AG-UI's
+#: frontend tools): client tools of that run only, never of the agent.
+BROUGHT_KEY = "frontend_tools"
+
 
 @dataclass(frozen=True, slots=True)
 class Turn:
@@ -40,6 +44,16 @@ class Turn:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     idempotency_key: str | None = None
     stream: bool | None = None  # the run's `stream` (None: the agent's, or off)
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """A turn's run, checked and not yet created (`Sessions.plan`)."""
+
+    turn: Turn
+    body: RunCreate
+    named: Mapping[str, Any]  # the agent (and version) it runs
+    head: RunRecord | None  # the run it continues (a conversation's latest)
 
 
 class Sessions:
@@ -80,7 +94,14 @@ class Sessions:
         `turn.conversation` (continuing its latest run, by `if_busy` while that one is
         active: `ConversationBusy`); created with the agent's settings, the turn's tools
         added as client tools, and its `origin` mark."""
+        return await self.create(await self.plan(turn))
+
+    async def plan(self, turn: Turn) -> Planned:
+        """The run `turn` would start, checked (422 naming what is wrong) and not
+        created: a protocol that writes more for the same request (AG-UI's decisions)
+        checks the turn before its first write."""
         scope = Scope.of(turn.tenant)
+        head = None
         if turn.conversation is not None:
             head = await self.head(turn.agent, turn.conversation, scope, turn.idempotency_key)
             named = lineage.agent_of(head) or {}
@@ -105,12 +126,18 @@ class Sessions:
             fields["stream"] = turn.stream
         if turn.metadata:
             fields["metadata"] = {**(fields.get("metadata") or {}), **turn.metadata}
+        return Planned(turn, validated(fields), dict(named), head)
+
+    async def create(self, planned: Planned) -> RunView:
+        """The run `planned` (`plan`'s) names, created (or, for its idempotency key, the
+        run made already)."""
+        turn = planned.turn
         view, _ = await self.runs.create_run(
-            validated(fields),
+            planned.body,
             idempotency_key=turn.idempotency_key,
             actor=turn.actor,
             tenant=turn.tenant,
-            named=named,
+            named=planned.named,
             marks={ORIGIN_KEY: dict(turn.origin)},
         )
         return view
@@ -119,12 +146,15 @@ class Sessions:
         self, name: str, version: Any, tenant: str, head: RunRecord
     ) -> Mapping[str, Any]:
         """The agent version a conversation runs (its tools: the base a turn's own tools
-        join); the last run's configuration when that version is gone."""
+        join); the last run's configuration when that version is gone, without the tools
+        its own turn brought (AG-UI's frontend tools: that turn's, not the agent's)."""
         if isinstance(version, int):
             found = await self.agents.rows.version(tenant, name, version)
             if found is not None:
                 return found.spec
-        return head.config
+        brought = set((lineage.origin_of(head) or {}).get(BROUGHT_KEY) or ())
+        tools = [t for t in head.config.get("tools") or () if t.get("name") not in brought]
+        return {**head.config, "tools": tools}
 
 
 def joined(

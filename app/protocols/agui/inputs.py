@@ -26,8 +26,14 @@ from ag_ui.core import ImagePart as AgImagePart
 from ag_ui.core import Message as AgMessage
 from pydantic import model_validator
 
+from app.service import jsonschemas
 from app.service.errors import InvalidRequest
 from app.service.jsonrules import check_body
+
+#: The longest `threadId` and `runId` taken (each is kept in its runs' `origin` mark).
+MAX_ID = 1024
+#: The most `resume` entries a request may carry (the decisions one request may make).
+MAX_RESUME = 1000
 
 
 class AgUiInput(RunAgentInput):
@@ -58,12 +64,17 @@ class Ask:
     answers: list[Answer]  # the tool messages that end the messages
     resume: list[ResumeEntry]
     tools: list[dict[str, Any]]  # the frontend tools, as a run's client tools
-    known_results: frozenset[str] = field(default_factory=frozenset)  # calls it holds
+    known_results: frozenset[str] = field(default_factory=frozenset)  # results it brings
 
 
 def ask_of(body: RunAgentInput) -> Ask:
     """The request's ask; 422 when it asks nothing (no user message last, no tool
     messages last, no `resume`), or holds what a run cannot take."""
+    for name, value in (("threadId", body.thread_id), ("runId", body.run_id)):
+        if len(value) > MAX_ID:
+            raise InvalidRequest(f"{name}: at most {MAX_ID} characters")
+    if len(body.resume or ()) > MAX_RESUME:
+        raise InvalidRequest(f"resume: at most {MAX_RESUME} entries")
     messages = [m for m in body.messages if _conversational(m)]
     prompt: str | None = None
     history: list[dict[str, Any]] = []
@@ -86,20 +97,25 @@ def ask_of(body: RunAgentInput) -> Ask:
             "messages: nothing to do: the messages end with neither a user message nor "
             "tool messages, and there is no resume entry"
         )
-    known = frozenset(m.tool_call_id for m in messages if isinstance(m, ToolMessage))
+    # The results the client holds of the run it answers: the ones it brings now (its
+    # earlier tool messages answered earlier runs, whose call ids a later run may reuse).
+    known = frozenset(a.call_id for a in answers)
     return Ask(prompt, history, answers, resume, tools_of(body), known)
 
 
 def tools_of(body: RunAgentInput) -> list[dict[str, Any]]:
-    """The request's tools as a run's tools (a schema-less tool takes any object)."""
-    return [
-        {
-            "name": t.name,
-            "description": t.description,
-            "parameters": t.parameters if t.parameters is not None else {"type": "object"},
-        }
-        for t in body.tools or ()
-    ]
+    """The request's tools as a run's tools (a schema-less tool takes any object); 422
+    for `parameters` that are no JSON Schema this service evaluates (as a gated tool's,
+    `app.service.jsonschemas`): a model could not be offered the tool."""
+    tools = []
+    for i, t in enumerate(body.tools or ()):
+        parameters = t.parameters if t.parameters is not None else {"type": "object"}
+        try:
+            jsonschemas.check(parameters)
+        except jsonschemas.BadSchema as exc:
+            raise InvalidRequest(f"tools[{i}].parameters is refused: {exc}") from None
+        tools.append({"name": t.name, "description": t.description, "parameters": parameters})
+    return tools
 
 
 def _conversational(message: AgMessage) -> bool:

@@ -4,7 +4,8 @@ the call, its place in the round and the hash of the arguments the person saw, s
 answer carries them back and a decision on arguments that changed is refused as stale.
 A run suspended on its budget or on an invalid tool call (`invalid_tool_call: ask`) is
 one interrupt too, which only an operator answers (raising the limits, resolving the
-call): a `cancelled` entry cancels the run, a `resolved` one continues the stream."""
+call): a `cancelled` entry cancels the run (while it waits on that interrupt: else the
+entry names no interrupt of the run), a `resolved` one continues the stream."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from typing import Any, Literal, get_args
 from ag_ui.core import Interrupt, ResumeEntry, ResumeStatus
 from pydantic import ValidationError
 
+from app.core.lifecycle import TERMINAL, RunStatus
 from app.service import convert
 from app.service.errors import InvalidRequest
+from app.service.runs import RunView
 from app.service.schemas import DecisionIn
 from app.service.types import Budget, RunRecord, ToolCallRecord
 from app.timestamps import iso
@@ -71,6 +74,16 @@ def approval_interrupt(call: ToolCallRecord, record: RunRecord) -> Interrupt:
     )
 
 
+def operator_waits(view: RunView) -> str | None:
+    """The operator's interrupt the run waits on (`BUDGET`, `RESOLUTION`), if any."""
+    record = view.record
+    if record.status != RunStatus.REQUIRES_ACTION:
+        return None
+    if isinstance(record.waiting, Budget):
+        return BUDGET
+    return RESOLUTION if view.resolution is not None else None
+
+
 def operator_interrupt(record: RunRecord) -> Interrupt:
     """The run's wait on its budget or on a resolution, which AG-UI cannot answer."""
     waiting = record.waiting_reason or {}
@@ -104,22 +117,39 @@ def _iso(when: datetime | None) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class Resumed:
-    """What a request's `resume` entries ask: decisions on gated calls, and whether to
-    cancel the run (an operator's interrupt abandoned)."""
+    """What a request's `resume` entries ask: decisions on gated calls, and the
+    operator's interrupts abandoned (`(entry index, interrupt id)`: cancel the run)."""
 
     decisions: list[DecisionIn]
-    cancel: bool
+    cancels: list[tuple[int, str]]
+
+    def cancel(self, view: RunView) -> bool:
+        """Whether the entries cancel the run of `view`: each abandoned interrupt is the
+        one it waits on (else 422, as for an id this service never made); a run that has
+        ended is left as it is (a retry: its stream shows how it ended)."""
+        if not self.cancels or view.record.status in TERMINAL:
+            return False
+        waits = operator_waits(view)
+        for i, interrupt_id in self.cancels:
+            if interrupt_id != waits:
+                raise InvalidRequest(
+                    f"resume[{i}].interruptId: the run {view.record.id} does not wait on "
+                    f"{interrupt_id!r} (it is {view.record.status.value}): no interrupt of "
+                    "the thread has this id"
+                )
+        return True
 
 
 def resumed(entries: Sequence[ResumeEntry]) -> Resumed:
     """The entries as decisions (`cancelled`: a rejection); 422 naming the entry that
     answers no interrupt this service makes or whose payload is not a decision."""
     decisions: list[DecisionIn] = []
-    cancel = False
+    cancels: list[tuple[int, str]] = []
     for i, entry in enumerate(entries):
         where = f"resume[{i}]"
         if entry.interrupt_id in (BUDGET, RESOLUTION):
-            cancel = cancel or entry.status == ABANDONED
+            if entry.status == ABANDONED:
+                cancels.append((i, entry.interrupt_id))
             continue
         call_id, position, hash_ = _parsed(entry.interrupt_id, where)
         if entry.status == ABANDONED:
@@ -145,7 +175,7 @@ def resumed(entries: Sequence[ResumeEntry]) -> Resumed:
                 arguments=payload.get("arguments"),
             )
         )
-    return Resumed(decisions, cancel)
+    return Resumed(decisions, cancels)
 
 
 def _parsed(interrupt_id: str, where: str) -> tuple[str, int, str]:

@@ -6,7 +6,8 @@ that can be refused is refused before the stream starts, as the API's problems (
 Who may: any key that reads runs follows the run it asks about; starting a turn needs
 `runs:create`, answering frontend calls `tool-results:submit`, deciding approvals
 `runs:approve`, abandoning an operator's interrupt `runs:cancel`. A browser token (minted
-for one run) may answer and follow that run, the thread's run, and nothing else."""
+for one run) may answer (its frontend calls, its approvals) and follow that run, the
+thread's run, and nothing else: no turn, no cancel."""
 
 from __future__ import annotations
 
@@ -18,9 +19,10 @@ from fastapi import APIRouter, Depends, Request
 from sse_starlette import EventSourceResponse
 
 from app.api.security import Forbidden, authenticate, forbidden
+from app.protocols.agui.answers import Refused
 from app.protocols.agui.inputs import AgUiInput, ask_of
 from app.protocols.agui.stream import RunStream
-from app.protocols.agui.threads import Refused, Threads
+from app.protocols.agui.threads import Threads
 from app.service.errors import ServiceError
 from app.service.principals import Permission, Principal
 
@@ -37,7 +39,7 @@ class TokenConfined(Forbidden):
         ServiceError.__init__(
             self,
             "a browser token may answer and follow its own run over AG-UI; starting a "
-            "turn needs an API key",
+            "turn or cancelling the run needs an API key",
             permission=permission.value,
             role=principal.role,
         )

@@ -6,12 +6,14 @@ No table joins the two: the thread's first run is created with the idempotency k
 turn with `…:<sha256(runId)>`, so a retried request finds the run it made instead of
 making another. A request then starts a turn (a new user message: the thread's first
 run, or the next run of its conversation), or answers the run it waits on (tool messages
-for its frontend calls, `resume` entries for its interrupts); every change is made
-before the response starts, so a refused request is an HTTP problem and changes nothing
-(or, answering with both, nothing after the refused part)."""
+for its frontend calls, `resume` entries for its interrupts). Every part of a request is
+checked before its first write (`app.protocols.agui.answers`; a turn's run is planned
+before the decisions on the run it replaces), so a refused request is an HTTP problem
+and changes nothing; a cancel is written last."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -19,17 +21,22 @@ from dataclasses import dataclass
 from ag_ui.core import RunAgentInput
 
 from app.approvals.service import ApprovalService
-from app.core.lifecycle import RunStatus
+from app.protocols.agui.answers import Writes, need, writes_of
 from app.protocols.agui.inputs import Ask
-from app.protocols.agui.interrupts import resumed
 from app.protocols.agui.stream import Start, frontend_of
-from app.protocols.sessions import Sessions, Turn
-from app.service import lineage
-from app.service.errors import RunNotFound, RunStateConflict, ToolCallNotPending
+from app.protocols.sessions import Planned, Sessions, Turn
+from app.service import convert, lineage
+from app.service.errors import (
+    IdempotencyKeyReused,
+    InvalidRequest,
+    RunNotFound,
+    RunStateConflict,
+    ToolCallNotPending,
+)
 from app.service.messages import Entry
 from app.service.principals import Permission, Principal
 from app.service.runs import RunService, RunView
-from app.service.schemas import DecisionsIn, ToolResultsIn
+from app.service.schemas import ToolResultsIn
 from app.service.types import RunRecord
 
 #: The protocol's name in a run's `origin` mark.
@@ -50,12 +57,9 @@ def turn_key(agent: str, thread_id: str, run_id: str) -> str:
     return f"{thread_key(agent, thread_id)}:{_digest(run_id)}"
 
 
-class Refused(Exception):
-    """The caller may not do what the request asks (the route renders it 403)."""
-
-    def __init__(self, permission: Permission) -> None:
-        super().__init__(permission.value)
-        self.permission = permission
+def made_by(record: RunRecord, body: RunAgentInput) -> bool:
+    """Whether `record` is the run a request with this `runId` made."""
+    return (lineage.origin_of(record) or {}).get("run_id") == body.run_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,18 +73,25 @@ class Threads:
 
     async def begin(self, agent: str, body: RunAgentInput, ask: Ask, principal: Principal) -> Start:
         """Do what the request asks; where its stream starts."""
-        scope = principal.scope
-        first = await self.runs.by_idempotency_key(thread_key(agent, body.thread_id), scope=scope)
-        if first is not None and (lineage.agent_of(first) or {}).get("name") != agent:
-            first = None  # (a key this protocol did not make)
+        first = await self._first(agent, body, principal)
         if ask.prompt is not None:
             return await self._turn(agent, body, ask, principal, first)
         if first is None:
             raise RunNotFound(f"the agent {agent} has no AG-UI thread {body.thread_id!r}")
-        head = await self.sessions.head(agent, first.id, scope)
+        head = await self.sessions.head(agent, first.id, principal.scope)
         if principal.run_id is not None and principal.run_id != head.id:
             raise RunNotFound(f"no run with id {principal.run_id}")
         return await self._answer(head, body, ask, principal)
+
+    async def _first(
+        self, agent: str, body: RunAgentInput, principal: Principal
+    ) -> RunRecord | None:
+        """The thread's first run, if it has one."""
+        key = thread_key(agent, body.thread_id)
+        first = await self.runs.by_idempotency_key(key, scope=principal.scope)
+        if first is not None and (lineage.agent_of(first) or {}).get("name") != agent:
+            return None  # (a key this protocol did not make)
+        return first
 
     # --- a new user message -------------------------------------------------------------
 
@@ -92,50 +103,83 @@ class Threads:
         principal: Principal,
         first: RunRecord | None,
     ) -> Start:
-        need(principal, Permission.RUNS_CREATE, token=False)
+        need(principal, Permission.RUNS_CREATE)
+        if first is None:
+            if ask.resume:
+                raise InvalidRequest(
+                    f"resume: the thread {body.thread_id!r} is new: it has no interrupt to answer"
+                )
+            view = await self._opened(agent, body, ask, principal)
+            if view is not None:
+                return self._start(view, body, ask, 0)
+            first = await self._first(agent, body, principal)  # (another request's: go on)
+            if first is None:
+                raise RunNotFound(f"the agent {agent} has no AG-UI thread {body.thread_id!r}")
         scope = principal.scope
+        if made_by(first, body):  # (a retried first request: its run)
+            return self._start(await self.runs.get_run(first.id, scope=scope), body, ask, 0)
+        key = turn_key(agent, body.thread_id, body.run_id)
+        made = await self.runs.by_idempotency_key(key, scope=scope)
+        if made is not None:  # (a retried request: the run it made)
+            return self._start(await self.runs.get_run(made.id, scope=scope), body, ask, 0)
+        await self.sessions.agent(agent, principal.tenant)  # (deleted: no new turn, 404)
+        turn = self._turn_of(agent, body, ask, principal, key, conversation=first.id)
+        planned = await self.sessions.plan(turn)
+        if ask.resume:  # (the interrupts of the run the new message replaces)
+            assert planned.head is not None
+            head = await self.runs.view(planned.head)
+            writes = writes_of(head, ask, principal, frontend_of(head))
+            if writes.decisions is not None:
+                await self.approvals.decide(
+                    head.record.id, writes.decisions, actor=principal.actor, scope=scope
+                )
+            # (A cancel: the new run's `if_busy: interrupt` cancels the run it replaces.)
+        return self._start(await self.sessions.create(planned), body, ask, 0)
+
+    async def _opened(
+        self, agent: str, body: RunAgentInput, ask: Ask, principal: Principal
+    ) -> RunView | None:
+        """The thread's first run, made by this request; None when another request made
+        it first (at once: this one is then a later turn of the thread)."""
+        key = thread_key(agent, body.thread_id)
+        turn = self._turn_of(agent, body, ask, principal, key)
+        planned: Planned = await self.sessions.plan(turn)
+        try:
+            view = await self.sessions.create(planned)
+        except IdempotencyKeyReused:  # (another request's, another message)
+            return None
+        return view if made_by(view.record, body) else None
+
+    def _turn_of(
+        self,
+        agent: str,
+        body: RunAgentInput,
+        ask: Ask,
+        principal: Principal,
+        key: str,
+        conversation: str | None = None,
+    ) -> Turn:
+        """The request's turn: the thread's first (from the messages before it as
+        history), or the next of its `conversation` (winning over a run still active)."""
         origin = {
             "protocol": PROTOCOL,
             "thread_id": body.thread_id,
             "run_id": body.run_id,
             "frontend_tools": [t["name"] for t in ask.tools],
         }
-        if first is None:
-            turn = Turn(
-                agent,
-                ask.prompt or "",
-                principal.tenant,
-                principal.actor,
-                origin,
-                tools=ask.tools,
-                history=ask.history,
-                idempotency_key=thread_key(agent, body.thread_id),
-                stream=True,
-            )
-            view = await self.sessions.start(turn)
-            return self._start(view, body, ask, 0)
-        if (lineage.origin_of(first) or {}).get("run_id") == body.run_id:
-            return self._start(await self.runs.get_run(first.id, scope=scope), body, ask, 0)
-        key = turn_key(agent, body.thread_id, body.run_id)
-        made = await self.runs.by_idempotency_key(key, scope=scope)
-        if made is not None:  # (a retried request: the run it made)
-            return self._start(await self.runs.get_run(made.id, scope=scope), body, ask, 0)
-        if ask.resume:  # (the interrupts of the run the new message replaces)
-            head = await self.sessions.head(agent, first.id, scope)
-            await self._resume(head, ask, principal)
-        turn = Turn(
+        return Turn(
             agent,
             ask.prompt or "",
             principal.tenant,
             principal.actor,
             origin,
-            conversation=first.id,
+            conversation=conversation,
             tools=ask.tools,
-            if_busy="interrupt",
+            history=ask.history if conversation is None else (),
+            if_busy="reject" if conversation is None else "interrupt",
             idempotency_key=key,
             stream=True,
         )
-        return self._start(await self.sessions.start(turn), body, ask, 0)
 
     # --- answers to the run the thread waits on -----------------------------------------
 
@@ -152,50 +196,38 @@ class Threads:
                 f"messages: a tool message answers {unknown[0]!r}, a call the thread's run "
                 f"{head.id} did not make"
             )
-        waiting = {c.call_id for c in view.pending if c.result_hash is None}
-        if view.record.status != RunStatus.REQUIRES_ACTION:
-            waiting = set()
-        answers = [a for a in ask.answers if a.call_id in waiting]  # (others: answered)
-        decided = await self._resume(head, ask, principal)
-        if answers:
-            need(principal, Permission.TOOL_RESULTS_SUBMIT)
-            results = [
-                {"tool_call_id": a.call_id, "output": a.output, "is_error": a.is_error}
-                for a in answers
-            ]
-            await self.runs.submit_tool_results(
-                ToolResultsIn.model_validate({"results": results}),
-                run_id=head.id,
-                actor=principal.actor,
-                scope=scope,
-            )
-        answered = {a.call_id for a in ask.answers} | decided
+        writes = writes_of(view, ask, principal, frontend_of(view))
+        await self._write(view, writes, principal)
+        answered = {a.call_id for a in ask.answers} | writes.decided
         return self._start(view, body, ask, floor_after(entries, answered))
 
-    async def _resume(self, head: RunRecord, ask: Ask, principal: Principal) -> set[str]:
-        """Decide the gated calls `resume` answers (and cancel the run when an operator's
-        interrupt is abandoned); the call ids decided."""
-        if not ask.resume:
-            return set()
-        scope = principal.scope
-        plan = resumed(ask.resume)
-        if plan.decisions:
-            need(principal, Permission.RUNS_APPROVE)
-            await self.approvals.decide(
-                head.id,
-                DecisionsIn.model_validate(
-                    {"decisions": [d.model_dump(exclude_none=True) for d in plan.decisions]}
-                ),
-                actor=principal.actor,
-                scope=scope,
-            )
-        if plan.cancel:
-            need(principal, Permission.RUNS_CANCEL)
+    async def _write(self, view: RunView, writes: Writes, principal: Principal) -> None:
+        """The checked writes: decisions, results, then the cancel."""
+        run_id, scope, actor = view.record.id, principal.scope, principal.actor
+        if writes.decisions is not None:
+            await self.approvals.decide(run_id, writes.decisions, actor=actor, scope=scope)
+        if writes.results is not None:
             try:
-                await self.runs.cancel(head.id, actor=principal.actor, scope=scope)
-            except RunStateConflict:  # (it ended meanwhile: the stream says how)
-                pass
-        return {d.tool_call_id for d in plan.decisions}
+                await self.runs.submit_tool_results(
+                    writes.results, run_id=run_id, actor=actor, scope=scope
+                )
+            except (RunStateConflict, ToolCallNotPending):  # (by these very answers?)
+                if not await self._recorded(view, writes.results):
+                    raise
+        if writes.cancel:
+            with contextlib.suppress(RunStateConflict):  # (it ended meanwhile: the stream says)
+                await self.runs.cancel(run_id, actor=actor, scope=scope)
+
+    async def _recorded(self, before: RunView, results: ToolResultsIn) -> bool:
+        """Whether the round `before` waited on holds exactly these results (another
+        request's, the same answers at once): accepted already, as a retry's are."""
+        now = await self.runs.view(before.record)  # (the round's calls as they are now)
+        hashes = {(c.call_id, c.result_hash) for c in now.pending}
+        return all(
+            (r.tool_call_id, convert.canonical_hash({"output": r.output, "is_error": r.is_error}))
+            in hashes
+            for r in results.results
+        )
 
     def _start(self, view: RunView, body: RunAgentInput, ask: Ask, floor: int) -> Start:
         return Start(
@@ -206,17 +238,6 @@ class Threads:
             known_results=ask.known_results,
             frontend=frontend_of(view),
         )
-
-
-def need(principal: Principal, permission: Permission, *, token: bool = True) -> None:
-    """`Refused` unless the caller holds `permission`; a browser token (confined to the
-    thread's run already) may answer its run (`token`), never start one."""
-    if principal.run_id is not None:
-        if token:
-            return
-        raise Refused(permission)
-    if not principal.can(permission):
-        raise Refused(permission)
 
 
 async def conversation(runs: RunService, run_id: str, principal: Principal) -> list[Entry]:

@@ -146,7 +146,10 @@ class Threads:
         planned: Planned = await self.sessions.plan(turn)
         try:
             view = await self.sessions.create(planned)
-        except IdempotencyKeyReused:  # (another request's, another message)
+        except IdempotencyKeyReused:  # (another message: another request's, or this runId's)
+            first = await self._first(agent, body, principal)
+            if first is None or made_by(first, body):
+                raise
             return None
         return view if made_by(view.record, body) else None
 

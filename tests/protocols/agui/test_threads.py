@@ -121,6 +121,17 @@ async def test_two_first_requests_at_once_get_a_run_each(
     assert len(await runs(client)) == 2
 
 
+async def test_one_run_id_with_two_messages_at_once_is_refused(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await make_agent(client, "echo", model=scripted({"text": "hi there"}))
+    await post(client, "echo", run_input("nn2", "rA", [user("hello")]))
+    await first_read_stale(client, monkeypatch)
+    other = await client.post("/ag-ui/echo", json=run_input("nn2", "rA", [user("bye")]))
+    problem(other, 422, "idempotency-key-reused")
+    assert len(await runs(client)) == 1
+
+
 async def test_ids_and_tool_schemas_are_bounded(client: httpx.AsyncClient) -> None:
     await make_agent(client, "echo", model=scripted({"text": "hi"}))
     long = "x" * 1025

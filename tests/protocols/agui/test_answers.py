@@ -9,6 +9,7 @@ import asyncio
 from typing import Any
 
 import httpx
+import pytest
 
 from app.service.errors import RunStateConflict
 from tests.helpers import wait_for
@@ -171,7 +172,9 @@ async def test_answers_refused_after_decisions_keep_no_decision(
     assert log.count("tool_call.approved") == 1 and log.count("tool_result.received") == 1
 
 
-async def test_two_identical_answers_at_once_are_both_taken(client: httpx.AsyncClient) -> None:
+async def test_two_identical_answers_at_once_are_both_taken(
+    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The second of two identical answers finds the run resumed by the first: it is
     the answer accepted already, not a conflict."""
     model = scripted(
@@ -191,12 +194,9 @@ async def test_two_identical_answers_at_once_are_both_taken(client: httpx.AsyncC
             raced.append(exc)
             raise
 
-    service.submit_tool_results = beaten
-    try:
-        answer = run_input("i", "r2", [user("w?"), tool_message("call_1_0", "sunny")])
-        response, events = await post(client, "helper", answer)
-    finally:
-        del service.submit_tool_results
+    monkeypatch.setattr(service, "submit_tool_results", beaten)
+    answer = run_input("i", "r2", [user("w?"), tool_message("call_1_0", "sunny")])
+    response, events = await post(client, "helper", answer)
     assert raced, "the race was not reproduced"
     assert response.status_code == 200, response.text
     assert finished(events)["result"] == "sunny it is"

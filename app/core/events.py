@@ -39,6 +39,10 @@ class EventType(StrEnum):
     RUN_BUDGET_EXCEEDED = "run.budget_exceeded"  # suspended: its next call could pass a limit
     RUN_LIMITS_RAISED = "run.limits_raised"  # someone changed the run's limits
     RUN_CHILDREN_STARTED = "run.children_started"  # agent tools' calls became child runs
+    MODEL_REPLAYED = "model.replayed"  # a model call answered from a recorded run: none made
+    TOOLS_REPLAYED = "tools.replayed"  # a tool round answered from a recorded run
+    REPLAY_DIVERGED = "replay.diverged"  # a replay's request left the recording: live after
+    RUN_COMPACTED = "run.compacted"  # older turns replaced by a summary (the log keeps them)
 
 
 E = EventType

@@ -40,6 +40,11 @@ store's.
   (`RunConfig.spawns`): the child runs their calls start, created in the suspension's
   own transaction (each named on its call's row, which no executor is handed), and the
   calls refused with an error result the model reads (`Spawned`; app.agents).
+- `round_answers`: asked by a worker about a tool round none of whose calls is answered
+  yet, before it goes to its executors, with the run's record, its conversation, the
+  round's calls and the claim's events so far (a hook may add one): the results of every
+  call, in order, or None (the next is asked; none answers: the executors do). A replay
+  answers from the run it replays (app.forks).
 - `gauges`: readers of a feature's gauges that /metrics shows after the kernel's, each
   called with the scrape's time (Prometheus metric families, typed as objects: the store
   sits below the API; the shared limits' keys).
@@ -61,11 +66,11 @@ from typing import Any, Protocol
 import structlog
 
 from app.clock import Clock
-from app.core import Message
+from app.core import Message, PendingToolCall, UserContent
 from app.core.scope import Scope
 from app.settings import Settings
 from app.store.config import RunConfig
-from app.store.run_records import NewToolCall, RunRecord, SpawnedRun
+from app.store.run_records import NewEvent, NewToolCall, RunRecord, SpawnedRun
 
 log = structlog.get_logger("agentrun.store")
 
@@ -199,6 +204,14 @@ class Spawned:
     refused: Mapping[int, str] = field(default_factory=dict)
 
 
+#: `(the run, its conversation, the round's calls, the claim's events)`: every call's
+#: result in order, or None (`round_answers`).
+RoundAnswerer = Callable[
+    [RunRecord, tuple[Message, ...], tuple[PendingToolCall, ...], list[NewEvent]],
+    Awaitable[list[UserContent] | None],
+]
+
+
 #: `(the suspending run, the round's rows, the round, the time)`: names each child on its
 #: call's row (in place) and returns them.
 RoundSpawner = Callable[[RunRecord, list[NewToolCall], int, datetime], Awaitable[Spawned]]
@@ -230,6 +243,7 @@ class Hooks:
         self.gauges: tuple[GaugeReader, ...] = ()
         self.templates: Templates | None = None
         self.round_spawns: RoundSpawner | None = None
+        self.round_answers: tuple[RoundAnswerer, ...] = ()
 
     def on_run_ended(self, hook: RunEnded) -> None:
         self.run_ended = (*self.run_ended, hook)
@@ -283,6 +297,9 @@ class Hooks:
 
     def spawn_with(self, spawner: RoundSpawner) -> None:
         self.round_spawns = spawner
+
+    def add_round_answers(self, answerer: RoundAnswerer) -> None:
+        self.round_answers = (*self.round_answers, answerer)
 
     async def ended(self, records: list[RunRecord], now: datetime) -> None:
         """Tell every `run_ended` hook of each of `records` (runs a write just ended)."""

@@ -26,9 +26,11 @@ from app.core import (
     CallTools,
     Done,
     InvalidToolCallContext,
+    ModelTurn,
     NeedsResolution,
     PromptResponse,
     Usage,
+    UserContent,
     stored,
 )
 from app.core.events import LEDGER_EVENTS
@@ -52,7 +54,7 @@ from app.store.run_records import NewEvent, NewToolCall, RunRecord
 from app.store.runs import RunStore
 from app.worker import streaming, tool_rounds
 from app.worker.billing import billed_usage, priced_call
-from app.worker.gates import Defer, Go, ModelGate, gates_of
+from app.worker.gates import Answer, Defer, Go, ModelGate, Refuse, gates_of
 from app.worker.lease import Claim, Lease, LeaseLost
 from app.worker.stops import Stops
 from app.worker.turns import backoff_reason, invalid_call_action, model_turn
@@ -150,6 +152,10 @@ class RunDriver:
                     if all(r is not None for r in pre):
                         run.tool_results(pre)  # type: ignore[arg-type]
                         continue
+                    elsewhere = await self._answered_elsewhere(claim, run, step)
+                    if elsewhere is not None:  # (a replay's recorded round)
+                        run.tool_results(elsewhere)
+                        continue
                     rows, spawned = await self._round(claim, run, step)
                     here = tool_rounds.answered_here(rows)
                     if here is not None:  # (every agent tool's call refused: go on)
@@ -213,9 +219,16 @@ class RunDriver:
                 passed.append((gate, verdict.ticket))
                 continue
             await _release(passed)  # (the call will not happen)
+            names = [t.name for t in tools]
+            if isinstance(verdict, Answer):  # (answered without a call: a replay)
+                allowed = convert.allowed_tool_names(names, choice)
+                turn = model_turn(verdict.turn, frozenset(names), allowed)
+                return await self._ingest(claim, run, turn, verdict.event, streamed=False)
             run.withdraw_model_call()  # (stored as it was before the call was asked for)
             if isinstance(verdict, Defer):
                 return await self._throttle(claim, verdict)
+            if isinstance(verdict, Refuse):
+                return await self._end_failed(claim, verdict.error)
             return await self._suspend_budget(claim, run, verdict.reason)
         try:
             provider = self.providers(spec)
@@ -263,22 +276,29 @@ class RunDriver:
             gate.answered(ticket, answer.usage)
         names = [t.name for t in tools]
         turn = model_turn(answer, frozenset(names), convert.allowed_tool_names(names, choice))
-        outcome = streaming.ingest_streamed(run, turn) if streamed else run.model_response(turn)
-        claim.events.append(
-            NewEvent(
-                E.MODEL_CALLED,
-                {
-                    "turn": step.turn,
-                    "provider": model.provider,
-                    "model": model.name,
-                    **priced_call(self.prices, model.provider, model.name, answer),
-                    "finish_reason": answer.finish_reason,
-                    "latency_ms": latency_ms,
-                    "message_id": answer.message_id,
-                    **({"stream": True} if streamed else {}),
-                },
-            )
+        called = NewEvent(
+            E.MODEL_CALLED,
+            {
+                "turn": step.turn,
+                "provider": model.provider,
+                "model": model.name,
+                **priced_call(self.prices, model.provider, model.name, answer),
+                "finish_reason": answer.finish_reason,
+                "latency_ms": latency_ms,
+                "message_id": answer.message_id,
+                **({"stream": True} if streamed else {}),
+            },
         )
+        return await self._ingest(claim, run, turn, called, streamed=streamed)
+
+    async def _ingest(
+        self, claim: Claim, run: AgentRun, turn: ModelTurn, event: NewEvent, *, streamed: bool
+    ) -> RunStatus | None:
+        """Feed the run a model's answer (recorded by `event`) and apply the run's policy
+        to the invalid calls it holds; a status when that ended the claim."""
+        config = claim.record.run_config
+        outcome = streaming.ingest_streamed(run, turn) if streamed else run.model_response(turn)
+        claim.events.append(event)
         while isinstance(outcome, NeedsResolution):
             action = invalid_call_action(config.invalid_tool_call, outcome.context)
             if action is None:
@@ -348,6 +368,17 @@ class RunDriver:
         spawned = await spawner(claim.record, rows, run.turn(), self.clock.now())
         tool_rounds.refuse(step, rows, spawned.refused)
         return rows, spawned
+
+    async def _answered_elsewhere(
+        self, claim: Claim, run: AgentRun, step: CallTools
+    ) -> list[UserContent] | None:
+        """A round's results from a `round_answers` hook (the first that answers every
+        call), or None: the round goes to its executors."""
+        for answerer in self.store.hooks.round_answers:
+            results = await answerer(claim.record, run.full_history(), step.calls, claim.events)
+            if results is not None:
+                return results
+        return None
 
     async def _suspend_tools(
         self, claim: Claim, run: AgentRun, rows: list[NewToolCall], spawned: Spawned

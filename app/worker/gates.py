@@ -3,11 +3,13 @@ the driver knowing the feature (limits: budgets, shared rate and concurrency lim
 
 Before the call the driver asks each gate in turn (`before`): `Go` (possibly with a
 changed request: a budget caps the output), `Defer` (the run goes back to the queue
-until `due`: a shared limit is full) or `Suspend` (the run waits with `reason`: a budget
-is spent). A gate that said `Go` is told how the call ended: `release` on every exit
-(the call ended, failed, was abandoned, or will not be made), `answered` with its usage,
-`throttled` on a provider's 429. A gate may also listen to a NOTIFY `channel` the worker
-LISTENs on (`heard`; `catch_up` after a (re)connection).
+until `due`: a shared limit is full), `Suspend` (the run waits with `reason`: a budget
+is spent), `Answer` (the gate answers the call itself and no call is made: a replay from
+a recorded run) or `Refuse` (the run fails with `error`: a replay that left its
+recording and was asked to fail). A gate that said `Go` is told how the call ended:
+`release` on every exit (the call ended, failed, was abandoned, or will not be made),
+`answered` with its usage, `throttled` on a provider's 429. A gate may also listen to a
+NOTIFY `channel` the worker LISTENs on (`heard`; `catch_up` after a (re)connection).
 
 The gates come from the store's hooks (`app.store.hooks.Hooks.model_gates`, filled by the
 composition root, `app.features.install`): one set per driver, made with the
@@ -20,14 +22,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
 from app.clock import Clock
 from app.core import Usage
-from app.providers.base import ModelRequest, ProviderError
+from app.providers.base import ModelRequest, ProviderError, ProviderTurn
 from app.providers.profiles import Profiles
 from app.settings import Settings
 from app.store.changes import Budget, RateLimit
+from app.store.run_records import NewEvent
 from app.store.runs import RunStore
 from app.worker.lease import Claim
 
@@ -59,12 +62,31 @@ class Suspend:
     reason: Budget
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The call is answered with `turn` and not made; `event` is the run's record of it
+    (in place of a `model.called`: nothing is billed)."""
+
+    turn: ProviderTurn
+    event: NewEvent
+
+
+@dataclass(frozen=True, slots=True)
+class Refuse:
+    """The run fails with `error` before the call is made."""
+
+    error: dict[str, Any]
+
+
+Verdict = Go | Defer | Suspend | Answer | Refuse
+
+
 class ModelGate:
     """A gate asked before each model call; the after-hooks default to nothing."""
 
     channel: str | None = None  # a NOTIFY channel the worker LISTENs on for this gate
 
-    async def before(self, claim: Claim, request: ModelRequest) -> Go | Defer | Suspend:
+    async def before(self, claim: Claim, request: ModelRequest) -> Verdict:
         raise NotImplementedError
 
     async def release(self, ticket: object) -> None:

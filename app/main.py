@@ -140,6 +140,8 @@ def create_app(
     from app.agents import routes as agent_routes
     from app.api.app import create_api
     from app.approvals import routes as approval_routes
+    from app.forks import fork_service
+    from app.forks import routes as fork_routes
     from app.limits import routes as limits_routes
     from app.protocols import a2a, agui
     from app.protocols.sessions import Sessions
@@ -157,6 +159,7 @@ def create_app(
             app.state.agents = agent_service(c.service)
             app.state.sessions = Sessions(c.service, app.state.agents)
             app.state.schedules = schedule_service(c.service)
+            app.state.forks = fork_service(c.service)
             app.state.run_limits = RunLimitsService.of(c.store, settings, clock)
             app.state.operators = OperatorService(
                 c.store, hasher=password_hasher(settings), clock=clock
@@ -186,6 +189,7 @@ def create_app(
             approval_routes.router,
             agent_routes.router,
             schedule_routes.router,
+            fork_routes.router,
             *tenancy_routers(),
         ],
     )

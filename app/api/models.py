@@ -113,6 +113,11 @@ class RunOut(BaseModel):
         description='the open protocol the run was started over: `{"protocol": "a2a", '
         '"message_id"}` or `{"protocol": "ag-ui", "thread_id", "run_id"}`; `null` for the API',
     )
+    forked_from: dict[str, Any] | None = Field(
+        default=None,
+        description='the run and checkpoint this fork was made from: `{"run_id", "checkpoint", '
+        '"mode", "on_divergence"}` (`POST /v1/runs/{id}/fork`); `null` for other runs',
+    )
     parent_run_id: str | None = Field(
         default=None, description="a child run's parent (whose agent tool's call started it)"
     )
@@ -208,6 +213,7 @@ class RunOut(BaseModel):
             agent=lineage.agent_of(r),
             schedule=lineage.schedule_of(r),
             origin=lineage.origin_of(r),
+            forked_from=lineage.forked_from(r),
             **lineage.tree_of(r),
             tree_usage=view.tree_usage,
             priority=r.priority,

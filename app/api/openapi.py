@@ -97,8 +97,10 @@ def _tighten(schema: Any) -> Any:
     out = {k: _tighten(v) for k, v in schema.items()}
     if out.get("additionalProperties") is True:
         out["additionalProperties"] = JSON_VALUE
-    if out.get("additionalProperties") not in (None, False):
-        out.setdefault("propertyNames", {"pattern": TEXT})
+    if out.get("additionalProperties") not in (None, False):  # (keys are text too)
+        names = out.setdefault("propertyNames", {})
+        if isinstance(names, dict) and not {"pattern", "enum", "const", "format"} & set(names):
+            out["propertyNames"] = {**names, "pattern": TEXT}
     if out.get("type") == "string" and not {"pattern", "enum", "const", "format"} & set(out):
         out["pattern"] = TEXT
     if out.get("type") == "integer":
@@ -250,9 +252,9 @@ def build(app: FastAPI) -> dict[str, Any]:
     for name in body_parts:
         components[name] = _tighten(components[name])
     components["ModelSpec"] = _model_schema(components)
-    for name in bodies:  # (a run's body, an agent's: `model` is a ModelSpec, never null)
+    for name in body_parts:  # (a run's fields, wherever: `model` is a ModelSpec, never null)
         properties = components[name].get("properties", {})
-        if "model" in properties:
+        if "model" in properties and "ModelSpec" in str(properties["model"]):
             properties["model"] = {"$ref": "#/components/schemas/ModelSpec"}
     components["JsonValue"] = _json_value_schema()
     return schema

@@ -97,6 +97,13 @@ CATALOGUE: dict[str, tuple[int, str, str]] = {
         "The decision's `arguments_hash` is not the hash of the call's arguments: read the "
         "run's approvals again and decide on what they are now.",
     ),
+    "fork-split": (
+        409,
+        "The fork would split a tool call from its result",
+        "A fork's conversation may end with the model's tool calls (the fork waits for them), "
+        "never leave one without its result before that: pick another checkpoint "
+        "(`GET /v1/runs/{id}/checkpoints`), or answer the calls (`patch.tool_results`).",
+    ),
     "approval-conflict": (
         409,
         "A different decision was already made for this tool call",

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
@@ -52,6 +53,10 @@ RunId = Annotated[
 #: RFC 3339 with a time zone (`Z` or an offset); parsed, not coerced from numbers.
 TIMESTAMP = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|z|[+-]\d{2}:\d{2})$"
 AUTH = responses(401)
+#: A create's `Idempotency-Key` header (per tenant).
+IdempotencyKey = Annotated[
+    str | None, Header(min_length=1, max_length=255, pattern=r"^[\x21-\x7e]+$")
+]
 #: A page's cursor: the `next_cursor` of the one before.
 PageCursor = Annotated[
     str | None,
@@ -133,10 +138,30 @@ async def create_run(
     request: Request,
     service: Service,
     principal: Creator,
-    idempotency_key: Annotated[
-        str | None, Header(min_length=1, max_length=255, pattern=r"^[\x21-\x7e]+$")
-    ] = None,
+    idempotency_key: IdempotencyKey = None,
 ) -> Response:
+    return await created_run(
+        request,
+        principal,
+        idempotency_key,
+        lambda: service.create_run(
+            body,
+            idempotency_key=idempotency_key,
+            actor=principal.actor,
+            trace_parent=request.headers,
+            tenant=principal.tenant,
+        ),
+    )
+
+
+async def created_run(
+    request: Request,
+    principal: Principal,
+    idempotency_key: str | None,
+    create: Callable[[], Awaitable[tuple[RunView, bool]]],
+) -> Response:
+    """A create's answer (201, or 200 for an idempotent replay), one request per key at a
+    time (a second while the first runs: 409 `idempotency-in-flight`)."""
     # Idempotency keys are per tenant: another tenant's use of the same key is no conflict.
     in_flight: set[tuple[str, str]] = request.app.state.idempotency_in_flight
     flight = (principal.tenant, idempotency_key) if idempotency_key is not None else None
@@ -145,13 +170,7 @@ async def create_run(
             raise IdempotencyInFlight("a request with this Idempotency-Key is being processed")
         in_flight.add(flight)
     try:
-        view, created = await service.create_run(
-            body,
-            idempotency_key=idempotency_key,
-            actor=principal.actor,
-            trace_parent=request.headers,
-            tenant=principal.tenant,
-        )
+        view, created = await create()
     finally:
         if flight is not None:
             in_flight.discard(flight)

@@ -111,6 +111,14 @@ class ApprovalStale(ServiceError):
     title = "The decision was made on other arguments"
 
 
+class ForkSplit(ServiceError):
+    """A fork's checkpoint (or its patch) would part a tool call from its result."""
+
+    code = "fork-split"
+    status = 409
+    title = "The fork would split a tool call from its result"
+
+
 class ApprovalConflict(ServiceError):
     code = "approval-conflict"
     status = 409

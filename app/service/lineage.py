@@ -21,6 +21,8 @@ SCHEDULE_KEY = "schedule"
 #: The open protocol a run was started over (`{"protocol": "a2a" | "ag-ui", ...}`: the
 #: protocol's own names for it: A2A's `message_id`, AG-UI's `thread_id` and `run_id`).
 ORIGIN_KEY = "origin"
+#: The run and checkpoint a fork was made from (`{"run_id", "checkpoint", "mode", ...}`).
+FORK_KEY = "forked_from"
 
 
 def conversation_of(record: RunRecord) -> str:
@@ -52,6 +54,14 @@ def origin_of(record: RunRecord) -> dict[str, Any] | None:
     """`{"protocol", ...}` of the open protocol the run was started over, if it was."""
     value = record.config.get(ORIGIN_KEY)
     return dict(value) if isinstance(value, dict) and "protocol" in value else None
+
+
+def forked_from(record: RunRecord) -> dict[str, Any] | None:
+    """`{"run_id", "checkpoint", "mode"}` of the run and checkpoint a fork was made from."""
+    value = record.config.get(FORK_KEY)
+    if not isinstance(value, dict):
+        return None
+    return {k: value.get(k) for k in ("run_id", "checkpoint", "mode", "on_divergence")}
 
 
 def tree_of(record: RunRecord) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -52,6 +52,9 @@ from app.store.hooks import Continuation, Continuations, Continuing, Creating
 from app.store.run_records import NewEvent, RunRecord, SpawnedRun, ToolCallRecord
 from app.store.runs import RunStore
 from app.store.waiting import NEVER, Conversation
+
+#: Builds a new run's state machine from its agent settings and turn budget (a fork's).
+Begin = Callable[[Mapping[str, Any], int], AgentRun]
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,18 +122,19 @@ class RunService:
         tenant: str = DEFAULT_TENANT,  # the new run's
         named: Mapping[str, Any] | None = None,
         marks: Mapping[str, Mapping[str, Any]] | None = None,
+        begin: Begin | None = None,
     ) -> tuple[RunView, bool]:
         """Create a run (or, for a known Idempotency-Key, answer with the stored one). Its
         trace starts here, as a child of `trace_parent` (the request's W3C headers) if that
         holds a context. `named` and `marks` as `prepare` takes them (a front end that
-        builds the body from an agent itself: the open protocols)."""
+        builds the body from an agent itself: the open protocols; a fork's `begin`)."""
         with tracing.span(
             "agentrun.run.create",
             lambda: {"agentrun.actor": actor or ""},
             parent=trace_parent or {},
         ) as span:
             view, created = await self._create_run(
-                body, idempotency_key, actor, tenant, named, marks
+                body, idempotency_key, actor, tenant, named, marks, begin
             )
             tracing.set_attributes(span, lambda: tracing.create_attributes(view.record, created))
         return view, created
@@ -143,6 +147,7 @@ class RunService:
         tenant: str,
         named: Mapping[str, Any] | None,
         marks: Mapping[str, Mapping[str, Any]] | None,
+        begin: Begin | None,
     ) -> tuple[RunView, bool]:
         new = await self.prepare(
             body,
@@ -151,6 +156,7 @@ class RunService:
             tenant=tenant,
             named=named,
             marks=marks,
+            begin=begin,
         )
         values = new.values
         record, created = await self.store.create(
@@ -179,13 +185,18 @@ class RunService:
         tree: Mapping[str, Any] | None = None,
         named: Mapping[str, Any] | None = None,
         marks: Mapping[str, Mapping[str, Any]] | None = None,
+        begin: Begin | None = None,
     ) -> Prepared:
         """A new run as its create writes it, checked (a refusal raises) and not written:
         the create's, or a child run's (`tree`: its place, `app.store.trees`; `named`: the
         agent its body was made from), which the suspension that starts it writes in its
         own transaction. `marks`: configuration keys a feature sets on the run, shown in
-        its `run.created` event too (a schedule's tick: `schedule`)."""
+        its `run.created` event too (a schedule's tick: `schedule`), and covered by the
+        idempotency key's hash. `begin`: builds the run's state machine from its agent
+        settings and turn budget instead of the body's prompt and history (a fork)."""
         request = hooks_trimmed(self.store, body)  # (hashed as the caller sent it)
+        if begin is not None and marks:  # (a fork's own request is in its mark)
+            request["marks"] = {key: dict(place) for key, place in marks.items()}
         agent_ref = None if named is None else dict(named)  # (a child's, resolved already)
         if body.agent is not None:
             if body.previous_run_id is not None:
@@ -230,7 +241,10 @@ class RunService:
         history = [convert.history_message(m) for m in body.history]
         if before is not None:
             history = [*before.history, *history]
-        run = initial_run(body.prompt, history, max_turns, agent)
+        if begin is None:
+            run = initial_run(body.prompt, history, max_turns, agent)
+        else:
+            run = begin(agent, max_turns)
         hooks = self.store.hooks
         for check in hooks.create_checks:  # (approvals: their policies)
             check(agent)

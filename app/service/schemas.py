@@ -103,6 +103,7 @@ def _integral_float(value: Any) -> Any:
 
 #: Integer fields: `5` and `5.0` are accepted; `"5"`, `5.5` and `true` are not.
 _AS_INT = BeforeValidator(_integral_float)  # last: it runs first, before the checks
+AS_INT = _AS_INT  # (for the features' bodies)
 MaxRetries = Annotated[int, Field(ge=0, le=100, strict=True), _AS_INT]
 MaxTurns = Annotated[int, Field(ge=1, le=1000, strict=True), _AS_INT]
 Concurrency = Annotated[int, Field(ge=1, le=64, strict=True), _AS_INT]

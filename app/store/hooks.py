@@ -42,7 +42,7 @@ store's.
   calls refused with an error result the model reads (`Spawned`; app.agents).
 - `round_answers`: asked by a worker about a tool round none of whose calls is answered
   yet, before it goes to its executors, with the run's record, its conversation, the
-  round's calls and the claim's events so far (a hook may add one): the results of every
+  round's calls, its turn and the claim's events so far (a hook may add one): the results of every
   call, in order, or None (the next is asked; none answers: the executors do). A replay
   answers from the run it replays (app.forks).
 - `gauges`: readers of a feature's gauges that /metrics shows after the kernel's, each
@@ -204,10 +204,10 @@ class Spawned:
     refused: Mapping[int, str] = field(default_factory=dict)
 
 
-#: `(the run, its conversation, the round's calls, the claim's events)`: every call's
-#: result in order, or None (`round_answers`).
+#: `(the run, its conversation, the round's calls, its turn, the claim's events)`: every
+#: call's result in order, or None (`round_answers`).
 RoundAnswerer = Callable[
-    [RunRecord, tuple[Message, ...], tuple[PendingToolCall, ...], list[NewEvent]],
+    [RunRecord, tuple[Message, ...], tuple[PendingToolCall, ...], int, list[NewEvent]],
     Awaitable[list[UserContent] | None],
 ]
 

@@ -375,7 +375,9 @@ class RunDriver:
         """A round's results from a `round_answers` hook (the first that answers every
         call), or None: the round goes to its executors."""
         for answerer in self.store.hooks.round_answers:
-            results = await answerer(claim.record, run.full_history(), step.calls, claim.events)
+            results = await answerer(
+                claim.record, run.full_history(), step.calls, run.turn(), claim.events
+            )
             if results is not None:
                 return results
         return None

@@ -488,6 +488,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs/{run_id}/checkpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A run's checkpoints: where it can be forked
+         * @description Read off the run's log; nothing is written to have them: `docs/reference.md#forks`.
+         *
+         *     Needs the permission `runs:read` (roles: admin, operator, creator, viewer).
+         */
+        get: operations["list_checkpoints_v1_runs__run_id__checkpoints_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs/{run_id}/children": {
         parameters: {
             query?: never;
@@ -526,6 +548,28 @@ export interface paths {
         get: operations["events_v1_runs__run_id__events_get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/runs/{run_id}/fork": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fork a run from a checkpoint (or replay it)
+         * @description A new run from the run's first `at` messages: `docs/reference.md#forks`.
+         *
+         *     Needs the permission `runs:create` (roles: admin, creator).
+         */
+        post: operations["fork_run_v1_runs__run_id__fork_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1340,6 +1384,43 @@ export interface components {
              */
             token: string;
         };
+        /** CheckpointList */
+        CheckpointList: {
+            /** Data */
+            data: components["schemas"]["CheckpointOut"][];
+            /**
+             * Messages
+             * @description messages in the run's conversation now
+             */
+            messages: number;
+            /** Run Id */
+            run_id: string;
+        };
+        /** CheckpointOut */
+        CheckpointOut: {
+            /**
+             * Kind
+             * @description `start` (the given history and the prompt), `tool_calls` (the model's calls end it: a fork waits for them), `tool_results` (a round's results end it), `answer` (the model's message without calls ends it)
+             */
+            kind: string;
+            /**
+             * Seq
+             * @description messages before it: a fork at it starts from the first `seq`
+             */
+            seq: number;
+            /**
+             * Turn
+             * @description model calls made before it
+             */
+            turn: number;
+            /**
+             * Usage
+             * @description the usage of those calls
+             */
+            usage: {
+                [key: string]: unknown;
+            };
+        };
         /** ConversationMessageOut */
         ConversationMessageOut: {
             /**
@@ -1446,6 +1527,47 @@ export interface components {
             data: components["schemas"]["FireTimeOut"][];
             /** Timezone */
             timezone: string;
+        };
+        /** ForkIn */
+        ForkIn: {
+            /**
+             * At
+             * @description the checkpoint's `seq` (`GET /v1/runs/{id}/checkpoints`): the fork starts from the run's first `at` messages; default: the run's start
+             */
+            at?: number | null;
+            /**
+             * Mode
+             * @description `replay`: each model call whose request is the recorded one is answered from the recording (and each tool round from its recorded results) until the first difference
+             * @default fork
+             * @enum {string}
+             */
+            mode?: "fork" | "replay";
+            /**
+             * On Divergence
+             * @description a replay at its first difference: go on with the live model and executors (`live`), or fail (`fail`); recorded as a `replay.diverged` event
+             * @default live
+             * @enum {string}
+             */
+            on_divergence?: "live" | "fail";
+            /** @description fields of a create that replace the run's (model, preamble, tools, tool_choice, limits, max_turns, metadata, ...): only those given */
+            overrides?: components["schemas"]["RunFields"] | null;
+            patch?: components["schemas"]["ForkPatch"] | null;
+        };
+        /**
+         * ForkPatch
+         * @description Changes to the conversation the fork starts from (the checkpoint's).
+         */
+        ForkPatch: {
+            /**
+             * Append
+             * @description messages added after the checkpoint's (and the results above), in the `history` shape of a create
+             */
+            append?: components["schemas"]["HistoryMessage"][];
+            /**
+             * Tool Results
+             * @description a recorded tool result to replace (in place), or the results of the calls the checkpoint waits for (all of them: the fork then starts with a model call)
+             */
+            tool_results?: components["schemas"]["ToolResultIn"][];
         };
         /** Health */
         Health: {
@@ -2498,6 +2620,75 @@ export interface components {
             webhook?: components["schemas"]["WebhookSpec"] | null;
         };
         /**
+         * RunFields
+         * @description The fields that configure a run: a create's (`RunCreate`) and a named agent's
+         *     (app.agents), defined once.
+         */
+        RunFields: {
+            /**
+             * Approval
+             * @description the approval policy of the tools that name none (default `never`)
+             */
+            approval?: ("never" | "always") | components["schemas"]["ApprovalRule"] | null;
+            /**
+             * Approval On Timeout
+             * @description the decision a call that waited too long gets (`reject`)
+             */
+            approval_on_timeout?: ("reject" | "approve") | null;
+            /**
+             * Approval Timeout
+             * @description seconds a gated call waits for a decision before it gets `approval_on_timeout` (default: it waits as long as the run does)
+             */
+            approval_timeout?: number | null;
+            /** Expires In */
+            expires_in?: number | null;
+            invalid_tool_call?: components["schemas"]["InvalidToolCallPolicy"];
+            /** @description the run's budget, checked before each model call */
+            limits?: components["schemas"]["RunLimits"] | null;
+            /** Max Turns */
+            max_turns?: number | null;
+            /** Metadata */
+            metadata?: {
+                [key: string]: components["schemas"]["JsonValue"];
+            };
+            model?: components["schemas"]["ModelSpec"];
+            /**
+             * Output Schema
+             * @description structured output: a JSON Schema of an object. The model is offered the tool `final_output` with it as parameters, and the run completes when it calls it (its `output`: the arguments as JSON; a call missing a required field is asked again, up to 2 times) or answers with JSON text that holds the required fields
+             */
+            output_schema?: {
+                [key: string]: components["schemas"]["JsonValue"];
+            } | null;
+            /** Preamble */
+            preamble?: string | null;
+            /**
+             * Priority
+             * @description claim order: a queued run of higher priority goes first; within one priority, fair keys (tenants) take turns
+             * @default 0
+             */
+            priority?: number;
+            /**
+             * Stream
+             * @default false
+             */
+            stream?: boolean;
+            /** Tool Choice */
+            tool_choice?: ("auto" | "none" | "required") | components["schemas"]["SpecificTool"] | null;
+            /**
+             * Tool Concurrency
+             * @default 1
+             */
+            tool_concurrency?: number;
+            /**
+             * Tool Queue
+             * @description the run's tool calls are leased by executors of this queue (`POST /v1/queues/{queue}/lease`) instead of being answered by whoever answers the run; a tool's own `queue` overrides it
+             */
+            tool_queue?: string | null;
+            /** Tools */
+            tools?: components["schemas"]["ToolDef"][];
+            webhook?: components["schemas"]["WebhookSpec"] | null;
+        };
+        /**
          * RunLimits
          * @description A run's `limits` (each optional; unset: unlimited). Stored in `runs.limits`.
          */
@@ -2563,6 +2754,13 @@ export interface components {
             } | null;
             /** Expires At */
             expires_at: string | null;
+            /**
+             * Forked From
+             * @description the run and checkpoint this fork was made from: `{"run_id", "checkpoint", "mode", "on_divergence"}` (`POST /v1/runs/{id}/fork`); `null` for other runs
+             */
+            forked_from?: {
+                [key: string]: unknown;
+            } | null;
             /** Id */
             id: string;
             /**
@@ -3406,7 +3604,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
+            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; The fork would split a tool call from its result; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3971,7 +4169,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
+            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; The fork would split a tool call from its result; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4647,7 +4845,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
+            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; The fork would split a tool call from its result; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4757,7 +4955,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
+            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; The fork would split a tool call from its result; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4945,7 +5143,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
+            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; The fork would split a tool call from its result; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5207,7 +5405,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
+            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; The fork would split a tool call from its result; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5401,8 +5599,85 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
+            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; The fork would split a tool call from its result; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid request; Invalid request; Idempotency key reused with a different request; Tool call is not pending */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed authentications */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    list_checkpoints_v1_runs__run_id__checkpoints_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a run id */
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CheckpointList"];
+                };
+            };
+            /** @description Unauthorized; Browser token invalid or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found; Run not found; Callback token unknown or no longer valid; API key not found; Tenant not found; Agent not found; Schedule not found; No such lease */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5611,6 +5886,125 @@ export interface operations {
             };
         };
     };
+    fork_run_v1_runs__run_id__fork_post: {
+        parameters: {
+            query?: never;
+            header?: {
+                "idempotency-key"?: string;
+            };
+            path: {
+                /** @description a run id */
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ForkIn"];
+            };
+        };
+        responses: {
+            /** @description Idempotent replay: the fork already made */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunOut"];
+                };
+            };
+            /** @description Successful Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunOut"];
+                };
+            };
+            /** @description Malformed JSON */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unauthorized; Browser token invalid or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found; Run not found; Callback token unknown or no longer valid; API key not found; Tenant not found; Agent not found; Schedule not found; No such lease */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; The fork would split a tool call from its result; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid request; Invalid request; Idempotency key reused with a different request; Tool call is not pending */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed authentications */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     set_limits_v1_runs__run_id__limits_post: {
         parameters: {
             query?: never;
@@ -5672,7 +6066,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
+            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; The fork would split a tool call from its result; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5863,7 +6257,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
+            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; The fork would split a tool call from its result; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5971,7 +6365,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
+            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; The fork would split a tool call from its result; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6222,7 +6616,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
+            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; The fork would split a tool call from its result; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6482,7 +6876,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
+            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; The fork would split a tool call from its result; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6761,7 +7155,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
+            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; The fork would split a tool call from its result; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -6847,7 +7241,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
+            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; The fork would split a tool call from its result; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -7161,7 +7555,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
+            /** @description An agent with this name exists; The schedule kept changing; A schedule with this key exists; A tenant with this id exists; Run is not in a state that allows this; A different result was already submitted for this tool call; The decision was made on other arguments; The fork would split a tool call from its result; A different decision was already made for this tool call; A request with this idempotency key is still being processed; The tool call's lease was lost */
             409: {
                 headers: {
                     [name: string]: unknown;

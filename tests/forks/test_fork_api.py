@@ -229,3 +229,33 @@ async def test_an_idempotent_fork_is_made_once(client: httpx.AsyncClient, store:
     assert first.json()["id"] == again.json()["id"]
     other = await client.post(f"/v1/runs/{run['id']}/fork", json={"at": 5}, headers=headers)
     assert other.status_code == 422 and other.json()["type"].endswith("/idempotency-key-reused")
+
+
+async def test_another_tenants_run_cannot_be_forked_nor_its_checkpoints_read(
+    database_url: str, store: RunStore
+) -> None:
+    from datetime import UTC, datetime
+
+    from app.store.schema import tenants
+    from tests.conftest import make_settings
+    from tests.tenancy.test_tenant_isolation import A, B, tenant_clients
+
+    async with store.engine.begin() as conn:
+        await conn.execute(tenants.delete().where(tenants.c.id.in_([A, B])))
+        rows = [{"id": t, "name": t, "limits": {}, "created_at": datetime.now(UTC)} for t in (A, B)]
+        await conn.execute(tenants.insert(), rows)
+    settings = make_settings(database_url, api_keys="deployment-key")
+    async with tenant_clients(settings) as (_app, a, b, _key):
+        made = await a.post("/v1/runs", json=body())
+        rid = made.json()["id"]
+        for refused in (
+            await b.post(f"/v1/runs/{rid}/fork", json={}),
+            await b.post(f"/v1/runs/{rid}/fork", json={"mode": "replay"}),
+            await b.get(f"/v1/runs/{rid}/checkpoints"),
+        ):
+            assert refused.status_code == 404, refused.text
+            assert refused.json()["type"].endswith("/run-not-found")
+        assert (await b.get("/v1/runs")).json()["data"] == []
+        mine = await a.post(f"/v1/runs/{rid}/fork", json={})
+        assert mine.status_code == 201, mine.text
+        assert (await b.get(f"/v1/runs/{mine.json()['id']}")).status_code == 404

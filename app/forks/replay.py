@@ -104,31 +104,57 @@ class Recording:
 
 
 class Replays:
-    """The replays' reads: a recording, and whether a replay left its recording already."""
+    """The replays' reads: a recording, and whether a replay left its recording already.
+
+    Both are remembered (a few runs' worth): a recording while its run's version stays
+    the same (a cheap read without the log tells), a replay's events up to the last one
+    read; a long replay so reads each recording once and each event once, not once per
+    turn."""
+
+    KEPT = 16
 
     def __init__(self, store: RunStore) -> None:
         self.store = store
+        self._recordings: dict[str, Recording] = {}
+        self._read: dict[str, tuple[int, bool]] = {}  # run -> (events read, diverged)
 
     async def recording(self, mark: dict[str, Any]) -> Recording | None:
         source = mark.get("run_id")
         if not isinstance(source, str):
             return None
+        known = self._recordings.get(source)
+        if known is not None:
+            now = await self.store.get(source, scope=Scope.ALL)
+            if now is not None and now.version == known.record.version:
+                return known
         record = await self.store.get(source, with_log=True, scope=Scope.ALL)
         if record is None:
+            self._recordings.pop(source, None)
             return None
-        return Recording(record, await recorded.loaded_run(self.store, record))
+        found = Recording(record, await recorded.loaded_run(self.store, record))
+        _keep(self._recordings, source, found, self.KEPT)
+        return found
 
     async def diverged(self, record: RunRecord, events: Sequence[NewEvent]) -> bool:
         if any(e.type == E.REPLAY_DIVERGED for e in events):
             return True
-        after = 0
-        while True:  # (a replay's log is read only until it diverged: then never again)
+        after, diverged = self._read.get(record.id, (0, False))
+        while not diverged:  # (read on from where the last look stopped)
             page = await self.store.events(record.id, after=after, limit=1000)
-            if any(e.type == E.REPLAY_DIVERGED for e in page):
-                return True
+            diverged = any(e.type == E.REPLAY_DIVERGED for e in page)
+            after = page[-1].seq if page else after
             if len(page) < 1000:
-                return False
-            after = page[-1].seq
+                break
+        _keep(self._read, record.id, (after, diverged), self.KEPT)
+        return diverged
+
+
+def _keep(memo: dict[str, Any], key: str, value: Any, kept: int) -> None:
+    """Remember `value` under `key`, forgetting the oldest beyond `kept`."""
+    memo.pop(key, None)
+    memo[key] = value
+    while len(memo) > kept:
+        memo.pop(next(iter(memo)))
 
 
 def _diverged(turn: int, reason: str, mark: dict[str, Any]) -> NewEvent:

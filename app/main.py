@@ -140,6 +140,7 @@ def create_app(
     from app.agents import routes as agent_routes
     from app.api.app import create_api
     from app.approvals import routes as approval_routes
+    from app.compaction import routes as compaction_routes
     from app.limits import routes as limits_routes
     from app.protocols import a2a, agui
     from app.protocols.sessions import Sessions
@@ -186,6 +187,7 @@ def create_app(
             approval_routes.router,
             agent_routes.router,
             schedule_routes.router,
+            compaction_routes.router,
             *tenancy_routers(),
         ],
     )

@@ -250,8 +250,10 @@ def build(app: FastAPI) -> dict[str, Any]:
     for name in body_parts:
         components[name] = _tighten(components[name])
     components["ModelSpec"] = _model_schema(components)
-    for name in bodies:  # (a run's body, an agent's: `model` is a ModelSpec, never null)
-        properties = components[name].get("properties", {})
+    # (A run's body, an agent's, and a compaction policy's: `model` is a ModelSpec, never
+    # null.)
+    for name in (*bodies, "CompactionPolicy"):
+        properties = components.get(name, {}).get("properties", {})
         if "model" in properties:
             properties["model"] = {"$ref": "#/components/schemas/ModelSpec"}
     components["JsonValue"] = _json_value_schema()

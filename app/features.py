@@ -3,7 +3,7 @@ list the composition root (and a test that builds its own store) installs."""
 
 from __future__ import annotations
 
-from app import agents, approvals, conversations, forks, schedules, tenancy
+from app import agents, approvals, compaction, conversations, forks, schedules, tenancy
 from app.clock import SYSTEM_CLOCK, Clock
 from app.limits import hooks as limits
 from app.service.runs import RunService
@@ -22,4 +22,5 @@ def install(store: RunStore, settings: Settings, clock: Clock = SYSTEM_CLOCK) ->
     schedules.install(RunService(store, settings, clock))
     webhooks.install(store)
     limits.install(store, tenancy.limits_source(store, clock))
+    compaction.install(store)
     return store

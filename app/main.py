@@ -140,6 +140,7 @@ def create_app(
     from app.agents import routes as agent_routes
     from app.api.app import create_api
     from app.approvals import routes as approval_routes
+    from app.compaction import routes as compaction_routes
     from app.forks import fork_service
     from app.forks import routes as fork_routes
     from app.limits import routes as limits_routes
@@ -190,6 +191,7 @@ def create_app(
             agent_routes.router,
             schedule_routes.router,
             fork_routes.router,
+            compaction_routes.router,
             *tenancy_routers(),
         ],
     )

@@ -55,6 +55,9 @@ class Transition(StrEnum):
     LIMIT = "limit"  # the run's limits were changed (it keeps its status and fencing token)
     DECIDE = "decide"  # an approval decision made; the run still waits (results, approvals)
     THROTTLE = "throttle"  # a shared limit defers the model call: back to the queue, due later
+    REWRITE = (
+        "rewrite"  # a turn-boundary hook replaced the conversation: back to the queue, due now
+    )
 
 
 _S = RunStatus
@@ -70,6 +73,7 @@ TABLE: dict[tuple[RunStatus, Transition], RunStatus] = {
     (_S.REQUIRES_ACTION, _T.STOP): _S.FAILED,
     (_S.RUNNING, _T.BACKOFF): _S.QUEUED,
     (_S.RUNNING, _T.THROTTLE): _S.QUEUED,
+    (_S.RUNNING, _T.REWRITE): _S.QUEUED,
     (_S.RUNNING, _T.CANCEL): _S.CANCELLED,
     (_S.RUNNING, _T.LEASE_LOST): _S.QUEUED,
     (_S.REQUIRES_ACTION, _T.RESUME): _S.QUEUED,

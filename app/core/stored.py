@@ -1,17 +1,24 @@
 """A run as the service stores it: a small control document and an append-only log.
 
-The serialized run (`serde.state_to_dict`) holds three lists that only ever grow: the
-given `chat_history` (fixed at creation), `new_messages` and `completion_calls` (one per
-model call, with the provider's raw answer). Rewriting them on every transition made a
-tool round's cost grow with the conversation. Here they are written once: each
-transition appends one *batch* holding only the items added since the run was loaded,
-and the control document keeps their counts in their place. A finished run's response
-repeats the run's messages and calls; it keeps counts too (the log has them).
+The serialized run (`serde.state_to_dict`) holds three lists that grow: the given
+`chat_history` (fixed at creation), `new_messages` and `completion_calls` (one per model
+call, with the provider's raw answer). Rewriting them on every transition made a tool
+round's cost grow with the conversation. Here they are written once: each transition
+appends one *batch* holding only the items added since the run was loaded, and the
+control document keeps their counts in their place. A finished run's response repeats
+the run's messages and calls; it keeps counts too (the log has them).
 
 A batch carries the `schema_version` it was written with, so an item is upgraded by the
-same `serde.UPGRADERS` as a whole document. A control document without the
-`"log"` marker is a whole legacy document (written before this layout): it loads as
-before, and its first snapshot writes everything it holds as the log's first batch.
+same `serde.UPGRADERS` as a whole document. A control document without the `"log"`
+marker is a whole legacy document (written before this layout): it loads as before, and
+its first snapshot writes everything it holds as the log's first batch.
+
+A batch marked `"r": 1` (`resets`) *replaces* the given history and the run's messages
+so far with its own `h` and `m` instead of appending to them (its `c` still appends): a
+conversation rewritten at a turn boundary (compaction, `rewrite`). The batches before it
+stay as they were written, and its `a` holds the messages the run had added since the
+batch before it (appended, then replaced: `appended`), so every original message
+remains readable in the log.
 
 Pure JSON manipulation: no IO, no clock.
 """
@@ -43,6 +50,10 @@ Doc = dict[str, Any]
 
 #: Marks a control document (its value is the log's extent).
 LOG_KEY = "log"
+#: Marks a batch whose `h` and `m` replace the lists so far (`resets`).
+RESET_KEY = "r"
+#: A reset batch's messages appended before it replaced the lists (`appended`).
+APPENDED_KEY = "a"
 #: Fields a control document leaves out when they hold these values (most runs never
 #: change them), filled in again on load: every byte of it is written with every change.
 DEFAULTS: dict[str, Any] = {
@@ -133,12 +144,14 @@ def _full_control(doc: Doc) -> None:
 def _lean_batch(batch: Doc) -> None:
     _lean_messages(batch.get("h"))
     _lean_messages(batch.get("m"))
+    _lean_messages(batch.get(APPENDED_KEY))
     _calls_usage(batch.get("c"), _lean_usage)
 
 
 @dataclass(frozen=True, slots=True)
 class Extent:
-    """How much of a run's log is stored: items per list, and batches written."""
+    """How much of a run's log is stored: items per list (as the run holds them: after a
+    reset batch, that batch's lists and what was appended since), and batches written."""
 
     history: int | None = None  # None: the run was given no history (as rig: not [])
     messages: int = 0
@@ -193,6 +206,48 @@ class Loaded:
     extent: Extent
     stored: bool = True  # False: a legacy whole document, nothing in the log yet
     base: tuple[int, int] = (0, 0)
+    reset: bool = False  # its conversation was replaced (`rewrite`): the next batch resets
+    appended: tuple[Message, ...] = ()  # what it had added, unlogged, before the rewrite
+
+
+def rewrite(loaded: Loaded, run: AgentRun) -> None:
+    """`loaded` now holds `run`, whose given history and messages replace the run's (a
+    conversation rewritten at a turn boundary: compaction) and whose completion calls
+    continue its calls: its next snapshot writes both lists whole, in a batch that
+    `resets` them, with the messages the run had added since its last batch (not in
+    the log yet: the originals stay readable). Only a full load can be rewritten."""
+    if loaded.base != (0, 0):
+        raise StateDecodeError("a run loaded without its log cannot have its conversation replaced")
+    if len(run.completion_calls()) < loaded.extent.calls:
+        raise StateDecodeError("a rewritten run keeps the completion calls it had")
+    if not loaded.reset:  # (rewritten twice before a snapshot: the first kept them)
+        before = loaded.run
+        if loaded.stored:
+            loaded.appended = before.messages()[loaded.extent.messages :]
+        else:  # (a whole legacy document: nothing of it is in the log yet)
+            loaded.appended = before.full_history()
+    loaded.run = run
+    loaded.reset = True
+
+
+def resets(body: str) -> bool:
+    """Whether a log batch (its JSON text) replaces the given history and the run's
+    messages so far with its own, rather than appending to them (a compaction's batch)."""
+    try:
+        batch = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise StateDecodeError(f"run log is not valid JSON: {exc}") from None
+    return isinstance(batch, dict) and batch.get(RESET_KEY) == 1
+
+
+def appended(body: str) -> list[Message]:
+    """The messages a batch that `resets` holds as appended before it replaced the lists
+    (the run's own, added since the batch before it); none for any other batch."""
+    batch = _decoded_batch(body)
+    items = batch.get(APPENDED_KEY, [])
+    if not isinstance(items, list):
+        raise StateDecodeError(f"run log: batch list {APPENDED_KEY!r} must be an array")
+    return [message_from(m, f"log.{APPENDED_KEY}[{i}]") for i, m in enumerate(items)]
 
 
 def load(control: str, log: str | None = None, *, control_only: bool = False) -> Loaded:
@@ -295,7 +350,10 @@ def _read_log(log: str | None, extent: Extent) -> dict[str, list[Any]]:
             items = batch.get(short, [])
             if not isinstance(items, list):
                 raise StateDecodeError(f"run log: batch list {short!r} must be an array")
-            lists[short].extend(items)
+            if short != "c" and batch.get(RESET_KEY) == 1:
+                lists[short] = list(items)  # (a reset batch: the conversation from here)
+            else:
+                lists[short].extend(items)
     want = {"h": extent.history or 0, "m": extent.messages, "c": extent.calls}
     for short, n in want.items():
         if len(lists[short]) != n:
@@ -320,14 +378,23 @@ def _current(batch: Doc) -> Doc:
             "state": "PreparingRequest",
         }
     )
-    return {"h": doc["chat_history"], "m": doc["new_messages"], "c": doc["completion_calls"]}
+    out = {"h": doc["chat_history"], "m": doc["new_messages"], "c": doc["completion_calls"]}
+    if batch.get(RESET_KEY) == 1:
+        out[RESET_KEY] = 1
+    if APPENDED_KEY in batch:  # (upgraded as the run's messages are)
+        old = {
+            "schema_version": version,
+            "chat_history": [],
+            "new_messages": batch[APPENDED_KEY],
+            "completion_calls": [],
+            "state": "PreparingRequest",
+        }
+        out[APPENDED_KEY] = upgrade(old)["new_messages"]
+    return out
 
 
-def batch_messages(body: str) -> tuple[list[Message], list[Message]]:
-    """The messages one log batch appended (the given history's, the run's own),
-    decoded at the current schema version, without loading the run: for a reader of a
-    few batches (the approvals inbox reads a run's first and its latest). A batch that
-    does not decode raises `StateDecodeError`."""
+def _decoded_batch(body: str) -> Doc:
+    """A batch's JSON text as a document at the current schema version."""
     try:
         batch = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -335,9 +402,18 @@ def batch_messages(body: str) -> tuple[list[Message], list[Message]]:
     if not isinstance(batch, dict):
         raise StateDecodeError("run log: a batch must be an object")
     try:
-        batch = _current(batch)
+        return _current(batch)
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
         raise StateDecodeError(f"run log: a batch has an invalid shape: {exc!r}") from None
+
+
+def batch_messages(body: str) -> tuple[list[Message], list[Message]]:
+    """The messages one log batch appended (the given history's, the run's own; of a
+    batch that `resets`, the lists it replaced them with), decoded at the current schema
+    version, without loading the run: for a reader of a few batches (the approvals inbox
+    reads a run's first and its latest). A batch that does not decode raises
+    `StateDecodeError`."""
+    batch = _decoded_batch(body)
     out: list[list[Message]] = []
     for short in ("h", "m"):
         items = batch.get(short, [])
@@ -350,24 +426,28 @@ def batch_messages(body: str) -> tuple[list[Message], list[Message]]:
 def snapshot(loaded: Loaded) -> Snapshot:
     """The control document of the run as it is now, and the batch of what it added
     since it was loaded (or last snapshotted); `loaded` then counts those as stored.
-    Only the new items are serialized: the cost does not grow with the conversation."""
+    Only the new items are serialized: the cost does not grow with the conversation
+    (but for a rewritten conversation, `rewrite`, written whole in a batch that resets)."""
     state = loaded.run.state
     doc = state_to_dict(state, log=True)
     extent = loaded.extent if loaded.stored else Extent()
     base_m, base_c = loaded.base
     messages = state.new_messages
     calls = state.completion_calls
-    new: Doc = {}
-    if loaded.stored:
-        history_count = extent.history
-    else:
+    whole = loaded.reset or not loaded.stored  # (the conversation written whole)
+    new: Doc = {RESET_KEY: 1} if loaded.reset else {}
+    if loaded.appended:
+        new[APPENDED_KEY] = [message_to_dict(m) for m in loaded.appended]
+    if whole:
         given = state.chat_history  # None: none given (rig keeps None apart from [])
         history_count = None if given is None else len(given)
         if given is not None:
             new["h"] = [message_to_dict(m) for m in given]
-    fresh_m = messages[extent.messages - base_m :]
+    else:
+        history_count = extent.history
+    fresh_m = messages if loaded.reset else messages[extent.messages - base_m :]
     fresh_c = calls[extent.calls - base_c :]
-    if fresh_m:
+    if fresh_m or loaded.reset:
         new["m"] = [message_to_dict(m) for m in fresh_m]
     if fresh_c:
         new["c"] = [completion_call_to_dict(c) for c in fresh_c]
@@ -389,6 +469,8 @@ def snapshot(loaded: Loaded) -> Snapshot:
     doc[LOG_KEY] = after.to_doc()
     loaded.extent = after
     loaded.stored = True
+    loaded.reset = False
+    loaded.appended = ()
     return Snapshot(dumps(doc), batch, after)
 
 

@@ -174,7 +174,9 @@ class ReplayGate(ModelGate):
     async def before(self, claim: Claim, request: ModelRequest) -> Verdict:
         record = claim.record
         mark = replay_mark(record)
-        if mark is None or await self.replays.diverged(record, claim.events):
+        if mark is None or request.purpose is not None:  # (a hook's call is no turn)
+            return Go(request)
+        if await self.replays.diverged(record, claim.events):
             return Go(request)
         source = await self.replays.recording(mark)
         history = (*request.history, request.prompt)

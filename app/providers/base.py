@@ -37,6 +37,7 @@ class ModelRequest:
     params: Mapping[str, Any] = field(default_factory=dict)  # temperature, max_tokens, ...
     turn: int = 1  # the run's model-call number (CallModel.turn)
     attempt: int = 1  # 1 for the first try of this model call, 2 after one retry, ...
+    purpose: str | None = None  # None: a turn of the run; else a hook's call ("compaction")
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,7 @@ INHERITED = (
     "approval",
     "approval_timeout",
     "approval_on_timeout",
+    "compaction",
 )
 CONTINUE_DESCRIPTION = (
     "Continue the conversation of this earlier run, which must be `completed` (else 409 "
@@ -311,6 +312,38 @@ class RunLimits(Strict):
         return self.model_dump(exclude_none=True) or None
 
 
+class CompactionPolicy(Strict):
+    """A run's context compaction (`compaction`; docs/compaction.md): when the next model
+    request's estimated tokens pass `threshold_tokens`, the worker first replaces the
+    older turns with a summary (system and user messages kept verbatim)."""
+
+    threshold_tokens: Annotated[int, Field(ge=1000, le=10**9, strict=True), _AS_INT] = Field(
+        description="compact before a model call whose request is estimated above this many "
+        "tokens (the JSON text of the preamble, tools and messages, 4 characters a token)"
+    )
+    model: ModelSpec | None = Field(
+        default=None, description="the summarising model (default: the run's own `model`)"
+    )
+    keep_recent_turns: Annotated[int, Field(ge=1, le=1000, strict=True), _AS_INT] = Field(
+        default=2,
+        description="the latest model turns (each with its tool results) kept as they are",
+    )
+    instructions: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=20_000,
+        description="what the summarising model is told (default: the service's)",
+    )
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def model_not_null(cls, value: Any) -> Any:
+        """`model` may be left out (the run's own), not set to null."""
+        if value is None:
+            raise PydanticCustomError("model_type", "model must be an object")
+        return value
+
+
 class LimitsIn(Body, RunLimits):
     """`POST /v1/runs/{id}/limits`: the limits named are set (null removes one), the
     others are kept."""
@@ -370,6 +403,11 @@ class RunFields(Body):
         "calls it (its `output`: the arguments as JSON; a call missing a required field is "
         f"asked again, up to {OUTPUT_RETRIES} times) or answers with JSON text that holds "
         "the required fields",
+    )
+    compaction: CompactionPolicy | None = Field(
+        default=None,
+        description="context compaction for long runs: past `threshold_tokens`, older turns "
+        "are replaced by a summary before the next model call (the run's log keeps them)",
     )
 
     @field_validator("model", mode="before")

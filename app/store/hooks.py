@@ -45,6 +45,13 @@ store's.
   round's calls, its turn and the claim's events so far (a hook may add one): the results of every
   call, in order, or None (the next is asked; none answers: the executors do). A replay
   answers from the run it replays (app.forks).
+- `turn_boundaries`: asked by a worker at each turn boundary, just before a model call
+  (`Boundary`: the run's record, the run, the `CallModel` step about to be made, and
+  `ModelCalls` through which the hook may make model calls of its own, billed as the
+  run's): a `Rewrite` of the conversation, which the worker writes at once as one
+  transition of its own (`rewrite`: its log batch replaces the lists, the run back in
+  the queue), or None (the next is asked; none rewrites: the call is made). Compaction
+  (app.compaction) replaces older turns with a summary here.
 - `gauges`: readers of a feature's gauges that /metrics shows after the kernel's, each
   called with the scrape's time (Prometheus metric families, typed as objects: the store
   sits below the API; the shared limits' keys).
@@ -66,8 +73,9 @@ from typing import Any, Protocol
 import structlog
 
 from app.clock import Clock
-from app.core import Message, PendingToolCall, UserContent
+from app.core import AgentRun, CallModel, Message, PendingToolCall, UserContent
 from app.core.scope import Scope
+from app.providers.base import ModelRequest, ProviderTurn
 from app.settings import Settings
 from app.store.config import RunConfig
 from app.store.run_records import NewEvent, NewToolCall, RunRecord, SpawnedRun
@@ -217,6 +225,45 @@ RoundAnswerer = Callable[
 RoundSpawner = Callable[[RunRecord, list[NewToolCall], int, datetime], Awaitable[Spawned]]
 
 
+class ModelCalls(Protocol):
+    """Model calls a turn-boundary hook makes through the worker (`app.worker.boundaries`):
+    asked of the model gates, held under the claim's lease, and recorded on the claim as
+    the run's own calls are (`model.called` with `purpose`, billed to the run)."""
+
+    async def call(
+        self, spec: Mapping[str, Any], request: ModelRequest, purpose: str
+    ) -> ProviderTurn | None:
+        """The answer of `spec`'s model to `request`; None when no answer came: the call
+        failed (a `model.failed` is recorded) or a gate held it back (the worker then
+        does what the gate said once the hook returns: throttle, suspend, fail)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Boundary:
+    """A turn boundary as `turn_boundaries` see it: the model call `step` is about to be
+    made. `run` is the worker's (read it; do not advance it)."""
+
+    record: RunRecord
+    run: AgentRun
+    step: CallModel
+    calls: ModelCalls
+
+
+@dataclass(frozen=True, slots=True)
+class Rewrite:
+    """The conversation a run goes on with: its given history (None: none, as the run's
+    was) and its own messages (the next prompt last), and the events that say why."""
+
+    history: tuple[Message, ...] | None
+    messages: tuple[Message, ...]
+    events: tuple[NewEvent, ...] = ()
+
+
+#: `(the boundary)`: the conversation to go on with, or None (`turn_boundaries`).
+TurnBoundary = Callable[[Boundary], Awaitable[Rewrite | None]]
+
+
 class Templates(Protocol):
     """Named agents (a feature's): what a create that names one becomes."""
 
@@ -244,6 +291,7 @@ class Hooks:
         self.templates: Templates | None = None
         self.round_spawns: RoundSpawner | None = None
         self.round_answers: tuple[RoundAnswerer, ...] = ()
+        self.turn_boundaries: tuple[TurnBoundary, ...] = ()
 
     def on_run_ended(self, hook: RunEnded) -> None:
         self.run_ended = (*self.run_ended, hook)
@@ -300,6 +348,9 @@ class Hooks:
 
     def add_round_answers(self, answerer: RoundAnswerer) -> None:
         self.round_answers = (*self.round_answers, answerer)
+
+    def add_turn_boundary(self, hook: TurnBoundary) -> None:
+        self.turn_boundaries = (*self.turn_boundaries, hook)
 
     async def ended(self, records: list[RunRecord], now: datetime) -> None:
         """Tell every `run_ended` hook of each of `records` (runs a write just ended)."""

@@ -49,11 +49,12 @@ from app.service.tokens import callback_token, token_hash
 from app.settings import Settings
 from app.store import changes
 from app.store.changes import Budget, Change, Resolution
-from app.store.hooks import Spawned
+from app.store.hooks import Boundary, Rewrite, Spawned
 from app.store.run_records import NewEvent, NewToolCall, RunRecord
 from app.store.runs import RunStore
 from app.worker import streaming, tool_rounds
 from app.worker.billing import billed_usage, priced_call
+from app.worker.boundaries import BoundaryCalls
 from app.worker.gates import Answer, Defer, Go, ModelGate, Refuse, gates_of
 from app.worker.lease import Claim, Lease, LeaseLost
 from app.worker.stops import Stops
@@ -143,6 +144,10 @@ class RunDriver:
                 except AgentRunError as err:
                     return await self._fail(claim, run, err)
                 if isinstance(step, CallModel):
+                    if self.store.hooks.turn_boundaries:  # (none registered: nothing asked)
+                        ended = await self._turn_boundary(claim, run, step)
+                        if ended is not None:
+                            return ended
                     outcome = await self._call_model(claim, run, step)
                     if outcome is not None:
                         return outcome
@@ -459,6 +464,46 @@ class RunDriver:
 
     def _usage(self, claim: Claim) -> dict[str, Any] | None:
         return billed_usage(claim.record.usage, claim.events)
+
+    async def _turn_boundary(
+        self, claim: Claim, run: AgentRun, step: CallModel
+    ) -> RunStatus | None:
+        """Ask the `turn_boundaries` hooks before the model call `step` (compaction); the
+        status when one rewrote the conversation (written at once) or a gate held back a
+        call a hook made (applied as to the turn's own call), None: the call goes on."""
+        for hook in self.store.hooks.turn_boundaries:
+            calls = BoundaryCalls(
+                claim, self.providers, self.lease, self.gates, self.prices, self.clock
+            )
+            rewrite = await hook(Boundary(claim.record, run, step, calls))
+            stopped = calls.stopped
+            if stopped is not None or rewrite is not None:
+                run.withdraw_model_call()  # (the run as it was before the call was asked for)
+            if isinstance(stopped, Defer):
+                return await self._throttle(claim, stopped)
+            if isinstance(stopped, Refuse):
+                return await self._end_failed(claim, stopped.error)
+            if stopped is not None:
+                return await self._suspend_budget(claim, run, stopped.reason)
+            if rewrite is not None:
+                return await self._rewrite(claim, run, rewrite)
+        return None
+
+    async def _rewrite(self, claim: Claim, run: AgentRun, rewrite: Rewrite) -> RunStatus | None:
+        """The run goes on with `rewrite`'s conversation: written at once (its log batch
+        replaces the lists; the earlier batches keep the originals), back to the queue."""
+        state = dataclasses.replace(
+            run.state, chat_history=rewrite.history, new_messages=list(rewrite.messages)
+        )
+        if claim.loaded is None:
+            raise RuntimeError("the claim's run is not loaded")
+        stored.rewrite(claim.loaded, AgentRun.from_state(state))
+        claim.events.extend(rewrite.events)
+        now = self.clock.now()
+        change = changes.rewrite(
+            claim.version, self._snapshot(claim), run.turn(), now, claim.events, self._usage(claim)
+        )
+        return await self._write(claim, change, now)
 
     async def _complete(
         self, claim: Claim, run: AgentRun, response: PromptResponse

@@ -33,6 +33,7 @@ class AgentFields(TypedDict, total=False):
     approval: str | Mapping[str, Any]
     approval_timeout: float
     approval_on_timeout: str
+    compaction: Mapping[str, Any]  # threshold_tokens, model, keep_recent_turns, instructions
 
 
 #: The service's rule for an agent's name (tests/client/test_vocabulary.py checks it): it

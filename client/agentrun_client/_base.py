@@ -72,6 +72,7 @@ class RunOptions(TypedDict, total=False):
     approval: str | Mapping[str, Any]
     approval_timeout: float
     approval_on_timeout: str
+    compaction: Mapping[str, Any]  # threshold_tokens, model, keep_recent_turns, instructions
 
 
 def settings(base_url: str | None, api_key: str | None) -> tuple[str, dict[str, str]]:

@@ -63,6 +63,7 @@ class EventType(StrEnum):
     TOOL_CALL_APPROVED = "tool_call.approved"
     TOOL_CALL_REJECTED = "tool_call.rejected"
     RUN_CHILDREN_STARTED = "run.children_started"  # agent tools' calls became child runs
+    RUN_COMPACTED = "run.compacted"  # older turns replaced by a summary (the log keeps them)
 
 
 #: Events that end a run's live stream.

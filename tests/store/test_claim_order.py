@@ -214,7 +214,7 @@ async def test_the_default_priority_is_hashed_as_before_it_existed(
     view, _ = await service.create_run(body, idempotency_key="k-prio")
     request = policies.without_unset_approvals(without_unset_queues(body.model_dump(mode="json")))
     # (options that did not always exist)
-    for added in ("priority", "if_busy", "agent", "output_schema"):
+    for added in ("priority", "if_busy", "agent", "output_schema", "compaction"):
         request.pop(added)
     assert view.record.request_hash == convert.canonical_hash(request)
     urgent = await service.create_run(run_body(priority=5), idempotency_key="k-prio-5")

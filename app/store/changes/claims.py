@@ -255,6 +255,24 @@ def throttle(
     return Change(T.THROTTLE, with_usage(values, usage), tuple(events), version)
 
 
+def rewrite(
+    version: int,
+    snapshot: Snapshot,
+    turn: int,
+    now: datetime,
+    events: Sequence[NewEvent],
+    usage: Mapping[str, Any] | None,
+) -> Change:
+    """A turn-boundary hook replaced the run's conversation (compaction, `snapshot`: its
+    batch resets the log's lists): written at once, before the turn's model call, and the
+    run back in the queue, due now. A crash after it finds the new conversation, so the
+    rewrite is never made twice; the events (the hook's) say what it did."""
+    values = {"turn": turn, "available_at": now} | NO_LEASE | waiting_column(Queued())
+    return Change(
+        T.REWRITE, with_usage(values, usage), tuple(events), version, snapshot, notify=True
+    )
+
+
 def release(version: int, worker: str, now: datetime) -> Change:
     """A worker gives back a run an outage interrupted: due again at once."""
     return Change(

@@ -598,6 +598,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs/{run_id}/log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every message the run's log holds, oldest first, a page at a time
+         * @description The messages each batch of the run's log wrote, in order: the originals of the turns a compaction replaced with a summary among them (`GET /v1/runs/{run_id}/messages` shows the conversation as it is now). A compaction's batch (`replaces`) restates the conversation it left: the messages it kept, the summary and the recent turns. `docs/compaction.md`.
+         *
+         *     Needs the permission `runs:read` (roles: admin, operator, creator, viewer).
+         */
+        get: operations["run_log_v1_runs__run_id__log_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs/{run_id}/messages": {
         parameters: {
             query?: never;
@@ -964,6 +986,8 @@ export interface components {
              * @description seconds a gated call waits for a decision before it gets `approval_on_timeout` (default: it waits as long as the run does)
              */
             approval_timeout?: number | null;
+            /** @description context compaction for long runs: past `threshold_tokens`, older turns are replaced by a summary before the next model call (the run's log keeps them) */
+            compaction?: components["schemas"]["CompactionPolicy"] | null;
             /**
              * Description
              * @description what it does: for people, agent cards and the agent tools that call it
@@ -1072,6 +1096,8 @@ export interface components {
              * @description seconds a gated call waits for a decision before it gets `approval_on_timeout` (default: it waits as long as the run does)
              */
             approval_timeout?: number | null;
+            /** @description context compaction for long runs: past `threshold_tokens`, older turns are replaced by a summary before the next model call (the run's log keeps them) */
+            compaction?: components["schemas"]["CompactionPolicy"] | null;
             /**
              * Description
              * @description what it does: for people, agent cards and the agent tools that call it
@@ -1420,6 +1446,31 @@ export interface components {
             usage: {
                 [key: string]: unknown;
             };
+        };
+        /**
+         * CompactionPolicy
+         * @description A run's context compaction (`compaction`; docs/compaction.md): when the next model
+         *     request's estimated tokens pass `threshold_tokens`, the worker first replaces the
+         *     older turns with a summary (system and user messages kept verbatim).
+         */
+        CompactionPolicy: {
+            /**
+             * Instructions
+             * @description what the summarising model is told (default: the service's)
+             */
+            instructions?: string | null;
+            /**
+             * Keep Recent Turns
+             * @description the latest model turns (each with its tool results) kept as they are
+             * @default 2
+             */
+            keep_recent_turns?: number;
+            model?: components["schemas"]["ModelSpec"];
+            /**
+             * Threshold Tokens
+             * @description compact before a model call whose request is estimated above this many tokens (the JSON text of the preamble, tools and messages, 4 characters a token)
+             */
+            threshold_tokens: number;
         };
         /** ConversationMessageOut */
         ConversationMessageOut: {
@@ -1862,6 +1913,37 @@ export interface components {
             requests_per_minute?: number | null;
             /** Tokens Per Minute */
             tokens_per_minute?: number | null;
+        };
+        /** LogMessageList */
+        LogMessageList: {
+            /** Data */
+            data: components["schemas"]["LogMessageOut"][];
+            /** Next Cursor */
+            next_cursor: string | null;
+        };
+        /** LogMessageOut */
+        LogMessageOut: {
+            /**
+             * Batch
+             * @description the log batch that wrote it: 1 at the run's creation, then one per change that added messages
+             */
+            batch: number;
+            /**
+             * From History
+             * @description a message of the history the run was given
+             */
+            from_history: boolean;
+            /**
+             * Index
+             * @description the message's position among the log's messages, from 0
+             */
+            index: number;
+            message: components["schemas"]["HistoryMessageOut"];
+            /**
+             * Replaces
+             * @description its batch replaced the conversation so far (a compaction): the conversation is this batch's messages and what later batches add
+             */
+            replaces: boolean;
         };
         /** MessageList */
         MessageList: {
@@ -2555,6 +2637,8 @@ export interface components {
              * @description seconds a gated call waits for a decision before it gets `approval_on_timeout` (default: it waits as long as the run does)
              */
             approval_timeout?: number | null;
+            /** @description context compaction for long runs: past `threshold_tokens`, older turns are replaced by a summary before the next model call (the run's log keeps them) */
+            compaction?: components["schemas"]["CompactionPolicy"] | null;
             /** Expires In */
             expires_in?: number | null;
             /** History */
@@ -2587,7 +2671,7 @@ export interface components {
             preamble?: string | null;
             /**
              * Previous Run Id
-             * @description Continue the conversation of this earlier run, which must be `completed` (else 409 `run-state-conflict` naming its status; 404 if there is no such run). Its whole conversation (its `history`, prompt and messages) becomes this run's history, followed by this run's `history` (if any) and `prompt`. These fields are taken from the earlier run unless this body sets them (a field present, `null` or `[]` included, overrides): `model`, `output_schema`, `preamble`, `tools`, `tool_choice`, `tool_concurrency`, `invalid_tool_call`, `webhook`, `tool_queue`, `approval`, `approval_timeout`, `approval_on_timeout`. The others (`max_turns`, `expires_in`, `metadata`, `stream`) are this run's own, with their usual defaults. The run's `conversation_id` is the first run's id. `model` is required unless this is set (else 422 `invalid-request`).
+             * @description Continue the conversation of this earlier run, which must be `completed` (else 409 `run-state-conflict` naming its status; 404 if there is no such run). Its whole conversation (its `history`, prompt and messages) becomes this run's history, followed by this run's `history` (if any) and `prompt`. These fields are taken from the earlier run unless this body sets them (a field present, `null` or `[]` included, overrides): `model`, `output_schema`, `preamble`, `tools`, `tool_choice`, `tool_concurrency`, `invalid_tool_call`, `webhook`, `tool_queue`, `approval`, `approval_timeout`, `approval_on_timeout`, `compaction`. The others (`max_turns`, `expires_in`, `metadata`, `stream`) are this run's own, with their usual defaults. The run's `conversation_id` is the first run's id. `model` is required unless this is set (else 422 `invalid-request`).
              */
             previous_run_id?: string | null;
             /**
@@ -2640,6 +2724,8 @@ export interface components {
              * @description seconds a gated call waits for a decision before it gets `approval_on_timeout` (default: it waits as long as the run does)
              */
             approval_timeout?: number | null;
+            /** @description context compaction for long runs: past `threshold_tokens`, older turns are replaced by a summary before the next model call (the run's log keeps them) */
+            compaction?: components["schemas"]["CompactionPolicy"] | null;
             /** Expires In */
             expires_in?: number | null;
             invalid_tool_call?: components["schemas"]["InvalidToolCallPolicy"];
@@ -6077,6 +6163,87 @@ export interface operations {
             };
             /** @description Request body too large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid request; Invalid request; Idempotency key reused with a different request; Tool call is not pending */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many failed authentications */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    run_log_v1_runs__run_id__log_get: {
+        parameters: {
+            query?: {
+                /** @description `next_cursor` of the previous page (opaque); a cursor this service did not make is refused with 422 `invalid-request` */
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                /** @description a run id */
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LogMessageList"];
+                };
+            };
+            /** @description Unauthorized; Browser token invalid or expired */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found; Run not found; Callback token unknown or no longer valid; API key not found; Tenant not found; Agent not found; Schedule not found; No such lease */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,0 +1,199 @@
+"""Compaction's pure part: how big the next request is (`estimate_tokens`), which
+messages a summary replaces (`plan`), and the conversation after it (`Plan.apply`).
+
+A *turn* is an assistant message and what follows it up to the next one (its tool
+results, a retry's feedback). The last `keep_recent_turns` turns stay as they are, and
+so does the prompt the next call answers; of the older messages, system messages and
+user messages that hold no tool result are kept verbatim, in order, and the rest (the
+model's answers, tool calls and their results, an earlier summary) is replaced by one
+summary, a user message placed after the kept messages and before the recent turns
+(every wire takes it there: Anthropic merges it with the kept user messages, and the
+recent turns start with an assistant message). The boundary never falls between a tool
+call and its result: it moves back to the call's turn.
+
+No loop: a plan needs at least one model turn to summarise besides an earlier summary,
+so a conversation that stays past its threshold after a compaction is compacted again
+only once a turn has left the recent ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.core import (
+    AssistantMessage,
+    Image,
+    Json,
+    Message,
+    Reasoning,
+    SystemMessage,
+    Text,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from app.core.jsonvalue import compact_json
+from app.core.serde import dumps, message_to_dict
+
+#: Opens the text of every summary (how a later compaction knows one: summarised again).
+SUMMARY_PREFIX = "Summary of the earlier conversation (older turns were compacted):\n\n"
+#: The estimate's rate: characters of JSON text per token (a common rule of thumb for
+#: English and code; a provider's own count differs by model and language).
+CHARS_PER_TOKEN = 4
+
+
+def estimate_tokens(
+    preamble: str | None, tools: Sequence[Mapping[str, Any]], messages: Sequence[Message]
+) -> int:
+    """The tokens of a request, estimated without the provider: the length of the JSON
+    text of its preamble, tools (`name`, `description`, `parameters`) and messages (as
+    stored), divided by `CHARS_PER_TOKEN`, rounded up. The same on every wire, and a
+    little above what the wires send (the stored form names every item's type)."""
+    text = dumps([preamble, list(tools), [message_to_dict(m) for m in messages]])
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def is_summary(message: Message) -> bool:
+    """Whether `message` is the summary of an earlier compaction."""
+    return (
+        isinstance(message, UserMessage)
+        and len(message.content) == 1
+        and isinstance(message.content[0], Text)
+        and message.content[0].text.startswith(SUMMARY_PREFIX)
+    )
+
+
+def verbatim(message: Message) -> bool:
+    """Whether a message older than the recent turns is kept as it is: a system message,
+    or a user message that holds no tool result (and is no earlier summary)."""
+    if isinstance(message, SystemMessage):
+        return True
+    return (
+        isinstance(message, UserMessage)
+        and not any(isinstance(i, ToolResult) for i in message.content)
+        and not is_summary(message)
+    )
+
+
+def summary_message(text: str) -> UserMessage:
+    return UserMessage(SUMMARY_PREFIX + text)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Positions in the conversation: those kept verbatim before the summary, those it
+    replaces, and where the recent turns (kept as they are) start."""
+
+    kept: tuple[int, ...]
+    summarised: tuple[int, ...]
+    recent: int
+
+    def apply(self, conversation: Sequence[Message], summary: Message) -> tuple[Message, ...]:
+        """The conversation after the compaction: the kept messages, the summary, the
+        recent turns."""
+        kept = (conversation[i] for i in self.kept)
+        return (*kept, summary, *conversation[self.recent :])
+
+
+def call_result_pairs(conversation: Sequence[Message]) -> list[tuple[int, int]]:
+    """(position of a tool call's message, position of its result's message) for every
+    result whose call is in the conversation (matched by the call's id, else by the
+    provider's; a reused id answers its latest call)."""
+    calls: dict[tuple[str, str], int] = {}
+    pairs: list[tuple[int, int]] = []
+    for i, message in enumerate(conversation):
+        if isinstance(message, AssistantMessage):
+            for item in message.content:
+                if isinstance(item, ToolCall):
+                    calls[("id", item.id)] = i
+                    if item.provider_call_id:
+                        calls[("provider", item.provider_call_id)] = i
+        elif isinstance(message, UserMessage):
+            for result in message.content:
+                if not isinstance(result, ToolResult):
+                    continue
+                at = calls.get(("id", result.call_id))
+                if at is None and result.provider_call_id:
+                    at = calls.get(("provider", result.provider_call_id))
+                if at is not None:
+                    pairs.append((at, i))
+    return pairs
+
+
+def plan(conversation: Sequence[Message], keep_recent_turns: int) -> Plan | None:
+    """What a compaction of `conversation` (the next call's history and its prompt, last)
+    replaces; None when it would summarise no model turn (nothing, or only an earlier
+    summary)."""
+    if keep_recent_turns < 1:
+        raise ValueError("keep_recent_turns must be at least 1")
+    turns = [i for i, m in enumerate(conversation) if isinstance(m, AssistantMessage)]
+    if len(turns) <= keep_recent_turns:
+        return None
+    start = turns[-keep_recent_turns]
+    pairs = call_result_pairs(conversation)
+    while True:  # (back to the call of any result the recent turns hold)
+        split = [call for call, result in pairs if call < start <= result]
+        if not split:
+            break
+        start = min(split)
+    kept = tuple(i for i in range(start) if verbatim(conversation[i]))
+    summarised = tuple(i for i in range(start) if not verbatim(conversation[i]))
+    if not any(isinstance(conversation[i], AssistantMessage) for i in summarised):
+        return None
+    return Plan(kept, summarised, start)
+
+
+# --- the summarising model's input ----------------------------------------------------------
+
+DEFAULT_INSTRUCTIONS = (
+    "You compact the conversation of an agent that works with tools. Summarise the "
+    "transcript you are given so that the agent can go on from your summary instead of "
+    "the older turns: what it has done and found (the tool calls that mattered and the "
+    "facts their results established), the decisions made, and what is still open. The "
+    "system and user messages are kept verbatim beside your summary: do not repeat them. "
+    "Answer with the summary only."
+)
+
+
+def transcript(conversation: Sequence[Message], plan: Plan) -> str:
+    """The text the summarising model reads: every message older than the recent turns,
+    one paragraph each, those kept verbatim marked so."""
+    kept = set(plan.kept)
+    lines = []
+    for i in range(plan.recent):
+        message = conversation[i]
+        text = _render(message)
+        lines.append(f"[kept verbatim] {text}" if i in kept else text)
+    return "\n\n".join(lines)
+
+
+def _render(message: Message) -> str:
+    if isinstance(message, SystemMessage):
+        return f"system: {message.content}"
+    if is_summary(message):
+        text = message.content[0]
+        assert isinstance(text, Text)
+        return f"earlier summary: {text.text[len(SUMMARY_PREFIX) :]}"
+    role = "assistant" if isinstance(message, AssistantMessage) else "user"
+    parts = [_item(item) for item in message.content]
+    return f"{role}: " + "\n".join(p for p in parts if p)
+
+
+def _item(item: Any) -> str:
+    if isinstance(item, Text):
+        return item.text
+    if isinstance(item, Image):
+        return "[an image]"
+    if isinstance(item, Reasoning):
+        return ""
+    if isinstance(item, ToolCall):
+        return f"[called {item.name} with {compact_json(item.arguments)}]"
+    if isinstance(item, ToolResult):
+        body = "".join(_item(c) for c in item.content)
+        error = " (an error)" if item.is_error else ""
+        return f"[result of {item.name}{error}: {body}]"
+    if isinstance(item, Json):
+        return compact_json(item.value)
+    return ""

@@ -55,9 +55,9 @@ class Transition(StrEnum):
     LIMIT = "limit"  # the run's limits were changed (it keeps its status and fencing token)
     DECIDE = "decide"  # an approval decision made; the run still waits (results, approvals)
     THROTTLE = "throttle"  # a shared limit defers the model call: back to the queue, due later
-    REWRITE = (
-        "rewrite"  # a turn-boundary hook replaced the conversation: back to the queue, due now
-    )
+    # A hook moved the run on in the worker (a turn-boundary hook replaced its conversation,
+    # a round answerer answered its tool round): written at once, back to the queue, due now.
+    REWRITE = "rewrite"
 
 
 _S = RunStatus

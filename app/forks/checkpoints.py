@@ -101,6 +101,18 @@ def kind_at(messages: Sequence[Message], seq: int, start: int) -> str | None:
     return ANSWER if isinstance(prefix[-1], AssistantMessage) else RESULTS
 
 
+def turn_at(history: Sequence[Message], seq: int, found: Sequence[Checkpoint], base: int) -> int:
+    """The model calls made before place `seq`: a checkpoint's count, or, for a place
+    before the run's start (its given history; a fork's conversation from its original),
+    the turns counted before its start less the model answers between the place and it."""
+    listed = next((c.turn for c in found if c.seq == seq), None)
+    if listed is not None:
+        return listed
+    start = found[0].seq if found else len(history)
+    later = sum(isinstance(m, AssistantMessage) for m in history[seq:start])
+    return max(0, base - later)
+
+
 def list_checkpoints(
     history: Sequence[Message],
     given: int,
@@ -130,12 +142,14 @@ def list_checkpoints(
 def call_owners(
     history: Sequence[Message], given: int, calls: Sequence[CompletionCall]
 ) -> dict[int, int]:
-    """The index of the model call that answered each of the run's assistant messages, by
-    the provider's message id where both have one, else in order (a call whose answer
-    never reached the conversation, a rolled-back turn, is passed over)."""
+    """The index of the model call that answered each of the run's assistant messages
+    (after its start: the given history's, and the message a fork starts from, answered
+    no call of this run), by the provider's message id where both have one, else in order
+    (a call whose answer never reached the conversation, a rolled-back turn, is passed
+    over)."""
     owners: dict[int, int] = {}
     k = 0
-    for position in range(given, len(history)):
+    for position in range(given + 1, len(history)):
         message = history[position]
         if not isinstance(message, AssistantMessage) or k >= len(calls):
             continue

@@ -82,6 +82,17 @@ def patched(prefix: Sequence[Message], patch: ForkPatch | None, seq: int) -> lis
 
 
 def _whole(messages: Sequence[Message], seq: int) -> None:
+    made: set[str] = set()
+    for message in messages:  # (what a provider refuses with a 400: refused here, 422)
+        for call in calls_of(message):
+            if call.id in made:
+                raise InvalidRequest(f"tool call id {call.id} is used twice in the conversation")
+            made.add(call.id)
+        for result in results_of(message):
+            if result.call_id not in made:
+                raise InvalidRequest(
+                    f"a result answers tool call {result.call_id}, which no earlier message holds"
+                )
     try:
         check_whole(messages, seq)
     except Split as exc:

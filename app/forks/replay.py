@@ -36,9 +36,23 @@ from app.worker.lease import Claim
 REQUEST_KEYS = ("model", "preamble", "tools", "tool_choice", "output_schema")
 
 
+def _requested(key: str, value: Any) -> Any:
+    """What of a configuration field reaches the model: of tools, their names,
+    descriptions and parameters (not who executes or approves them)."""
+    if key != "tools" or not isinstance(value, list):
+        return value
+    return [
+        {k: t.get(k) for k in ("name", "description", "parameters")} if isinstance(t, dict) else t
+        for t in value
+    ]
+
+
 def replay_mark(record: RunRecord) -> dict[str, Any] | None:
+    """A replay's fork mark (or a fork's whose first call is the recorded one)."""
     mark = record.config.get(FORK_KEY)
-    return mark if isinstance(mark, dict) and mark.get("mode") == "replay" else None
+    if not isinstance(mark, dict):
+        return None
+    return mark if mark.get("mode") == "replay" or mark.get("seeded") else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +68,7 @@ class Recording:
 
     def differs(self, config: dict[str, Any]) -> str | None:
         for key in REQUEST_KEYS:
-            if config.get(key) != self.record.config.get(key):
+            if _requested(key, config.get(key)) != _requested(key, self.record.config.get(key)):
                 return f"the request's {key} differs from the recording's"
         return None
 
@@ -76,7 +90,9 @@ class Recording:
         given = len(messages) - len(self.run.messages())
         calls = self.run.completion_calls()
         index = call_owners(messages, given, calls).get(n)
-        call = calls[index] if index is not None and index < len(calls) else None
+        if index is None:  # (a message given, not answered by a model call of the run)
+            return None
+        call = calls[index] if index < len(calls) else None
         return ProviderTurn(
             choice=message.content,
             usage=Usage(),
@@ -157,6 +173,31 @@ def _keep(memo: dict[str, Any], key: str, value: Any, kept: int) -> None:
         memo.pop(next(iter(memo)))
 
 
+def _seeded(mark: dict[str, Any], history: Sequence[Message], turn: int) -> bool:
+    """Whether this is the first model call of a fork made at a `tool_calls` place: its
+    answer is the recorded one (the calls the place ends with), whatever the fork's mode."""
+    at = mark.get("checkpoint")
+    return (
+        bool(mark.get("seeded"))
+        and type(at) is int
+        and len(history) == at - 1
+        and (turn == mark.get("turn"))
+    )
+
+
+def _replayed(
+    turn: int, source: Recording, answer: ProviderTurn, *, seeded: bool = False
+) -> NewEvent:
+    data: dict[str, Any] = {
+        "turn": turn,
+        "source_run_id": source.record.id,
+        "message_id": answer.message_id,
+    }
+    if seeded:
+        data["seeded"] = True
+    return NewEvent(E.MODEL_REPLAYED, data)
+
+
 def _diverged(turn: int, reason: str, mark: dict[str, Any]) -> NewEvent:
     return NewEvent(
         E.REPLAY_DIVERGED,
@@ -176,22 +217,27 @@ class ReplayGate(ModelGate):
         mark = replay_mark(record)
         if mark is None or request.purpose is not None:  # (a hook's call is no turn)
             return Go(request)
+        history = (*request.history, request.prompt)
+        if _seeded(mark, history, request.turn):  # (a fork's first: the recorded answer)
+            source = await self.replays.recording(mark)
+            seed = None if source is None else source.answer_after(len(history))
+            if source is not None and seed is not None:
+                return Answer(seed, _replayed(request.turn, source, seed, seeded=True))
+        if mark.get("mode") != "replay":
+            return Go(request)
         if await self.replays.diverged(record, claim.events):
+            if mark.get("on_divergence") == "fail":  # (a round went live: fails here)
+                message = f"the replay left its recording before turn {request.turn}"
+                return Refuse({"type": "replay_diverged", "message": message})
             return Go(request)
         source = await self.replays.recording(mark)
-        history = (*request.history, request.prompt)
         if source is None:
             why: str | None = "the recorded run is gone"
         else:
             why = source.differs(record.config) or source.same_history(history)
         answer = None if why is not None or source is None else source.answer_after(len(history))
         if answer is not None and source is not None:
-            data = {
-                "turn": request.turn,
-                "source_run_id": source.record.id,
-                "message_id": answer.message_id,
-            }
-            return Answer(answer, NewEvent(E.MODEL_REPLAYED, data))
+            return Answer(answer, _replayed(request.turn, source, answer))
         why = why or "the recording has no model answer at this point"
         claim.events.append(_diverged(request.turn, why, mark))
         if mark.get("on_divergence") == "fail":
@@ -215,7 +261,9 @@ class RoundReplies:
         events: list[NewEvent],
     ) -> list[UserContent] | None:
         mark = replay_mark(record)
-        if mark is None or await self.replays.diverged(record, events):
+        if mark is None or mark.get("mode") != "replay":
+            return None
+        if await self.replays.diverged(record, events):
             return None
         source = await self.replays.recording(mark)
         why = "the recorded run is gone" if source is None else source.same_history(history)

@@ -17,10 +17,10 @@ from pydantic import ValidationError
 
 from app.core import AgentRun
 from app.core.scope import Scope
-from app.forks.checkpoints import Checkpoint, list_checkpoints
+from app.forks.checkpoints import Checkpoint, call_owners, calls_of, list_checkpoints, turn_at
 from app.forks.plan import SplitCall, begin, patched
 from app.forks.specs import ForkIn
-from app.service import convert, recorded
+from app.service import recorded
 from app.service.errors import ForkSplit, InvalidRequest, RunNotFound
 from app.service.lineage import FORK_KEY
 from app.service.runs import RunService, RunView
@@ -83,8 +83,16 @@ class ForkService:
             messages = patched(history[:seq], body.patch, seq)
         except SplitCall as exc:
             raise ForkSplit(str(exc), tool_call_id=exc.call_id) from None
-        listed = list_checkpoints(history, given, run.completion_calls(), _turn_base(record, run))
-        turn = next((c.turn for c in listed if c.seq == seq), _turn_base(record, run))
+        calls = run.completion_calls()
+        base = _turn_base(record, run)
+        turn = turn_at(history, seq, list_checkpoints(history, given, calls, base), base)
+        create = _create_body(record, body)
+        max_turns = create.max_turns or self.runs.settings.default_max_turns
+        if max_turns <= turn:
+            raise InvalidRequest(
+                f"max_turns {max_turns} leaves the fork no model call: {turn} were made before "
+                f"checkpoint {seq}; give more (overrides.max_turns)"
+            )
         mark: dict[str, Any] = {
             "run_id": record.id,
             "checkpoint": seq,
@@ -92,9 +100,14 @@ class ForkService:
             "mode": body.mode,
             "on_divergence": body.on_divergence,
         }
-        if body.patch is not None:  # (its hash: the idempotency key covers it)
-            mark["patch_hash"] = convert.canonical_hash(body.patch.model_dump(mode="json"))
-        create = _create_body(record, body)
+        # A place that ends with the model's calls starts one message before them: its
+        # first model call is answered with the recorded message (`app.forks.replay`), so
+        # the calls are checked as the run checks any (its tools, its invalid-call policy).
+        opening, first_turn = messages, turn
+        recorded_answer = call_owners(history, given, calls).get(seq - 1) is not None
+        if len(messages) == seq and calls_of(messages[-1]) and recorded_answer:
+            mark["seeded"] = True
+            opening, first_turn = messages[:-1], turn - 1
         return await self.runs.create_run(
             create,
             idempotency_key=idempotency_key,
@@ -102,15 +115,20 @@ class ForkService:
             trace_parent=trace_parent,
             tenant=record.tenant_id,
             marks={FORK_KEY: mark},
-            begin=begin(messages, turn),
+            begin=begin(opening, first_turn),
+            hashed={"fork_of": record.id, **body.model_dump(mode="json")},
         )
 
 
 def _turn_base(record: RunRecord, run: AgentRun) -> int:
     """The turns a run counted before its own first model call (a fork's checkpoint's)."""
     mark = record.config.get(FORK_KEY)
-    turn = mark.get("turn") if isinstance(mark, dict) else None
-    return turn if type(turn) is int and turn >= 0 else 0
+    if not isinstance(mark, dict):
+        return 0
+    turn = mark.get("turn")
+    if type(turn) is not int:
+        return 0
+    return max(0, turn - 1) if mark.get("seeded") else max(0, turn)  # (seeded: one earlier)
 
 
 def _create_body(record: RunRecord, body: ForkIn) -> RunCreate:

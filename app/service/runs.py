@@ -123,18 +123,19 @@ class RunService:
         named: Mapping[str, Any] | None = None,
         marks: Mapping[str, Mapping[str, Any]] | None = None,
         begin: Begin | None = None,
+        hashed: Mapping[str, Any] | None = None,
     ) -> tuple[RunView, bool]:
         """Create a run (or, for a known Idempotency-Key, answer with the stored one). Its
         trace starts here, as a child of `trace_parent` (the request's W3C headers) if that
         holds a context. `named` and `marks` as `prepare` takes them (a front end that
-        builds the body from an agent itself: the open protocols; a fork's `begin`)."""
+        builds the body from an agent itself: the open protocols; a fork's `begin`, `hashed`)."""
         with tracing.span(
             "agentrun.run.create",
             lambda: {"agentrun.actor": actor or ""},
             parent=trace_parent or {},
         ) as span:
             view, created = await self._create_run(
-                body, idempotency_key, actor, tenant, named, marks, begin
+                body, idempotency_key, actor, tenant, named, marks, begin, hashed
             )
             tracing.set_attributes(span, lambda: tracing.create_attributes(view.record, created))
         return view, created
@@ -148,6 +149,7 @@ class RunService:
         named: Mapping[str, Any] | None,
         marks: Mapping[str, Mapping[str, Any]] | None,
         begin: Begin | None,
+        hashed: Mapping[str, Any] | None,
     ) -> tuple[RunView, bool]:
         new = await self.prepare(
             body,
@@ -157,6 +159,7 @@ class RunService:
             named=named,
             marks=marks,
             begin=begin,
+            hashed=hashed,
         )
         values = new.values
         record, created = await self.store.create(
@@ -186,17 +189,18 @@ class RunService:
         named: Mapping[str, Any] | None = None,
         marks: Mapping[str, Mapping[str, Any]] | None = None,
         begin: Begin | None = None,
+        hashed: Mapping[str, Any] | None = None,
     ) -> Prepared:
         """A new run as its create writes it, checked (a refusal raises) and not written:
         the create's, or a child run's (`tree`: its place, `app.store.trees`; `named`: the
         agent its body was made from), which the suspension that starts it writes in its
         own transaction. `marks`: configuration keys a feature sets on the run, shown in
-        its `run.created` event too (a schedule's tick: `schedule`), and covered by the
-        idempotency key's hash. `begin`: builds the run's state machine from its agent
-        settings and turn budget instead of the body's prompt and history (a fork)."""
-        request = hooks_trimmed(self.store, body)  # (hashed as the caller sent it)
-        if begin is not None and marks:  # (a fork's own request is in its mark)
-            request["marks"] = {key: dict(place) for key, place in marks.items()}
+        its `run.created` event too (a schedule's tick: `schedule`). `begin`: builds the
+        run's state machine from its agent settings and turn budget instead of the body's
+        prompt and history, and `hashed` is what an idempotency key's hash covers instead
+        of the body (a fork: the body is made from the original run, which may change)."""
+        # (hashed as the caller sent it; a fork's own request instead of the body it makes)
+        request = hooks_trimmed(self.store, body) if hashed is None else dict(hashed)
         agent_ref = None if named is None else dict(named)  # (a child's, resolved already)
         if body.agent is not None:
             if body.previous_run_id is not None:
@@ -292,7 +296,7 @@ class RunService:
             "config": config,
             "metadata": body.metadata,
             "waiting_reason": None,  # (queued: `app.store.waiting.derived`)
-            "turn": 0,
+            "turn": run.turn(),  # (0 but for a fork: its checkpoint's)
             "max_turns": max_turns,
             "limits": limits,
         }

@@ -43,8 +43,9 @@ store's.
 - `round_answers`: asked by a worker about a tool round none of whose calls is answered
   yet, before it goes to its executors, with the run's record, its conversation, the
   round's calls, its turn and the claim's events so far (a hook may add one): the results of every
-  call, in order, or None (the next is asked; none answers: the executors do). A replay
-  answers from the run it replays (app.forks).
+  call, in order, or None (the next is asked; none answers: the executors do). A round so
+  answered is written at once (the run back in the queue, due now). A replay answers from
+  the run it replays (app.forks).
 - `turn_boundaries`: asked by a worker at each turn boundary, just before a model call
   (`Boundary`: the run's record, the run, the `CallModel` step about to be made, and
   `ModelCalls` through which the hook may make model calls of its own, billed as the

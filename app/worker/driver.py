@@ -158,9 +158,9 @@ class RunDriver:
                         run.tool_results(pre)  # type: ignore[arg-type]
                         continue
                     elsewhere = await self._answered_elsewhere(claim, run, step)
-                    if elsewhere is not None:  # (a replay's recorded round)
+                    if elsewhere is not None:  # (a replay's recorded round: written at once)
                         run.tool_results(elsewhere)
-                        continue
+                        return await self._progress(claim, run)
                     rows, spawned = await self._round(claim, run, step)
                     here = tool_rounds.answered_here(rows)
                     if here is not None:  # (every agent tool's call refused: go on)
@@ -489,6 +489,14 @@ class RunDriver:
                 return await self._rewrite(claim, run, rewrite)
         return None
 
+    async def _progress(self, claim: Claim, run: AgentRun) -> RunStatus | None:
+        """What a hook answered in this claim, written at once; the run back in the queue."""
+        now = self.clock.now()
+        change = changes.rewrite(
+            claim.version, self._snapshot(claim), run.turn(), now, claim.events, self._usage(claim)
+        )
+        return await self._write(claim, change, now)
+
     async def _rewrite(self, claim: Claim, run: AgentRun, rewrite: Rewrite) -> RunStatus | None:
         """The run goes on with `rewrite`'s conversation: written at once (its log batch
         replaces the lists; the earlier batches keep the originals), back to the queue."""
@@ -499,11 +507,7 @@ class RunDriver:
             raise RuntimeError("the claim's run is not loaded")
         stored.rewrite(claim.loaded, AgentRun.from_state(state))
         claim.events.extend(rewrite.events)
-        now = self.clock.now()
-        change = changes.rewrite(
-            claim.version, self._snapshot(claim), run.turn(), now, claim.events, self._usage(claim)
-        )
-        return await self._write(claim, change, now)
+        return await self._progress(claim, run)
 
     async def _complete(
         self, claim: Claim, run: AgentRun, response: PromptResponse

@@ -40,7 +40,8 @@ async def run_of(client: httpx.AsyncClient, run_id: str) -> dict[str, Any]:
 
 
 def pending(run: dict[str, Any]) -> list[dict[str, Any]]:
-    return list(run["required_action"]["tool_calls"])
+    action = run["required_action"]
+    return list(action["tool_calls"]) if action else []
 
 
 async def answer(client: httpx.AsyncClient, run: dict[str, Any]) -> list[str]:

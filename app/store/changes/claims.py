@@ -263,10 +263,13 @@ def rewrite(
     events: Sequence[NewEvent],
     usage: Mapping[str, Any] | None,
 ) -> Change:
-    """A turn-boundary hook replaced the run's conversation (compaction, `snapshot`: its
-    batch resets the log's lists): written at once, before the turn's model call, and the
-    run back in the queue, due now. A crash after it finds the new conversation, so the
-    rewrite is never made twice; the events (the hook's) say what it did."""
+    """A hook moved the run on in the worker: a turn-boundary hook replaced its
+    conversation (compaction, `snapshot`: its batch resets the log's lists), before the
+    turn's model call; or a round answerer answered its tool round (a replay, `snapshot`:
+    the round's results appended). Written at once, and the run back in the queue, due
+    now: a crash after it finds what the hook did, so it is never done twice (and a long
+    chain of answered rounds is as many claims, each under its own lease); the events (the
+    hook's) say what it did."""
     values = {"turn": turn, "available_at": now} | NO_LEASE | waiting_column(Queued())
     return Change(
         T.REWRITE, with_usage(values, usage), tuple(events), version, snapshot, notify=True

@@ -17,7 +17,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     """`runs` and `agents` in `agentrun --help` (their arguments are the client's:
     `client_commands`)."""
     sub.add_parser(
-        "runs", help="create, get, list, children, wait, events, submit, cancel over the HTTP API"
+        "runs",
+        help="create, get, list, children, wait, events, submit, cancel, checkpoints, fork "
+        "over the HTTP API",
     )
     sub.add_parser("agents", help="create, list, get, versions, update, delete named agents")
     sub.add_parser(

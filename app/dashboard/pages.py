@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.core.lifecycle import TERMINAL, RunStatus, Transition, sources
+from app.core.scope import Scope
 from app.dashboard import actions, auth, present, trees
 from app.dashboard.search import Listing, listing
 from app.dashboard.web import (
@@ -20,6 +21,7 @@ from app.dashboard.web import (
     acts_on,
     agents_of,
     error_page,
+    forks_of,
     now,
     reading_scope,
     reads_of,
@@ -178,6 +180,16 @@ async def continued_by(reads: RunReads, run_id: str, shown: list[Any]) -> list[s
     return present.continued_by(events)
 
 
+async def checkpoints_of(request: Request, run_id: str, scope: Scope) -> dict[int, Any]:
+    """The run's checkpoints by `seq` (where its page offers "Fork from here"); none when
+    its state cannot be read."""
+    try:
+        listed = await forks_of(request).checkpoints(run_id, scope=scope)
+    except ServiceError:
+        return {}
+    return {c.seq: c for c in listed.data}
+
+
 async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
     """Everything run.html shows; the action route renders it too, with its errors. A
     deployment's admin reads any tenant's run (their lists link to them), and is offered
@@ -199,6 +211,7 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
     t = now(request)
     waiting = since.get(r.id, r.updated_at) if r.status == RunStatus.REQUIRES_ACTION else None
     place = lineage.tree_of(r)
+    forks = ours and state_error is None and session.can(Permission.RUNS_CREATE)
     answered = [c for c in view.pending if c.result_hash is not None or c.preresolved]
     open_calls = [
         c
@@ -222,6 +235,9 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
         "agent": present.agent_label(r),
         "schedule": present.schedule_mark(r),
         "origin": present.origin_label(r),
+        "forked_from": lineage.forked_from(r),
+        "checkpoints": await checkpoints_of(request, run_id, scope) if forks else {},
+        "checkpoint_kinds": present.CHECKPOINT_KINDS,
         "place": place,
         "tree": await trees.tree_of(service_of(request), r, scope) if lineage.in_tree(r) else None,
         # A callback URL answers the run's calls: shown only to who may submit results.

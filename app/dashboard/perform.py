@@ -5,7 +5,7 @@ service naming the logged-in actor.
 Answers: an unknown action 404; an action the signed-in role may not take 403; an
 unknown run as the service says (404); a form that does not parse 422 on the run page
 with the errors beside the fields; a refusal by the service (409, ...) on the run page;
-nothing is changed in any of these.
+nothing is changed in any of these. A fork's success is the new run's page.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from app.dashboard.actions import (
     Cancel,
     Errors,
     ExtendExpiry,
+    Fork,
     Invalid,
     RaiseLimits,
     Reject,
@@ -41,6 +42,7 @@ from app.dashboard.web import (
     Session,
     approvals_of,
     error_page,
+    forks_of,
     redirect,
     render,
     run_limits_of,
@@ -69,8 +71,11 @@ def shown_errors(name: str, context: dict[str, Any]) -> set[str]:
     return set()
 
 
-async def perform(request: Request, run_id: str, action: Action, actor: str, scope: Scope) -> None:
-    """The service call of each action; a refusal raises `ServiceError`."""
+async def perform(
+    request: Request, run_id: str, action: Action, actor: str, scope: Scope
+) -> str | None:
+    """The service call of each action; a refusal raises `ServiceError`. The page to show
+    after it when it is not the run's (a fork's: the new run's)."""
     service = service_of(request)
     match action:
         case Cancel():
@@ -87,8 +92,14 @@ async def perform(request: Request, run_id: str, action: Action, actor: str, sco
             await run_limits_of(request).set_limits(run_id, body, actor=actor, scope=scope)
         case Approve(body=body) | Reject(body=body):
             await approvals_of(request).decide(run_id, body, actor=actor, scope=scope)
+        case Fork(body=body, key=key):
+            made, _ = await forks_of(request).fork(
+                run_id, body, scope=scope, actor=actor, idempotency_key=key
+            )
+            return f"/admin/runs/{made.record.id}?done={action.name}"
         case _:
             assert_never(action)
+    return None
 
 
 async def refused(
@@ -152,12 +163,15 @@ async def run_action(
             "fields": parsed.fields(),
             "back": "/admin/approvals" if form.get("return_to") == INBOX else None,
             "edited": isinstance(parsed, Approve) and parsed.edited,
+            "replay": isinstance(parsed, Fork) and parsed.replay,
         }
         return await render(request, "confirm.html", context, session=session)
     try:
-        await perform(request, run_id, parsed, actor, scope)
+        shown = await perform(request, run_id, parsed, actor, scope)
     except ServiceError as exc:
         return await refused(request, run_id, session, exc)
+    if shown is not None:
+        return redirect(shown)
     if form.get("return_to") == INBOX:  # (an approval decided from the inbox)
         return redirect(f"/admin/approvals?done={parsed.name}")
     return redirect(f"/admin/runs/{run_id}?done={parsed.name}")

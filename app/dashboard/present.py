@@ -105,6 +105,15 @@ def schedule_mark(record: RunRecord) -> ScheduleMark | None:
 PROTOCOLS = {"a2a": "A2A", "ag-ui": "AG-UI"}
 
 
+#: What each kind of checkpoint is, on the run's page (app.forks.checkpoints).
+CHECKPOINT_KINDS = {
+    "start": "its start: the history and the prompt",
+    "tool_calls": "the model's calls: a fork waits for their results again",
+    "tool_results": "the round's results: a fork asks the model next",
+    "answer": "the model's answer: a fork needs a message to go on",
+}
+
+
 def origin_label(record: RunRecord) -> str | None:
     """`A2A`, or `AG-UI (<thread id>)`, when the run
     was started over an open protocol (`app.service.lineage.origin_of`)."""
@@ -269,6 +278,8 @@ def conversation(record: RunRecord, run: AgentRun) -> list[dict[str, Any]]:
         out.append({"role": "preamble", "from_history": False, "items": [_text(preamble)]})
     out.extend(_message(m, True) for m in history)
     out.extend(_message(m, False) for m in new)
+    for seq, message in enumerate(out[1:] if preamble else out, start=1):
+        message["seq"] = seq  # (messages up to it: a checkpoint after it has this `seq`)
     return out
 
 

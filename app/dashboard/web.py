@@ -21,6 +21,7 @@ from app.approvals.service import ApprovalService
 from app.clock import Clock
 from app.core.scope import Scope as TenantScope  # (not starlette's ASGI `Scope`)
 from app.dashboard import actions, auth, present
+from app.forks.service import ForkService
 from app.limits.run_limits import RunLimitsService
 from app.schedules.service import ScheduleService
 from app.service.principals import Permission
@@ -185,6 +186,11 @@ def agents_of(request: Request) -> AgentService:
 def schedules_of(request: Request) -> ScheduleService:
     schedules: ScheduleService = request.app.state.schedules
     return schedules
+
+
+def forks_of(request: Request) -> ForkService:
+    forks: ForkService = request.app.state.forks
+    return forks
 
 
 def run_limits_of(request: Request) -> RunLimitsService:

@@ -9,6 +9,7 @@ from agentrun_client._async_approvals import AsyncApprovals
 from agentrun_client._async_runs import AsyncRuns, AsyncRunWaiter
 from agentrun_client._async_schedules import AsyncSchedules
 from agentrun_client._base import RetryPolicy, RunOptions
+from agentrun_client._forks import ForkMode, OnDivergence
 from agentrun_client._schedules import Catchup, Overlap, ScheduleChanges, ScheduleFields
 from agentrun_client._sync import Client, Queues
 from agentrun_client._sync_agents import Agents
@@ -45,12 +46,15 @@ from agentrun_client.models import (
     ApprovalStatus,
     ApproveToolCalls,
     BrowserToken,
+    Checkpoint,
+    CheckpointList,
     ConversationMessage,
     Event,
     EventType,
     FieldError,
     FireTime,
     FireTimeList,
+    ForkedFrom,
     LeasedCall,
     LeaseExtended,
     Message,
@@ -109,6 +113,8 @@ __all__ = [
     "BadRequest",
     "BrowserToken",
     "Catchup",
+    "Checkpoint",
+    "CheckpointList",
     "Client",
     "Conflict",
     "ConversationMessage",
@@ -118,6 +124,8 @@ __all__ = [
     "FireTime",
     "FireTimeList",
     "Forbidden",
+    "ForkMode",
+    "ForkedFrom",
     "InvalidInput",
     "LeaseExtended",
     "LeasedCall",
@@ -125,6 +133,7 @@ __all__ = [
     "MessagePage",
     "NotFound",
     "OnApproval",
+    "OnDivergence",
     "Overlap",
     "PayloadTooLarge",
     "QueueExecutor",

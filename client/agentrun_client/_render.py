@@ -12,6 +12,7 @@ from agentrun_client.models import (
     Agent,
     Approval,
     ApproveToolCalls,
+    Checkpoint,
     Event,
     FireTimeList,
     RaiseLimits,
@@ -88,6 +89,8 @@ def run_text(run: Run, prog: str) -> str:
         row("agent", f"{run.agent.name}@{run.agent.version}")
     if run.schedule is not None:
         row("schedule", f"{run.schedule.key} (its tick of {when(run.schedule.scheduled_time)})")
+    if run.forked_from is not None:
+        row("forked", forked_text(run))
     if run.parent_run_id is not None:
         row("parent", f"{run.parent_run_id} (its call {run.parent_tool_call_id}); depth "
             f"{run.depth} of the tree of {run.root_run_id}")  # fmt: skip
@@ -145,6 +148,27 @@ def run_text(run: Run, prog: str) -> str:
         q = run.queue
         row("queue", f"position {q.get('position')} ({q.get('reason')})")
     return "\n".join(lines)
+
+
+def forked_text(run: Run) -> str:
+    """`from RUN at checkpoint N` (and `, a replay (on divergence: live)`)."""
+    mark = run.forked_from
+    if mark is None:
+        return "-"
+    text = f"from {mark.run_id} at checkpoint {mark.checkpoint}"
+    return f"{text}, a replay (on divergence: {mark.on_divergence})" if mark.is_replay else text
+
+
+def checkpoints_table(checkpoints: Iterable[Checkpoint]) -> str:
+    """A checkpoint a line: its seq (what `runs fork --at` takes), kind, turn, tokens."""
+    rows = [("SEQ", "KIND", "TURN", "TOKENS")]
+    for c in checkpoints:
+        rows.append((str(c.seq), c.kind, str(c.turn), str(c.usage.total_tokens)))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1]
+        for row in rows
+    )
 
 
 def runs_table(runs: Iterable[Run]) -> str:

@@ -21,8 +21,9 @@ from typing import Any, Protocol, Unpack
 
 import httpx
 
-from agentrun_client import _base
+from agentrun_client import _base, _forks
 from agentrun_client._base import Call, DeadlineReached, RetryPolicy, RunOptions, Tools
+from agentrun_client._forks import Appended, ForkMode, OnDivergence
 from agentrun_client._sync_approvals import Requester
 from agentrun_client._sync_shims import sleep
 from agentrun_client.errors import (
@@ -36,6 +37,8 @@ from agentrun_client.errors import (
 from agentrun_client.models import (
     TERMINAL_EVENTS,
     BrowserToken,
+    Checkpoint,
+    CheckpointList,
     ConversationMessage,
     Event,
     EventList,
@@ -62,7 +65,7 @@ Statuses = Collection[RunStatus | str] | RunStatus | str | None
 
 class Runs:
     """`/v1/runs`: create, get, list, children, cancel, submit_tool_outputs, resolve, events,
-    wait."""
+    wait, checkpoints, fork."""
 
     def __init__(self, client: RunsClient) -> None:
         self._client = client
@@ -164,6 +167,47 @@ class Runs:
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor
+
+    def checkpoints(self, run_id: str) -> builtins.list[Checkpoint]:
+        """Where the run can be forked, oldest first (read off its log: nothing is
+        written); `fork(run_id, at=c.seq)` starts from the first `c.seq` messages."""
+        call = _forks.checkpoints_call(run_id)
+        return CheckpointList.model_validate(self._json(call)).data
+
+    def fork(
+        self,
+        run_id: str,
+        *,
+        at: int | None = None,
+        tool_results: Iterable[ToolResult | Mapping[str, Any]] | None = None,
+        append: Iterable[Appended] | None = None,
+        patch: Mapping[str, Any] | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        mode: ForkMode = "fork",
+        on_divergence: OnDivergence = "live",
+        idempotency_key: str | None = None,
+    ) -> Run:
+        """A new run from checkpoint `at` of the run (default: its start), its
+        `forked_from` naming both; nothing of the original is written. `tool_results`
+        replace recorded results (or answer the calls a `tool_calls` checkpoint waits
+        for), `append` adds messages after it (text: a user's), or `patch` gives both
+        whole; `overrides` replace fields of the run's configuration (`model`,
+        `preamble`, `tools`, `limits`, `max_turns`, ...). `mode="replay"` answers each
+        model call from the recording while its request is the recorded one
+        (`on_divergence`: then `live` or `fail`). Retried safely, as `create` is
+        (`idempotency_key`, or one made here). `Conflict` `fork-split` (its `problem`
+        names the `tool_call_id`) where a call would be parted from its result."""
+        body = _forks.fork_body(
+            at=at,
+            patch=patch,
+            tool_results=tool_results,
+            append=append,
+            overrides=overrides,
+            mode=mode,
+            on_divergence=on_divergence,
+        )
+        call = _forks.fork_call(run_id, body, idempotency_key)
+        return Run.model_validate(self._json(call))
 
     def cancel(self, run_id: str) -> Run:
         """Cancel a run that has not ended (`Conflict` with `current_status` otherwise)."""

@@ -84,7 +84,8 @@ class Conflict(APIError):
     a different result was already submitted for a call, an idempotent create with the
     same key is still in flight, or a name or key is taken (`agent-exists`,
     `schedule-exists`); `schedule-busy`: workers kept firing the schedule through the
-    change's attempts (send it again)."""
+    change's attempts (send it again); `fork-split`: a fork there would part a tool call
+    (`tool_call_id`) from its result."""
 
     @property
     def current_status(self) -> RunStatus | None:
@@ -93,6 +94,12 @@ class Conflict(APIError):
             return RunStatus(value) if value is not None else None
         except ValueError:
             return None
+
+    @property
+    def tool_call_id(self) -> str | None:
+        """`fork-split`: the tool call the fork would part from its result."""
+        value = self.problem.get("tool_call_id")
+        return value if isinstance(value, str) else None
 
 
 class PayloadTooLarge(APIError):

@@ -63,6 +63,9 @@ class EventType(StrEnum):
     TOOL_CALL_APPROVED = "tool_call.approved"
     TOOL_CALL_REJECTED = "tool_call.rejected"
     RUN_CHILDREN_STARTED = "run.children_started"  # agent tools' calls became child runs
+    MODEL_REPLAYED = "model.replayed"  # a replay's model call answered from the recording
+    TOOLS_REPLAYED = "tools.replayed"  # a replay's tool round answered from the recording
+    REPLAY_DIVERGED = "replay.diverged"  # a replay's request left the recording: `reason`
     RUN_COMPACTED = "run.compacted"  # older turns replaced by a summary (the log keeps them)
 
 
@@ -167,6 +170,21 @@ class ScheduleRef(Model):
     scheduled_time: datetime
 
 
+class ForkedFrom(Model):
+    """The run and checkpoint a fork was made from (`runs.fork`): `mode` `fork` or
+    `replay`, and what a replay does at its first difference (`on_divergence`: `live`,
+    `fail`)."""
+
+    run_id: str
+    checkpoint: int
+    mode: str = "fork"
+    on_divergence: str = "live"
+
+    @property
+    def is_replay(self) -> bool:
+        return self.mode == "replay"
+
+
 class Run(Model):
     id: str
     status: RunStatus
@@ -190,6 +208,7 @@ class Run(Model):
     queue: dict[str, Any] | None = None  # while queued: `position` and `reason`
     agent: AgentRef | None = None  # the named agent it started from
     schedule: ScheduleRef | None = None  # the schedule tick that started it
+    forked_from: ForkedFrom | None = None  # the run and checkpoint it was forked from
     # Its place in a tree of runs (agent tools' calls start child runs):
     parent_run_id: str | None = None  # whose agent tool's call started it
     root_run_id: str | None = None  # its own id for a root (older servers: absent)
@@ -392,6 +411,26 @@ class SubmitOutcome(Model):
     run: Run
     accepted: list[str] = Field(description="tool call ids newly answered by this request")
     resumed: bool = Field(description="true when this request answered the last pending call")
+
+
+class Checkpoint(Model):
+    """A place in a run's conversation where it can be forked (`runs.checkpoints`): a fork
+    at `seq` starts from the run's first `seq` messages. `kind`: `start` (the given history
+    and the prompt), `tool_calls` (the model's calls end it: a fork there waits for their
+    results again), `tool_results` (a round's results end it), `answer` (the model's
+    message without calls ends it: a fork there needs a message appended). `turn`: the
+    model calls made before it; `usage`: theirs."""
+
+    seq: int
+    kind: str
+    turn: int
+    usage: RunUsage = Field(default_factory=RunUsage)
+
+
+class CheckpointList(Model):
+    run_id: str
+    messages: int  # in the run's conversation now
+    data: list[Checkpoint]
 
 
 class BrowserToken(Model):

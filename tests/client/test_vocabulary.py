@@ -17,11 +17,12 @@ from typing import Any, get_args
 import pytest
 from pydantic import BaseModel
 
-from agentrun_client import _agents, _base, _schedules, errors, models
+from agentrun_client import _agents, _base, _forks, _schedules, errors, models
 from agentrun_client.cli import runs as runs_cli
 from app.api import models as api_models
 from app.api.problems import CATALOGUE
 from app.core import events, lifecycle
+from app.forks import specs as fork_specs
 from app.schedules import specs as schedule_specs
 from app.service import schemas
 
@@ -120,6 +121,14 @@ COPIES: dict[str, tuple[Callable[[], set[str]], Callable[[], set[str]]]] = {
     "schedule catch-ups (_schedules.Catchup)": (
         lambda: literal_values(_schedules.Catchup),
         lambda: literal_values(schedule_specs.Catchup),
+    ),
+    "fork modes (_forks.ForkMode)": (
+        lambda: literal_values(_forks.ForkMode),
+        lambda: field_literal(fork_specs.ForkIn, "mode"),
+    ),
+    "a replay at its first difference (_forks.OnDivergence)": (
+        lambda: literal_values(_forks.OnDivergence),
+        lambda: field_literal(fork_specs.ForkIn, "on_divergence"),
     ),
     "invalid tool call actions (cli.runs.INVALID_TOOL_CALL_ACTIONS)": (
         lambda: set(runs_cli.INVALID_TOOL_CALL_ACTIONS),

@@ -1,7 +1,7 @@
 """`agentrun-client runs create|get|list|children|wait|events|submit|cancel|limits|approvals|
-approve|reject`, `agentrun-client agents create|list|get|versions|update|delete` and
-`agentrun-client schedules create|list|get|update|delete|pause|resume|trigger|backfill|
-fire-times|ticks`: the API from a shell, for scripts and operators (also `agentrun runs …`
+approve|reject|checkpoints|fork`, `agentrun-client agents create|list|get|versions|update|
+delete` and `agentrun-client schedules create|list|get|update|delete|pause|resume|trigger|
+backfill|fire-times|ticks`: the API from a shell, for scripts and operators (also `agentrun runs …`
 and `agentrun agents …` where the service is installed).
 
 The server comes from `--base-url` / `--api-key`, else `AGENTRUN_BASE_URL` /
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from agentrun_client._sync import Client
-from agentrun_client.cli import agents, approvals, runs, schedules
+from agentrun_client.cli import agents, approvals, forks, runs, schedules
 from agentrun_client.cli.flags import UsageError
 from agentrun_client.cli.output import EXIT_ERROR, EXIT_USAGE, AddCommand, Command, Output
 from agentrun_client.errors import AgentrunError, APIError, InvalidInput
@@ -71,7 +71,7 @@ def build_parser(prog: str) -> argparse.ArgumentParser:
     runs_command = group(
         "runs", "create, inspect, wait on, answer runs", "RUN_ID", ("create", "list", "approvals")
     )
-    for commands in (runs, approvals):  # (in this order in `--help`)
+    for commands in (runs, approvals, forks):  # (in this order in `--help`)
         commands.add_commands(runs_command)
     agents.add_commands(group("agents", "named agents that runs start from", "NAME", ("list",)))
     schedules.add_commands(group("schedules", "runs started by the clock", "KEY", ("list",)))

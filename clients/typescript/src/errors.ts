@@ -92,11 +92,18 @@ export class Forbidden extends ProblemError {
 /** 404 `run-not-found`, `agent-not-found`, `callback-token-invalid`, `not-found`, ... */
 export class NotFound extends ProblemError {}
 /** 409 `run-state-conflict` (`currentStatus`), `tool-result-conflict`, `agent-exists`,
- * `approval-stale`, `approval-conflict`, `idempotency-in-flight`, ... */
+ * `approval-stale`, `approval-conflict`, `idempotency-in-flight`, `fork-split`
+ * (`toolCallId`), ... */
 export class Conflict extends ProblemError {
   /** The status the run is in (`run-state-conflict`). */
   get currentStatus(): string | undefined {
     const value = this.problem.current_status;
+    return typeof value === "string" ? value : undefined;
+  }
+
+  /** The tool call a fork would part from its result (`fork-split`). */
+  get toolCallId(): string | undefined {
+    const value = this.problem.tool_call_id;
     return typeof value === "string" ? value : undefined;
   }
 }

@@ -3,7 +3,7 @@
 export { AgentrunClient, type RunRequest } from "./client.js";
 export { type ClientOptions, type FetchLike, DEFAULT_BASE_URL } from "./http.js";
 export { RetryPolicy, type RetryOptions } from "./retry.js";
-export { type CreateRun, RunWaiter, Runs, type Statuses } from "./runs.js";
+export { type CreateRun, type ForkRun, RunWaiter, Runs, type Statuses } from "./runs.js";
 export { type AgentBody, Agents } from "./agents.js";
 export { type ApprovalAnswer, Approvals, type OnApproval, approve, reject } from "./approvals.js";
 export type { ExecuteOptions } from "./executor.js";

@@ -7,7 +7,10 @@ import { SSEDecoder, lines } from "./sse.js";
 import { type Tools, definitionsOf } from "./tools.js";
 import {
   type BrowserToken,
+  type Checkpoint,
+  type CheckpointList,
   type ConversationMessage,
+  type ForkIn,
   type Event,
   type MessagePage,
   type ModelSpec,
@@ -45,6 +48,18 @@ export type CreateRun = RunOptions & {
   idempotencyKey?: string;
 };
 
+/** What `runs.fork` takes: the API's body (`at`, `patch`, `overrides`, `mode`,
+ * `on_divergence`: docs/forks.md), `overrides.tools` also as a registry or tool objects
+ * and `overrides.webhook` as a URL, and the client's own `idempotencyKey`. */
+export type ForkRun = Omit<ForkIn, "overrides"> & {
+  overrides?: (Omit<NonNullable<ForkIn["overrides"]>, "tools" | "webhook"> & {
+    tools?: Tools;
+    webhook?: string | { url: string } | null;
+  }) | null;
+  /** Sent as `Idempotency-Key`; a random one when left out, so retries are safe. */
+  idempotencyKey?: string;
+};
+
 export function runId(id: string): string {
   if (typeof id !== "string" || !/^[A-Za-z0-9_-]+$/.test(id)) {
     throw new InvalidInput(`not a run id: ${JSON.stringify(id)}`);
@@ -78,6 +93,31 @@ export function createBody(fields: Omit<CreateRun, "idempotencyKey">): Record<st
     } else {
       body[name] = value;
     }
+  }
+  return body;
+}
+
+/** A fork's body: the fields given (undefined left out), `overrides.tools` as definitions
+ * (`[]` kept: no tools), `overrides.webhook` as `{url}`. */
+export function forkBody(fields: Omit<ForkRun, "idempotencyKey">): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(fields)) {
+    if (value === undefined) continue;
+    if (name === "at" && value !== null && !(Number.isInteger(value) && (value as number) >= 1)) {
+      throw new InvalidInput(`at: a checkpoint's seq (an integer from 1), not ${JSON.stringify(value)}`);
+    }
+    body[name] = value;
+  }
+  const overrides = fields.overrides;
+  if (overrides) {
+    const given: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(overrides)) {
+      if (value === undefined) continue;
+      if (name === "tools" && value !== null) given.tools = definitionsOf(value as Tools);
+      else if (name === "webhook" && typeof value === "string") given.webhook = { url: value };
+      else given[name] = value;
+    }
+    body.overrides = given;
   }
   return body;
 }
@@ -174,6 +214,39 @@ export class Runs {
    * `history`). */
   messages(id: string, options: { pageSize?: number } = {}): AsyncGenerator<ConversationMessage, void, undefined> {
     return pages((cursor) => this.messagesPage(id, { limit: options.pageSize ?? 100, ...(cursor ? { cursor } : {}) }));
+  }
+
+  /** Where the run can be forked, oldest first (read off its log: nothing is written);
+   * `fork(id, { at: c.seq })` starts from its first `c.seq` messages. */
+  async checkpoints(id: string): Promise<Checkpoint[]> {
+    const run_id = runId(id);
+    const list: CheckpointList = await this.http.data({
+      what: `GET /v1/runs/${run_id}/checkpoints`,
+      safe: true,
+      send: (signal) =>
+        this.http.api.GET("/v1/runs/{run_id}/checkpoints", { params: { path: { run_id } }, signal }),
+    });
+    return list.data;
+  }
+
+  /** A new run from checkpoint `at` of the run (default: its start), its `forked_from`
+   * naming both; nothing of the original is written. `patch.tool_results` replace
+   * recorded results (or answer the calls a `tool_calls` checkpoint waits for),
+   * `patch.append` adds messages, `overrides` replace fields of its configuration;
+   * `mode: "replay"` answers its model calls from the recording until the first
+   * difference (`on_divergence`: then `live` or `fail`). Retried safely, as `create` is.
+   * `Conflict` `fork-split` (`toolCallId`) where a call would be parted from its result. */
+  async fork(id: string, request: ForkRun = {}): Promise<Run> {
+    const run_id = runId(id);
+    const { idempotencyKey: key, ...fields } = request;
+    const body = forkBody(fields) as never;
+    const headers = { "Idempotency-Key": key ?? idempotencyKey() };
+    return this.http.data({
+      what: `POST /v1/runs/${run_id}/fork`,
+      safe: true,
+      send: (signal) =>
+        this.http.api.POST("/v1/runs/{run_id}/fork", { params: { path: { run_id } }, body, headers, signal }),
+    });
   }
 
   /** Cancel a run that has not ended (`Conflict` with `currentStatus` otherwise); retried

@@ -29,6 +29,12 @@ export type BrowserToken = Schemas["BrowserTokenOut"];
 export type SubmitOutcome = Schemas["ToolResultsOut"];
 export type Usage = Schemas["UsageOut"];
 export type RunLimits = Schemas["RunLimits"];
+export type Checkpoint = Schemas["CheckpointOut"];
+export type CheckpointList = Schemas["CheckpointList"];
+export type ForkIn = Schemas["ForkIn"];
+export type ForkPatch = Schemas["ForkPatch"];
+/** The run and checkpoint a fork was made from (`Run.forked_from`). */
+export type ForkedFrom = NonNullable<Run["forked_from"]>;
 
 /** One answer to a tool call, as submitted (`isError` may also be written `is_error`). */
 export interface ToolResult {

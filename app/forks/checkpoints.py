@@ -118,12 +118,14 @@ def list_checkpoints(
     given: int,
     calls: Sequence[CompletionCall],
     turn_base: int = 0,
+    *,
+    compacted: bool = False,
 ) -> list[Checkpoint]:
     """The checkpoints of a conversation `history` whose first `given` messages were given
     (the run's start is after them and its prompt), the run's model calls `calls` and the
     turns counted before its first (a fork's)."""
     start = min(given + 1, len(history))
-    owner = call_owners(history, given, calls)
+    owner = call_owners(history, given, calls, compacted=compacted)
     out: list[Checkpoint] = []
     usage = Usage()
     made = 0
@@ -140,24 +142,34 @@ def list_checkpoints(
 
 
 def call_owners(
-    history: Sequence[Message], given: int, calls: Sequence[CompletionCall]
+    history: Sequence[Message],
+    given: int,
+    calls: Sequence[CompletionCall],
+    *,
+    compacted: bool = False,
 ) -> dict[int, int]:
     """The index of the model call that answered each of the run's assistant messages
     (after its start: the given history's, and the message a fork starts from, answered
-    no call of this run), by the provider's message id where both have one, else in order
-    (a call whose answer never reached the conversation, a rolled-back turn, is passed
-    over)."""
+    no call of this run), by the provider's message id where both have one, else in order:
+    from the first (a call whose answer is not in the conversation, an empty last turn, is
+    passed over at the end), or, for a `compacted` conversation (its early answers folded
+    into a summary), from the latest."""
+    positions = [
+        p for p in range(given + 1, len(history)) if isinstance(history[p], AssistantMessage)
+    ]
+    order = list(range(len(calls)))
+    if compacted:
+        positions.reverse()
+        order.reverse()
     owners: dict[int, int] = {}
     k = 0
-    for position in range(given + 1, len(history)):
+    for position in positions:
+        if k >= len(order):
+            break
         message = history[position]
-        if not isinstance(message, AssistantMessage) or k >= len(calls):
-            continue
-        found = None
-        if message.id is not None:
-            ids = [c.message_id for c in calls[k:]]
-            found = k + ids.index(message.id) if message.id in ids else None
-        index = found if found is not None else k
-        owners[position] = index
-        k = index + 1
+        assert isinstance(message, AssistantMessage)
+        ids = [calls[i].message_id for i in order[k:]]
+        step = ids.index(message.id) if message.id is not None and message.id in ids else 0
+        owners[position] = order[k + step]
+        k += step + 1
     return owners

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.core import AgentRun
+from app.core.events import EventType as E
 from app.core.scope import Scope
 from app.forks.checkpoints import Checkpoint, call_owners, calls_of, list_checkpoints, turn_at
 from app.forks.plan import SplitCall, begin, patched
@@ -49,13 +50,26 @@ class ForkService:
             raise RunNotFound(f"no run with id {run_id}")
         return record, await recorded.loaded_run(self.store, record)
 
+    async def _compacted(self, run_id: str) -> bool:
+        """Whether the run's conversation was compacted (its early answers summarised)."""
+        after = 0
+        while True:
+            page = await self.store.events(run_id, after=after, limit=1000)
+            if any(e.type == E.RUN_COMPACTED for e in page):
+                return True
+            if len(page) < 1000:
+                return False
+            after = page[-1].seq
+
     async def checkpoints(self, run_id: str, *, scope: Scope) -> Checkpoints:
         """The run's checkpoints, oldest first (read off its log: nothing is written)."""
         record, run = await self._loaded(run_id, scope)
         history = run.full_history()
         given = len(history) - len(run.messages())
         calls = run.completion_calls()
-        data = list_checkpoints(history, given, calls, _turn_base(record, run))
+        compacted = await self._compacted(record.id)
+        base = _turn_base(record, run)
+        data = list_checkpoints(history, given, calls, base, compacted=compacted)
         return Checkpoints(record.id, data, len(history))
 
     async def fork(
@@ -85,7 +99,9 @@ class ForkService:
             raise ForkSplit(str(exc), tool_call_id=exc.call_id) from None
         calls = run.completion_calls()
         base = _turn_base(record, run)
-        turn = turn_at(history, seq, list_checkpoints(history, given, calls, base), base)
+        compacted = await self._compacted(record.id)
+        listed = list_checkpoints(history, given, calls, base, compacted=compacted)
+        turn = turn_at(history, seq, listed, base)
         create = _create_body(record, body)
         max_turns = create.max_turns or self.runs.settings.default_max_turns
         if max_turns <= turn:
@@ -104,7 +120,8 @@ class ForkService:
         # first model call is answered with the recorded message (`app.forks.replay`), so
         # the calls are checked as the run checks any (its tools, its invalid-call policy).
         opening, first_turn = messages, turn
-        recorded_answer = call_owners(history, given, calls).get(seq - 1) is not None
+        owners = call_owners(history, given, calls, compacted=compacted)
+        recorded_answer = owners.get(seq - 1) is not None
         if len(messages) == seq and calls_of(messages[-1]) and recorded_answer:
             mark["seeded"] = True
             opening, first_turn = messages[:-1], turn - 1

@@ -64,7 +64,13 @@ def upgrade() -> None:
 def downgrade() -> None:
     """Whole documents again (each at its control document's schema version: the log's
     batches are joined as they are, so runs written by this release stay loadable by the
-    previous one only if no batch needs an upgrade it does not know)."""
+    previous one only if no batch needs an upgrade it does not know).
+
+    A batch marked `"r": 1` (a compaction's, written by a later release: `app.core.stored`)
+    replaces the given history and the run's messages so far with its own `h` and `m`
+    (its `c` still appends), as loading a run reads it: the whole document holds the
+    conversation the run has now. The originals such a batch replaced (the batches before
+    it, its `a`) have no place in a whole document and are dropped with the log."""
     conn = op.get_bind()
     for run_id, state in conn.execute(sa.select(runs.c.id, runs.c.state)).all():
         doc = orjson.loads(state)
@@ -80,7 +86,10 @@ def downgrade() -> None:
         for body in bodies:
             batch = orjson.loads(body)
             for key in lists:
-                lists[key].extend(batch.get(key, []))
+                if key != 'c' and batch.get('r') == 1:  # (a reset: the lists from here)
+                    lists[key] = list(batch.get(key, []))
+                else:
+                    lists[key].extend(batch.get(key, []))
         doc['chat_history'] = lists['h'] if extent['h'] is not None else None
         doc['new_messages'] = lists['m']
         doc['completion_calls'] = lists['c']

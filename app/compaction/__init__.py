@@ -16,6 +16,9 @@ from app.store.runs import RunStore
 
 def install(store: RunStore) -> None:
     """Plug compaction into `store`: a worker asks `step.compact` before each model
-    call (`turn_boundaries`); a create drops the policy when it is unset."""
+    call (`turn_boundaries`); a create drops the policy when it is unset; the policy's
+    summarising model is one the run may call (`called_models`: a cost limit needs its
+    price)."""
     store.hooks.add_turn_boundary(step.compact)
     store.hooks.on_create(policy.check_compaction, policy.without_unset_compaction)
+    store.hooks.add_called_models(policy.called_models)

@@ -36,9 +36,17 @@ def policy_of(config: Mapping[str, Any]) -> Policy | None:
     )
 
 
+def called_models(config: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """(`Hooks.called_models`) The summarising model a configuration's policy names
+    (none: the run's own writes its summaries)."""
+    doc = config.get(KEY)
+    model = doc.get("model") if isinstance(doc, Mapping) else None
+    return {f"{KEY}.model": model} if isinstance(model, Mapping) else {}
+
+
 def without_unset_compaction(request: dict[str, Any]) -> dict[str, Any]:
     """A create request (or configuration) without `compaction` when it is unset, and
-    without the policy's options left unset (null)."""
+    without the policy's options left unset (left out: null as the schema's default)."""
     policy = request.get(KEY)
     if policy is None:
         request.pop(KEY, None)

@@ -8,8 +8,12 @@ the model gates asked, billed to the run as a `model.called` with `"purpose":
 it at once, with a `run.compacted` event, as one transition: a crash after it finds the
 compacted run, and never summarises the same turns again.
 
-No compaction when nothing would be summarised, when the summarising call gives no text
-(failed, or held back by a gate), or when the summary would not make the request smaller.
+No compaction when nothing would be summarised, when what it would summarise for the
+first time (earlier summaries left out) is under `MIN_FRESH_SHARE` of the threshold (a
+conversation whose kept messages and recent turns alone pass the threshold would
+otherwise be compacted at every turn, each summary saving little), when the summarising
+call gives no text (failed, or held back by a gate), or when the summary would not make
+the request smaller.
 """
 
 from __future__ import annotations
@@ -19,9 +23,11 @@ from typing import Any
 
 import structlog
 
+from app.compaction.params import summary_params
 from app.compaction.plan import (
     DEFAULT_INSTRUCTIONS,
     estimate_tokens,
+    fresh_tokens,
     plan,
     summary_message,
     transcript,
@@ -39,6 +45,8 @@ log = structlog.get_logger("agentrun.compaction")
 
 #: The `purpose` of a summarising call's `model.called` event.
 PURPOSE = "compaction"
+#: A compaction summarises at least this share of the threshold for the first time.
+MIN_FRESH_SHARE = 0.25
 
 
 def tools_of(config: RunConfig) -> list[dict[str, Any]]:
@@ -53,11 +61,17 @@ def tools_of(config: RunConfig) -> list[dict[str, Any]]:
 
 
 def summary_request(spec: Mapping[str, Any], policy: Policy, text: str, turn: int) -> ModelRequest:
+    """The summarising call: the policy's `model` with its own parameters, or the run's
+    model with only those a plain text completion takes from it (`summary_params`)."""
+    if policy.model is not None:
+        params = {k: v for k, v in spec.items() if k not in ("provider", "name")}
+    else:
+        params = summary_params(spec)
     return ModelRequest(
         model=str(spec["name"]),
         prompt=UserMessage(text),
         preamble=policy.instructions or DEFAULT_INSTRUCTIONS,
-        params={k: v for k, v in spec.items() if k not in ("provider", "name")},
+        params=params,
         turn=turn,
     )
 
@@ -76,8 +90,14 @@ async def compact(boundary: Boundary) -> Rewrite | None:
     before = estimate_tokens(config.preamble, tools, conversation)
     if before <= policy.threshold_tokens:
         return None
-    planned = plan(conversation, policy.keep_recent_turns)
+    history = boundary.run.state.chat_history
+    given = None if history is None else len(history)
+    planned = plan(conversation, policy.keep_recent_turns, prompt=given or 0)
     if planned is None:
+        return None
+    fresh = fresh_tokens(conversation, planned)
+    if fresh < policy.threshold_tokens * MIN_FRESH_SHARE:  # (it would save too little)
+        log.debug("compaction.skipped", run_id=record.id, turn=step.turn, fresh=fresh)
         return None
     spec = policy.model or config.model.doc
     request = summary_request(spec, policy, transcript(conversation, planned), step.turn)
@@ -85,13 +105,12 @@ async def compact(boundary: Boundary) -> Rewrite | None:
     if answer is None:
         return None
     text = "\n\n".join(i.text for i in answer.choice if isinstance(i, Text)).strip()
-    compacted = planned.apply(conversation, summary_message(text))
+    new_history, messages = planned.rewrite(conversation, summary_message(text), given)
+    compacted = (*(new_history or ()), *messages)
     after = estimate_tokens(config.preamble, tools, compacted)
     if not text or after >= before:
         log.info("compaction.dropped", run_id=record.id, turn=step.turn, before=before, after=after)
         return None
-    history = boundary.run.state.chat_history
-    given = None if history is None else sum(1 for i in planned.kept if i < len(history))
     usage = answer.usage
     event = NewEvent(
         E.RUN_COMPACTED,
@@ -111,5 +130,4 @@ async def compact(boundary: Boundary) -> Rewrite | None:
             },
         },
     )
-    split = 0 if given is None else given
-    return Rewrite(None if given is None else compacted[:split], compacted[split:], (event,))
+    return Rewrite(new_history, messages, (event,))

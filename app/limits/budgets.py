@@ -144,6 +144,15 @@ def clamped(provider: str, params: Mapping[str, Any], cap: int, default_cap: int
     return out
 
 
+def model_of(record: RunRecord, request: ModelRequest) -> tuple[str, str]:
+    """(provider, name) of the model a call goes to: a hook's call names its own
+    (`ModelRequest.spec`: a summary another model writes), a turn's is the run's."""
+    if request.spec is not None:
+        return str(request.spec["provider"]), str(request.spec["name"])
+    spec = record.run_config.model
+    return spec.provider, spec.name
+
+
 def spent_of(usage: Mapping[str, Any] | None, created_at: datetime, now: datetime) -> Spent:
     u = usage or {}
     return Spent(
@@ -205,8 +214,8 @@ class Budgets:
         tree = await self._tree(record, now, mine) if in_tree else []
         if not limits and not tenant and not self.deployment and not tree:
             return request
-        spec = record.run_config.model
-        price = self.prices.of(spec.provider, spec.name)
+        provider, name = model_of(record, request)  # (priced and capped as its model)
+        price = self.prices.of(provider, name)
         usage = billed_usage(record.usage, claimed) or record.usage
         run_spent = spent_of(usage, record.created_at, now)
         pairs: list[tuple[Ceiling, Spent]] = [(c, run_spent) for c in ceilings(limits)]
@@ -220,7 +229,7 @@ class Budgets:
                 tokens, cost = await self._day(key, now)
                 day = Spent(tokens + mine[0], cost + mine[1])
                 pairs.extend((c, day) for c in ceilings(daily, scope))
-        wire = profiles.active().param_table_of(spec.provider)  # (a profile: its wire's)
+        wire = profiles.active().param_table_of(provider)  # (a profile: its wire's)
         where = cap_param(wire, request.params)
         least = where.least if where is not None else 1
         verdict = check(pairs, input_estimate(request, wire), price, least)

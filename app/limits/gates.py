@@ -11,7 +11,7 @@ from datetime import datetime
 
 from app.clock import Clock
 from app.core import Usage
-from app.limits.budgets import Budgets, budgets_for
+from app.limits.budgets import Budgets, budgets_for, model_of
 from app.limits.rates import Deferred, Flow, Reserved
 from app.limits.rates_sql import FLOW_CHANNEL
 from app.limits.shared import shared
@@ -41,11 +41,13 @@ class BudgetGate(ModelGate):
 
 @dataclass(frozen=True, slots=True)
 class _Drawn:
-    """What a call drew on the shared limits (`reserved` None: no limit applies)."""
+    """What a call drew on the shared limits (`reserved` None: no limit applies), and
+    the (provider, name) of the model it went to."""
 
     record: RunRecord
     rates: Mapping[str, RateLimits]
     reserved: Reserved | None
+    model: tuple[str, str]
 
 
 class FlowGate(ModelGate):
@@ -59,9 +61,10 @@ class FlowGate(ModelGate):
 
     async def before(self, claim: Claim, request: ModelRequest) -> Go | Defer | Suspend:
         record = claim.record
-        rates = await self.flow.rates(record)
+        model = model_of(record, request)  # (a summary's own model, its keys)
+        rates = await self.flow.rates(record, model)
         if not rates:
-            return Go(request, _Drawn(record, rates, None))
+            return Go(request, _Drawn(record, rates, None, model))
         now = self.clock.now()
         gate = await self.flow.gate(record, claim.honoured, request, rates, now)
         if isinstance(gate, Deferred):  # back to the queue until the limit frees
@@ -74,7 +77,7 @@ class FlowGate(ModelGate):
 
             return Defer(gate.reason, gate.due, gate.held, now, queued)
         claim.honoured = claim.honoured or gate.honoured
-        return Go(request, _Drawn(record, rates, gate))
+        return Go(request, _Drawn(record, rates, gate, model))
 
     async def release(self, ticket: object) -> None:
         assert isinstance(ticket, _Drawn)
@@ -88,7 +91,9 @@ class FlowGate(ModelGate):
     async def throttled(self, ticket: object, err: ProviderError) -> None:
         # (one worker's 429 slows every worker, configured or not)
         assert isinstance(ticket, _Drawn)
-        await self.flow.provider_429(ticket.rates, err, self.clock.now(), ticket.record)
+        await self.flow.provider_429(
+            ticket.rates, err, self.clock.now(), ticket.record, ticket.model
+        )
 
     def heard(self, payload: str) -> None:
         self.flow.heard(payload)

@@ -1,8 +1,9 @@
 """The worker's side of the shared limits (`app.limits.rates_sql`): which limit keys a model call
 draws on, what it reserves, and what a provider's 429 teaches every worker.
 
-A run's keys: `profile:<provider>` (the profile's limits), `model:<provider>/<model>` (its
-`model_limits`) and `tenant:<tenant>` (the tenant's `requests_per_minute` /
+A call's keys: `profile:<provider>` (the profile's limits) and `model:<provider>/<model>`
+(its `model_limits`) of the model the call goes to (the run's; for a summary, its own:
+`budgets.model_of`), and `tenant:<tenant>` (the tenant's `requests_per_minute` /
 `tokens_per_minute` / `max_concurrent`). A key with a `max_concurrent` also holds a
 concurrency slot (`app.limits.slots_sql`) for the call's duration, freed right after it. A call
 with no limit on any of them costs nothing: no statement, and with no limit configured
@@ -39,7 +40,7 @@ import structlog
 
 from app import metrics
 from app.clock import Clock
-from app.limits.budgets import cap_param, input_estimate
+from app.limits.budgets import cap_param, input_estimate, model_of
 from app.limits.rates_sql import Demand, FlowLimits, Grant, Learned, parse_learned
 from app.limits.slots_sql import FlowSlots, Slot
 from app.providers import ratelimit
@@ -137,24 +138,29 @@ class Flow:
         self._calls: dict[str, deque[float]] = {}  # recent calls and 429s by model key
         self._refused: dict[str, deque[float]] = {}  # (monotonic: the seed's only)
 
-    async def rates(self, record: RunRecord) -> dict[str, RateLimits]:
-        """The run's limit keys that limit anything, with their limits."""
+    async def rates(
+        self, record: RunRecord, model: tuple[str, str] | None = None
+    ) -> dict[str, RateLimits]:
+        """The limit keys of a call of the run that limit anything, with their limits;
+        `model`: the (provider, name) it goes to (None: the run's own)."""
         out: dict[str, RateLimits] = {}
-        spec = record.run_config.model
-        model_key = f"model:{spec.provider}/{spec.name}"
+        if model is None:
+            model = (record.run_config.model.provider, record.run_config.model.name)
+        provider, name = model
+        model_key = f"model:{provider}/{name}"
         self._count(self._calls, model_key)
         if self.profiles.limited():
-            profile = self.profiles.get(spec.provider)
+            profile = self.profiles.get(provider)
             if profile is not None:
-                out[f"profile:{spec.provider}"] = profile.limits
-                out[f"model:{spec.provider}/{spec.name}"] = profile.limits_of(spec.name)
+                out[f"profile:{provider}"] = profile.limits
+                out[model_key] = profile.limits_of(name)
         if self.tenant_limits is not None:
             doc = await self.tenant_limits(record.tenant_id)
             rpm, tpm = doc.get("requests_per_minute"), doc.get("tokens_per_minute")
             most = doc.get("max_concurrent")
             if rpm is not None or tpm is not None or most is not None:
                 out[f"tenant:{record.tenant_id}"] = RateLimits(rpm, tpm, most)
-        learned = self._learned_keys(spec.provider, model_key) if self._learned else ()
+        learned = self._learned_keys(provider, model_key) if self._learned else ()
         for key in learned:
             out.setdefault(key, RateLimits())
         return {k: v for k, v in out.items() if not v.empty() or k in learned}
@@ -202,7 +208,7 @@ class Flow:
         turn within `SLACK` is waited for here), else where the run waits. `honoured`:
         the run's kept reservation was already used by an earlier call of this claim."""
         held = record.flow_reserved_at
-        provider = record.run_config.model.provider
+        provider = model_of(record, request)[0]
         fresh = timedelta(seconds=self.lease_seconds)
         # A slot outlives neither the lease nor the call's timeout (a dead worker's frees).
         timeout = self.timeout_of(provider) or self.provider_timeout
@@ -397,17 +403,20 @@ class Flow:
         err: ProviderError,
         at: datetime,
         record: RunRecord | None = None,
+        model: tuple[str, str] | None = None,
     ) -> float:
-        """Feed a provider's 429 to the run's configured profile and model keys, and to its
-        model key even with nothing configured (`record`: the run, naming that key): the
-        seconds every worker now waits on them."""
+        """Feed a provider's 429 to the call's configured profile and model keys, and to
+        its model key even with nothing configured (`model`: the (provider, name) the call
+        went to; else `record`'s, the run's model): the seconds every worker now waits on
+        them."""
         now = at.timestamp()
         seconds = err.retry_after if err.retry_after is not None else 1.0
         rpm, tpm = ratelimit.named_limits(err.headers)
         keys = {k: r for k, r in rates.items() if k.startswith(("profile:", "model:"))}
-        if record is not None:
-            spec = record.run_config.model
-            keys.setdefault(f"model:{spec.provider}/{spec.name}", RateLimits())
+        if model is None and record is not None:
+            model = (record.run_config.model.provider, record.run_config.model.name)
+        if model is not None:
+            keys.setdefault(f"model:{model[0]}/{model[1]}", RateLimits())
         learned = []
         for key, r in keys.items():
             self._permits.pop(key, None)  # (this worker's batch goes no further)

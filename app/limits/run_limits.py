@@ -28,24 +28,26 @@ from app.store.waiting import Budget
 ATTEMPTS = 5
 
 
-def unpriced(model: Mapping[str, Any]) -> str:
+def unpriced(model: Mapping[str, Any], where: str = "model") -> str:
+    """Why a cost limit cannot be enforced on `model` (named by the field `where`)."""
     return (
-        f"model {model.get('provider')}:{model.get('name')} has no price (neither "
+        f"{where} {model.get('provider')}:{model.get('name')} has no price (neither "
         "AGENTRUN_PRICES nor genai-prices knows it)"
     )
 
 
 async def check_create(create: Creating) -> None:
     """A create's check (`Hooks.async_create_checks`): a 422 when a cost limit is in
-    force on a model without a price, which could not be enforced (the run's, the
-    deployment's)."""
-    if create.priced:
-        return
-    model = create.agent["model"]
-    if create.limits and "max_cost_usd" in create.limits:
-        raise InvalidRequest(f"limits.max_cost_usd: {unpriced(model)}")
-    if create.settings.daily_cost_usd is not None:
-        raise InvalidRequest(f"the deployment's daily_cost_usd applies: {unpriced(model)}")
+    force (the run's, the deployment's) and a model the run may call has no price (its
+    own, or one a feature calls for it: a compaction's summariser), which could not be
+    enforced."""
+    for where, model in create.unpriced.items():
+        if create.limits and "max_cost_usd" in create.limits:
+            raise InvalidRequest(f"limits.max_cost_usd: {unpriced(model, where)}")
+        if create.settings.daily_cost_usd is not None:
+            raise InvalidRequest(
+                f"the deployment's daily_cost_usd applies: {unpriced(model, where)}"
+            )
     # (A tenant's daily_cost_usd is not read here, which would cost a create a
     # statement: the worker suspends such a run before its first call instead.)
 
@@ -77,8 +79,8 @@ class RunLimitsService:
     ) -> dict[str, Any] | None:
         """The limits to store for a new run (`check_create`'s refusal)."""
         stored = None if limits is None else limits.stored()
-        priced = self.prices.of_spec(model) is not None
-        await check_create(Creating({"model": model}, stored, priced, self.settings))
+        unpriced = {} if self.prices.of_spec(model) is not None else {"model": model}
+        await check_create(Creating({"model": model}, stored, unpriced, self.settings))
         return stored
 
     async def set_limits(
@@ -96,8 +98,10 @@ class RunLimitsService:
                 )
             previous = dict(record.limits or {})
             new = {k: v for k, v in {**previous, **named}.items() if v is not None}
-            if "max_cost_usd" in new and self.prices.of_spec(record.config["model"]) is None:
-                raise InvalidRequest(f"max_cost_usd: {unpriced(record.config['model'])}")
+            if "max_cost_usd" in new:  # (every model the run may call: priced)
+                for where, model in self.store.hooks.models_of(record.config).items():
+                    if self.prices.of_spec(model) is None:
+                        raise InvalidRequest(f"max_cost_usd: {unpriced(model, where)}")
             event = NewEvent(E.RUN_LIMITS_RAISED, {"limits": new, "previous": previous}, actor)
             suspended = record.status is RunStatus.REQUIRES_ACTION
             if suspended and isinstance(record.waiting, Budget):

@@ -38,6 +38,9 @@ class ModelRequest:
     turn: int = 1  # the run's model-call number (CallModel.turn)
     attempt: int = 1  # 1 for the first try of this model call, 2 after one retry, ...
     purpose: str | None = None  # None: a turn of the run; else a hook's call ("compaction")
+    # The model spec a hook's call goes to (None: the run's own model): the gates price,
+    # cap and key the call by it (a summary written by another model).
+    spec: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

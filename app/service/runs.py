@@ -237,8 +237,9 @@ class RunService:
             )
         limits = None if body.limits is None else body.limits.stored()
         if self.store.hooks.async_create_checks:  # (webhooks: the URL; limits: the price)
-            priced = self.prices.of_spec(agent["model"]) is not None
-            creating = Creating(agent, limits, priced, self.settings, tenant)
+            models = self.store.hooks.models_of(agent)
+            unpriced = {k: m for k, m in models.items() if self.prices.of_spec(m) is None}
+            creating = Creating(agent, limits, unpriced, self.settings, tenant)
             for vet in self.store.hooks.async_create_checks:
                 await vet(creating)
         max_turns = body.max_turns or self.settings.default_max_turns

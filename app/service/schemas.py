@@ -10,9 +10,11 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 from app.core import MAX_JSON_INT, MIN_JSON_INT
@@ -315,7 +317,9 @@ class RunLimits(Strict):
 class CompactionPolicy(Strict):
     """A run's context compaction (`compaction`; docs/compaction.md): when the next model
     request's estimated tokens pass `threshold_tokens`, the worker first replaces the
-    older turns with a summary (system and user messages kept verbatim)."""
+    older turns with a summary (system and user messages kept verbatim). Its options are
+    left out for their defaults, never null (as `model` is everywhere); integers take
+    `5.0` as `5`, as every integer field does."""
 
     threshold_tokens: Annotated[int, Field(ge=1000, le=10**9, strict=True), _AS_INT] = Field(
         description="compact before a model call whose request is estimated above this many "
@@ -328,19 +332,23 @@ class CompactionPolicy(Strict):
         default=2,
         description="the latest model turns (each with its tool results) kept as they are",
     )
-    instructions: str | None = Field(
+    instructions: str | SkipJsonSchema[None] = Field(
         default=None,
         min_length=1,
         max_length=20_000,
         description="what the summarising model is told (default: the service's)",
     )
 
-    @field_validator("model", mode="before")
+    @field_validator("model", "keep_recent_turns", "instructions", mode="before")
     @classmethod
-    def model_not_null(cls, value: Any) -> Any:
-        """`model` may be left out (the run's own), not set to null."""
+    def not_null(cls, value: Any, info: ValidationInfo) -> Any:
+        """An option may be left out (its default), not set to null."""
         if value is None:
-            raise PydanticCustomError("model_type", "model must be an object")
+            raise PydanticCustomError(
+                "null_option",
+                "{field} may be left out (its default), not null",
+                {"field": info.field_name},
+            )
         return value
 
 

@@ -20,7 +20,11 @@ store's.
 - `async_create_checks`: a create checked before the other checks (`Creating`: its
   configuration, its limits, the model's price, the creating service's settings), may
   await something outside the database (a webhook's destination resolved); a refusal is
-  raised (422). The limits refuse a cost limit on a model without a price.
+  raised (422). The limits refuse a cost limit on a model without a price (any model
+  the run may call: `called_models`).
+- `called_models`: asked of a configuration, the models a feature calls for the run
+  besides its own (compaction's summariser), by the field that names each: a create's
+  checks (and a limits change) price every model the run may call.
 - `continuations`: asked by a create that names a run to continue (`previous_run_id`):
   what the new run continues and whether it waits, then told once the run is committed
   (`Continuations`; conversations). None registered: such a create is refused.
@@ -115,13 +119,19 @@ class Creating:
 
     agent: Mapping[str, Any]  # the agent configuration about to be stored
     limits: Mapping[str, Any] | None  # the run's limits as they would be stored
-    priced: bool  # whether the run's model has a price (the service's price book)
+    # The models the run may call (`Hooks.models_of`) that have no price (the service's
+    # price book), by the field that names each (`model`, `compaction.model`).
+    unpriced: Mapping[str, Mapping[str, Any]]
     settings: Settings  # the creating service's
     tenant: str = "default"  # whose run it is (an agent tool names one of its agents)
 
 
 #: `(the create)`: raises to refuse it.
 AsyncCreateCheck = Callable[[Creating], Awaitable[None]]
+
+#: `(a run's configuration)`: the model specs a feature calls for the run besides its own
+#: model, by the field that names each (`{"compaction.model": spec}`).
+CalledModels = Callable[[Mapping[str, Any]], Mapping[str, Mapping[str, Any]]]
 
 #: `(the ended run an operator is about to retry, the caller's scope)`: raises to refuse.
 MayReopen = Callable[[RunRecord, Scope], Awaitable[None]]
@@ -293,6 +303,7 @@ class Hooks:
         self.round_spawns: RoundSpawner | None = None
         self.round_answers: tuple[RoundAnswerer, ...] = ()
         self.turn_boundaries: tuple[TurnBoundary, ...] = ()
+        self.called_models: tuple[CalledModels, ...] = ()
 
     def on_run_ended(self, hook: RunEnded) -> None:
         self.run_ended = (*self.run_ended, hook)
@@ -352,6 +363,17 @@ class Hooks:
 
     def add_turn_boundary(self, hook: TurnBoundary) -> None:
         self.turn_boundaries = (*self.turn_boundaries, hook)
+
+    def add_called_models(self, reader: CalledModels) -> None:
+        self.called_models = (*self.called_models, reader)
+
+    def models_of(self, config: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+        """Every model a run of `config` may call, by the field that names it: its own
+        (`model`), then the features' (`called_models`)."""
+        out: dict[str, Mapping[str, Any]] = {"model": config["model"]}
+        for reader in self.called_models:
+            out.update(reader(config))
+        return out
 
     async def ended(self, records: list[RunRecord], now: datetime) -> None:
         """Tell every `run_ended` hook of each of `records` (runs a write just ended)."""

@@ -8,7 +8,9 @@ so the run's usage, its budgets and the usage ledger count it; a failure is a
 A gate that does not let the call go (defer, suspend, refuse) stops the hook's calls:
 `stopped` keeps its verdict, which the driver then applies to the claim as it would to
 the turn's own call. The gates see the request's `purpose` (a replay answers only a
-run's turns); a gate that answers the call itself answers it here too.
+run's turns) and its `spec`, the model it goes to (the budgets price and cap it by that
+model, the shared limits draw on that model's keys); a gate that answers the call
+itself answers it here too.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ class BoundaryCalls:
         if self.stopped is not None:
             return None
         passed: list[tuple[ModelGate, object]] = []
-        request = dataclasses.replace(request, purpose=purpose)  # (the gates tell it apart)
+        request = dataclasses.replace(request, purpose=purpose, spec=spec)  # (for the gates)
         try:
             for gate in self.gates:
                 verdict = await gate.before(self.claim, request)

@@ -49,10 +49,12 @@ def wire_tokens(body: Mapping[str, Any]) -> int:
 
 class Model:
     """The mock's responder: a tool call per turn until `turns`, then the answer; a
-    summary for a request without tools. Its usage grows with the request it answers."""
+    summary for a request without tools. Its usage grows with the request it answers.
+    Its calls' ids are `<prefix>_<n>` (a conversation's next run: another prefix)."""
 
-    def __init__(self, turns: int) -> None:
+    def __init__(self, turns: int, prefix: str = "call") -> None:
         self.turns = turns
+        self.prefix = prefix
         self.calls = 0
         self.summaries = 0
         self.lock = threading.Lock()
@@ -69,22 +71,40 @@ class Model:
             n = self.calls
         if n >= self.turns:
             return Reply(text="I read every page: 0 errors.", usage=usage)
-        call = MockToolCall("look", json.dumps({"n": n}), id=f"call_{n}")
+        call = MockToolCall("look", json.dumps({"n": n}), id=f"{self.prefix}_{n}")
         return Reply(text=f"Reading page {n}.", tool_calls=[call], usage=usage)
 
 
 def run_body(turns: int, threshold: int, **policy: Any) -> RunCreate:
-    return RunCreate.model_validate(
-        {
-            "prompt": PROMPT,
-            "preamble": PREAMBLE,
-            "history": HISTORY,
-            "model": {"provider": "openai", "name": "mock-model"},
-            "tools": [LOOK],
-            "max_turns": turns,
-            "compaction": {"threshold_tokens": threshold, **policy},
-        }
-    )
+    return RunCreate.model_validate(run_doc(turns, threshold, **policy))
+
+
+def run_doc(turns: int, threshold: int, **policy: Any) -> dict[str, Any]:
+    """A create's body (JSON): the run `run_body` makes."""
+    return {
+        "prompt": PROMPT,
+        "preamble": PREAMBLE,
+        "history": HISTORY,
+        "model": {"provider": "openai", "name": "mock-model"},
+        "tools": [LOOK],
+        "max_turns": turns,
+        "compaction": {"threshold_tokens": threshold, **policy},
+    }
+
+
+def summaries(mock: MockProviderServer) -> list[dict[str, Any]]:
+    """The bodies of the summaries' requests the mock received (those without tools)."""
+    return [r.body for r in mock.requests if "tools" not in r.body]
+
+
+async def drive_to_end(service: RunService, run_driver: RunDriver, run_id: str) -> RunStatus:
+    """Step the run until it completes or fails (its tool rounds answered)."""
+    status = RunStatus.QUEUED
+    for _ in range(400):
+        status = await step(service, run_driver, run_id)
+        if status in (RunStatus.COMPLETED, RunStatus.FAILED):
+            return status
+    raise AssertionError("the run did not end")
 
 
 async def driver(service: RunService, mock: MockProviderServer) -> RunDriver:

@@ -1,6 +1,7 @@
 """A run's `compaction` policy at create (`app.compaction.policy`): stored without its
-unset options, absent (and hashed as before) when unset, refused with a 422 when bad,
-and taken from an agent or the run a run continues."""
+unset options, absent (and hashed as before) when unset, refused with a 422 when bad
+(an option set to null among them: left out, it takes its default), integers taken as
+every integer field takes them, and taken from an agent or the run a run continues."""
 
 from __future__ import annotations
 
@@ -37,11 +38,17 @@ async def test_the_policy_is_stored_without_its_unset_options(
     assert made.status_code == 201, made.text
     stored = (await config_of(store, made.json()["id"]))["compaction"]
     assert stored == {"threshold_tokens": 5000, "keep_recent_turns": 2}
-    full = {"threshold_tokens": 2000.0, "model": ECHO, "keep_recent_turns": 3, "instructions": "x"}
+    full = {
+        "threshold_tokens": 2000.0,
+        "model": ECHO,
+        "keep_recent_turns": 3.0,
+        "instructions": "x",
+    }
     made = await create(client, compaction=full)
     assert made.status_code == 201, made.text
     stored = (await config_of(store, made.json()["id"]))["compaction"]
-    assert stored == {**full, "threshold_tokens": 2000}
+    assert stored == {**full, "threshold_tokens": 2000, "keep_recent_turns": 3}
+    assert type(stored["threshold_tokens"]) is int and type(stored["keep_recent_turns"]) is int
 
 
 async def test_an_unset_policy_is_hashed_as_before(client: httpx.AsyncClient) -> None:
@@ -63,6 +70,12 @@ async def test_an_unset_policy_is_hashed_as_before(client: httpx.AsyncClient) ->
         ({}, "threshold_tokens"),
         ({"threshold_tokens": 5000, "keep_recent_turns": 0}, "keep_recent_turns"),
         ({"threshold_tokens": 5000, "model": None}, "model"),
+        ({"threshold_tokens": 5000, "keep_recent_turns": None}, "keep_recent_turns"),
+        ({"threshold_tokens": 5000, "instructions": None}, "instructions"),
+        ({"threshold_tokens": None}, "threshold_tokens"),
+        ({"threshold_tokens": 5000, "keep_recent_turns": 2.5}, "keep_recent_turns"),
+        ({"threshold_tokens": 5000.5}, "threshold_tokens"),
+        ({"threshold_tokens": 5000, "keep_recent_turns": True}, "keep_recent_turns"),
         ({"threshold_tokens": 5000, "model": {"provider": "nope", "name": "x"}}, "provider"),
         ({"threshold_tokens": 5000, "instructions": ""}, "instructions"),
         ({"threshold_tokens": 5000, "other": 1}, "other"),

@@ -16,6 +16,7 @@ from sqlalchemy import create_engine
 from sqlalchemy import create_engine as create_engine_sync
 
 from alembic import command
+from app import features
 from app.core import AgentRun
 from app.core.events import EventType
 from app.core.lifecycle import RunStatus, Transition
@@ -24,7 +25,7 @@ from app.core.types import USAGE_FIELDS
 from app.service.errors import RunNotFound
 from app.service.principals import DEFAULT_TENANT
 from app.service.runs import RunService
-from app.service.schemas import ToolResultsIn
+from app.service.schemas import RunCreate, ToolResultsIn
 from app.store import reports
 from app.store.backend.engines import create_engine as create_async_engine
 from app.store.backend.engines import sync_url
@@ -164,6 +165,62 @@ async def test_runs_stored_before_0006_move_to_the_log_and_then_resume_and_compl
 
 async def conversation(service: RunService, run_id: str) -> tuple[Any, ...]:
     return (await service.load_run(run_id, scope=Scope.ALL)).messages()
+
+
+async def test_0006_downgrade_keeps_a_compacted_run_s_conversation_as_it_is_now(
+    own_database: str,
+) -> None:
+    """A compaction's log batch replaces the lists (`"r": 1`): 0006's downgrade makes the
+    whole document of the conversation the run has now (its compacted history and its own
+    messages), not every batch's lists joined; the upgrade back loads it the same."""
+    settings = make_settings(own_database)
+    store = features.install(RunStore(create_async_engine(own_database)), settings)
+    service = RunService(store, settings)
+    pad = " and more" * 300
+    history = [
+        {"role": "user", "content": "U1: read the log"},
+        {"role": "assistant", "content": "A1: page one" + pad},
+        {"role": "user", "content": "U2: go on"},
+        {"role": "assistant", "content": "A2: page two" + pad},
+        {"role": "user", "content": "U3: and the last"},
+        {"role": "assistant", "content": "A3: page three"},
+    ]
+    summariser = {"provider": "scripted", "name": "summariser", "script": [{"text": "SUMMARY"}]}
+    body = RunCreate.model_validate(
+        {
+            "prompt": "PROMPT: count the pages",
+            "history": history,
+            "model": TEXT_ONLY,
+            "compaction": {"threshold_tokens": 1000, "keep_recent_turns": 1, "model": summariser},
+        }
+    )
+    view, _ = await service.create_run(body)
+    run_id = view.record.id
+    assert await drive_once(store, settings) == RunStatus.QUEUED  # (compacted)
+    assert await drive_once(store, settings) == RunStatus.COMPLETED
+    run = await service.load_run(run_id, scope=Scope.ALL)
+    compacted, own = run.full_history()[: -len(run.messages())], run.messages()
+    assert len(compacted) == 5 and [len(own), len(run.full_history())] == [2, 7]
+    await store.aclose()
+
+    command.downgrade(alembic_config(own_database), "0005")
+    engine = create_engine_sync(sync_url(own_database))
+    with engine.connect() as conn:
+        state = conn.execute(sa.text("SELECT state FROM runs WHERE id = :id"), {"id": run_id})
+        whole = AgentRun.from_json(state.scalar_one())
+    engine.dispose()
+    assert whole.full_history()[: -len(whole.messages())] == compacted
+    assert whole.messages() == own
+    response = whole.response()
+    assert response is not None and response.output == "done"
+
+    upgrade_to_head(own_database)
+    store = RunStore(create_async_engine(own_database))
+    try:
+        again = await RunService(store, settings).load_run(run_id, scope=Scope.ALL)
+        assert again.full_history() == run.full_history() and again.messages() == own
+    finally:
+        await store.aclose()
 
 
 async def test_0009_downgrade_writes_back_zero_counters_and_waiting_reasons(

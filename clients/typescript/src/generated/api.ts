@@ -1451,14 +1451,16 @@ export interface components {
          * CompactionPolicy
          * @description A run's context compaction (`compaction`; docs/compaction.md): when the next model
          *     request's estimated tokens pass `threshold_tokens`, the worker first replaces the
-         *     older turns with a summary (system and user messages kept verbatim).
+         *     older turns with a summary (system and user messages kept verbatim). Its options are
+         *     left out for their defaults, never null (as `model` is everywhere); integers take
+         *     `5.0` as `5`, as every integer field does.
          */
         CompactionPolicy: {
             /**
              * Instructions
              * @description what the summarising model is told (default: the service's)
              */
-            instructions?: string | null;
+            instructions?: string;
             /**
              * Keep Recent Turns
              * @description the latest model turns (each with its tool results) kept as they are

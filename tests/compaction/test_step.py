@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 
 from app.compaction import log
 from app.compaction.plan import SUMMARY_PREFIX
@@ -58,6 +59,9 @@ def plain_texts(body: Any) -> list[tuple[str, str]]:
     ]
 
 
+# (PostgreSQL, the production store: 15-20 s a back end; the reset batches' storage is
+# tested on both by the shorter tests here and tests/core.)
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 async def test_a_200_turn_run_stays_under_its_threshold_and_keeps_every_user_message(
     store: RunStore, settings: Settings, mock: MockProviderServer
 ) -> None:

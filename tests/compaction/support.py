@@ -151,3 +151,18 @@ async def step(
             body = ToolResultsIn.model_validate({"results": results})
             await service.submit_tool_results(body, run_id=run_id, scope=Scope.ALL)
     return status
+
+
+async def compacted_run(
+    service: RunService, mock: MockProviderServer, turns: int
+) -> tuple[str, Model]:
+    """A run of `turns` turns, compacted past 1000 tokens keeping one recent turn, driven
+    to its end: its id, and the mock's model (its `summaries`)."""
+    model = Model(turns=turns)
+    mock.responder = model
+    view, _ = await service.create_run(run_body(turns, 1000, keep_recent_turns=1))
+    run_driver = await driver(service, mock)
+    status = RunStatus.QUEUED
+    while status is not RunStatus.COMPLETED:
+        status = await step(service, run_driver, view.record.id)
+    return view.record.id, model

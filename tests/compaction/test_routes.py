@@ -8,11 +8,10 @@ from typing import Any
 
 import httpx
 
-from app.core.lifecycle import RunStatus
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.runs import RunStore
-from tests.compaction.support import PROMPT, Model, driver, run_body, step
+from tests.compaction.support import PROMPT, compacted_run
 from tests.mocks.server import MockProviderServer
 
 
@@ -41,14 +40,7 @@ async def test_the_log_keeps_the_originals_a_compaction_replaced(
     mock: MockProviderServer,
 ) -> None:
     service = RunService(store, api_settings)
-    model = Model(turns=10)
-    mock.responder = model
-    view, _ = await service.create_run(run_body(10, 1000, keep_recent_turns=1))
-    run_id = view.record.id
-    run_driver = await driver(service, mock)
-    status = RunStatus.QUEUED
-    while status is not RunStatus.COMPLETED:
-        status = await step(service, run_driver, run_id)
+    run_id, model = await compacted_run(service, mock, 10)
     assert model.summaries >= 2
 
     conversation = await all_pages(client, f"/v1/runs/{run_id}/messages", 100)

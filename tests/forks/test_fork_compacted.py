@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import httpx
 
-from app.core.lifecycle import RunStatus
 from app.service.runs import RunService
 from app.settings import Settings
 from app.store.runs import RunStore
-from tests.compaction.support import Model, driver, run_body, step
+from tests.compaction.support import compacted_run
 from tests.mocks.server import MockProviderServer
 
 
@@ -21,14 +20,7 @@ async def test_a_compacted_runs_checkpoints_count_its_turns(
     mock: MockProviderServer,
 ) -> None:
     service = RunService(store, api_settings)
-    model = Model(turns=10)
-    mock.responder = model
-    view, _ = await service.create_run(run_body(10, 1000, keep_recent_turns=1))
-    run_id = view.record.id
-    run_driver = await driver(service, mock)
-    status = RunStatus.QUEUED
-    while status is not RunStatus.COMPLETED:
-        status = await step(service, run_driver, run_id)
+    run_id, model = await compacted_run(service, mock, 10)
     assert model.summaries >= 2
     run = (await client.get(f"/v1/runs/{run_id}")).json()
     listed = (await client.get(f"/v1/runs/{run_id}/checkpoints")).json()["data"]

@@ -84,13 +84,15 @@ def test_the_inline_executor_leaves_queued_calls_to_the_queue(live: Live) -> Non
 
 
 async def test_heartbeats_keep_a_slow_call_leased(live: Live) -> None:
-    """A tool that outlasts its lease several times over keeps it by heartbeats: a second
-    executor of the same queue never gets the call, and it runs once."""
+    """A tool that outlasts its lease more than twice over keeps it by heartbeats: a second
+    executor of the same queue never gets the call, and it runs once. (A 2-s lease, beaten
+    every 2/3 s: a beat may come 1.3 s late on a loaded machine and still hold it; a 1-s
+    lease left 0.67 s, which a full suite's load once used up.)"""
     seen: list[ToolCallContext] = []
-    slow = registry(seen, delay=2.0)
+    slow = registry(seen, delay=5.0)
     async with live.async_client() as client:
-        first = AsyncQueueExecutor(client, slow, queue="slow", lease_seconds=1, wait=2)
-        second = AsyncQueueExecutor(client, slow, queue="slow", lease_seconds=1, wait=2)
+        first = AsyncQueueExecutor(client, slow, queue="slow", lease_seconds=2, wait=2)
+        second = AsyncQueueExecutor(client, slow, queue="slow", lease_seconds=2, wait=2)
         tasks = [asyncio.ensure_future(e.run()) for e in (first, second)]
         model = scripted({"tool_calls": [{"name": "add", "arguments": {}}]}, {"text": "ok"})
         run = await client.runs.create(prompt="x", model=model, tools=slow, tool_queue="slow")

@@ -116,3 +116,18 @@ def test_a_patch_replaces_a_result_in_place_and_answers_a_suspension() -> None:
             ForkPatch.model_validate({"tool_results": [{"tool_call_id": "c9", "output": 1}]}),
             3,
         )
+
+
+def test_an_appended_call_reusing_an_id_is_refused() -> None:
+    call = ToolCall("c1", "t", {})
+    history: list[Message] = [
+        UserMessage("go"),
+        AssistantMessage([call], "m1"),
+        UserMessage([ToolResult.for_call(call, (Text("ok"),))]),
+    ]
+    again = {"type": "toolcall", "id": "c1", "function": {"name": "t", "arguments": {}}}
+    patch = ForkPatch.model_validate(
+        {"append": [{"role": "user", "content": "more"}, {"role": "assistant", "content": [again]}]}
+    )
+    with pytest.raises(InvalidRequest, match="c1 is used twice"):
+        patched(history, patch, 3)

@@ -44,7 +44,7 @@ from bench.common import (  # noqa: E402
 )
 from tests.e2e.processes import api_ready, spawn, stop, wait_until  # noqa: E402
 from tests.mocks.holding import HoldingProvider, holding_provider  # noqa: E402
-from tests.mocks.uvicorn_thread import free_port  # noqa: E402
+from tests.ports import free_port  # noqa: E402
 
 KEY = "bench-cancel-key"
 IN_FLIGHT = 4

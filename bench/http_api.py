@@ -50,7 +50,7 @@ from bench.lifecycle import (  # noqa: E402
     service_run,
 )
 from tests.helpers import run_body  # noqa: E402
-from tests.mocks.uvicorn_thread import free_port  # noqa: E402
+from tests.ports import free_port  # noqa: E402
 
 KEY = "bench-key"
 

@@ -43,7 +43,7 @@ from bench.common import (  # noqa: E402
     wait_ready,
 )
 from tests.helpers import run_body  # noqa: E402
-from tests.mocks.uvicorn_thread import free_port  # noqa: E402
+from tests.ports import free_port  # noqa: E402
 
 ENV_KEY = "bench-env-key-" + "e" * 30
 

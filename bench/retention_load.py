@@ -44,7 +44,7 @@ from bench.common import (  # noqa: E402
     server_argument,
     wait_ready,
 )
-from tests.mocks.uvicorn_thread import free_port  # noqa: E402
+from tests.ports import free_port  # noqa: E402
 
 KEY = "bench-key"
 

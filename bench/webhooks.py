@@ -43,7 +43,7 @@ from bench.common import (  # noqa: E402
 )
 from tests.helpers import run_body  # noqa: E402
 from tests.mocks.receiver import SECRET, webhook_receiver  # noqa: E402
-from tests.mocks.uvicorn_thread import free_port  # noqa: E402
+from tests.ports import free_port  # noqa: E402
 
 
 def workers(url: str, n: int, env: dict[str, str], logdir: Path) -> list[subprocess.Popen[bytes]]:

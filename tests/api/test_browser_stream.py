@@ -35,7 +35,8 @@ from app.tenancy.browser_tokens import SECRET_NAME, BrowserTokens
 from tests.conftest import make_settings
 from tests.dashboard.test_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS
 from tests.helpers import run_body
-from tests.mocks.uvicorn_thread import free_port, serve_in_thread
+from tests.mocks.uvicorn_thread import serve_in_thread
+from tests.ports import free_port
 
 KEY = "browser-stream-key"
 

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.e2e.processes import AGENTRUN, spawn, stop, wait_until
-from tests.mocks.uvicorn_thread import free_port
+from tests.ports import free_port
 
 KEY = "schemathesis-key"
 SCHEMATHESIS = str(Path(sys.executable).parent / "schemathesis")

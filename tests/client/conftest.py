@@ -15,7 +15,8 @@ from agentrun_client import AsyncClient, Client
 from app.main import create_app
 from app.settings import Settings
 from tests.conftest import make_settings
-from tests.mocks.uvicorn_thread import free_port, serve_in_thread
+from tests.mocks.uvicorn_thread import serve_in_thread
+from tests.ports import free_port
 
 KEY = "client-key"
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

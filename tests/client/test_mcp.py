@@ -28,7 +28,8 @@ from agentrun_client.webhooks import executor_app
 from tests.client.conftest import SECRET, Live, scripted
 from tests.e2e.processes import wait_until
 from tests.helpers import wait_for
-from tests.mocks.uvicorn_thread import free_port, serve_in_thread
+from tests.mocks.uvicorn_thread import serve_in_thread
+from tests.ports import free_port
 
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
 

@@ -15,7 +15,7 @@ import pytest
 from agentrun_client import Client, NotFound, RunStatus, ToolRegistry
 from tests.client.conftest import KEY, SECRET, scripted
 from tests.e2e.processes import agentrun_serve
-from tests.mocks.uvicorn_thread import free_port
+from tests.ports import free_port
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

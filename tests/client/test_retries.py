@@ -26,7 +26,7 @@ from agentrun_client import (
 )
 from tests.client.conftest import KEY, Live, scripted
 from tests.e2e.processes import spawn, stop, wait_until
-from tests.mocks.uvicorn_thread import free_port
+from tests.ports import free_port
 
 ADD = {"name": "add", "parameters": {"type": "object"}}
 FAST = RetryPolicy(max_retries=3, base_delay=0.001, max_delay=0.002)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.e2e.private_postgres import SYSTEM_USER, PrivatePostgres
-from tests.mocks.uvicorn_thread import free_port
+from tests.ports import free_port
 
 BINARY = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
 

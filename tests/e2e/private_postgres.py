@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.mocks.uvicorn_thread import free_port
+from tests.ports import free_port
 
 BIN = Path(os.environ.get("AGENTRUN_PG_BIN", "/usr/lib/postgresql/15/bin"))
 SYSTEM_USER = "postgres"

@@ -62,7 +62,7 @@ def agentrun_serve(tmp: Path, key: str, secret: str) -> Iterator[dict[str, str]]
     and loopback deliveries allowed, ready; the environment a program needs to use it
     (`AGENTRUN_BASE_URL`, `AGENTRUN_API_KEY`, `AGENTRUN_WEBHOOK_SECRET`). Required to stop
     cleanly."""
-    from tests.mocks.uvicorn_thread import free_port
+    from tests.ports import free_port
 
     port = free_port()
     base = f"http://127.0.0.1:{port}"

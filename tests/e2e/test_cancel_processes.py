@@ -26,7 +26,7 @@ from tests.conftest import BACKENDS, fresh_database
 from tests.e2e.processes import api_ready, spawn, stop, wait_until
 from tests.mocks.holding import INPUT_TOKENS, HoldingProvider, holding_provider
 from tests.mocks.receiver import SECRET, Receiver, webhook_receiver
-from tests.mocks.uvicorn_thread import free_port
+from tests.ports import free_port
 
 KEY = "cancel-e2e-key"
 #: Cancel's response to the provider's side of the connection closing.

@@ -23,7 +23,7 @@ import pytest
 from tests.e2e import pgbouncer as bouncer
 from tests.e2e.private_postgres import SYSTEM_USER, PrivatePostgres, available, private_postgres
 from tests.e2e.processes import AGENTRUN, spawn, stop, wait_until
-from tests.mocks.uvicorn_thread import free_port
+from tests.ports import free_port
 
 pytestmark = pytest.mark.skipif(not available(), reason="needs PostgreSQL's initdb/pg_ctl")
 
@@ -224,8 +224,11 @@ async def _drive(url: str, env: dict[str, str], tmp_path: Path) -> dict[str, str
         for client in clients:
             client.close()
         codes = [stop(proc) for proc in procs]
-    assert codes == [0] * len(procs), codes
-    return {path.name: path.read_text() for path in sorted(tmp_path.glob("*.log"))}
+    logs = {path.name: path.read_text() for path in sorted(tmp_path.glob("*.log"))}
+    names = [f"api{i}.log" for i in range(APIS)] + [f"w{i}.log" for i in range(WORKERS)]
+    failed = {name: logs[name][-2000:] for name, code in zip(names, codes, strict=True) if code}
+    assert not failed, (codes, failed)
+    return logs
 
 
 def _ready(client: httpx.Client) -> bool:

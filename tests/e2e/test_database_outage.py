@@ -21,7 +21,7 @@ from tests.e2e.model_wire import MODEL, agent
 from tests.e2e.private_postgres import available, private_postgres
 from tests.e2e.processes import AGENTRUN, spawn, stop, wait_until
 from tests.mocks.server import MockProviderServer
-from tests.mocks.uvicorn_thread import free_port
+from tests.ports import free_port
 
 pytestmark = pytest.mark.skipif(not available(), reason="needs PostgreSQL's initdb/pg_ctl")
 

@@ -14,7 +14,7 @@ import httpx
 from tests.e2e.model_wire import MODEL, agent
 from tests.e2e.processes import spawn, stop, wait_until
 from tests.mocks.server import MockProviderServer
-from tests.mocks.uvicorn_thread import free_port
+from tests.ports import free_port
 
 KEY = "e2e-key"
 RUNS = 60

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 
 from tests.e2e.processes import AGENTRUN, spawn, stop, wait_until
-from tests.mocks.uvicorn_thread import free_port
+from tests.ports import free_port
 
 ENV_KEY = "e2e-env-key"  # keeps both processes out of open mode once the key is revoked
 BOUND = 1.0  # seconds: the issue's

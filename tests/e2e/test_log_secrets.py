@@ -19,7 +19,7 @@ from itsdangerous import URLSafeTimedSerializer
 from tests.dashboard.conftest import csrf_of
 from tests.e2e.private_postgres import available, private_postgres
 from tests.e2e.processes import AGENTRUN, spawn, stop, wait_until
-from tests.mocks.uvicorn_thread import free_port
+from tests.ports import free_port
 
 pytestmark = pytest.mark.skipif(not available(), reason="needs PostgreSQL's initdb/pg_ctl")
 

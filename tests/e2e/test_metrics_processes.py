@@ -15,7 +15,7 @@ from tests.e2e.model_wire import MODEL, agent
 from tests.e2e.processes import spawn, stop, wait_until
 from tests.metrics_support import sample
 from tests.mocks.server import MockProviderServer
-from tests.mocks.uvicorn_thread import free_port
+from tests.ports import free_port
 
 RUNS = 6
 

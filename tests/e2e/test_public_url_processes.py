@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.e2e.processes import spawn, stop, wait_until
-from tests.mocks.uvicorn_thread import free_port
+from tests.ports import free_port
 
 KEY = "public-url-e2e"
 BODY = {

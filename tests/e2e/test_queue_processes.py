@@ -18,7 +18,7 @@ import httpx
 
 from tests.e2e.processes import spawn, stop, wait_until
 from tests.e2e.queue_executor import released
-from tests.mocks.uvicorn_thread import free_port
+from tests.ports import free_port
 
 KEY = "queue-e2e"
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from tests.e2e.model_wire import MODEL, RUN_BODY
 from tests.e2e.processes import spawn, stop, wait_until
 from tests.helpers import run_body
 from tests.mocks.server import MockProviderServer
-from tests.mocks.uvicorn_thread import free_port
+from tests.ports import free_port
 
 KEY = "sse-e2e"
 

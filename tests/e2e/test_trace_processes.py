@@ -12,7 +12,7 @@ import httpx
 from tests.e2e.processes import spawn, stop, wait_until
 from tests.mocks.collector import ExportedSpan, otlp_collector
 from tests.mocks.receiver import SECRET, webhook_receiver
-from tests.mocks.uvicorn_thread import free_port
+from tests.ports import free_port
 
 KEY = "e2e-trace-key"
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -19,7 +19,7 @@ import aiohttp
 import psycopg
 
 from tests.e2e.processes import spawn, stop, wait_until
-from tests.mocks.uvicorn_thread import free_port
+from tests.ports import free_port
 
 KEY = "wait-e2e"
 WAITS = 1000

@@ -19,7 +19,7 @@ import httpx
 from tests.e2e.model_wire import MODEL
 from tests.e2e.processes import api_ready, spawn, stop, wait_until
 from tests.mocks.replies import MockToolCall, Reply
-from tests.mocks.uvicorn_thread import free_port
+from tests.ports import free_port
 
 KEY = "tree-e2e-key"
 

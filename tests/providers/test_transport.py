@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import email.utils
-import socket
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -40,6 +39,7 @@ from tests.mocks.replies import (
     Reply,
 )
 from tests.mocks.server import MockProviderServer
+from tests.ports import free_port
 from tests.providers.helpers import ADD, request, without_raw
 
 WIRES = ["openai", "openai_responses", "anthropic"]
@@ -246,9 +246,7 @@ async def test_stream_timeout_between_events_is_retryable(mock: MockProviderServ
 
 
 async def test_connection_refused_is_retryable() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     async with OpenAIChatProvider(base_url=f"http://127.0.0.1:{port}/v1", api_key="k") as p:
         with pytest.raises(ProviderError, match="connection error") as info:
             await p.complete(request())

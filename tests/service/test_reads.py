@@ -3,7 +3,6 @@ back ends."""
 
 from __future__ import annotations
 
-import socket
 from datetime import UTC, datetime
 
 import pytest
@@ -19,6 +18,7 @@ from app.store.backend.engines import create_engine
 from app.store.runs import RunStore
 from app.webhooks.outbox import Outbox
 from tests.helpers import run_body, suspended_run
+from tests.ports import free_port
 
 
 @pytest.fixture
@@ -37,9 +37,7 @@ async def test_ready_when_the_database_answers(reads: RunReads) -> None:
 
 
 async def test_not_ready_when_the_database_is_unreachable() -> None:
-    with socket.socket() as s:  # a loopback port nothing listens on
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()  # a loopback port nothing listens on
     store = RunStore(create_engine(f"postgresql://postgres@127.0.0.1:{port}/postgres"))
     try:
         with pytest.raises(Exception) as refused:

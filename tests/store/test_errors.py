@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.store.errors import is_unavailable
-from tests.mocks.uvicorn_thread import free_port
+from tests.ports import free_port
 
 
 async def test_refused_connections_of_every_driver_are_outages() -> None:

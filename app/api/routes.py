@@ -209,10 +209,10 @@ async def list_runs(
         scope=principal.scope,
         root_run_id=root_run_id,
     )
-    return _page(views, next_cursor, principal)
+    return run_page(views, next_cursor, principal)
 
 
-def _page(views: list[RunView], next_cursor: str | None, principal: Principal) -> Response:
+def run_page(views: list[RunView], next_cursor: str | None, principal: Principal) -> Response:
     shown = sees_callbacks(principal)
     page = models.RunList(
         data=[models.RunOut.of(v, callbacks=shown) for v in views], next_cursor=next_cursor
@@ -238,7 +238,7 @@ async def list_children(
     views, next_cursor = await service.children(
         run_id, limit=limit, cursor=cursor, scope=principal.scope
     )
-    return _page(views, next_cursor, principal)
+    return run_page(views, next_cursor, principal)
 
 
 @router.get(

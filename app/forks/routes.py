@@ -1,11 +1,11 @@
-"""The forks' routes: `GET /v1/runs/{id}/checkpoints` and `POST /v1/runs/{id}/fork`,
-mounted by the composition root (app.main)."""
+"""The forks' routes: `GET /v1/runs/{id}/checkpoints`, `POST /v1/runs/{id}/fork` and
+`GET /v1/runs/{id}/forks`, mounted by the composition root (app.main)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, Field
 
 from app.api import models
@@ -15,10 +15,12 @@ from app.api.routes import (
     REFERENCE,
     Creator,
     IdempotencyKey,
+    PageCursor,
     Reader,
     RunId,
     created_run,
     json_body,
+    run_page,
 )
 from app.core.encode import usage_to_dict
 from app.forks.checkpoints import Checkpoint
@@ -108,3 +110,24 @@ async def fork_run(
             trace_parent=request.headers,
         ),
     )
+
+
+@router.get(
+    "/runs/{run_id}/forks",
+    response_model=models.RunList,
+    responses={**AUTH, **responses(404, 422)},
+    summary="List the runs forked from a run, oldest first",
+    description="Forks and replays made from any of its checkpoints (a fork's own forks "
+    f"are listed on it): `{REFERENCE}#forks`.",
+)
+async def list_forks(
+    run_id: RunId,
+    forks: Forks,
+    principal: Reader,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: PageCursor = None,
+) -> Response:
+    views, next_cursor = await forks.forks(
+        run_id, limit=limit, cursor=cursor, scope=principal.scope
+    )
+    return run_page(views, next_cursor, principal)

@@ -20,11 +20,12 @@ from app.core.events import EventType as E
 from app.core.scope import Scope
 from app.forks.checkpoints import Checkpoint, call_owners, calls_of, list_checkpoints, turn_at
 from app.forks.plan import SplitCall, begin, patched
+from app.forks.reads import forks_of
 from app.forks.specs import ForkIn
 from app.service import recorded
 from app.service.errors import ForkSplit, InvalidRequest, RunNotFound
 from app.service.lineage import FORK_KEY
-from app.service.runs import RunService, RunView
+from app.service.runs import RunService, RunView, decode_cursor
 from app.service.schemas import INHERITED, RunCreate
 from app.store.run_records import RunRecord
 
@@ -60,6 +61,18 @@ class ForkService:
             if len(page) < 1000:
                 return False
             after = page[-1].seq
+
+    async def forks(
+        self, run_id: str, *, limit: int, cursor: str | None, scope: Scope
+    ) -> tuple[list[RunView], str | None]:
+        """The runs forked from `run_id` (in `scope`: a fork is its original's tenant's),
+        oldest first; 404 for a run not in `scope`."""
+        after = decode_cursor(cursor) if cursor else None
+        await self.runs.owned(run_id, scope)
+        found = await forks_of(
+            self.store.backend, run_id, limit=limit + 1, after=after, scope=scope
+        )
+        return await self.runs.page(found, limit)
 
     async def checkpoints(self, run_id: str, *, scope: Scope) -> Checkpoints:
         """The run's checkpoints, oldest first (read off its log: nothing is written)."""

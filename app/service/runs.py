@@ -407,10 +407,7 @@ class RunService:
             records = await self.store.list_runs(
                 status=status, limit=limit + 1, before=before, scope=scope
             )
-        more = len(records) > limit
-        records = records[:limit]
-        views = await self._views(records)
-        return views, (encode_cursor(records[-1]) if more and records else None)
+        return await self.page(records, limit)
 
     async def children(
         self, run_id: str, *, limit: int, cursor: str | None, scope: Scope
@@ -419,6 +416,11 @@ class RunService:
         after = decode_cursor(cursor) if cursor else None
         await self.owned(run_id, scope)
         records = await self.store.trees.children(run_id, limit=limit + 1, after=after, scope=scope)
+        return await self.page(records, limit)
+
+    async def page(self, records: list[RunRecord], limit: int) -> tuple[list[RunView], str | None]:
+        """A page of runs read `limit + 1` at a time: the views of the first `limit`, and
+        the cursor after them if there were more."""
         more = len(records) > limit
         records = records[:limit]
         views = await self._views(records)

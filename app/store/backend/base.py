@@ -41,6 +41,8 @@ EVENTS_CHANNEL = "agentrun_events"
 WEBHOOKS_CHANNEL = "agentrun_webhooks"
 QUEUE_CHANNEL = "agentrun_tool_calls"
 STOP_CHANNEL = "agentrun_stop"
+#: The `run_configs` columns that find a run by another (`NewRun.lineage`), written once.
+LINEAGE = ("parent_run_id", "root_run_id", "forked_from_run_id")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +78,13 @@ class NewRun:
     conn: AsyncConnection | None = None  # a transaction it joins (a suspension's children)
 
     @property
-    def tree(self) -> tuple[str | None, str | None]:
-        """`(parent_run_id, root_run_id)` of a child run (its configuration's `tree`)."""
+    def lineage(self) -> dict[str, str | None]:
+        """The `LINEAGE` columns: a child run's parent and root (its configuration's
+        `tree`), a fork's original (`forked_from`); None where the run has none."""
         tree = self.config.get("tree") or {}
-        return tree.get("parent_run_id"), tree.get("root_run_id")
+        fork = self.config.get("forked_from") or {}
+        values = (tree.get("parent_run_id"), tree.get("root_run_id"), fork.get("run_id"))
+        return dict(zip(LINEAGE, values, strict=True))
 
 
 @dataclass(frozen=True, slots=True)

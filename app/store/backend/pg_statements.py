@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from app.core.lifecycle import OutboxStatus, RunStatus
-from app.store.backend.base import EVENTS_CHANNEL, NOTIFY_CHANNEL
+from app.store.backend.base import EVENTS_CHANNEL, LINEAGE, NOTIFY_CHANNEL
 from app.store.backend.pg_reads import StatementCache, calls_of, log_of
 from app.store.change_rows import LEDGER_COLUMNS, OUTBOX_COLUMNS, TOOL_CALL_COLUMNS, EventPlan
 from app.store.schema import (
@@ -451,26 +451,11 @@ class PgStatements(StatementCache):
             changed = dml.returning(*runs.c).cte("changed")
             config = typed("c_config", run_configs.c.config.type)
             meta = typed("c_metadata", run_configs.c.metadata.type)
-            parent = typed("c_parent", run_configs.c.parent_run_id.type)
-            root = typed("c_root", run_configs.c.root_run_id.type)
+            lineage = [typed(f"c_{k}", run_configs.c[k].type) for k in LINEAGE]
             configured = run_configs.insert().from_select(
-                [
-                    "run_id",
-                    "config",
-                    "metadata",
-                    "created_at",
-                    "tenant_id",
-                    "parent_run_id",
-                    "root_run_id",
-                ],
+                ["run_id", "config", "metadata", "created_at", "tenant_id", *LINEAGE],
                 sa.select(
-                    changed.c.id,
-                    config,
-                    meta,
-                    changed.c.created_at,
-                    changed.c.tenant_id,
-                    parent,
-                    root,
+                    changed.c.id, config, meta, changed.c.created_at, changed.c.tenant_id, *lineage
                 ),
             )
             # (The configuration this statement inserts is not visible to it: the

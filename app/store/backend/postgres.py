@@ -201,10 +201,8 @@ class PostgresBackend(PostgresForms):
         woken = self._alone() and run.conn is None
         stmt = self.sql.insert(keys, EventPlan.of(run.events), idempotent, woken)
         params: dict[str, Any] = {f"v_{k}": run.values[k] for k in keys}
-        parent, root = run.tree
-        params.update(
-            {"c_config": run.config, "c_metadata": run.metadata, "c_parent": parent, "c_root": root}
-        )
+        params.update({"c_config": run.config, "c_metadata": run.metadata})
+        params.update({f"c_{k}": v for k, v in run.lineage.items()})
         params.update(self._event_params(run.events, run.now))
         batch = run.snapshot.batch
         if batch is not None:

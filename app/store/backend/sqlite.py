@@ -178,8 +178,7 @@ class SqliteBackend(SqliteForms):
                     metadata=run.metadata,
                     created_at=run.now,
                     tenant_id=row["tenant_id"],
-                    parent_run_id=run.tree[0],
-                    root_run_id=run.tree[1],
+                    **run.lineage,
                 )
             )
             record = RunRecord.from_row({**row, "config": run.config, "metadata": run.metadata})

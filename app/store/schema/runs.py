@@ -165,6 +165,9 @@ run_configs = sa.Table(
     # by tree (children, descendants, a tree's spend, a tree's cancel).
     sa.Column("parent_run_id", sa.String(40)),
     sa.Column("root_run_id", sa.String(40)),
+    # The run a fork was made from (app.forks; revision 0026), null for any other run: the
+    # configuration's `forked_from` says the same for the API; this is for a run's forks.
+    sa.Column("forked_from_run_id", sa.String(40)),
 )
 sa.Index(
     "ix_run_configs_created",
@@ -186,6 +189,14 @@ sa.Index(
     run_configs.c.created_at,
     postgresql_where=IN_TREE,
     sqlite_where=IN_TREE,
+)
+FORKED = run_configs.c.forked_from_run_id.is_not(None)
+sa.Index(
+    "ix_run_configs_forked",
+    run_configs.c.forked_from_run_id,
+    run_configs.c.created_at,
+    postgresql_where=FORKED,
+    sqlite_where=FORKED,
 )
 CREATED = (run_configs.c.created_at, run_configs.c.run_id)
 

@@ -26,6 +26,7 @@ from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 
 from app.approvals.inbox import CallKey, Context, InboxFilter, InboxRow
 from app.dashboard import actions, auth, present
+from app.dashboard.actions.approvals import INBOX, Approve, Reject
 from app.dashboard.web import (
     SECURITY_HEADERS,
     Session,
@@ -48,7 +49,7 @@ EXCERPT = 300
 MAX_SHOWN = 500
 #: The longest tool or agent name a filter takes (a tool's name is at most 255).
 MAX_NAME = 255
-FLASH = {k: actions.DONE[k] for k in (actions.Approve.name, actions.Reject.name)}
+FLASH = {k: actions.DONE[k] for k in (Approve.name, Reject.name)}
 KEY = re.compile(r"([A-Za-z0-9_-]{1,40}):(\d{1,9}):(\d{1,9})", re.ASCII)
 
 
@@ -226,7 +227,7 @@ async def page_context(
         "cursor": listing.cursor,
         "errors": listing.errors,
         "flash": None,
-        "return_to": actions.INBOX,
+        "return_to": INBOX,
         "form": {},
         "form_errors": {},
         "selected": selected,
@@ -294,7 +295,7 @@ async def poll(
         "gone": [slot_of(k) for k in gone],
         "remaining": len(waiting) + len(fresh),
         "listing": listing,
-        "return_to": actions.INBOX,
+        "return_to": INBOX,
         "form": {},
         "form_errors": {},
         "selected": frozenset(),

@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse, Response
 from app.core.lifecycle import TERMINAL, RunStatus, Transition, sources
 from app.core.scope import Scope
 from app.dashboard import actions, auth, present, trees
+from app.dashboard.actions.approvals import awaiting
 from app.dashboard.search import Listing, listing
 from app.dashboard.web import (
     ALL_TENANTS,
@@ -246,7 +247,7 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
         ),
         "deliveries": deliveries,
         "open_calls": open_calls,
-        "approvals": present.pending_of(actions.awaiting(view), t)
+        "approvals": present.pending_of(awaiting(view), t)
         if r.status == RunStatus.REQUIRES_ACTION
         else [],
         "answered_calls": answered,

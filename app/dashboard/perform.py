@@ -18,24 +18,12 @@ from starlette.datastructures import FormData
 
 from app.core.scope import Scope
 from app.dashboard import auth
-from app.dashboard.actions import (
-    INBOX,
-    KINDS,
-    LIMIT_FIELDS,
-    PERMISSIONS,
-    Action,
-    Approve,
-    Cancel,
-    Errors,
-    ExtendExpiry,
-    Fork,
-    Invalid,
-    RaiseLimits,
-    Reject,
-    Resolve,
-    Retry,
-    SubmitToolResults,
-)
+from app.dashboard.actions import KINDS, PERMISSIONS, Action
+from app.dashboard.actions.approvals import INBOX, Approve, Reject
+from app.dashboard.actions.calls import Resolve, SubmitToolResults
+from app.dashboard.actions.forks import Fork
+from app.dashboard.actions.forms import Errors, Invalid
+from app.dashboard.actions.runs import LIMIT_FIELDS, Cancel, ExtendExpiry, RaiseLimits, Retry
 from app.dashboard.pages import detail_context
 from app.dashboard.web import (
     Form,

@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from starlette.datastructures import FormData
 
 from app.dashboard import auth
-from app.dashboard.actions import Errors, Invalid, Pairs
+from app.dashboard.actions.forms import Errors, Invalid, Pairs
 from app.dashboard.web import (
     Form,
     Session,

@@ -191,6 +191,16 @@ async def checkpoints_of(request: Request, run_id: str, scope: Scope) -> dict[in
     return {c.seq: c for c in listed.data}
 
 
+#: The forks a run's page lists (the rest: `GET /v1/runs/{id}/forks`).
+FORKS_SHOWN = 20
+
+
+async def forks_made(request: Request, run_id: str, scope: Scope) -> tuple[list[Any], bool]:
+    """The first forks of the run (oldest first), and whether there are more."""
+    views, more = await forks_of(request).forks(run_id, limit=FORKS_SHOWN, cursor=None, scope=scope)
+    return [(v.record, lineage.forked_from(v.record)) for v in views], more is not None
+
+
 async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
     """Everything run.html shows; the action route renders it too, with its errors. A
     deployment's admin reads any tenant's run (their lists link to them), and is offered
@@ -237,6 +247,7 @@ async def detail_context(request: Request, run_id: str) -> dict[str, Any]:
         "schedule": present.schedule_mark(r),
         "origin": present.origin_label(r),
         "forked_from": lineage.forked_from(r),
+        "forks": await forks_made(request, run_id, scope),
         "checkpoints": await checkpoints_of(request, run_id, scope) if forks else {},
         "checkpoint_kinds": present.CHECKPOINT_KINDS,
         "place": place,

@@ -60,7 +60,7 @@ async def test_a_runs_page_offers_a_fork_at_each_checkpoint_and_a_replay(
     assert re.search(r'id="fork-message-4" name="message" required', page)
     assert re.findall(r'id="fork-message-(\d+)"', page) == ["1", "3", "4"]  # (not at calls)
     assert 'id="replay-form"' in page and 'id="replay"' in page
-    assert 'id="run-forked-from"' not in page
+    assert 'id="run-forked-from"' not in page and 'id="run-forks"' not in page
 
 
 async def test_fork_from_here_is_confirmed_made_once_and_shown_on_its_page(
@@ -98,6 +98,10 @@ async def test_fork_from_here_is_confirmed_made_once_and_shown_on_its_page(
     assert forked is not None and f'href="/admin/runs/{run_id}"' in forked[1]
     assert "at checkpoint 4" in forked[1] and "replay" not in forked[1]
     assert "And 2+2?" in shown  # (its conversation: the original's, then the message)
+    original = text(await admin.get(f"/admin/runs/{run_id}"))
+    listed = re.search(r'id="run-forks">(.*?)</dd>', original)
+    assert listed is not None and f'href="/admin/runs/{fork_id[1]}"' in listed[1]
+    assert "(at checkpoint 4; " in listed[1] and "replay" not in listed[1]
 
 
 async def test_replay_from_the_page(admin: httpx.AsyncClient, service: RunService) -> None:
@@ -118,6 +122,10 @@ async def test_replay_from_the_page(admin: httpx.AsyncClient, service: RunServic
     }
     shown = text(await admin.get(made.headers["location"]))
     assert "at checkpoint 1 (replay; at its first difference: fail)" in shown
+    original = text(await admin.get(f"/admin/runs/{run_id}"))
+    listed = re.search(r'id="run-forks">(.*?)</dd>', original)
+    assert listed is not None and f'href="/admin/runs/{replay_id}"' in listed[1]
+    assert "(at checkpoint 1, replay; " in listed[1]
 
 
 async def test_refusals_are_shown_on_the_runs_page_and_make_nothing(

@@ -63,7 +63,7 @@ Statuses = Collection[RunStatus | str] | RunStatus | str | None
 
 class AsyncRuns:
     """`/v1/runs`: create, get, list, children, cancel, submit_tool_outputs, resolve, events,
-    wait, checkpoints, fork."""
+    wait, checkpoints, fork, forks."""
 
     def __init__(self, client: AsyncRunsClient) -> None:
         self._client = client
@@ -213,6 +213,26 @@ class AsyncRuns:
         )
         call = _forks.fork_call(run_id, body, idempotency_key)
         return Run.model_validate(await self._json(call))
+
+    async def forks_page(
+        self, run_id: str, *, limit: int = 20, cursor: str | None = None
+    ) -> RunPage:
+        """One page of the runs forked or replayed from the run (`forked_from` names it),
+        oldest first; a fork's own forks are listed on it."""
+        call = _forks.forks_call(run_id, limit, cursor)
+        return RunPage.model_validate(await self._json(call))
+
+    async def forks(self, run_id: str, *, page_size: int = 100) -> AsyncIterator[Run]:
+        """Every fork and replay of the run, oldest first, fetching pages as the iteration
+        goes."""
+        cursor: str | None = None
+        while True:
+            page = await self.forks_page(run_id, limit=page_size, cursor=cursor)
+            for run in page.data:
+                yield run
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
 
     async def cancel(self, run_id: str) -> Run:
         """Cancel a run that has not ended (`Conflict` with `current_status` otherwise)."""

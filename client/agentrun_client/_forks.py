@@ -1,6 +1,7 @@
 """What the client's forks share and that does no IO: the body of `POST /v1/runs/{id}/fork`
 from the typed arguments (`Runs.fork`, the command line), made safe to retry by an
-`Idempotency-Key` as a create is (docs/forks.md)."""
+`Idempotency-Key` as a create is (docs/forks.md), and the reads of a run's checkpoints and
+forks."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from agentrun_client._base import Call, results_body, run_path, tool_definitions
+from agentrun_client._base import Call, page_params, results_body, run_path, tool_definitions
 from agentrun_client.errors import InvalidInput
 from agentrun_client.models import Message, ToolResult
 
@@ -85,3 +86,8 @@ def fork_call(run_id: str, body: Mapping[str, Any], idempotency_key: str | None)
 
 def checkpoints_call(run_id: str) -> Call:
     return Call("GET", run_path(run_id, "/checkpoints"), safe=True)
+
+
+def forks_call(run_id: str, limit: int, cursor: str | None) -> Call:
+    """`GET /v1/runs/{id}/forks`: one page of the runs forked or replayed from the run."""
+    return Call("GET", run_path(run_id, "/forks"), page_params(limit, cursor), safe=True)

@@ -171,6 +171,23 @@ def checkpoints_table(checkpoints: Iterable[Checkpoint]) -> str:
     )
 
 
+def forks_table(runs: Iterable[Run]) -> str:
+    """A fork a line: its id, status, the checkpoint it was made at, and whether it is a
+    replay (with what it does at its first difference)."""
+    rows = [("ID", "STATUS", "AT", "CREATED", "MODE")]
+    for r in runs:
+        mark = r.forked_from
+        at, mode = ("-", "-") if mark is None else (str(mark.checkpoint), mark.mode)
+        if mark is not None and mark.is_replay:
+            mode = f"replay (on divergence: {mark.on_divergence})"
+        rows.append((r.id, str(r.status), at, when(r.created_at), mode))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1]
+        for row in rows
+    )
+
+
 def runs_table(runs: Iterable[Run]) -> str:
     rows = [("ID", "STATUS", "TURN", "CREATED", "WAITING")]
     for r in runs:

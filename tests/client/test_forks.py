@@ -1,7 +1,8 @@
 """Forks and replays through the client against the real server: a run's checkpoints as
 typed models, a fork with a patched result and an appended message executed by the same
-registry, replays that reproduce or diverge, refusals as the client's exceptions, and a
-fork retried after a lost response made once."""
+registry, replays that reproduce or diverge, a run's forks listed oldest first a page at a
+time, refusals as the client's exceptions, and a fork retried after a lost response made
+once."""
 
 from __future__ import annotations
 
@@ -118,6 +119,33 @@ async def test_replays_reproduce_or_diverge(live: Live) -> None:
         assert any(e.type == EventType.REPLAY_DIVERGED for e in diverged)
 
 
+def test_a_runs_forks_oldest_first_a_page_at_a_time(live: Live) -> None:
+    with live.client() as client:
+        run = client.run(PROMPT, tools=registry(), model=scripted(*SCRIPT), timeout=30)
+        assert list(client.runs.forks(run.id)) == []
+        made = [
+            client.runs.fork(run.id, at=3),
+            client.runs.fork(run.id, mode="replay", on_divergence="fail"),
+            client.runs.fork(run.id, at=5),
+        ]
+        nested = client.runs.fork(made[0].id, at=1)
+        listed = list(client.runs.forks(run.id, page_size=2))
+        assert [r.id for r in listed] == [r.id for r in made]  # (not the fork's own fork)
+        assert [
+            (r.forked_from.checkpoint, r.forked_from.mode) for r in listed if r.forked_from
+        ] == [
+            (3, "fork"),
+            (1, "replay"),
+            (5, "fork"),
+        ]
+        first = client.runs.forks_page(run.id, limit=2)
+        assert [r.id for r in first.data] == [r.id for r in made[:2]] and first.next_cursor
+        rest = client.runs.forks_page(run.id, limit=2, cursor=first.next_cursor)
+        assert [r.id for r in rest.data] == [made[2].id] and rest.next_cursor is None
+        assert [r.id for r in client.runs.forks(made[0].id)] == [nested.id]
+        assert [r.id for r in client.runs.forks(nested.id)] == []
+
+
 async def test_refusals_are_typed_and_make_nothing(live: Live) -> None:
     tools = registry()
     async with live.async_client() as client:
@@ -137,6 +165,14 @@ async def test_refusals_are_typed_and_make_nothing(live: Live) -> None:
             await client.runs.fork("run_missing", at=1)
         with pytest.raises(NotFound):
             await client.runs.checkpoints("run_missing")
+        with pytest.raises(NotFound) as no_run:
+            await client.runs.forks_page("run_missing")
+        assert no_run.value.code == "run-not-found"
+        for page in ({"limit": 0}, {"limit": 101}, {"cursor": "not a cursor"}):
+            with pytest.raises(ValidationError):
+                await client.runs.forks_page(run.id, **page)  # type: ignore[arg-type]
+        with pytest.raises(InvalidInput):
+            [r async for r in client.runs.forks("not a run id")]
         for wrong in ({"at": 0}, {"at": True}, {"patch": {}, "append": ["x"]}):
             with pytest.raises(InvalidInput):  # (refused here: nothing sent)
                 await client.runs.fork(run.id, **wrong)  # type: ignore[arg-type]

@@ -1,7 +1,7 @@
-"""`agentrun-client runs checkpoints|fork` (and `agentrun runs …`) against the API on a
-loopback port with workers in-process: the checkpoints as a table and as the API's
-document, forks with patched results and overrides, a replay waited on, refusals and usage
-errors with their exit statuses."""
+"""`agentrun-client runs checkpoints|fork|forks` (and `agentrun runs …`) against the API on
+a loopback port with workers in-process: the checkpoints as a table and as the API's
+document, forks with patched results and overrides, a replay waited on, a run's forks a
+page at a time, refusals and usage errors with their exit statuses."""
 
 from __future__ import annotations
 
@@ -80,6 +80,46 @@ def test_a_replay_waited_on_reproduces_its_run(live: Live) -> None:
     assert "  completed  " in done.out.splitlines()[0]
     assert f"from {run_id} at checkpoint 1, a replay (on divergence: fail)" in done.out
     assert "output:   the sums are 3 and 7" in done.out
+
+
+def test_a_runs_forks_as_a_table_a_page_at_a_time_and_as_json(live: Live) -> None:
+    run_id = completed(live)
+    empty = cli(live, "runs", "forks", run_id)
+    assert empty.code == 0 and empty.out.split() == ["ID", "STATUS", "AT", "CREATED", "MODE"]
+    made = [
+        cli(live, "runs", "fork", run_id, *argv, "-q").out.strip()
+        for argv in (["--at", "3"], ["--replay", "--on-divergence", "fail"], ["--at", "5"])
+    ]
+    assert all(m.startswith("run_") for m in made), made
+    shown = cli(live, "runs", "forks", run_id, "--limit", "2")
+    assert shown.code == 0, shown.err
+    lines = shown.out.splitlines()
+    assert lines[0].split() == ["ID", "STATUS", "AT", "CREATED", "MODE"]
+    assert [line.split()[0] for line in lines[1:]] == made[:2]
+    assert [line.split()[2] for line in lines[1:]] == ["3", "1"]
+    assert lines[1].endswith("  fork") and lines[2].endswith("  replay (on divergence: fail)")
+    more = f"more: agentrun-client runs forks {run_id} --cursor "
+    assert more in shown.err
+    cursor = shown.err.split(more)[1].split()[0]
+    rest = cli(live, "runs", "forks", run_id, "--cursor", cursor, "--json").json()
+    assert [r["id"] for r in rest["data"]] == [made[2]] and rest["next_cursor"] is None
+    every = cli(live, "runs", "forks", run_id, "--all", "--limit", "1", "--json").json()
+    assert [r["id"] for r in every["data"]] == made and every["next_cursor"] is None
+    assert every["data"][1]["forked_from"] == {
+        "run_id": run_id,
+        "checkpoint": 1,
+        "mode": "replay",
+        "on_divergence": "fail",
+    }
+    # (`agentrun runs forks`: the same command where the service is installed)
+    same = cli(live, "runs", "forks", made[0], "--json", entry=agentrun)
+    assert same.code == 0 and json.loads(same.out.splitlines()[-1])["data"] == []
+    missing = cli(live, "runs", "forks", "run_missing")
+    assert missing.code == 1 and "404 run-not-found" in missing.err
+    for argv in (["--limit", "0"], ["--cursor", "not a cursor"]):
+        refused = cli(live, "runs", "forks", run_id, *argv)
+        assert refused.code == 1 and "422" in refused.err, (argv, refused.err)
+    assert cli(live, "runs", "forks", "not a run id").code == 2
 
 
 def test_refusals_and_usage_errors(live: Live) -> None:

@@ -1,5 +1,5 @@
 """`agentrun-client runs create|get|list|children|wait|events|submit|cancel|limits|approvals|
-approve|reject|checkpoints|fork`, `agentrun-client agents create|list|get|versions|update|
+approve|reject|checkpoints|fork|forks`, `agentrun-client agents create|list|get|versions|update|
 delete` and `agentrun-client schedules create|list|get|update|delete|pause|resume|trigger|
 backfill|fire-times|ticks`: the API from a shell, for scripts and operators (also `agentrun runs …`
 and `agentrun agents …` where the service is installed).

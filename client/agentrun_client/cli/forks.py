@@ -1,5 +1,5 @@
-"""`runs checkpoints|fork`: where a run can be branched, and a new run from one of those
-places (docs/forks.md)."""
+"""`runs checkpoints|fork|forks`: where a run can be branched, a new run from one of those
+places, and the runs made so (docs/forks.md)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from agentrun_client import _forks, _render
 from agentrun_client._sync import Client
 from agentrun_client.cli.flags import UsageError, pair, read_json
 from agentrun_client.cli.output import EXIT_OK, AddCommand, Output
-from agentrun_client.models import CheckpointList, Run
+from agentrun_client.cli.runs import show_page
+from agentrun_client.models import CheckpointList, Run, RunPage
 
 
 def cmd_checkpoints(client: Client, args: argparse.Namespace, out: Output) -> int:
@@ -81,6 +82,14 @@ def cmd_fork(client: Client, args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+def cmd_forks(client: Client, args: argparse.Namespace, out: Output) -> int:
+    if args.all:
+        page = RunPage(data=list(client.runs.forks(args.run_id, page_size=100)))
+    else:
+        page = client.runs.forks_page(args.run_id, limit=args.limit, cursor=args.cursor)
+    return show_page(out, page, f"forks {args.run_id}", _render.forks_table)
+
+
 def add_commands(command: AddCommand) -> None:
     command("checkpoints", cmd_checkpoints, "list where a run can be forked, oldest first")
 
@@ -131,3 +140,8 @@ def add_commands(command: AddCommand) -> None:
     f.add_argument("--idempotency-key", help="default: a fresh one (retries are safe)")
     f.add_argument("--wait", action="store_true", help="then wait until suspended or ended")
     f.add_argument("-q", "--quiet", action="store_true", help="print only the new run's id")
+
+    fs = command("forks", cmd_forks, "list the forks and replays of a run, oldest first")
+    fs.add_argument("--limit", type=int, default=20, help="runs per page (default 20)")
+    fs.add_argument("--cursor", help="the page after the one that gave this cursor")
+    fs.add_argument("--all", action="store_true", help="every page")

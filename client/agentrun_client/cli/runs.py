@@ -4,6 +4,7 @@ shell."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Iterable
 from typing import Any, get_args
 
 from agentrun_client import _base, _render
@@ -118,7 +119,7 @@ def cmd_list(client: Client, args: argparse.Namespace, out: Output) -> int:
         page = client.runs.list_page(
             status=args.status, limit=args.limit, cursor=args.cursor, root_run_id=args.root
         )
-    return _page(out, page, "list")
+    return show_page(out, page, "list")
 
 
 def cmd_children(client: Client, args: argparse.Namespace, out: Output) -> int:
@@ -126,14 +127,21 @@ def cmd_children(client: Client, args: argparse.Namespace, out: Output) -> int:
         page = RunPage(data=list(client.runs.children(args.run_id, page_size=100)))
     else:
         page = client.runs.children_page(args.run_id, limit=args.limit, cursor=args.cursor)
-    return _page(out, page, f"children {args.run_id}")
+    return show_page(out, page, f"children {args.run_id}")
 
 
-def _page(out: Output, page: RunPage, command: str) -> int:
+def show_page(
+    out: Output,
+    page: RunPage,
+    command: str,
+    table: Callable[[Iterable[Run]], str] = _render.runs_table,
+) -> int:
+    """A page of runs: the API's document with `--json`, else a table and the command that
+    lists the next page."""
     if out.json:
         out.doc(page)
         return EXIT_OK
-    out.text(_render.runs_table(page.data))
+    out.text(table(page.data))
     if page.next_cursor:
         out.note(f"more: {out.prog} runs {command} --cursor {page.next_cursor} (or --all)")
     return EXIT_OK

@@ -249,6 +249,24 @@ export class Runs {
     });
   }
 
+  /** One page of the runs forked or replayed from the run (`forked_from` names it), oldest
+   * first; a fork's own forks are listed on it. */
+  async forksPage(id: string, options: { limit?: number; cursor?: string } = {}): Promise<RunPage> {
+    const run_id = runId(id);
+    const query = { limit: options.limit ?? 20, ...(options.cursor ? { cursor: options.cursor } : {}) };
+    return this.http.data({
+      what: `GET /v1/runs/${run_id}/forks`,
+      safe: true,
+      send: (signal) =>
+        this.http.api.GET("/v1/runs/{run_id}/forks", { params: { path: { run_id }, query }, signal }),
+    });
+  }
+
+  /** Every fork and replay of the run, oldest first. */
+  forks(id: string, options: { pageSize?: number } = {}): AsyncGenerator<Run, void, undefined> {
+    return pages((cursor) => this.forksPage(id, { limit: options.pageSize ?? 100, ...(cursor ? { cursor } : {}) }));
+  }
+
   /** Cancel a run that has not ended (`Conflict` with `currentStatus` otherwise); retried
    * only when the request cannot have been processed. */
   async cancel(id: string): Promise<Run> {

@@ -1,7 +1,7 @@
 // Forks and replays against the real service: a run's checkpoints, a fork with a patched
 // result executed by the same tools, a replay that reproduces its run with no model call,
-// refusals typed by their problem, and a fork retried after its response was lost made
-// once.
+// a run's forks oldest first a page at a time, refusals typed by their problem, and a fork
+// retried after its response was lost made once.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { AgentrunClient, Conflict, InvalidInput, NotFound, ValidationError, tool } from "@agentrun/client";
@@ -80,6 +80,41 @@ test("a replay reproduces its run from the recording", async () => {
   assert.ok(!types.includes("model.called") && !types.includes("replay.diverged"));
 });
 
+test("a run's forks and replays, oldest first, a page at a time", async () => {
+  const client = new AgentrunClient();
+  const run = await completed(client);
+  const ids = async (iterable) => {
+    const out = [];
+    for await (const r of iterable) out.push(r.id);
+    return out;
+  };
+  assert.deepEqual(await ids(client.runs.forks(run.id)), []);
+  const made = [
+    await client.runs.fork(run.id, { at: 3 }),
+    await client.runs.fork(run.id, { mode: "replay", on_divergence: "fail" }),
+    await client.runs.fork(run.id, { at: 5 }),
+  ];
+  const nested = await client.runs.fork(made[0].id, { at: 1 });
+  const listed = [];
+  for await (const r of client.runs.forks(run.id, { pageSize: 2 })) listed.push(r);
+  assert.deepEqual(listed.map((r) => r.id), made.map((r) => r.id)); // (not the fork's own fork)
+  assert.deepEqual(
+    listed.map((r) => [r.forked_from.run_id, r.forked_from.checkpoint, r.forked_from.mode]),
+    [
+      [run.id, 3, "fork"],
+      [run.id, 1, "replay"],
+      [run.id, 5, "fork"],
+    ],
+  );
+  const first = await client.runs.forksPage(run.id, { limit: 2 });
+  assert.deepEqual(first.data.map((r) => r.id), [made[0].id, made[1].id]);
+  assert.ok(first.next_cursor);
+  const rest = await client.runs.forksPage(run.id, { limit: 2, cursor: first.next_cursor });
+  assert.deepEqual(rest.data.map((r) => r.id), [made[2].id]);
+  assert.equal(rest.next_cursor, null);
+  assert.deepEqual(await ids(client.runs.forks(made[0].id)), [nested.id]);
+});
+
 test("refusals are typed, and nothing is made", async () => {
   const client = new AgentrunClient();
   const run = await completed(client);
@@ -91,6 +126,10 @@ test("refusals are typed, and nothing is made", async () => {
   await assert.rejects(client.runs.fork(run.id, { at: 7 }), (e) => e instanceof ValidationError);
   await assert.rejects(client.runs.fork("run_missing", { at: 1 }), NotFound);
   await assert.rejects(client.runs.checkpoints("run_missing"), NotFound);
+  await assert.rejects(client.runs.forksPage("run_missing"), (e) => e instanceof NotFound && e.code === "run-not-found");
+  await assert.rejects(client.runs.forksPage(run.id, { limit: 0 }), ValidationError);
+  await assert.rejects(client.runs.forksPage(run.id, { cursor: "not a cursor" }), ValidationError);
+  await assert.rejects(client.runs.forks("not a run id").next(), InvalidInput);
   await assert.rejects(client.runs.fork(run.id, { at: 0 }), InvalidInput);
   await assert.rejects(client.runs.fork("not a run id"), InvalidInput);
 });

@@ -14,6 +14,13 @@ conversation whose kept messages and recent turns alone pass the threshold would
 otherwise be compacted at every turn, each summary saving little), when the summarising
 call gives no text (failed, or held back by a gate), or when the summary would not make
 the request smaller.
+
+A summarising call that fails retryably (429, 5xx, a timeout) backs the run off as its
+turn's call would, within the same budget (`app.worker.boundaries`): the run is queued
+again, due later, and its next claim comes back here to summarise. Past the budget, or
+on an error not worth retrying (400, auth), the run goes on uncompacted (its
+`model.failed` says so): a run never fails because its summary could not be made, and
+its next boundary tries again.
 """
 
 from __future__ import annotations

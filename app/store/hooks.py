@@ -55,8 +55,12 @@ store's.
   `ModelCalls` through which the hook may make model calls of its own, billed as the
   run's): a `Rewrite` of the conversation, which the worker writes at once as one
   transition of its own (`rewrite`: its log batch replaces the lists, the run back in
-  the queue), or None (the next is asked; none rewrites: the call is made). Compaction
-  (app.compaction) replaces older turns with a summary here.
+  the queue), or None (the next is asked; none rewrites: the call is made). A hook's
+  call that a gate holds back, or that fails retryably within the run's backoff budget,
+  ends the claim as the turn's own call would (the run throttled, suspended, failed, or
+  backed off: due later, and the hook asked again at its next claim); past that budget,
+  or not retryable, the hook goes on without the answer. Compaction (app.compaction)
+  replaces older turns with a summary here.
 - `gauges`: readers of a feature's gauges that /metrics shows after the kernel's, each
   called with the scrape's time (Prometheus metric families, typed as objects: the store
   sits below the API; the shared limits' keys).
@@ -239,14 +243,19 @@ RoundSpawner = Callable[[RunRecord, list[NewToolCall], int, datetime], Awaitable
 class ModelCalls(Protocol):
     """Model calls a turn-boundary hook makes through the worker (`app.worker.boundaries`):
     asked of the model gates, held under the claim's lease, and recorded on the claim as
-    the run's own calls are (`model.called` with `purpose`, billed to the run)."""
+    the run's own calls are (`model.called` with `purpose`, billed to the run), their
+    failures retried as theirs are (the run's backoff budget)."""
 
     async def call(
         self, spec: Mapping[str, Any], request: ModelRequest, purpose: str
     ) -> ProviderTurn | None:
         """The answer of `spec`'s model to `request`; None when no answer came: the call
-        failed (a `model.failed` is recorded) or a gate held it back (the worker then
-        does what the gate said once the hook returns: throttle, suspend, fail)."""
+        failed (a `model.failed` is recorded) or a gate held it back. A gate's verdict,
+        or a retryable failure within the run's backoff budget, stops the hook's calls
+        (the next return None at once): once the hook returns (what it returns is
+        dropped), the worker does what the gate said (throttle, suspend, fail) or backs
+        the run off, and the hook is asked again at its next claim. A failure that is
+        not retryable, or past the budget, stops nothing: the hook goes on without it."""
         ...
 
 

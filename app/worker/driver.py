@@ -10,6 +10,7 @@ else (cancel, the reaper) won; the driver then drops what it held.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -49,12 +50,13 @@ from app.service.tokens import callback_token, token_hash
 from app.settings import Settings
 from app.store import changes
 from app.store.changes import Budget, Change, Resolution
+from app.store.changes.value import NO_RETRY
 from app.store.hooks import Boundary, Rewrite, Spawned
 from app.store.run_records import NewEvent, NewToolCall, RunRecord
 from app.store.runs import RunStore
 from app.worker import streaming, tool_rounds
 from app.worker.billing import billed_usage, priced_call
-from app.worker.boundaries import BoundaryCalls
+from app.worker.boundaries import BoundaryCalls, RetryLater, gave_up_at
 from app.worker.gates import Answer, Defer, Go, ModelGate, Refuse, gates_of
 from app.worker.lease import Claim, Lease, LeaseLost
 from app.worker.stops import Stops
@@ -64,6 +66,9 @@ log = structlog.get_logger("agentrun.worker")
 
 ProviderFactory = Callable[[Mapping[str, Any]], Provider]
 NO_SPAWNS = Spawned()
+#: How many of a run's latest events a turn boundary reads for a hook's call that failed
+#: for good there (`_given_up`).
+GIVEN_UP_WINDOW = 100
 OUTPUT_DESCRIPTION = "Give your final answer: call this once, with the result as its arguments."
 
 
@@ -333,6 +338,18 @@ class RunDriver:
     async def _provider_failed(self, claim: Claim, err: ProviderError) -> RunStatus | None:
         attempt = claim.record.model_attempts + 1
         error = err.to_dict()
+        retry = self._schedule(claim, err, attempt, error)
+        claim.events.append(self._failed_event(claim, error, attempt))
+        if retry is None:
+            return await self._end_failed(claim, {"type": "provider_error", **error})
+        return await self._back_off(claim, retry)
+
+    def _schedule(
+        self, claim: Claim, err: ProviderError, attempt: int, error: dict[str, Any]
+    ) -> RetryLater | None:
+        """The backoff after the failed `attempt` of the run's next model call (its turn's,
+        or a turn-boundary hook's): None when `err` is not retryable or the budget is
+        spent (the attempts, or the time since the first failure)."""
         now = self.clock.now()
         policy = BackoffPolicy(
             max_attempts=self.settings.provider_max_attempts,
@@ -343,12 +360,16 @@ class RunDriver:
         since = claim.record.model_retry_since or now
         elapsed = (now - since).total_seconds()
         delay = policy.schedule(err, attempt, elapsed, rand=self.rng.random)
-        claim.events.append(self._failed_event(claim, error, attempt))
         if delay is None:
-            return await self._end_failed(claim, {"type": "provider_error", **error})
+            return None
         until = now + timedelta(seconds=delay.seconds)
-        reason = backoff_reason(delay, until, attempt, policy, error)
-        change = changes.back_off(claim.version, reason, since, claim.events, self._usage(claim))
+        return RetryLater(backoff_reason(delay, until, attempt, policy, error), since)
+
+    async def _back_off(self, claim: Claim, retry: RetryLater) -> RunStatus | None:
+        """Back to the queue, due when `retry` says (the claim's events written with it)."""
+        change = changes.back_off(
+            claim.version, retry.reason, retry.since, claim.events, self._usage(claim)
+        )
         return await self._write(claim, change)
 
     def _failed_event(self, claim: Claim, error: dict[str, Any], attempt: int) -> NewEvent:
@@ -469,13 +490,29 @@ class RunDriver:
         self, claim: Claim, run: AgentRun, step: CallModel
     ) -> RunStatus | None:
         """Ask the `turn_boundaries` hooks before the model call `step` (compaction); the
-        status when one rewrote the conversation (written at once) or a gate held back a
-        call a hook made (applied as to the turn's own call), None: the call goes on."""
+        status when one rewrote the conversation (written at once), a gate held back a
+        call a hook made (applied as to the turn's own call) or such a call failed
+        retryably within the run's backoff budget (the run backs off: the hook is asked
+        again at the next claim), None: the call goes on."""
+        schedule = functools.partial(self._schedule, claim)
+        given_up = functools.partial(self._given_up, claim)
         for hook in self.store.hooks.turn_boundaries:
             calls = BoundaryCalls(
-                claim, self.providers, self.lease, self.gates, self.prices, self.clock
+                claim,
+                self.providers,
+                self.lease,
+                self.gates,
+                self.prices,
+                self.clock,
+                schedule,
+                given_up,
             )
             rewrite = await hook(Boundary(claim.record, run, step, calls))
+            if calls.failed_for_good:  # (the turn's call counts its own attempts)
+                claim.fresh_retries = True
+                claim.record = dataclasses.replace(
+                    claim.record, model_attempts=0, model_retry_since=None
+                )
             stopped = calls.stopped
             if stopped is not None or rewrite is not None:
                 run.withdraw_model_call()  # (the run as it was before the call was asked for)
@@ -483,18 +520,34 @@ class RunDriver:
                 return await self._throttle(claim, stopped)
             if isinstance(stopped, Refuse):
                 return await self._end_failed(claim, stopped.error)
+            if isinstance(stopped, RetryLater):
+                return await self._back_off(claim, stopped)
             if stopped is not None:
                 return await self._suspend_budget(claim, run, stopped.reason)
             if rewrite is not None:
                 return await self._rewrite(claim, run, rewrite)
         return None
 
-    async def _progress(self, claim: Claim, run: AgentRun) -> RunStatus | None:
-        """What a hook answered in this claim, written at once; the run back in the queue."""
+    async def _given_up(self, claim: Claim, purpose: str, turn: int) -> bool:
+        """Whether a hook's call of `purpose` failed for good at this turn boundary in an
+        earlier claim (the turn's call then retried, or deferred): not made again here.
+        Read off the run's latest events (`GIVEN_UP_WINDOW`)."""
+        after = max(0, claim.record.last_event_seq - GIVEN_UP_WINDOW)
+        events = await self.store.events(claim.record.id, after=after, limit=GIVEN_UP_WINDOW)
+        return gave_up_at(reversed(events), purpose, turn)
+
+    async def _progress(
+        self, claim: Claim, run: AgentRun, *, rewritten: bool = False
+    ) -> RunStatus | None:
+        """What a hook answered in this claim, written at once; the run back in the queue.
+        `rewritten`: a new conversation, so the attempts a backoff counted (a hook's call
+        failing, then answered) are over: the turn's call counts its own."""
         now = self.clock.now()
         change = changes.rewrite(
             claim.version, self._snapshot(claim), run.turn(), now, claim.events, self._usage(claim)
         )
+        if rewritten:
+            change = dataclasses.replace(change, values={**change.values, **NO_RETRY})
         return await self._write(claim, change, now)
 
     async def _rewrite(self, claim: Claim, run: AgentRun, rewrite: Rewrite) -> RunStatus | None:
@@ -507,7 +560,7 @@ class RunDriver:
             raise RuntimeError("the claim's run is not loaded")
         stored.rewrite(claim.loaded, AgentRun.from_state(state))
         claim.events.extend(rewrite.events)
-        return await self._progress(claim, run)
+        return await self._progress(claim, run, rewritten=True)
 
     async def _complete(
         self, claim: Claim, run: AgentRun, response: PromptResponse
@@ -545,6 +598,9 @@ class RunDriver:
         if claim.record.flow_reserved_at is not None and change.transition is not T.THROTTLE:
             # (the reservation was the claim's call's: the next call draws its own)
             change = dataclasses.replace(change, values={**change.values, "flow_reserved_at": None})
+        if claim.fresh_retries and "model_attempts" not in change.values:
+            # (a hook's call failed for good: the attempts it counted are not the turn's)
+            change = dataclasses.replace(change, values={**change.values, **NO_RETRY})
         chain = claim.chain is not None and claim.chain()
         lease_until = now + timedelta(seconds=self.settings.lease_seconds)
         record, claim.next = await self.store.apply(

@@ -40,6 +40,9 @@ class Claim:
     looked: bool = False  # whether that write looked for a next run at all
     loaded: Loaded | None = None  # the run as loaded (app.core.stored), for its snapshot
     honoured: bool = False  # whether a model call used the run's shared-limit reservation
+    # Whether a hook's call failed for good: the turn's call counts its own attempts (the
+    # record's counters zeroed; the claim's last write zeroes the stored ones).
+    fresh_retries: bool = False
 
 
 class Lease:

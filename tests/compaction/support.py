@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from app.clock import SYSTEM_CLOCK
+from app.clock import SYSTEM_CLOCK, Clock
 from app.core.lifecycle import RunStatus
 from app.core.scope import Scope
 from app.providers.base import Provider
@@ -107,7 +107,9 @@ async def drive_to_end(service: RunService, run_driver: RunDriver, run_id: str) 
     raise AssertionError("the run did not end")
 
 
-async def driver(service: RunService, mock: MockProviderServer) -> RunDriver:
+async def driver(
+    service: RunService, mock: MockProviderServer, clock: Clock = SYSTEM_CLOCK
+) -> RunDriver:
     def factory(spec: Mapping[str, Any]) -> Provider:
         return provider_from_settings(
             spec["provider"],
@@ -119,9 +121,7 @@ async def driver(service: RunService, mock: MockProviderServer) -> RunDriver:
         )
 
     key = await service.store.secret("callback_key", new_key)
-    return RunDriver(
-        service.store, service.settings, "test-worker", factory, key, clock=SYSTEM_CLOCK
-    )
+    return RunDriver(service.store, service.settings, "test-worker", factory, key, clock=clock)
 
 
 async def claim(

@@ -25,6 +25,10 @@ starts them again), and a call of that `purpose` is not made again at that bound
 deferred there (each claim would otherwise ask it again first: a summary that keeps
 answering 429 would keep the turn behind the shared limits it slows). The next boundary
 makes it again.
+
+`ask` asks the hooks at one boundary and hands the driver what ends the claim there (a
+verdict that stopped a call, or a rewritten conversation); the driver writes it
+(`app.worker.endings`).
 """
 
 from __future__ import annotations
@@ -38,17 +42,24 @@ import structlog
 
 from app import tracing
 from app.clock import Clock
+from app.core import AgentRun, CallModel
 from app.core.events import EventType as E
 from app.providers.base import ModelRequest, Provider, ProviderError, ProviderTurn
 from app.service.prices import PriceBook
 from app.store.changes import Backoff
+from app.store.hooks import Boundary, Rewrite, TurnBoundary
 from app.store.run_records import EventRecord, NewEvent
+from app.store.runs import RunStore
 from app.worker.billing import priced_call
 from app.worker.gates import Answer, Defer, Go, ModelGate, Refuse, Suspend
 from app.worker.lease import Claim, Lease, LeaseLost
 from app.worker.streaming import Progress
 
 log = structlog.get_logger("agentrun.worker")
+
+#: How many of a run's latest events a turn boundary reads for a hook's call that failed
+#: for good there (`given_up`).
+GIVEN_UP_WINDOW = 100
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -204,6 +215,40 @@ class BoundaryCalls:
             retries_exhausted=err.retryable,
             message=error["message"],
         )
+
+
+async def ask(
+    claim: Claim,
+    run: AgentRun,
+    step: CallModel,
+    hooks: Sequence[TurnBoundary],
+    calls: Callable[[], BoundaryCalls],
+) -> Stopped | Rewrite | None:
+    """Ask `hooks` in turn before the model call `step` (each with its own `calls()`);
+    what ends the claim there (the run's call withdrawn): the verdict that stopped a
+    hook's call, else a hook's rewritten conversation; None: the call goes on."""
+    for hook in hooks:
+        made = calls()
+        rewrite = await hook(Boundary(claim.record, run, step, made))
+        if made.failed_for_good:  # (the turn's call counts its own attempts)
+            claim.fresh_retries = True
+            claim.record = dataclasses.replace(
+                claim.record, model_attempts=0, model_retry_since=None
+            )
+        stopped = made.stopped
+        if stopped is not None or rewrite is not None:
+            run.withdraw_model_call()  # (the run as it was before the call was asked for)
+            return stopped if stopped is not None else rewrite
+    return None
+
+
+async def given_up(store: RunStore, claim: Claim, purpose: str, turn: int) -> bool:
+    """Whether a hook's call of `purpose` failed for good at this turn boundary in an
+    earlier claim (the turn's call then retried, or deferred): not made again here.
+    Read off the run's latest events (`GIVEN_UP_WINDOW`)."""
+    after = max(0, claim.record.last_event_seq - GIVEN_UP_WINDOW)
+    events = await store.events(claim.record.id, after=after, limit=GIVEN_UP_WINDOW)
+    return gave_up_at(reversed(events), purpose, turn)
 
 
 def gave_up_at(events: Iterable[EventRecord], purpose: str, turn: int) -> bool:

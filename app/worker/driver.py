@@ -4,16 +4,17 @@ The driver asks the run what to do (`next_step`), does it (a model call through 
 provider, with lease heartbeats), feeds the answer back, and ends the claim with one
 fenced write: suspended (`requires_action`), completed, failed, or back to the queue
 after a retryable provider error. A write refused by the fencing token means someone
-else (cancel, the reaper) won; the driver then drops what it held.
+else (cancel, the reaper) won; the driver then drops what it held. How each end is
+written lives in `app.worker.endings`; the hooks asked at a turn boundary, in
+`app.worker.boundaries`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import random
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 import structlog
@@ -26,38 +27,30 @@ from app.core import (
     CallModel,
     CallTools,
     Done,
-    InvalidToolCallContext,
     ModelTurn,
     NeedsResolution,
-    PromptResponse,
     Usage,
-    UserContent,
     stored,
 )
 from app.core.events import LEDGER_EVENTS
 from app.core.events import EventType as E
 from app.core.lifecycle import RunStatus
-from app.core.lifecycle import Transition as T
 from app.core.scope import Scope
-from app.core.serde import message_to_dict
 from app.providers.backoff import BackoffPolicy
 from app.providers.base import ModelRequest, Provider, ProviderError, ProviderTurn, ToolSpec
 from app.providers.profiles import Profiles
 from app.service import convert, recorded
 from app.service.prices import PriceBook
 from app.service.schemas import OUTPUT_TOOL
-from app.service.tokens import callback_token, token_hash
 from app.settings import Settings
-from app.store import changes
-from app.store.changes import Budget, Change, Resolution
-from app.store.changes.value import NO_RETRY
-from app.store.hooks import Boundary, Rewrite, Spawned
-from app.store.run_records import NewEvent, NewToolCall, RunRecord
+from app.store.hooks import Rewrite
+from app.store.run_records import NewEvent, RunRecord
 from app.store.runs import RunStore
-from app.worker import streaming, tool_rounds
-from app.worker.billing import billed_usage, priced_call
-from app.worker.boundaries import BoundaryCalls, RetryLater, gave_up_at
-from app.worker.gates import Answer, Defer, Go, ModelGate, Refuse, gates_of
+from app.worker import boundaries, streaming, tool_rounds
+from app.worker.billing import priced_call
+from app.worker.boundaries import BoundaryCalls, RetryLater
+from app.worker.endings import Endings
+from app.worker.gates import Answer, Go, ModelGate, gates_of
 from app.worker.lease import Claim, Lease, LeaseLost
 from app.worker.stops import Stops
 from app.worker.turns import backoff_reason, invalid_call_action, model_turn
@@ -65,10 +58,6 @@ from app.worker.turns import backoff_reason, invalid_call_action, model_turn
 log = structlog.get_logger("agentrun.worker")
 
 ProviderFactory = Callable[[Mapping[str, Any]], Provider]
-NO_SPAWNS = Spawned()
-#: How many of a run's latest events a turn boundary reads for a hook's call that failed
-#: for good there (`_given_up`).
-GIVEN_UP_WINDOW = 100
 OUTPUT_DESCRIPTION = "Give your final answer: call this once, with the result as its arguments."
 
 
@@ -98,6 +87,8 @@ class RunDriver:
         # Asked before each model call, in order (`app.worker.gates`); by default the ones
         # the store's hooks make (the features': budgets, shared limits).
         self.gates = tuple(gates_of(store, settings, clock, profiles) if gates is None else gates)
+        # (how the claim ends: the fenced writes, `app.worker.endings`)
+        self.endings = Endings(store, settings, worker_id, callback_key, clock)
 
     async def drive(self, record: RunRecord) -> RunStatus | None:
         """Advance a claimed run until it suspends or ends; the status it ended in, or
@@ -142,12 +133,12 @@ class RunDriver:
             if run.pending_tool_calls():  # resumed by its round's answers
                 unusable = await self._apply_answers(claim, run)
                 if unusable is not None:
-                    return await self._end_failed(claim, unusable)
+                    return await self.endings.end_failed(claim, unusable)
             while True:
                 try:
                     step = run.next_step()
                 except AgentRunError as err:
-                    return await self._fail(claim, run, err)
+                    return await self.endings.fail(claim, run, err)
                 if isinstance(step, CallModel):
                     if self.store.hooks.turn_boundaries:  # (none registered: nothing asked)
                         ended = await self._turn_boundary(claim, run, step)
@@ -162,18 +153,18 @@ class RunDriver:
                     if all(r is not None for r in pre):
                         run.tool_results(pre)  # type: ignore[arg-type]
                         continue
-                    elsewhere = await self._answered_elsewhere(claim, run, step)
+                    elsewhere = await self.endings.answered_elsewhere(claim, run, step)
                     if elsewhere is not None:  # (a replay's recorded round: written at once)
                         run.tool_results(elsewhere)
-                        return await self._progress(claim, run)
-                    rows, spawned = await self._round(claim, run, step)
+                        return await self.endings.progress(claim, run)
+                    rows, spawned = await self.endings.round(claim, run, step)
                     here = tool_rounds.answered_here(rows)
                     if here is not None:  # (every agent tool's call refused: go on)
                         run.tool_results(here)
                         continue
-                    return await self._suspend_tools(claim, run, rows, spawned)
+                    return await self.endings.suspend_tools(claim, run, rows, spawned)
                 assert isinstance(step, Done)
-                return await self._complete(claim, run, step.response)
+                return await self.endings.complete(claim, run, step.response)
         except LeaseLost:
             log.info("lease lost", run_id=record.id, worker=self.worker_id)
             tracing.event("agentrun.run.lease_lost")
@@ -235,11 +226,7 @@ class RunDriver:
                 turn = model_turn(verdict.turn, frozenset(names), allowed)
                 return await self._ingest(claim, run, turn, verdict.event, streamed=False)
             run.withdraw_model_call()  # (stored as it was before the call was asked for)
-            if isinstance(verdict, Defer):
-                return await self._throttle(claim, verdict)
-            if isinstance(verdict, Refuse):
-                return await self._end_failed(claim, verdict.error)
-            return await self._suspend_budget(claim, run, verdict.reason)
+            return await self.endings.stopped(claim, run, verdict)
         try:
             provider = self.providers(spec)
         except BaseException:  # (what the gates hold is the call's: it will not happen)
@@ -312,7 +299,7 @@ class RunDriver:
         while isinstance(outcome, NeedsResolution):
             action = invalid_call_action(config.invalid_tool_call, outcome.context)
             if action is None:
-                return await self._suspend_resolution(claim, run, outcome.context)
+                return await self.endings.suspend_resolution(claim, run, outcome.context)
             claim.events.append(
                 NewEvent(
                     E.TOOL_CALL_INVALID,
@@ -322,18 +309,8 @@ class RunDriver:
             try:
                 outcome = run.resolve_invalid_tool_call(action)
             except AgentRunError as err:
-                return await self._fail(claim, run, err)
+                return await self.endings.fail(claim, run, err)
         return None
-
-    async def _throttle(self, claim: Claim, defer: Defer) -> RunStatus | None:
-        """A gate deferred the call: back to the queue until its limit frees."""
-        change = changes.throttle(
-            claim.version, defer.reason, defer.due, defer.held, claim.events, self._usage(claim)
-        )
-        status = await self._write(claim, change, defer.at)
-        if status is RunStatus.QUEUED and defer.queued is not None:
-            await defer.queued()
-        return status
 
     async def _provider_failed(self, claim: Claim, err: ProviderError) -> RunStatus | None:
         attempt = claim.record.model_attempts + 1
@@ -341,8 +318,8 @@ class RunDriver:
         retry = self._schedule(claim, err, attempt, error)
         claim.events.append(self._failed_event(claim, error, attempt))
         if retry is None:
-            return await self._end_failed(claim, {"type": "provider_error", **error})
-        return await self._back_off(claim, retry)
+            return await self.endings.end_failed(claim, {"type": "provider_error", **error})
+        return await self.endings.back_off(claim, retry)
 
     def _schedule(
         self, claim: Claim, err: ProviderError, attempt: int, error: dict[str, Any]
@@ -365,13 +342,6 @@ class RunDriver:
         until = now + timedelta(seconds=delay.seconds)
         return RetryLater(backoff_reason(delay, until, attempt, policy, error), since)
 
-    async def _back_off(self, claim: Claim, retry: RetryLater) -> RunStatus | None:
-        """Back to the queue, due when `retry` says (the claim's events written with it)."""
-        change = changes.back_off(
-            claim.version, retry.reason, retry.since, claim.events, self._usage(claim)
-        )
-        return await self._write(claim, change)
-
     def _failed_event(self, claim: Claim, error: dict[str, Any], attempt: int) -> NewEvent:
         model = claim.record.run_config.model.name
         return NewEvent(
@@ -379,112 +349,7 @@ class RunDriver:
             {**error, "attempt": attempt, "turn": claim.record.turn + 1, "model": model},
         )
 
-    # --- ends of a claim ----------------------------------------------------------------
-
-    async def _round(
-        self, claim: Claim, run: AgentRun, step: CallTools
-    ) -> tuple[list[NewToolCall], Spawned]:
-        """The round's rows; an agent tool's calls become child runs (or are refused with
-        an error result) when the run has agent tools and the store a spawner."""
-        config = claim.record.run_config
-        rows = tool_rounds.rows(step, config)
-        spawner = self.store.hooks.round_spawns
-        if not config.spawns or spawner is None:
-            return rows, NO_SPAWNS
-        spawned = await spawner(claim.record, rows, run.turn(), self.clock.now())
-        tool_rounds.refuse(step, rows, spawned.refused)
-        return rows, spawned
-
-    async def _answered_elsewhere(
-        self, claim: Claim, run: AgentRun, step: CallTools
-    ) -> list[UserContent] | None:
-        """A round's results from a `round_answers` hook (the first that answers every
-        call), or None: the round goes to its executors."""
-        for answerer in self.store.hooks.round_answers:
-            results = await answerer(
-                claim.record, run.full_history(), step.calls, run.turn(), claim.events
-            )
-            if results is not None:
-                return results
-        return None
-
-    async def _suspend_tools(
-        self, claim: Claim, run: AgentRun, rows: list[NewToolCall], spawned: Spawned
-    ) -> RunStatus | None:
-        round = run.turn()
-        config = claim.record.run_config
-        approval_required = (  # (the store's round gates: approvals)
-            self.store.hooks.gate_round(config, rows, round, self.clock.now)
-            if config.gates
-            else None
-        )
-        token = callback_token(self.callback_key, claim.record.id, round)
-        requires_action = tool_rounds.requires_action(
-            rows, round, self.settings.callback_url(token)
-        )
-        now = self.clock.now()  # (the suspension's time, as its event's)
-        change = changes.suspend_for_tools(
-            claim.version,
-            self._snapshot(claim),
-            run.turn(),
-            rows,
-            token_hash(token),
-            self._expires_at(claim),
-            claim.events,
-            self._usage(claim),
-            requires_action,
-            now,
-            approval_required,
-            spawned.children,
-            tool_rounds.children_started(rows, round),
-        )
-        return await self._write(claim, change, now)
-
-    async def _suspend_resolution(
-        self, claim: Claim, run: AgentRun, ctx: InvalidToolCallContext
-    ) -> RunStatus | None:
-        now = self.clock.now()
-        change = changes.suspend_for_resolution(
-            claim.version,
-            self._snapshot(claim),
-            run.turn(),
-            Resolution(ctx.tool_name, ctx.tool_call_id, ctx.args),
-            self._expires_at(claim),
-            claim.events,
-            self._usage(claim),
-            now,
-        )
-        return await self._write(claim, change, now)
-
-    async def _suspend_budget(
-        self, claim: Claim, run: AgentRun, reason: Budget
-    ) -> RunStatus | None:
-        """The next model call could pass a limit: suspended before it is made."""
-        now = self.clock.now()
-        change = changes.suspend_for_budget(
-            claim.version,
-            self._snapshot(claim),
-            run.turn(),
-            reason,
-            self._expires_at(claim),
-            claim.events,
-            self._usage(claim),
-            now,
-        )
-        return await self._write(claim, change, now)
-
-    def _expires_at(self, claim: Claim) -> datetime:
-        """A suspension's expiry: after the run's own `expires_in`, else the default."""
-        expires_in = claim.record.run_config.expires_in or self.settings.default_expires_in
-        return self.clock.now() + timedelta(seconds=expires_in)
-
-    def _snapshot(self, claim: Claim) -> stored.Snapshot:
-        if claim.loaded is None:
-            raise RuntimeError("the claim's run is not loaded")
-        return stored.snapshot(claim.loaded)
-
-    def _usage(self, claim: Claim) -> dict[str, Any] | None:
-        return billed_usage(claim.record.usage, claim.events)
+    # --- turn boundaries ----------------------------------------------------------------
 
     async def _turn_boundary(
         self, claim: Claim, run: AgentRun, step: CallModel
@@ -495,9 +360,10 @@ class RunDriver:
         retryably within the run's backoff budget (the run backs off: the hook is asked
         again at the next claim), None: the call goes on."""
         schedule = functools.partial(self._schedule, claim)
-        given_up = functools.partial(self._given_up, claim)
-        for hook in self.store.hooks.turn_boundaries:
-            calls = BoundaryCalls(
+        given_up = functools.partial(boundaries.given_up, self.store, claim)
+
+        def calls() -> BoundaryCalls:
+            return BoundaryCalls(
                 claim,
                 self.providers,
                 self.lease,
@@ -507,115 +373,13 @@ class RunDriver:
                 schedule,
                 given_up,
             )
-            rewrite = await hook(Boundary(claim.record, run, step, calls))
-            if calls.failed_for_good:  # (the turn's call counts its own attempts)
-                claim.fresh_retries = True
-                claim.record = dataclasses.replace(
-                    claim.record, model_attempts=0, model_retry_since=None
-                )
-            stopped = calls.stopped
-            if stopped is not None or rewrite is not None:
-                run.withdraw_model_call()  # (the run as it was before the call was asked for)
-            if isinstance(stopped, Defer):
-                return await self._throttle(claim, stopped)
-            if isinstance(stopped, Refuse):
-                return await self._end_failed(claim, stopped.error)
-            if isinstance(stopped, RetryLater):
-                return await self._back_off(claim, stopped)
-            if stopped is not None:
-                return await self._suspend_budget(claim, run, stopped.reason)
-            if rewrite is not None:
-                return await self._rewrite(claim, run, rewrite)
+
+        ended = await boundaries.ask(claim, run, step, self.store.hooks.turn_boundaries, calls)
+        if isinstance(ended, Rewrite):
+            return await self.endings.rewrite(claim, run, ended)
+        if ended is not None:
+            return await self.endings.stopped(claim, run, ended)
         return None
-
-    async def _given_up(self, claim: Claim, purpose: str, turn: int) -> bool:
-        """Whether a hook's call of `purpose` failed for good at this turn boundary in an
-        earlier claim (the turn's call then retried, or deferred): not made again here.
-        Read off the run's latest events (`GIVEN_UP_WINDOW`)."""
-        after = max(0, claim.record.last_event_seq - GIVEN_UP_WINDOW)
-        events = await self.store.events(claim.record.id, after=after, limit=GIVEN_UP_WINDOW)
-        return gave_up_at(reversed(events), purpose, turn)
-
-    async def _progress(
-        self, claim: Claim, run: AgentRun, *, rewritten: bool = False
-    ) -> RunStatus | None:
-        """What a hook answered in this claim, written at once; the run back in the queue.
-        `rewritten`: a new conversation, so the attempts a backoff counted (a hook's call
-        failing, then answered) are over: the turn's call counts its own."""
-        now = self.clock.now()
-        change = changes.rewrite(
-            claim.version, self._snapshot(claim), run.turn(), now, claim.events, self._usage(claim)
-        )
-        if rewritten:
-            change = dataclasses.replace(change, values={**change.values, **NO_RETRY})
-        return await self._write(claim, change, now)
-
-    async def _rewrite(self, claim: Claim, run: AgentRun, rewrite: Rewrite) -> RunStatus | None:
-        """The run goes on with `rewrite`'s conversation: written at once (its log batch
-        replaces the lists; the earlier batches keep the originals), back to the queue."""
-        state = dataclasses.replace(
-            run.state, chat_history=rewrite.history, new_messages=list(rewrite.messages)
-        )
-        if claim.loaded is None:
-            raise RuntimeError("the claim's run is not loaded")
-        stored.rewrite(claim.loaded, AgentRun.from_state(state))
-        claim.events.extend(rewrite.events)
-        return await self._progress(claim, run, rewritten=True)
-
-    async def _complete(
-        self, claim: Claim, run: AgentRun, response: PromptResponse
-    ) -> RunStatus | None:
-        change = changes.complete(
-            claim.version,
-            self._snapshot(claim),
-            run.turn(),
-            response.output,
-            claim.events,
-            self._usage(claim),
-        )
-        return await self._write(claim, change)
-
-    async def _fail(self, claim: Claim, run: AgentRun, err: AgentRunError) -> RunStatus | None:
-        error: dict[str, Any] = {"type": type(err).__name__, "message": str(err)}
-        history = getattr(err, "chat_history", None)
-        if history is not None:
-            error["history_length"] = len(history)
-            error["last_message"] = message_to_dict(history[-1]) if history else None
-        return await self._end_failed(claim, error)
-
-    async def _end_failed(self, claim: Claim, error: dict[str, Any]) -> RunStatus | None:
-        """The stored state stays the last durable one, so an operator can retry."""
-        change = changes.fail(claim.version, error, claim.events, self._usage(claim))
-        return await self._write(claim, change)
-
-    async def _write(
-        self, claim: Claim, change: Change, now: datetime | None = None
-    ) -> RunStatus | None:
-        """End the claim with `change` at `now` (default: the clock's) (and, when the slot
-        wants more, claim its next run in the same statement); `LeaseLost` when the
-        fencing token moved on."""
-        now = now or self.clock.now()
-        if claim.record.flow_reserved_at is not None and change.transition is not T.THROTTLE:
-            # (the reservation was the claim's call's: the next call draws its own)
-            change = dataclasses.replace(change, values={**change.values, "flow_reserved_at": None})
-        if claim.fresh_retries and "model_attempts" not in change.values:
-            # (a hook's call failed for good: the attempts it counted are not the turn's)
-            change = dataclasses.replace(change, values={**change.values, **NO_RETRY})
-        chain = claim.chain is not None and claim.chain()
-        lease_until = now + timedelta(seconds=self.settings.lease_seconds)
-        record, claim.next = await self.store.apply(
-            claim.record.id,
-            change,
-            now,
-            claim_for=(self.worker_id, lease_until) if chain else None,
-            known=claim.record,
-            scope=Scope.ALL,
-        )
-        claim.looked = chain and not change.spawns  # (a spawning write claims nothing)
-        if record is None:
-            raise LeaseLost()
-        tracing.claim_ended(record)
-        return record.status
 
 
 async def _release(passed: list[tuple[ModelGate, object]]) -> None:

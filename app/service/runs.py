@@ -15,7 +15,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from app import tracing
@@ -82,10 +82,13 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         created, rid = raw.split("|", 1)
         when = datetime.fromisoformat(created)
-    except (ValueError, UnicodeDecodeError):
+        if when.tzinfo is None or not _RUN_ID.fullmatch(rid):
+            raise ValueError(created)
+        # In UTC, as stored: an offset that moves it past year 1 or 9999 is no run's time
+        # (PostgreSQL's driver would refuse it with an error of its own).
+        when = when.astimezone(UTC)
+    except (ValueError, UnicodeDecodeError, OverflowError):
         raise InvalidRequest("cursor is malformed") from None
-    if when.tzinfo is None or not _RUN_ID.fullmatch(rid):
-        raise InvalidRequest("cursor is malformed")
     return when, rid
 
 

@@ -244,20 +244,31 @@ async def ask(
 
 async def given_up(store: RunStore, claim: Claim, purpose: str, turn: int) -> bool:
     """Whether a hook's call of `purpose` failed for good at this turn boundary in an
-    earlier claim (the turn's call then retried, or deferred): not made again here.
-    Read off the run's latest events (`GIVEN_UP_WINDOW`)."""
-    after = max(0, claim.record.last_event_seq - GIVEN_UP_WINDOW)
-    events = await store.events(claim.record.id, after=after, limit=GIVEN_UP_WINDOW)
-    return gave_up_at(reversed(events), purpose, turn)
+    earlier claim (the turn's call then retried, or deferred): not made again here. Read
+    off the run's events newest first, `GIVEN_UP_WINDOW` at a time, back to its latest
+    answered turn: however many events its retries wrote since (a window of the latest
+    only would let the call be made again, its give-up resetting the turn's attempts each
+    time: a run whose calls all fail would never end)."""
+    before = claim.record.last_event_seq
+    while before > 0:
+        after = max(0, before - GIVEN_UP_WINDOW)
+        events = await store.events(claim.record.id, after=after, limit=before - after)
+        found = gave_up_at(reversed(events), purpose, turn)
+        if found is not None:
+            return found
+        before = after
+    return False
 
 
-def gave_up_at(events: Iterable[EventRecord], purpose: str, turn: int) -> bool:
+def gave_up_at(events: Iterable[EventRecord], purpose: str, turn: int) -> bool | None:
     """Whether `events` (a run's, newest first) show a call of `purpose` that failed for
     good at `turn`'s boundary, since the run's latest turn was answered (or an operator's
-    retry put it back)."""
+    retry put it back); None when they do not reach so far back."""
     for event in events:
         data = event.data
-        if event.type == E.RUN_RETRIED or (event.type == E.MODEL_CALLED and "purpose" not in data):
+        if event.type in (E.RUN_RETRIED, E.MODEL_REPLAYED) or (
+            event.type == E.MODEL_CALLED and "purpose" not in data
+        ):
             return False
         if (
             event.type == E.MODEL_FAILED
@@ -266,4 +277,4 @@ def gave_up_at(events: Iterable[EventRecord], purpose: str, turn: int) -> bool:
             and (not data.get("retryable") or data.get("retries_exhausted"))
         ):
             return True
-    return False
+    return None

@@ -239,3 +239,56 @@ async def test_past_the_backoff_budget_the_run_goes_on_uncompacted(
     logged = [e for e in logs if e["event"] == "boundary_call.failed"]
     assert len(logged) == len(backoffs)
     assert all(e["purpose"] == "compaction" and e["retries_exhausted"] for e in logged)
+
+
+class EverythingFails(FailingSummaries):
+    """Summaries always fail with `fault`; the turn's calls too, after `answered` turns."""
+
+    def __init__(self, fault: Reply, answered: int) -> None:
+        super().__init__([], always=fault)
+        self.fault = fault
+        self.answered = answered
+        self.turn_failures = 0
+
+    def __call__(self, body: Any) -> Reply:
+        if "tools" in body:
+            with self.lock:
+                if self.calls >= self.answered:
+                    self.turn_failures += 1
+                    return self.fault
+        return super().__call__(body)
+
+
+async def test_a_run_whose_summary_and_turn_both_keep_failing_fails_within_its_budget(
+    store: RunStore, settings: Settings, mock: MockProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summary gives up (its budget spent); the turn's call then gets its own attempts
+    and fails the run when they are spent. The give-up is found however many events the
+    turn's retries wrote since (read a page at a time: a page of 3 here, so that the
+    turn's 8 attempts write far more): before, a give-up that fell out of the latest page
+    let the summary be asked again, its give-up resetting the turn's attempts, forever."""
+    from app.worker import boundaries
+
+    monkeypatch.setattr(boundaries, "GIVEN_UP_WINDOW", 3)
+    run = await clocked(store, settings, mock, provider_max_attempts=8)
+    model = EverythingFails(Reply.fault(503, "down"), answered=6)
+    mock.responder = model
+    view, _ = await run.service.create_run(run_body(TURNS, 1000, keep_recent_turns=1))
+    run_id = view.record.id
+    for _ in range(100):
+        status = await run.step(run_id)
+        if status is RunStatus.FAILED:
+            break
+        record = (await run.view(run_id)).record
+        if status is RunStatus.QUEUED and record.available_at > run.clock.now():
+            run.clock.advance(record.available_at - run.clock.now())
+    else:
+        raise AssertionError("the run neither failed nor completed")
+    events = await store.events(run_id, limit=10_000)
+    failed = [e.data for e in events if e.type == E.MODEL_FAILED]
+    at_the_end = [d for d in failed if d["turn"] == max(f["turn"] for f in failed)]
+    summaries_failed = [d["attempt"] for d in at_the_end if d.get("purpose") == "compaction"]
+    turn_failed = [d["attempt"] for d in at_the_end if "purpose" not in d]
+    assert summaries_failed == list(range(1, 9))  # (its budget, once)
+    assert turn_failed == list(range(1, 9))  # (then the turn's own, once)
+    assert (await run.view(run_id)).record.error["type"] == "provider_error"  # type: ignore[index]

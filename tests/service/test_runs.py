@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 
 import pytest
 
@@ -108,9 +109,25 @@ async def test_list_is_newest_first_with_a_cursor(service: RunService) -> None:
     assert only == []
 
 
-async def test_malformed_cursor_is_refused(service: RunService) -> None:
-    with pytest.raises(InvalidRequest, match="cursor"):
-        await service.list_runs(status=None, limit=2, cursor="!!not-a-cursor", scope=Scope.ALL)
+@pytest.mark.parametrize(
+    "created",
+    [
+        "!!not-a-cursor",
+        "2026-12-05T10:00:00",  # (no time zone)
+        "0001-01-01T00:00:00+14:00",  # (before year 1 in UTC)
+        "9999-12-31T23:59:59-14:00",  # (after year 9999 in UTC)
+    ],
+)
+async def test_malformed_cursor_is_refused(service: RunService, created: str) -> None:
+    cursor = base64.urlsafe_b64encode(f"{created}|run_a".encode()).decode()
+    if created.startswith("!!"):
+        cursor = created
+    for listing in (
+        service.list_runs(status=None, limit=2, cursor=cursor, scope=Scope.ALL),
+        service.children("run_a", limit=2, cursor=cursor, scope=Scope.ALL),
+    ):
+        with pytest.raises(InvalidRequest, match="cursor"):
+            await listing
 
 
 async def test_results_may_arrive_in_several_posts(service: RunService) -> None:

@@ -12,6 +12,7 @@ from app.core.lifecycle import RunStatus, Transition
 from app.core.stored import Snapshot
 from app.store.changes.value import (
     NO_LEASE,
+    NO_RETRY,
     Answer,
     Change,
     waiting_column,
@@ -92,7 +93,8 @@ def retry(
     """A failed or expired run goes back to the queue from its last durable state."""
     return Change(
         T.RETRY,
-        {"available_at": now, "error": None, "model_attempts": 0}
+        {"available_at": now, "error": None}
+        | NO_RETRY  # (its model calls' retries start again: attempts and their time)
         | NO_LEASE
         | waiting_column(Queued()),
         (

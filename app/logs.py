@@ -128,6 +128,23 @@ def _drop_meta(_logger: WrappedLogger, _name: str, event: EventDict) -> EventDic
     return event
 
 
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to `sys.stderr` as it is when a record is written, not as it was when the
+    logging was configured: a process whose stderr is replaced later (an embedding host,
+    pytest's capture of each test) logs to the new one, never to a closed file."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: TextIO) -> None:
+        pass
+
+
 def configure_logging(
     settings: Any = None,
     *,
@@ -137,9 +154,8 @@ def configure_logging(
 ) -> Redactor:
     """Configure structlog and the standard library for this process (idempotent: a later
     call replaces the earlier configuration). Returns the redactor it installed."""
-    stream = stream if stream is not None else sys.stderr
     if json is None:
-        json = not stream.isatty()
+        json = not (stream if stream is not None else sys.stderr).isatty()
     redactor = Redactor(settings_secrets(settings) if settings is not None else ())
     shared: list[Processor] = [
         structlog.contextvars.merge_contextvars,
@@ -171,7 +187,7 @@ def configure_logging(
         foreign_pre_chain=shared,
         processors=[_drop_meta, redactor, renderer],
     )
-    handler = logging.StreamHandler(stream)
+    handler: logging.Handler = _Stderr() if stream is None else logging.StreamHandler(stream)
     handler.setFormatter(formatter)
     root = logging.getLogger()
     for old in list(root.handlers):

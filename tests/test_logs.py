@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import sys
 from collections.abc import Iterator
 from types import SimpleNamespace
 
@@ -171,3 +172,15 @@ def test_the_keys_of_provider_profiles_are_scrubbed_by_value(
     assert "plain-team-key-0042" not in redactor.text("401: bad key plain-team-key-0042")
     broken = Settings(providers="{not json")  # (the start-up refuses it: nothing to add)
     assert settings_secrets(broken) == settings_secrets(Settings())
+
+
+def test_logs_go_to_stderr_as_it_is_when_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process whose stderr is replaced after its logging was configured (pytest's
+    capture of each test, an embedding host) logs to the new one, not the closed old one."""
+    old, new = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stderr", old)
+    configure_logging(SETTINGS, json=True)
+    monkeypatch.setattr(sys, "stderr", new)
+    old.close()
+    structlog.get_logger("agentrun.test").info("after the swap", n=1)
+    assert json.loads(new.getvalue().splitlines()[-1])["event"] == "after the swap"

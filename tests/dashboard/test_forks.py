@@ -104,6 +104,44 @@ async def test_fork_from_here_is_confirmed_made_once_and_shown_on_its_page(
     assert "(at checkpoint 4; " in listed[1] and "replay" not in listed[1]
 
 
+async def test_a_fork_with_a_recorded_result_replaced_from_the_page(
+    admin: httpx.AsyncClient, service: RunService
+) -> None:
+    done = await completed_run(service)
+    run_id = done.record.id
+    page = text(await admin.get(f"/admin/runs/{run_id}"))
+    call_ids = re.findall(r'id="fork-result-([^"]+)"', page)
+    assert len(call_ids) == 1  # (the run's one result, with the checkpoint after it)
+    call_id = call_ids[0]
+    at = re.search(
+        rf'name="at" value="(\d+)">\s*<input type="hidden" name="tool_call_id" value="{call_id}"',
+        page,
+    )
+    assert at is not None and at[1] == "3"
+    asked = await act(
+        admin, run_id, "fork", confirmed=False, at=3, tool_call_id=call_id, output="42\nexactly"
+    )
+    assert "Fork this run here?" in text(asked)
+    assert f"the result of call {call_id} becomes" in text(asked)
+    fields = confirmation(asked)
+    assert (fields["tool_call_id"], fields["output"]) == (call_id, "42\nexactly")
+    made = await admin.post(f"/admin/runs/{run_id}/fork", data={**fields, "confirmed": "yes"})
+    assert made.status_code == 303, made.text
+    fork_id = made.headers["location"].split("/")[-1].split("?")[0]
+    assert (await run_json(admin, fork_id))["forked_from"]["checkpoint"] == 3
+    got = await admin.get(f"/v1/runs/{fork_id}/messages", params={"limit": 10}, headers=API)
+    original = await admin.get(f"/v1/runs/{run_id}/messages", params={"limit": 10}, headers=API)
+    forked = [e["message"] for e in got.json()["data"]]
+    recorded = [e["message"] for e in original.json()["data"]][:3]
+    assert forked[:2] == recorded[:2]  # (all but the result, byte for byte)
+    result = forked[2]["content"][0]
+    assert result["type"] == "toolresult" and result["call"] == call_id
+    assert result["content"] == [{"type": "text", "text": "42\nexactly"}]
+    assert recorded[2]["content"][0]["content"] != result["content"]
+    unknown = await act(admin, run_id, "fork", at=3, tool_call_id="call_nope", output="1")
+    assert unknown.status_code == 422 and "call_nope" in text(unknown)
+
+
 async def test_replay_from_the_page(admin: httpx.AsyncClient, service: RunService) -> None:
     done = await completed_run(service)
     run_id = done.record.id

@@ -77,3 +77,26 @@ def test_fork_from_here_in_chromium(page: Any, server: tuple[str, str]) -> None:
     fork = wait_status(base, fork_id, "completed")
     assert fork["forked_from"]["checkpoint"] == 3 and fork["output"] == "the sum is 3"
     shot(page, f"{backend}-fork-02-the-fork")
+    # The original lists it; a second fork replaces the recorded result (3) with 5.
+    page.goto(f"{base}/admin/runs/{run_id}")
+    assert fork_id in page.inner_text("#run-forks")
+    page.click("details.patch-result summary")
+    page.fill(f"#fork-output-{call_id(page)}", "5")
+    shot(page, f"{backend}-fork-03-another-result")
+    page.click(f"#fork-result-{call_id(page)}")
+    page.wait_for_selector("#confirm")
+    assert "becomes" in page.inner_text("main") and "5" in page.inner_text("main")
+    page.click("#confirm")
+    page.wait_for_url(re.compile(rf"{re.escape(base)}/admin/runs/run_\w+\?done=fork"))
+    patched_id = page.url.split("/admin/runs/")[1].split("?")[0]
+    assert patched_id not in (run_id, fork_id)
+    got = httpx.get(f"{base}/v1/runs/{patched_id}/messages", headers=AUTH, timeout=10).json()
+    result = got["data"][2]["message"]["content"][0]
+    assert result["content"] == [{"type": "text", "text": "5"}]
+
+
+def call_id(browser_page: Any) -> str:
+    """The id of the one recorded result's call on a run's page."""
+    found = browser_page.get_attribute("details.patch-result input[name=tool_call_id]", "value")
+    assert found
+    return str(found)

@@ -20,7 +20,6 @@ from app.core.events import EventType as E
 from app.core.scope import Scope
 from app.forks.checkpoints import Checkpoint, call_owners, calls_of, list_checkpoints, turn_at
 from app.forks.plan import SplitCall, begin, patched
-from app.forks.reads import forks_of
 from app.forks.specs import ForkIn
 from app.service import recorded
 from app.service.errors import ForkSplit, InvalidRequest, RunNotFound
@@ -28,6 +27,8 @@ from app.service.lineage import FORK_KEY
 from app.service.runs import RunService, RunView, decode_cursor
 from app.service.schemas import INHERITED, RunCreate
 from app.store.run_records import RunRecord
+from app.store.schema import run_configs
+from app.store.trees import linked_runs
 
 #: The run's own fields a fork takes from it, besides the inherited configuration.
 OWN = ("expires_in", "stream")
@@ -69,8 +70,13 @@ class ForkService:
         oldest first; 404 for a run not in `scope`."""
         after = decode_cursor(cursor) if cursor else None
         await self.runs.owned(run_id, scope)
-        found = await forks_of(
-            self.store.backend, run_id, limit=limit + 1, after=after, scope=scope
+        found = await linked_runs(
+            self.store.backend,
+            run_configs.c.forked_from_run_id,
+            run_id,
+            limit=limit + 1,
+            after=after,
+            scope=scope,
         )
         return await self.runs.page(found, limit)
 

@@ -76,6 +76,31 @@ def sum_usage(docs: Sequence[Mapping[str, Any] | None]) -> dict[str, Any]:
     return total
 
 
+async def linked_runs(
+    backend: Backend,
+    column: Any,
+    run_id: str,
+    *,
+    limit: int,
+    after: tuple[datetime, str] | None,
+    scope: Scope,
+) -> list[RunRecord]:
+    """The runs (in `scope`) whose `column` of `run_configs`, one of the columns that find
+    a run by another (a child's `parent_run_id`, a fork's `forked_from_run_id`: each with
+    its partial index), names `run_id`; oldest first, after a keyset cursor."""
+    stmt = (
+        select_runs()
+        .where(column == run_id, *within(run_configs.c.tenant_id, scope))
+        .order_by(*oldest_first())
+        .limit(limit)
+    )
+    if after is not None:
+        stmt = stmt.where(created_beyond(*after, ascending=True))
+    async with backend.reader() as conn:
+        rows = (await conn.execute(stmt)).mappings().all()
+    return [RunRecord.from_row(r) for r in rows]
+
+
 class Trees:
     """The reads by tree of one backend."""
 
@@ -91,17 +116,9 @@ class Trees:
         scope: Scope,
     ) -> list[RunRecord]:
         """`run_id`'s children (in `scope`), oldest first, after a keyset cursor."""
-        stmt = (
-            select_runs()
-            .where(run_configs.c.parent_run_id == run_id, *within(run_configs.c.tenant_id, scope))
-            .order_by(*oldest_first())
-            .limit(limit)
+        return await linked_runs(
+            self.backend, run_configs.c.parent_run_id, run_id, limit=limit, after=after, scope=scope
         )
-        if after is not None:
-            stmt = stmt.where(created_beyond(*after, ascending=True))
-        async with self.backend.reader() as conn:
-            rows = (await conn.execute(stmt)).mappings().all()
-        return [RunRecord.from_row(r) for r in rows]
 
     async def in_tree(
         self,

@@ -4,6 +4,8 @@ checkpoint never handed out again, splits refused (409), the original unchanged.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -232,9 +234,11 @@ async def test_an_idempotent_fork_is_made_once(client: httpx.AsyncClient, store:
     assert other.status_code == 422 and other.json()["type"].endswith("/idempotency-key-reused")
 
 
-async def test_another_tenants_run_cannot_be_forked_nor_its_checkpoints_read(
+@asynccontextmanager
+async def two_tenants(
     database_url: str, store: RunStore
-) -> None:
+) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
+    """Clients of two tenants' keys (the tenant-isolation tests' A and B)."""
     from datetime import UTC, datetime
 
     from app.store.schema import tenants
@@ -247,6 +251,13 @@ async def test_another_tenants_run_cannot_be_forked_nor_its_checkpoints_read(
         await conn.execute(tenants.insert(), rows)
     settings = make_settings(database_url, api_keys="deployment-key")
     async with tenant_clients(settings) as (_app, a, b, _key):
+        yield a, b
+
+
+async def test_another_tenants_run_cannot_be_forked_nor_its_checkpoints_read(
+    database_url: str, store: RunStore
+) -> None:
+    async with two_tenants(database_url, store) as (a, b):
         made = await a.post("/v1/runs", json=body())
         rid = made.json()["id"]
         for refused in (

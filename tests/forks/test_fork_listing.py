@@ -4,8 +4,6 @@ tenant's run 404; and forks made before revision 0026 found after it."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import httpx
 import pytest
 
@@ -18,7 +16,7 @@ from app.store.backend.engines import create_engine
 from app.store.migrate import alembic_config
 from app.store.runs import RunStore
 from tests.conftest import make_settings
-from tests.forks.test_fork_api import body, completed
+from tests.forks.test_fork_api import body, completed, two_tenants
 from tests.helpers import drive_once, run_body
 from tests.store.test_migrations import TEXT_ONLY, own_database
 
@@ -83,15 +81,7 @@ async def test_forks_page_by_cursor_and_refuse_bad_input(
 
 
 async def test_another_tenants_forks_are_not_listed(database_url: str, store: RunStore) -> None:
-    from app.store.schema import tenants
-    from tests.tenancy.test_tenant_isolation import A, B, tenant_clients
-
-    async with store.engine.begin() as conn:
-        await conn.execute(tenants.delete().where(tenants.c.id.in_([A, B])))
-        rows = [{"id": t, "name": t, "limits": {}, "created_at": datetime.now(UTC)} for t in (A, B)]
-        await conn.execute(tenants.insert(), rows)
-    settings = make_settings(database_url, api_keys="deployment-key")
-    async with tenant_clients(settings) as (_app, a, b, _key):
+    async with two_tenants(database_url, store) as (a, b):
         rid = (await a.post("/v1/runs", json=body())).json()["id"]
         fork = await a.post(f"/v1/runs/{rid}/fork", json={})
         assert fork.status_code == 201, fork.text

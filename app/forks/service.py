@@ -27,7 +27,6 @@ from app.service.lineage import FORK_KEY
 from app.service.runs import RunService, RunView, decode_cursor
 from app.service.schemas import INHERITED, RunCreate
 from app.store.run_records import RunRecord
-from app.store.schema import run_configs
 from app.store.trees import linked_runs
 
 #: The run's own fields a fork takes from it, besides the inherited configuration.
@@ -72,7 +71,7 @@ class ForkService:
         await self.runs.owned(run_id, scope)
         found = await linked_runs(
             self.store.backend,
-            run_configs.c.forked_from_run_id,
+            "forked_from_run_id",
             run_id,
             limit=limit + 1,
             after=after,

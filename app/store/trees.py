@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.core.lifecycle import TERMINAL
 from app.core.scope import Scope
-from app.store.backend.base import Backend
+from app.store.backend.base import LINEAGE, Backend
 from app.store.run_records import EventRecord, RunRecord
 from app.store.schema import (
     created_beyond,
@@ -78,19 +78,21 @@ def sum_usage(docs: Sequence[Mapping[str, Any] | None]) -> dict[str, Any]:
 
 async def linked_runs(
     backend: Backend,
-    column: Any,
+    column: str,
     run_id: str,
     *,
     limit: int,
     after: tuple[datetime, str] | None,
     scope: Scope,
 ) -> list[RunRecord]:
-    """The runs (in `scope`) whose `column` of `run_configs`, one of the columns that find
-    a run by another (a child's `parent_run_id`, a fork's `forked_from_run_id`: each with
-    its partial index), names `run_id`; oldest first, after a keyset cursor."""
+    """The runs (in `scope`) whose `column` of `run_configs`, one of the `LINEAGE` columns
+    that find a run by another (a child's `parent_run_id`, a fork's `forked_from_run_id`:
+    each with its partial index), names `run_id`; oldest first, after a keyset cursor."""
+    if column not in LINEAGE:
+        raise ValueError(f"not a lineage column: {column}")
     stmt = (
         select_runs()
-        .where(column == run_id, *within(run_configs.c.tenant_id, scope))
+        .where(run_configs.c[column] == run_id, *within(run_configs.c.tenant_id, scope))
         .order_by(*oldest_first())
         .limit(limit)
     )
@@ -117,7 +119,7 @@ class Trees:
     ) -> list[RunRecord]:
         """`run_id`'s children (in `scope`), oldest first, after a keyset cursor."""
         return await linked_runs(
-            self.backend, run_configs.c.parent_run_id, run_id, limit=limit, after=after, scope=scope
+            self.backend, "parent_run_id", run_id, limit=limit, after=after, scope=scope
         )
 
     async def in_tree(

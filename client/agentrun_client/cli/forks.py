@@ -10,7 +10,7 @@ from agentrun_client import _forks, _render
 from agentrun_client._sync import Client
 from agentrun_client.cli.flags import UsageError, pair, read_json
 from agentrun_client.cli.output import EXIT_OK, AddCommand, Output
-from agentrun_client.cli.runs import show_page
+from agentrun_client.cli.runs import show_made, show_page
 from agentrun_client.models import CheckpointList, Run, RunPage
 
 
@@ -72,14 +72,7 @@ def cmd_fork(client: Client, args: argparse.Namespace, out: Output) -> int:
         on_divergence=args.on_divergence or "live",
     )
     call = _forks.fork_call(args.run_id, body, args.idempotency_key)
-    run = Run.model_validate(client.request(call).json())
-    if args.wait:
-        run = client.runs.wait(run.id)
-    if args.quiet:
-        out.text(run.id)
-    else:
-        out.run(run)
-    return EXIT_OK
+    return show_made(client, args, out, Run.model_validate(client.request(call).json()))
 
 
 def cmd_forks(client: Client, args: argparse.Namespace, out: Output) -> int:

@@ -96,7 +96,12 @@ def cmd_create(client: Client, args: argparse.Namespace, out: Output) -> int:
     body = create_body(args)
     prompt, model, tools = body.pop("prompt"), body.pop("model", None), body.pop("tools", None)
     call = _base.create_call(prompt, model, tools, args.idempotency_key, body)
-    run = Run.model_validate(client.request(call).json())
+    return show_made(client, args, out, Run.model_validate(client.request(call).json()))
+
+
+def show_made(client: Client, args: argparse.Namespace, out: Output, run: Run) -> int:
+    """A run just made (a create, a fork): waited for with `--wait`, its id alone with
+    `--quiet`, else the run."""
     if args.wait:
         run = client.runs.wait(run.id)
     if args.quiet:
